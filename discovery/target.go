@@ -1,0 +1,105 @@
+// Package discovery defines what every inventory source emits: Target, one
+// (name, port) endpoint to probe, and the rules for normalising names and
+// merging the targets that several sources report for the same endpoint.
+//
+// The sources themselves live in sub-packages (dnszone, static, route53, acm).
+package discovery
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Target is one endpoint to probe: a DNS name and a TCP port, and what is
+// known about where it lives.
+//
+// The zero value is not a usable target; sources build targets with Name and
+// Port set and at least one entry in Sources.
+type Target struct {
+	// Name is the name presented as SNI and checked against the certificate:
+	// lower case, without a trailing dot.
+	Name string `json:"name"`
+	// Port is the TCP port to probe.
+	Port int `json:"port"`
+	// Addresses are the addresses the source already knows for Name (from the
+	// transferred zone itself). When empty, the prober resolves Resolve.
+	Addresses []netip.Addr `json:"addresses,omitempty"`
+	// Resolve is the name whose A/AAAA records are looked up when Addresses is
+	// empty: the end of a CNAME chain that leaves the zone. Empty means Name.
+	Resolve string `json:"resolve,omitempty"`
+	// Sources says where the target was found, e.g. "dnszone:internal.example"
+	// or "static". Sorted, without duplicates after Merge.
+	Sources []string `json:"sources"`
+	// Explicit is set for targets an operator listed by hand; if one of them
+	// cannot be reached, that is a finding, whereas a name in a whole-zone
+	// scan that serves nothing on the port is only an endpoint error.
+	Explicit bool `json:"explicit,omitempty"`
+	// Skip, when not empty, says why the target is listed but not probed
+	// (for example a wildcard owner name, which has no single SNI to send).
+	Skip string `json:"skip,omitempty"`
+}
+
+// Key identifies the endpoint: "name:port".
+func (t Target) Key() string {
+	return fmt.Sprintf("%s:%d", t.Name, t.Port)
+}
+
+// ResolveName is the name whose addresses should be looked up for t.
+func (t Target) ResolveName() string {
+	if t.Resolve != "" {
+		return t.Resolve
+	}
+	return t.Name
+}
+
+// NormalizeName returns name in the form targets use: lower case, no
+// trailing dot, surrounding space removed.
+func NormalizeName(name string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+}
+
+// Merge combines targets from any number of sources into one list with a
+// single entry per (name, port): addresses and sources are unioned, Explicit
+// is set if any source set it, and Skip is kept only if every source skipped
+// the target. The result is sorted by name, then port. Inputs are not
+// modified.
+func Merge(lists ...[]Target) []Target {
+	byKey := make(map[string]int)
+	var out []Target
+	for _, list := range lists {
+		for _, t := range list {
+			t.Name = NormalizeName(t.Name)
+			i, ok := byKey[t.Key()]
+			if !ok {
+				byKey[t.Key()] = len(out)
+				t.Addresses = slices.Clone(t.Addresses)
+				t.Sources = slices.Clone(t.Sources)
+				out = append(out, t)
+				continue
+			}
+			m := &out[i]
+			m.Addresses = append(m.Addresses, t.Addresses...)
+			m.Sources = append(m.Sources, t.Sources...)
+			m.Explicit = m.Explicit || t.Explicit
+			if m.Resolve == "" {
+				m.Resolve = t.Resolve
+			}
+			if t.Skip == "" {
+				m.Skip = ""
+			}
+		}
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Addresses, func(a, b netip.Addr) int { return a.Compare(b) })
+		out[i].Addresses = slices.Compact(out[i].Addresses)
+		slices.Sort(out[i].Sources)
+		out[i].Sources = slices.Compact(out[i].Sources)
+	}
+	slices.SortFunc(out, func(a, b Target) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}

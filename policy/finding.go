@@ -1,0 +1,155 @@
+// Package policy turns probe observations (and, later, cloud inventories)
+// into findings: one per certificate and kind of problem, each with a tier
+// chosen by the time left before its deadline.
+//
+// Everything here is a pure function of its inputs and the time passed in;
+// nothing reads the clock, the network or the disk.
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Tier is the urgency of a finding. Tiers are ordered: a higher value is more
+// urgent. The zero value, None, means "no alert".
+type Tier int
+
+// Tiers, least urgent first.
+const (
+	None Tier = iota
+	// Info is listed in reports and never notified.
+	Info
+	Notice
+	Warning
+	Page
+	Critical
+)
+
+var tierNames = [...]string{"none", "info", "notice", "warning", "page", "critical"}
+
+// String returns the tier's name as used in config, flags and JSON.
+func (t Tier) String() string {
+	if t < 0 || int(t) >= len(tierNames) {
+		return fmt.Sprintf("tier(%d)", int(t))
+	}
+	return tierNames[t]
+}
+
+// ParseTier parses a tier name (case-insensitive).
+func ParseTier(s string) (Tier, error) {
+	for i, n := range tierNames {
+		if strings.EqualFold(s, n) {
+			return Tier(i), nil
+		}
+	}
+	return None, fmt.Errorf("unknown tier %q (want one of %s)", s, strings.Join(tierNames[:], ", "))
+}
+
+// MarshalText encodes the tier as its name.
+func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText decodes a tier name.
+func (t *Tier) UnmarshalText(b []byte) error {
+	v, err := ParseTier(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Kind names the problem a finding reports.
+type Kind string
+
+// Kinds of finding.
+const (
+	// Expired: a certificate on the verified path (or the leaf, when there is
+	// no verified path) is past its NotAfter.
+	Expired Kind = "expired"
+	// Expiring: a certificate on the verified path expires within a tier's
+	// window.
+	Expiring Kind = "expiring"
+	// ChainUntrusted: no path to a trusted root (unknown CA, missing
+	// intermediate, bad signature).
+	ChainUntrusted Kind = "chain_untrusted"
+	// SelfSigned: the leaf is self-signed and not trusted.
+	SelfSigned Kind = "self_signed"
+	// HostnameMismatch: the leaf is not valid for the name it was served on.
+	HostnameMismatch Kind = "hostname_mismatch"
+	// InconsistentDeployment: addresses of one name serve different
+	// certificates.
+	InconsistentDeployment Kind = "inconsistent_deployment"
+	// Unreachable: an explicitly configured target could not be probed.
+	Unreachable Kind = "unreachable"
+	// BundleExpired: the server sends an expired or expiring extra
+	// certificate (an old cross-sign or root) that no verified path needs.
+	// Harmless for current clients, so at most a notice.
+	BundleExpired Kind = "bundle_expired"
+)
+
+// Endpoint is one place a certificate was seen.
+type Endpoint struct {
+	Name    string `json:"name"`
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+}
+
+// String returns "name:port (address)".
+func (e Endpoint) String() string {
+	if e.Address == "" {
+		return fmt.Sprintf("%s:%d", e.Name, e.Port)
+	}
+	return fmt.Sprintf("%s:%d (%s)", e.Name, e.Port, e.Address)
+}
+
+// Certificate describes one certificate seen during a scan.
+type Certificate struct {
+	SHA256    string    `json:"sha256"`
+	Subject   string    `json:"subject"`
+	Issuer    string    `json:"issuer"`
+	Serial    string    `json:"serial"`
+	DNSNames  []string  `json:"dns_names"`
+	NotBefore time.Time `json:"not_before"`
+	NotAfter  time.Time `json:"not_after"`
+}
+
+// Finding is one problem with one certificate (or, for inconsistent
+// deployments and unreachable targets, with one name), with every endpoint
+// that shows it.
+type Finding struct {
+	Kind Kind `json:"kind"`
+	Tier Tier `json:"tier"`
+	// Certificate is the leaf SHA-256 the finding is about; empty for
+	// unreachable targets.
+	Certificate string `json:"certificate"`
+	// Subject is the leaf's subject common name (or first DNS name), for
+	// humans.
+	Subject string `json:"subject,omitempty"`
+	// Deadline is when the problem becomes (or became) an outage: the
+	// NotAfter that matters. For broken-now kinds it is the time of the scan.
+	Deadline time.Time `json:"deadline"`
+	// Endpoints is the blast radius, sorted.
+	Endpoints []Endpoint `json:"endpoints"`
+	// Message says what is wrong and what to do.
+	Message string `json:"message"`
+	// Name is set for findings about a name rather than a certificate
+	// (inconsistent_deployment, unreachable): "name:port".
+	Name string `json:"name,omitempty"`
+}
+
+// ID identifies the finding across runs: its kind and the certificate (or
+// name) it is about. Notification state and dedup keys are derived from it.
+func (f Finding) ID() string {
+	if f.Certificate != "" && f.Kind != InconsistentDeployment {
+		return string(f.Kind) + ":" + f.Certificate
+	}
+	return string(f.Kind) + ":" + f.Name
+}
+
+// DaysLeft is the whole number of days from now to the deadline, negative
+// once it has passed.
+func (f Finding) DaysLeft(now time.Time) int {
+	return int(f.Deadline.Sub(now).Hours() / 24)
+}

@@ -1,0 +1,111 @@
+package probes
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"net/netip"
+	"time"
+)
+
+// Failure classifies why no certificate chain was obtained from an address.
+// The empty Failure means the handshake completed.
+type Failure string
+
+// Failures, from the least to the most specific about the server.
+const (
+	FailNone Failure = ""
+	// FailResolve: the name has no A/AAAA records or the lookup failed.
+	FailResolve Failure = "resolve"
+	// FailRefused: TCP connection refused; nothing listens on the port.
+	FailRefused Failure = "refused"
+	// FailTimeout: the dial or the handshake ran out of time (including a
+	// listener that accepts TCP and never speaks TLS).
+	FailTimeout Failure = "timeout"
+	// FailReset: the peer reset or closed the connection mid-handshake.
+	FailReset Failure = "reset"
+	// FailNotTLS: the peer answered with something that is not TLS.
+	FailNotTLS Failure = "not_tls"
+	// FailAlert: the server sent a TLS alert (e.g. handshake_failure,
+	// unrecognized_name).
+	FailAlert Failure = "tls_alert"
+	// FailHandshake: any other handshake or network error.
+	FailHandshake Failure = "handshake"
+)
+
+// Trust is the outcome of verifying the served chain against the trusted
+// roots, independent of the host name.
+type Trust string
+
+// Trust outcomes.
+const (
+	// TrustNotChecked: there was no chain to verify (see Failure).
+	TrustNotChecked Trust = ""
+	// Trusted: a path to a trusted root exists at the probe's time.
+	Trusted Trust = "trusted"
+	// TrustExpired: a path to a trusted root exists, but a certificate on
+	// every such path is outside its validity period now (expired, or not yet
+	// valid). Paths holds those paths, so expiry can be judged on them.
+	TrustExpired Trust = "expired"
+	// TrustSelfSigned: the leaf is self-signed and not a trusted root.
+	TrustSelfSigned Trust = "self_signed"
+	// TrustUnknownAuthority: no path to a trusted root with the certificates
+	// the server sent (unknown private CA, or a missing intermediate).
+	TrustUnknownAuthority Trust = "unknown_authority"
+	// TrustInvalid: verification failed for another reason (bad signature,
+	// constraint violation, unsupported algorithm, ...). TrustError says why.
+	TrustInvalid Trust = "invalid"
+)
+
+// Observation is what one probe of one (name, port, address) saw. Probe
+// outcomes are data, not errors: a failed handshake is an Observation with
+// Failure set.
+type Observation struct {
+	// Name, Port and Address identify the endpoint. Address is invalid (the
+	// zero netip.Addr) when resolution failed.
+	Name    string     `json:"name"`
+	Port    int        `json:"port"`
+	Address netip.Addr `json:"address"`
+	// Sources and Explicit are copied from the discovery target.
+	Sources  []string `json:"sources,omitempty"`
+	Explicit bool     `json:"explicit,omitempty"`
+
+	// At is when the probe started; Duration how long the successful (or
+	// last) attempt took; Attempts how many connections were made.
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration"`
+	Attempts int           `json:"attempts"`
+
+	// Failure is set when no chain was obtained; Error is the message.
+	Failure Failure `json:"failure,omitempty"`
+	Error   string  `json:"error,omitempty"`
+
+	// Chain is the certificate chain as the server presented it, leaf first.
+	// Certificates are shared between observations that saw the same DER
+	// bytes during one scan; treat them as read-only.
+	Chain []*x509.Certificate `json:"-"`
+	// Trust is the chain verification outcome, TrustError its message.
+	Trust      Trust  `json:"trust,omitempty"`
+	TrustError string `json:"trust_error,omitempty"`
+	// Paths are the verified paths from the leaf to a trusted root (leaf
+	// first, root last), when Trust is Trusted or TrustExpired. They are
+	// built only from the certificates the server sent plus the trusted
+	// roots, so a missing intermediate shows as TrustUnknownAuthority.
+	Paths [][]*x509.Certificate `json:"-"`
+	// NameMatch reports whether the leaf is valid for Name.
+	NameMatch bool `json:"name_match"`
+}
+
+// Leaf returns the leaf certificate, or nil when there was no handshake.
+func (o *Observation) Leaf() *x509.Certificate {
+	if len(o.Chain) == 0 {
+		return nil
+	}
+	return o.Chain[0]
+}
+
+// Fingerprint returns the lower-case hex SHA-256 of c's DER encoding.
+func Fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
