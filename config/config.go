@@ -1,0 +1,312 @@
+// Package config defines certwatch's YAML configuration: the schema, the
+// defaults (in one place, Default), Load and Validate.
+//
+// Config types are plain data. Patterns, durations and addresses are checked
+// at load time so a bad value fails start-up with its line number.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Zones are DNS zones to transfer (AXFR) and scan.
+	Zones []Zone `yaml:"zones,omitempty"`
+	// Targets are static endpoints: "host", "host:port", "10.0.0.1:8443".
+	Targets []string `yaml:"targets,omitempty"`
+	// Ports are probed on every A/AAAA/CNAME name of a zone and on targets
+	// given without a port. SRV records carry their own port.
+	Ports []int `yaml:"ports,omitempty"`
+	// CAFiles are PEM files of extra trusted roots (private CAs). System
+	// roots stay trusted.
+	CAFiles []string `yaml:"ca_files,omitempty"`
+	// Resolver is the DNS server (HOST:PORT) used for names that zones do not
+	// answer themselves. Empty means the system resolver.
+	Resolver HostPort `yaml:"resolver,omitempty"`
+	// Probe tunes connections.
+	Probe Probe `yaml:"probe"`
+	// Policy sets expiry tiers and the tier of each kind of problem.
+	Policy Policy `yaml:"policy"`
+	// Output is the report format of `certwatch scan`: table or json.
+	Output string `yaml:"output"`
+	// FailOn is the lowest tier that makes `certwatch scan` exit 1.
+	FailOn string `yaml:"fail_on"`
+	// AWS configures Route53 and ACM discovery.
+	AWS AWS `yaml:"aws,omitempty"`
+	// Notify configures state, channels and routing of alerts.
+	Notify Notify `yaml:"notify,omitempty"`
+}
+
+// Zone is one DNS zone to transfer.
+type Zone struct {
+	// Name is the zone apex, e.g. internal.example.
+	Name string `yaml:"name"`
+	// Nameserver is where to AXFR from (HOST:PORT). Empty: the zone's SOA
+	// MNAME, then its NS names, found via the system resolver.
+	Nameserver HostPort `yaml:"nameserver,omitempty"`
+	// TSIG signs the transfer, when the server requires it.
+	TSIG *TSIG `yaml:"tsig,omitempty"`
+	// Ports overrides the top-level ports for this zone.
+	Ports []int `yaml:"ports,omitempty"`
+	// Include keeps only names matching one of these globs ("*" spans dots).
+	Include []string `yaml:"include,omitempty"`
+	// Exclude drops names matching any of these globs.
+	Exclude []string `yaml:"exclude,omitempty"`
+}
+
+// TSIG is a transaction signature key. The secret comes from SecretFile,
+// SecretEnv or (discouraged, the file may be shared) Secret.
+type TSIG struct {
+	Name       string `yaml:"name"`
+	Algorithm  string `yaml:"algorithm"`
+	Secret     Secret `yaml:"secret,omitempty"`
+	SecretFile string `yaml:"secret_file,omitempty"`
+	SecretEnv  string `yaml:"secret_env,omitempty"`
+}
+
+// Probe tunes how endpoints are contacted.
+type Probe struct {
+	// Timeout bounds the TCP dial and, separately, the TLS handshake.
+	Timeout Duration `yaml:"timeout"`
+	// Concurrency is the number of connections in flight at once.
+	Concurrency int `yaml:"concurrency"`
+	// PerAddress caps connections in flight to one IP address.
+	PerAddress int `yaml:"per_address"`
+	// Retries is how often a transient failure (timeout, reset) is retried.
+	Retries int `yaml:"retries"`
+}
+
+// TierRule says when a tier starts: when at most Within is left before the
+// deadline and, if LifetimeFraction is set, when at most that fraction of
+// the certificate's lifetime is left. With both, the later point wins.
+type TierRule struct {
+	Within           Duration `yaml:"within,omitempty"`
+	LifetimeFraction float64  `yaml:"lifetime_fraction,omitempty"`
+}
+
+// Policy sets how findings are tiered.
+type Policy struct {
+	// Tiers maps notice, warning, page and critical to when they start.
+	// Critical always includes "already expired".
+	Tiers map[string]TierRule `yaml:"tiers"`
+	// Broken is the tier of broken-now problems: chain_untrusted,
+	// self_signed, hostname_mismatch.
+	Broken string `yaml:"broken"`
+	// Inconsistent is the tier of inconsistent_deployment.
+	Inconsistent string `yaml:"inconsistent"`
+	// Unreachable is the tier of unreachable explicit targets.
+	Unreachable string `yaml:"unreachable"`
+}
+
+// Default returns the configuration every file is laid over.
+func Default() Config {
+	c := Config{
+		Ports: []int{443},
+		Probe: Probe{
+			Timeout:     Duration(5e9),
+			Concurrency: 100,
+			PerAddress:  2,
+			Retries:     2,
+		},
+		Policy: Policy{
+			Tiers: map[string]TierRule{
+				"notice":   {Within: Duration(30 * day)},
+				"warning":  {Within: Duration(14 * day)},
+				"page":     {Within: Duration(7 * day)},
+				"critical": {Within: Duration(2 * day)},
+			},
+			Broken:       "page",
+			Inconsistent: "warning",
+			Unreachable:  "warning",
+		},
+		Output: "table",
+		FailOn: "page",
+	}
+	c.AWS.applyDefaults()
+	c.Notify.applyDefaults()
+	return c
+}
+
+const day = 24 * 60 * 60 * 1e9
+
+// Load reads, decodes and validates the file at path. Unknown keys, bad
+// durations and bad addresses fail with their line number; every problem is
+// reported at once.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := Decode(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Decode reads YAML from r over Default and validates the result.
+func Decode(r io.Reader) (Config, error) {
+	c := Default()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Config{}, err
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		// Decoding over Default keeps defaults for keys the file omits; a
+		// tier given in the file replaces that tier's default rule whole.
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil {
+			return Config{}, cleanYAMLError(err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// cleanYAMLError turns yaml.v3's multi-line type error into one error per
+// problem, so errors.Join prints one per line.
+func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		errs := make([]error, 0, len(te.Errors))
+		for _, e := range te.Errors {
+			e = strings.Replace(e, "not found in type config.", "is not a known key in ", 1)
+			errs = append(errs, errors.New(e))
+		}
+		return errors.Join(errs...)
+	}
+	return err
+}
+
+// Validate reports every problem in c at once, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 {
+			add("ports: invalid port %d: want 1 to 65535", p)
+		}
+	}
+	if len(c.Ports) == 0 {
+		add("ports: at least one port is required")
+	}
+	seen := map[string]bool{}
+	for i, z := range c.Zones {
+		name := discovery.NormalizeName(z.Name)
+		where := fmt.Sprintf("zones[%d]", i)
+		if name == "" {
+			add("%s: name is required", where)
+		} else {
+			where = fmt.Sprintf("zone %s", name)
+		}
+		if seen[name] && name != "" {
+			add("%s: listed twice", where)
+		}
+		seen[name] = true
+		for _, p := range z.Ports {
+			if p < 1 || p > 65535 {
+				add("%s: ports: invalid port %d: want 1 to 65535", where, p)
+			}
+		}
+		if _, err := discovery.NewFilter(z.Include, z.Exclude); err != nil {
+			add("%s: %v", where, err)
+		}
+		if t := z.TSIG; t != nil {
+			if t.Name == "" || t.Algorithm == "" {
+				add("%s: tsig: name and algorithm are required", where)
+			}
+			n := 0
+			for _, set := range []bool{t.Secret != "", t.SecretFile != "", t.SecretEnv != ""} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				add("%s: tsig: set exactly one of secret_file, secret_env or secret", where)
+			}
+		}
+	}
+	for _, t := range c.Targets {
+		if strings.TrimSpace(t) == "" {
+			add("targets: empty target")
+		}
+	}
+	if d := c.Probe.Timeout; d <= 0 {
+		add("probe: timeout must be positive, got %v", d)
+	}
+	if c.Probe.Concurrency < 1 {
+		add("probe: concurrency must be at least 1, got %d", c.Probe.Concurrency)
+	}
+	if c.Probe.PerAddress < 1 {
+		add("probe: per_address must be at least 1, got %d", c.Probe.PerAddress)
+	}
+	if c.Probe.Retries < 0 || c.Probe.Retries > 5 {
+		add("probe: retries must be 0 to 5, got %d", c.Probe.Retries)
+	}
+	for name, r := range c.Policy.Tiers {
+		t, err := policy.ParseTier(name)
+		if err != nil || t < policy.Notice {
+			add("policy: tiers: unknown tier %q (want notice, warning, page or critical)", name)
+		}
+		if r.Within < 0 {
+			add("policy: tiers: %s: within must not be negative", name)
+		}
+		if r.LifetimeFraction < 0 || r.LifetimeFraction > 1 {
+			add("policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
+		}
+	}
+	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "fail_on": c.FailOn} {
+		if _, err := policy.ParseTier(v); err != nil {
+			add("%s: %v", key, err)
+		}
+	}
+	if !slices.Contains([]string{"table", "json"}, c.Output) {
+		add("output: unknown format %q (want table or json)", c.Output)
+	}
+	errs = append(errs, c.AWS.validate()...)
+	errs = append(errs, c.Notify.validate()...)
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// ReadSecret returns a secret from exactly one of: a file (trailing
+// newline trimmed), an environment variable, or an inline value. what names
+// the secret in errors, e.g. "zone internal.example: tsig".
+func ReadSecret(what string, inline Secret, file, env string) (Secret, error) {
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: read secret file: %w", what, err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("%s: secret file %s is empty", what, file)
+		}
+		return Secret(s), nil
+	case env != "":
+		s, ok := os.LookupEnv(env)
+		if !ok || s == "" {
+			return "", fmt.Errorf("%s: environment variable %s is not set", what, env)
+		}
+		return Secret(s), nil
+	}
+	return inline, nil
+}

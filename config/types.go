@@ -1,0 +1,137 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Secret holds a token, key or password. It prints, marshals and logs as
+// "<secret>" so it cannot leak through a log line, an error or
+// `certwatch check-config`. Use Reveal to get the value.
+type Secret string
+
+const redacted = "<secret>"
+
+// Reveal returns the secret value. Call it only where the value is sent to
+// the service that needs it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns "<secret>" (or "" when empty).
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// GoString keeps %#v from printing the value.
+func (s Secret) GoString() string { return s.String() }
+
+// Format keeps every fmt verb (%s, %v, %q, %x, ...) from printing the value.
+func (s Secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, s.String()) }
+
+// MarshalText returns "<secret>" (or "" when empty).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalYAML returns "<secret>" (or "" when empty).
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// LogValue keeps slog from printing the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Duration is a time.Duration that YAML writes as "10s", "5m", "12h" or,
+// beyond Go's units, "30d" (days) and "2w" (weeks).
+type Duration time.Duration
+
+// ParseDuration parses Go durations plus the day ("d") and week ("w")
+// suffixes: "30d", "1w", "36h", "1.5d".
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if num, ok := strings.CutSuffix(s, suffix); ok {
+			f, err := strconv.ParseFloat(num, 64)
+			if err != nil {
+				return 0, fmt.Errorf("invalid duration %q (want e.g. 30s, 5m, 12h, 30d)", s)
+			}
+			return time.Duration(f * float64(unit)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (want e.g. 30s, 5m, 12h, 30d)", s)
+	}
+	return d, nil
+}
+
+// UnmarshalYAML parses the duration, reporting the YAML line on error.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return lineError(n, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration in the shortest form that parses back.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// String formats whole days as "30d" and anything else as Go does.
+func (d Duration) String() string {
+	v := time.Duration(d)
+	if v != 0 && v%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", v/(24*time.Hour))
+	}
+	return v.String()
+}
+
+// HostPort is a "host:port" network address, checked when the config is
+// decoded so a typo fails with its line number. IPv6 literals need brackets:
+// "[::1]:53".
+type HostPort string
+
+// UnmarshalYAML checks the address, reporting the YAML line on error.
+func (h *HostPort) UnmarshalYAML(n *yaml.Node) error {
+	if err := CheckHostPort(n.Value); err != nil {
+		return lineError(n, err)
+	}
+	*h = HostPort(n.Value)
+	return nil
+}
+
+// CheckHostPort reports whether s is a valid "host:port" with a port in
+// 1..65535.
+func CheckHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("invalid address %q: want HOST:PORT (IPv6 as [::1]:53)", s)
+	}
+	if host == "" {
+		return fmt.Errorf("invalid address %q: empty host", s)
+	}
+	if _, err := ParsePort(port); err != nil {
+		return fmt.Errorf("invalid address %q: %w", s, err)
+	}
+	return nil
+}
+
+// ParsePort parses a TCP port number in 1..65535.
+func ParsePort(s string) (int, error) {
+	p, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("invalid port %q: want a number from 1 to 65535", s)
+	}
+	return p, nil
+}
+
+// lineError wraps err as a YAML type error so the decoder collects it with
+// the others instead of stopping at the first.
+func lineError(n *yaml.Node, err error) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+}
