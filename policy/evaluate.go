@@ -1,0 +1,353 @@
+package policy
+
+import (
+	"cmp"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/probes"
+)
+
+// Result is what Evaluate concludes from one scan's observations.
+type Result struct {
+	// Findings, most urgent first (tier, then deadline).
+	Findings []Finding
+	// Certificates are the leaf certificates seen, by deadline.
+	Certificates []Certificate
+}
+
+// Evaluator accumulates observations one at a time and reduces them as they
+// arrive, so a scan need not keep every observation (or chain) until the end.
+// It is not safe for concurrent use; the zero value is not usable, see
+// NewEvaluator.
+type Evaluator struct {
+	rules    Rules
+	now      time.Time
+	findings map[string]*Finding
+	certs    map[string]*Certificate
+	fps      map[*x509.Certificate]string
+	// leaves per "name:port": fingerprint -> endpoints, for inconsistency.
+	byName map[string]map[string][]Endpoint
+}
+
+// NewEvaluator returns an Evaluator judging at time now.
+func NewEvaluator(rules Rules, now time.Time) *Evaluator {
+	return &Evaluator{
+		rules:    rules,
+		now:      now,
+		findings: make(map[string]*Finding),
+		certs:    make(map[string]*Certificate),
+		fps:      make(map[*x509.Certificate]string),
+		byName:   make(map[string]map[string][]Endpoint),
+	}
+}
+
+// Evaluate judges a whole set of observations at time now.
+func Evaluate(obs []probes.Observation, rules Rules, now time.Time) Result {
+	e := NewEvaluator(rules, now)
+	for i := range obs {
+		e.Add(&obs[i])
+	}
+	return e.Result()
+}
+
+func (e *Evaluator) fingerprint(c *x509.Certificate) string {
+	if fp, ok := e.fps[c]; ok {
+		return fp
+	}
+	fp := probes.Fingerprint(c)
+	e.fps[c] = fp
+	return fp
+}
+
+// Fingerprint returns the SHA-256 of c, memoised for certificates shared
+// between observations.
+func (e *Evaluator) Fingerprint(c *x509.Certificate) string { return e.fingerprint(c) }
+
+func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Time, ep Endpoint, msg func() string) {
+	if tier == None {
+		return
+	}
+	id := string(kind) + ":" + key
+	f, ok := e.findings[id]
+	if !ok {
+		f = &Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: msg()}
+		if cert == "" || kind == InconsistentDeployment {
+			f.Name = key
+		}
+		e.findings[id] = f
+	}
+	f.Endpoints = append(f.Endpoints, ep)
+}
+
+// Add folds one observation into the result.
+func (e *Evaluator) Add(o *probes.Observation) {
+	ep := Endpoint{Name: o.Name, Port: o.Port}
+	if o.Address.IsValid() {
+		ep.Address = o.Address.String()
+	}
+	nameKey := fmt.Sprintf("%s:%d", o.Name, o.Port)
+	leaf := o.Leaf()
+	if leaf == nil {
+		if o.Explicit {
+			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
+				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
+			})
+		}
+		return
+	}
+	fp := e.fingerprint(leaf)
+	if _, ok := e.certs[fp]; !ok {
+		e.certs[fp] = describe(leaf, fp)
+	}
+	if e.byName[nameKey] == nil {
+		e.byName[nameKey] = make(map[string][]Endpoint)
+	}
+	e.byName[nameKey][fp] = append(e.byName[nameKey][fp], ep)
+
+	switch o.Trust {
+	case probes.TrustSelfSigned:
+		e.add(SelfSigned, e.rules.Broken, fp, fp, e.now, ep, func() string {
+			return fmt.Sprintf("self-signed certificate %q is not trusted by clients; issue it from a trusted CA, or add it to ca_files if it is deliberately pinned", subjectOf(leaf))
+		})
+	case probes.TrustUnknownAuthority, probes.TrustInvalid:
+		e.add(ChainUntrusted, e.rules.Broken, fp, fp, e.now, ep, func() string {
+			return fmt.Sprintf("chain of %q does not verify: %s; serve the full chain (leaf and intermediates) and check clients trust its root (ca_files for a private CA)", subjectOf(leaf), o.TrustError)
+		})
+	}
+	if !o.NameMatch {
+		e.add(HostnameMismatch, e.rules.Broken, fp, fp, e.now, ep, func() string {
+			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", subjectOf(leaf), namesOf(leaf), o.Name, o.Name)
+		})
+	}
+	e.judgeExpiry(o, leaf, fp, ep)
+}
+
+// judgeExpiry rates expiry along the verified path that lives longest, so an
+// extra expired cross-sign the server sends alongside a valid path is at most
+// a notice. Without a verified path only the leaf is judged.
+func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, fp string, ep Endpoint) {
+	path := []*x509.Certificate{leaf}
+	if len(o.Paths) > 0 {
+		path = bestPath(o.Paths)
+	}
+	worst := path[0]
+	for _, c := range path[1:] {
+		if c.NotAfter.Before(worst.NotAfter) {
+			worst = c
+		}
+	}
+	for _, c := range path {
+		if e.now.Before(c.NotBefore) {
+			e.add(ChainUntrusted, e.rules.Broken, fp, fp, e.now, ep, func() string {
+				return fmt.Sprintf("%s %q is not valid before %s; clients reject it until then (premature deployment or clock skew)", role(c, leaf), subjectOf(c), c.NotBefore.UTC().Format(time.RFC3339))
+			})
+			break
+		}
+	}
+	tier := TierFor(worst.NotBefore, worst.NotAfter, e.rules.Tiers, e.now)
+	switch {
+	case !worst.NotAfter.After(e.now):
+		e.add(Expired, Critical, fp, fp, worst.NotAfter, ep, func() string {
+			return fmt.Sprintf("%s %q expired %s ago (%s); clients reject this chain now: %s", role(worst, leaf), subjectOf(worst), humanDuration(e.now.Sub(worst.NotAfter)), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+		})
+	case tier >= Notice:
+		e.add(Expiring, tier, fp, fp, worst.NotAfter, ep, func() string {
+			return fmt.Sprintf("%s %q expires in %s (%s): %s", role(worst, leaf), subjectOf(worst), humanDuration(worst.NotAfter.Sub(e.now)), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+		})
+	}
+	if len(o.Paths) == 0 {
+		return
+	}
+	for _, c := range o.Chain[1:] {
+		if onAnyPath(c, o.Paths) {
+			continue
+		}
+		tier := Info
+		if !c.NotAfter.After(e.now) {
+			tier = Notice
+		} else if TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, e.now) < Notice {
+			continue
+		}
+		e.add(BundleExpired, tier, fp, fp, c.NotAfter, ep, func() string {
+			return fmt.Sprintf("the server also sends %q (not after %s), which no verified path needs; clients are fine, but drop it from the bundle to avoid confusing older clients and other tools", subjectOf(c), c.NotAfter.UTC().Format(time.RFC3339))
+		})
+		break
+	}
+}
+
+func bestPath(paths [][]*x509.Certificate) []*x509.Certificate {
+	var best []*x509.Certificate
+	var bestEnd time.Time
+	for _, p := range paths {
+		end := p[0].NotAfter
+		for _, c := range p[1:] {
+			if c.NotAfter.Before(end) {
+				end = c.NotAfter
+			}
+		}
+		if best == nil || end.After(bestEnd) {
+			best, bestEnd = p, end
+		}
+	}
+	return best
+}
+
+func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
+	for _, p := range paths {
+		for _, pc := range p {
+			if pc == c || pc.Equal(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Result returns the findings so far, with inconsistent deployments added.
+func (e *Evaluator) Result() Result {
+	for nameKey, byFP := range e.byName {
+		if len(byFP) < 2 {
+			continue
+		}
+		fps := make([]string, 0, len(byFP))
+		for fp := range byFP {
+			fps = append(fps, fp)
+		}
+		slices.SortFunc(fps, func(a, b string) int {
+			return cmp.Or(e.certs[a].NotAfter.Compare(e.certs[b].NotAfter), strings.Compare(a, b))
+		})
+		var parts []string
+		var eps []Endpoint
+		for _, fp := range fps {
+			c := e.certs[fp]
+			var addrs []string
+			for _, ep := range byFP[fp] {
+				addrs = append(addrs, ep.Address)
+				eps = append(eps, ep)
+			}
+			slices.Sort(addrs)
+			parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs, ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
+		}
+		oldest := e.certs[fps[0]]
+		f := &Finding{
+			Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
+			Deadline:  oldest.NotAfter,
+			Endpoints: eps,
+			Message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
+		}
+		if f.Tier != None {
+			e.findings[f.ID()] = f
+		}
+	}
+	out := Result{Findings: make([]Finding, 0, len(e.findings)), Certificates: make([]Certificate, 0, len(e.certs))}
+	for _, f := range e.findings {
+		sortEndpoints(f.Endpoints)
+		f.Endpoints = slices.Compact(f.Endpoints)
+		if c, ok := e.certs[f.Certificate]; ok {
+			f.Subject = c.Subject
+		}
+		out.Findings = append(out.Findings, *f)
+	}
+	SortFindings(out.Findings)
+	for _, c := range e.certs {
+		out.Certificates = append(out.Certificates, *c)
+	}
+	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
+		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
+	})
+	return out
+}
+
+// SortFindings orders findings most urgent first: by tier, then deadline,
+// then kind and identity, so output is stable.
+func SortFindings(fs []Finding) {
+	slices.SortFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.ID(), b.ID()))
+	})
+}
+
+func sortEndpoints(eps []Endpoint) {
+	slices.SortFunc(eps, func(a, b Endpoint) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+	})
+}
+
+func describe(c *x509.Certificate, fp string) *Certificate {
+	return &Certificate{
+		SHA256:    fp,
+		Subject:   subjectOf(c),
+		Issuer:    issuerOf(c),
+		Serial:    c.SerialNumber.Text(16),
+		DNSNames:  c.DNSNames,
+		NotBefore: c.NotBefore.UTC(),
+		NotAfter:  c.NotAfter.UTC(),
+	}
+}
+
+func subjectOf(c *x509.Certificate) string {
+	if c.Subject.CommonName != "" {
+		return c.Subject.CommonName
+	}
+	if len(c.DNSNames) > 0 {
+		return c.DNSNames[0]
+	}
+	return c.Subject.String()
+}
+
+func issuerOf(c *x509.Certificate) string {
+	if c.Issuer.CommonName != "" {
+		return c.Issuer.CommonName
+	}
+	return c.Issuer.String()
+}
+
+func namesOf(c *x509.Certificate) string {
+	names := append(slices.Clone(c.DNSNames), ipStrings(c)...)
+	if len(names) == 0 {
+		return "no DNS names (subject " + c.Subject.String() + ")"
+	}
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+func ipStrings(c *x509.Certificate) []string {
+	var out []string
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func role(c, leaf *x509.Certificate) string {
+	switch {
+	case c == leaf || c.Equal(leaf):
+		return "leaf certificate"
+	case c.IsCA && c.CheckSignatureFrom(c) == nil:
+		return "root certificate"
+	}
+	return "intermediate certificate"
+}
+
+func renewAdvice(c, leaf *x509.Certificate) string {
+	if c == leaf || c.Equal(leaf) {
+		return "renew it and deploy the new certificate to every endpoint listed"
+	}
+	return "the leaf is fine but its chain is not; deploy the chain with the renewed intermediate (or reissue from a current one) on every endpoint listed"
+}
+
+// humanDuration renders d as "3d", "5h" or "12m".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%d days", int(d/day))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%d hours", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%d minutes", int(d/time.Minute))
+}

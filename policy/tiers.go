@@ -1,0 +1,71 @@
+package policy
+
+import "time"
+
+// TierRule says when Tier starts: when at most Within is left before the
+// deadline and, if LifetimeFraction is set, when at most that fraction of
+// the certificate's lifetime is left. When both are set the later of the two
+// points wins (both conditions must hold), so a healthy short-lived
+// certificate is not announced before its normal renewal point. A rule with
+// neither set never applies.
+type TierRule struct {
+	Tier             Tier
+	Within           time.Duration
+	LifetimeFraction float64
+}
+
+// Rules are the policy knobs.
+type Rules struct {
+	// Tiers are the expiry tiers, in any order.
+	Tiers []TierRule
+	// Broken is the tier of chain_untrusted, self_signed and
+	// hostname_mismatch.
+	Broken Tier
+	// Inconsistent is the tier of inconsistent_deployment.
+	Inconsistent Tier
+	// Unreachable is the tier of unreachable explicit targets.
+	Unreachable Tier
+}
+
+const day = 24 * time.Hour
+
+// DefaultRules are the tiers of a fresh configuration: notice ≤30d,
+// warning ≤14d, page ≤7d, critical ≤2d or expired; broken-now problems page.
+func DefaultRules() Rules {
+	return Rules{
+		Tiers: []TierRule{
+			{Tier: Notice, Within: 30 * day},
+			{Tier: Warning, Within: 14 * day},
+			{Tier: Page, Within: 7 * day},
+			{Tier: Critical, Within: 2 * day},
+		},
+		Broken:       Page,
+		Inconsistent: Warning,
+		Unreachable:  Warning,
+	}
+}
+
+// TierFor returns the expiry tier of a certificate valid from notBefore to
+// notAfter at time now: Critical once it has expired, otherwise the most
+// urgent rule that applies, or None.
+func TierFor(notBefore, notAfter time.Time, rules []TierRule, now time.Time) Tier {
+	left := notAfter.Sub(now)
+	if left <= 0 {
+		return Critical
+	}
+	lifetime := notAfter.Sub(notBefore)
+	best := None
+	for _, r := range rules {
+		if r.Tier <= best || (r.Within <= 0 && r.LifetimeFraction <= 0) {
+			continue
+		}
+		if r.Within > 0 && left > r.Within {
+			continue
+		}
+		if r.LifetimeFraction > 0 && float64(left) > r.LifetimeFraction*float64(lifetime) {
+			continue
+		}
+		best = r.Tier
+	}
+	return best
+}
