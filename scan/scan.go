@@ -1,0 +1,216 @@
+// Package scan runs one pass of the pipeline: discover targets from every
+// source, probe every address of every target, and evaluate the
+// observations into a report. `certwatch scan` runs it once; the daemon runs
+// it on a schedule.
+package scan
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// Source lists endpoints to probe. Implemented by discovery/*.
+type Source interface {
+	Name() string
+	Targets(ctx context.Context) ([]discovery.Target, error)
+}
+
+// Prober probes every address of one target. Implemented by probes.Prober.
+type Prober interface {
+	Probe(ctx context.Context, t discovery.Target) []probes.Observation
+}
+
+// ErrNoSource is returned (wrapped) when every discovery source failed, so
+// there is nothing to probe and no report would be honest.
+var ErrNoSource = errors.New("every discovery source failed")
+
+// DiscoveryFailed is the finding kind for a source that failed while others
+// worked: the inventory is incomplete, which must not look like "all green".
+const DiscoveryFailed policy.Kind = "discovery_failed"
+
+// Pass is one scan. Set the fields before calling Run; zero values are
+// documented defaults. A Pass may be run more than once, but not
+// concurrently.
+type Pass struct {
+	Sources []Source
+	Prober  Prober
+	Rules   policy.Rules
+	// Parallelism bounds targets in flight (the prober bounds connections);
+	// default 100.
+	Parallelism int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives one summary line per pass and per-source failures;
+	// nil discards.
+	Logger *slog.Logger
+	// OnObservation, when set, is called for each observation as it is
+	// evaluated (serially), e.g. to feed metrics.
+	OnObservation func(*probes.Observation)
+}
+
+// SourceResult says what one source contributed.
+type SourceResult struct {
+	Name    string `json:"name"`
+	Targets int    `json:"targets"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Endpoint is one probed (name, port, address) in the report.
+type Endpoint struct {
+	Name        string `json:"name"`
+	Port        int    `json:"port"`
+	Address     string `json:"address"`
+	Certificate string `json:"certificate,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Failure     string `json:"failure,omitempty"`
+}
+
+// Report is the outcome of one pass. Its JSON encoding is the stable
+// `certwatch scan --output json` shape.
+type Report struct {
+	GeneratedAt  time.Time            `json:"generated_at"`
+	Targets      int                  `json:"targets"`
+	Sources      []SourceResult       `json:"sources"`
+	Endpoints    []Endpoint           `json:"endpoints"`
+	Certificates []policy.Certificate `json:"certificates"`
+	Findings     []policy.Finding     `json:"findings"`
+	// Skipped lists targets that were found but cannot be probed (wildcard
+	// owners), with the reason.
+	Skipped []discovery.Target `json:"skipped,omitempty"`
+}
+
+func (p *Pass) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Pass) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Discover runs every source concurrently and merges their targets. It
+// returns an error wrapping ErrNoSource only when every source failed; a
+// partial failure is in the per-source results.
+func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult, error) {
+	results := make([]SourceResult, len(p.Sources))
+	lists := make([][]discovery.Target, len(p.Sources))
+	var g errgroup.Group
+	for i, s := range p.Sources {
+		g.Go(func() error {
+			ts, err := s.Targets(ctx)
+			results[i] = SourceResult{Name: s.Name(), Targets: len(ts)}
+			lists[i] = ts
+			if err != nil {
+				results[i].Error = err.Error()
+				p.logger().Warn("source failed", "source", s.Name(), "err", err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil: a failed source is a result
+	failed := 0
+	var errs []error
+	for _, r := range results {
+		if r.Error != "" {
+			failed++
+			errs = append(errs, errors.New(r.Error))
+		}
+	}
+	targets := discovery.Merge(lists...)
+	if len(p.Sources) > 0 && failed == len(p.Sources) {
+		return targets, results, fmt.Errorf("%w: %w", ErrNoSource, errors.Join(errs...))
+	}
+	return targets, results, nil
+}
+
+// Run discovers, probes and evaluates. The only error is ErrNoSource (wrapped)
+// or the context's; individual probe failures are in the report.
+func (p *Pass) Run(ctx context.Context) (*Report, error) {
+	start := p.now()
+	targets, sources, err := p.Discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := p.Probe(ctx, targets, start)
+	r.Sources = sources
+	for _, s := range sources {
+		if s.Error != "" {
+			r.Findings = append(r.Findings, policy.Finding{
+				Kind: DiscoveryFailed, Tier: policy.Warning, Name: s.Name, Deadline: start,
+				Message: fmt.Sprintf("source %s failed, so its targets were not probed: %s", s.Name, s.Error),
+			})
+		}
+	}
+	policy.SortFindings(r.Findings)
+	if err := ctx.Err(); err != nil {
+		return r, fmt.Errorf("scan interrupted: %w", context.Cause(ctx))
+	}
+	p.logger().Info("scan finished", "targets", r.Targets, "endpoints", len(r.Endpoints),
+		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", p.now().Sub(start).Round(time.Millisecond))
+	return r, nil
+}
+
+// Probe probes targets (with bounded parallelism) and evaluates the
+// observations at time now as they complete.
+func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.Time) *Report {
+	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: []Endpoint{}}
+	ev := policy.NewEvaluator(p.Rules, now)
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(cmp.Or(p.Parallelism, 100))
+	for _, t := range targets {
+		if t.Skip != "" {
+			r.Skipped = append(r.Skipped, t)
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			obs := p.Prober.Probe(ctx, t)
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range obs {
+				o := &obs[i]
+				ev.Add(o)
+				if p.OnObservation != nil {
+					p.OnObservation(o)
+				}
+				ep := Endpoint{Name: o.Name, Port: o.Port, Error: o.Error, Failure: string(o.Failure)}
+				if o.Address.IsValid() {
+					ep.Address = o.Address.String()
+				}
+				if leaf := o.Leaf(); leaf != nil {
+					ep.Certificate = ev.Fingerprint(leaf)
+				}
+				r.Endpoints = append(r.Endpoints, ep)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil: a failed probe is a result
+	res := ev.Result()
+	r.Certificates, r.Findings = res.Certificates, res.Findings
+	slices.SortFunc(r.Endpoints, func(a, b Endpoint) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+	})
+	return r
+}
