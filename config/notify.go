@@ -1,8 +1,447 @@
 package config
 
-// Notify configures alert state, channels and routing.
-type Notify struct{}
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
-func (n *Notify) applyDefaults() {}
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+)
 
-func (n *Notify) validate() []error { return nil }
+// Notify configures alert state, channels and routing: who hears about a
+// finding, at which tier, how often, and where the state that makes every
+// announcement happen once is kept.
+//
+// Without channels and routes nothing is sent; `certwatch scan` notifies
+// only with --notify.
+type Notify struct {
+	// State is the SQLite file holding alert state and the outbox of
+	// notifications not yet delivered.
+	State string `yaml:"state"`
+	// Channels are the places notifications go, each with a unique name
+	// that routes refer to.
+	Channels []Channel `yaml:"channels,omitempty"`
+	// Routes send findings of given tiers to channels. For a finding and a
+	// tier, the routes whose Match selects the finding win; when none does,
+	// the routes without a Match apply.
+	Routes []Route `yaml:"routes,omitempty"`
+	// Reminders re-announce an unresolved finding after this long at the
+	// same tier, per tier name. 0 never reminds (page and critical rely on
+	// PagerDuty's own escalation). Tiers left out keep their default.
+	Reminders map[string]Duration `yaml:"reminders,omitempty"`
+	// ResolveAfter is how many consecutive runs a finding must be absent
+	// before it resolves, to ride out a flapping probe. A replaced
+	// certificate resolves at once.
+	ResolveAfter int `yaml:"resolve_after"`
+	// DigestInterval is how often digest routes deliver, aligned to UTC
+	// (24h: once a day just after midnight UTC).
+	DigestInterval Duration `yaml:"digest_interval"`
+	// RunbookURL, when set, is linked from every finding message.
+	RunbookURL string `yaml:"runbook_url,omitempty"`
+	// Storm limits the messages one run can produce.
+	Storm Storm `yaml:"storm"`
+	// Retry tunes delivery retries.
+	Retry Retry `yaml:"retry"`
+}
+
+// Channel is one destination for notifications.
+type Channel struct {
+	// Name is how routes refer to the channel, e.g. "certs" or "oncall".
+	Name string `yaml:"name"`
+	// Kind is slack, pagerduty or log (a log line per notification).
+	Kind string `yaml:"kind"`
+	// Slack configures a kind: slack channel.
+	Slack *SlackChannel `yaml:"slack,omitempty"`
+	// PagerDuty configures a kind: pagerduty channel.
+	PagerDuty *PagerDutyChannel `yaml:"pagerduty,omitempty"`
+	// RatePerSecond caps deliveries to this channel, retries included.
+	// 0 means the kind's default: 1 for Slack (its per-channel posting
+	// limit), 2 for PagerDuty, unlimited for log.
+	RatePerSecond float64 `yaml:"rate_per_second,omitempty"`
+	// Burst is how many deliveries may go out at once before the rate
+	// applies. 0 means 5.
+	Burst int `yaml:"burst,omitempty"`
+}
+
+// SlackChannel is a Slack channel posted to with a bot token
+// (chat:write scope). The token comes from exactly one of TokenEnv or
+// TokenFile, never from the configuration file itself.
+type SlackChannel struct {
+	// Channel is the channel name ("#certs") or ID ("C0123456789").
+	Channel string `yaml:"channel"`
+	// TokenEnv is the environment variable holding the bot token.
+	TokenEnv string `yaml:"token_env,omitempty"`
+	// TokenFile is a file holding the bot token.
+	TokenFile string `yaml:"token_file,omitempty"`
+	// APIURL overrides the Web API base URL, e.g. for a proxy. It must end
+	// in "/". Empty means https://slack.com/api/.
+	APIURL string `yaml:"api_url,omitempty"`
+	// Timeout bounds one API request. 0 means 10s.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// PagerDutyChannel is a PagerDuty service reached through the Events API
+// v2. The integration's routing key comes from exactly one of
+// RoutingKeyEnv or RoutingKeyFile, never from the configuration file or a
+// flag.
+type PagerDutyChannel struct {
+	// RoutingKeyEnv is the environment variable holding the routing key.
+	RoutingKeyEnv string `yaml:"routing_key_env,omitempty"`
+	// RoutingKeyFile is a file holding the routing key.
+	RoutingKeyFile string `yaml:"routing_key_file,omitempty"`
+	// URL overrides the enqueue endpoint. Empty means
+	// https://events.pagerduty.com/v2/enqueue.
+	URL string `yaml:"url,omitempty"`
+	// Timeout bounds one request. 0 means 10s.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// Route sends findings at some tiers to some channels.
+type Route struct {
+	// Tiers the route applies to: notice, warning, page, critical.
+	Tiers []string `yaml:"tiers"`
+	// Channels are channel names.
+	Channels []string `yaml:"channels"`
+	// Digest collects the route's notifications into one message per
+	// channel every DigestInterval instead of one message each. Not for
+	// PagerDuty channels.
+	Digest bool `yaml:"digest,omitempty"`
+	// Match, when not empty, limits the route to findings it selects, and
+	// such routes override the routes without a Match.
+	Match Match `yaml:"match,omitempty"`
+}
+
+// Match selects findings. A finding matches when every non-empty field
+// does; within a field, any entry may match.
+type Match struct {
+	// Zones match a finding with an endpoint name in the zone (the apex or
+	// below it).
+	Zones []string `yaml:"zones,omitempty"`
+	// Names are globs ("*" spans dots) matched against endpoint names, the
+	// certificate subject and, for name findings, the name.
+	Names []string `yaml:"names,omitempty"`
+	// Labels must all be present with these values on the finding.
+	Labels map[string]string `yaml:"labels,omitempty"`
+}
+
+// Empty reports whether m selects every finding.
+func (m Match) Empty() bool {
+	return len(m.Zones) == 0 && len(m.Names) == 0 && len(m.Labels) == 0
+}
+
+// Storm limits the messages one run produces. When a run has more new
+// findings than MaxNewFindings, or more than MaxFailureShare of the
+// endpoints fail at once (likely a problem on certwatch's side), each
+// channel gets one summary of the most urgent items instead.
+type Storm struct {
+	// MaxNewFindings is the most new findings announced one by one in a
+	// run.
+	MaxNewFindings int `yaml:"max_new_findings"`
+	// MaxFailureShare is the share of probed endpoints (0 to 1) that may
+	// fail in one run before it is treated as an outage. While above it,
+	// absent findings are not counted towards resolution either.
+	MaxFailureShare float64 `yaml:"max_failure_share"`
+	// Top is how many items a summary lists.
+	Top int `yaml:"top"`
+}
+
+// Retry tunes delivery: exponential backoff from Initial to Max with full
+// jitter, or the delay a service asks for (429 Retry-After). A notification
+// is retried until delivered or refused outright; nothing is dropped for
+// taking long.
+type Retry struct {
+	// Initial is the first backoff ceiling.
+	Initial Duration `yaml:"initial"`
+	// Max caps one backoff.
+	Max Duration `yaml:"max"`
+	// AlertAfter is how long a channel may fail to deliver before it is
+	// reported as failing on every other channel.
+	AlertAfter Duration `yaml:"alert_after"`
+}
+
+// Notify defaults.
+const (
+	DefaultNotifyState       = "certwatch.db"
+	DefaultResolveAfter      = 2
+	DefaultDigestInterval    = 24 * time.Hour
+	DefaultStormMaxNew       = 20
+	DefaultStormFailureShare = 0.5
+	DefaultStormTop          = 10
+	DefaultRetryInitial      = 2 * time.Second
+	DefaultRetryMax          = 5 * time.Minute
+	DefaultRetryAlertAfter   = 15 * time.Minute
+)
+
+// DefaultReminders are the reminder intervals per tier: notices weekly (in
+// the digest), warnings daily, pages and critical never (PagerDuty
+// escalates).
+func DefaultReminders() map[string]Duration {
+	return map[string]Duration{
+		"notice":   Duration(7 * 24 * time.Hour),
+		"warning":  Duration(24 * time.Hour),
+		"page":     0,
+		"critical": 0,
+	}
+}
+
+// Channel kinds.
+const (
+	ChannelSlack     = "slack"
+	ChannelPagerDuty = "pagerduty"
+	ChannelLog       = "log"
+)
+
+var channelNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+func (n *Notify) applyDefaults() {
+	if n.State == "" {
+		n.State = DefaultNotifyState
+	}
+	if n.Reminders == nil {
+		n.Reminders = DefaultReminders()
+	}
+	if n.ResolveAfter == 0 {
+		n.ResolveAfter = DefaultResolveAfter
+	}
+	if n.DigestInterval == 0 {
+		n.DigestInterval = Duration(DefaultDigestInterval)
+	}
+	if n.Storm.MaxNewFindings == 0 {
+		n.Storm.MaxNewFindings = DefaultStormMaxNew
+	}
+	if n.Storm.MaxFailureShare == 0 {
+		n.Storm.MaxFailureShare = DefaultStormFailureShare
+	}
+	if n.Storm.Top == 0 {
+		n.Storm.Top = DefaultStormTop
+	}
+	if n.Retry.Initial == 0 {
+		n.Retry.Initial = Duration(DefaultRetryInitial)
+	}
+	if n.Retry.Max == 0 {
+		n.Retry.Max = Duration(DefaultRetryMax)
+	}
+	if n.Retry.AlertAfter == 0 {
+		n.Retry.AlertAfter = Duration(DefaultRetryAlertAfter)
+	}
+}
+
+// Defaults returns n with every unset value replaced by its default, for
+// callers that build a Notify by hand rather than through Load.
+func (n Notify) Defaults() Notify {
+	n.Reminders = maps.Clone(n.Reminders)
+	n.applyDefaults()
+	return n
+}
+
+// Validate reports every problem in n at once. Load runs it as part of
+// Config.Validate.
+func (n Notify) Validate() []error { return n.validate() }
+
+func (n *Notify) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("notify: "+format, args...)) }
+
+	if strings.TrimSpace(n.State) == "" {
+		add("state: a file path is required (e.g. /var/lib/certwatch/state.db)")
+	}
+	kinds := map[string]string{}
+	for i, c := range n.Channels {
+		where := fmt.Sprintf("channels[%d]", i)
+		if !channelNameRe.MatchString(c.Name) {
+			add("%s: invalid name %q (want letters, digits, '-', '_' or '.', at most 64)", where, c.Name)
+		} else {
+			where = "channel " + c.Name
+			if _, dup := kinds[c.Name]; dup {
+				add("%s: listed twice", where)
+			}
+			kinds[c.Name] = c.Kind
+		}
+		errs = append(errs, c.validate("notify: "+where)...)
+	}
+	for i, r := range n.Routes {
+		where := fmt.Sprintf("routes[%d]", i)
+		if len(r.Tiers) == 0 {
+			add("%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
+		}
+		for _, t := range r.Tiers {
+			if tier, err := policy.ParseTier(t); err != nil || tier < policy.Notice {
+				add("%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
+			}
+		}
+		if len(r.Channels) == 0 {
+			add("%s: channels: at least one channel is required", where)
+		}
+		for _, name := range r.Channels {
+			kind, ok := kinds[name]
+			switch {
+			case !ok:
+				add("%s: channels: no channel named %q", where, name)
+			case r.Digest && kind == ChannelPagerDuty:
+				add("%s: digest: channel %s is pagerduty, which cannot take a digest", where, name)
+			}
+		}
+		for _, z := range r.Match.Zones {
+			if discovery.NormalizeName(z) == "" {
+				add("%s: match: zones: empty zone", where)
+			}
+		}
+		if _, err := discovery.NewFilter(r.Match.Names, nil); err != nil {
+			add("%s: match: names: %v", where, err)
+		}
+		for k := range r.Match.Labels {
+			if k == "" {
+				add("%s: match: labels: empty label name", where)
+			}
+		}
+	}
+	if len(n.Channels) > 0 && len(n.Routes) == 0 {
+		add("routes: channels are configured but no route sends anything to them")
+	}
+	for name, d := range n.Reminders {
+		if tier, err := policy.ParseTier(name); err != nil || tier < policy.Notice {
+			add("reminders: unknown tier %q (want notice, warning, page or critical)", name)
+		}
+		if d < 0 {
+			add("reminders: %s: must not be negative, got %v", name, d)
+		}
+	}
+	if n.ResolveAfter < 1 {
+		add("resolve_after must be at least 1 run, got %d", n.ResolveAfter)
+	}
+	if n.DigestInterval < Duration(time.Minute) {
+		add("digest_interval must be at least 1m, got %v", n.DigestInterval)
+	}
+	if n.RunbookURL != "" {
+		if err := checkURL(n.RunbookURL); err != nil {
+			add("runbook_url: %v", err)
+		}
+	}
+	if n.Storm.MaxNewFindings < 1 {
+		add("storm: max_new_findings must be at least 1, got %d", n.Storm.MaxNewFindings)
+	}
+	if n.Storm.MaxFailureShare <= 0 || n.Storm.MaxFailureShare > 1 {
+		add("storm: max_failure_share must be above 0 and at most 1, got %g", n.Storm.MaxFailureShare)
+	}
+	if n.Storm.Top < 1 || n.Storm.Top > 40 {
+		add("storm: top must be 1 to 40, got %d", n.Storm.Top)
+	}
+	if n.Retry.Initial <= 0 {
+		add("retry: initial must be positive, got %v", n.Retry.Initial)
+	}
+	if n.Retry.Max < n.Retry.Initial {
+		add("retry: max (%v) must not be below initial (%v)", n.Retry.Max, n.Retry.Initial)
+	}
+	if n.Retry.AlertAfter <= 0 {
+		add("retry: alert_after must be positive, got %v", n.Retry.AlertAfter)
+	}
+	return errs
+}
+
+func (c *Channel) validate(where string) []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(where+": "+format, args...)) }
+
+	switch c.Kind {
+	case ChannelSlack:
+		s := c.Slack
+		if s == nil {
+			add("slack: required for kind slack (channel and token_env or token_file)")
+			break
+		}
+		if strings.TrimSpace(strings.TrimPrefix(s.Channel, "#")) == "" {
+			add("slack: channel is required (e.g. \"#certs\")")
+		}
+		if (s.TokenEnv == "") == (s.TokenFile == "") {
+			add("slack: set exactly one of token_env or token_file")
+		}
+		if s.APIURL != "" {
+			if err := checkURL(s.APIURL); err != nil {
+				add("slack: api_url: %v", err)
+			} else if !strings.HasSuffix(s.APIURL, "/") {
+				add("slack: api_url: must end in \"/\" (e.g. https://slack.com/api/)")
+			}
+		}
+		if s.Timeout < 0 {
+			add("slack: timeout must not be negative")
+		}
+	case ChannelPagerDuty:
+		p := c.PagerDuty
+		if p == nil {
+			add("pagerduty: required for kind pagerduty (routing_key_env or routing_key_file)")
+			break
+		}
+		if (p.RoutingKeyEnv == "") == (p.RoutingKeyFile == "") {
+			add("pagerduty: set exactly one of routing_key_env or routing_key_file")
+		}
+		if p.URL != "" {
+			if err := checkURL(p.URL); err != nil {
+				add("pagerduty: url: %v", err)
+			}
+		}
+		if p.Timeout < 0 {
+			add("pagerduty: timeout must not be negative")
+		}
+	case ChannelLog:
+	default:
+		add("unknown kind %q (want slack, pagerduty or log)", c.Kind)
+	}
+	if c.Slack != nil && c.Kind != ChannelSlack {
+		add("slack: only allowed with kind slack")
+	}
+	if c.PagerDuty != nil && c.Kind != ChannelPagerDuty {
+		add("pagerduty: only allowed with kind pagerduty")
+	}
+	if c.RatePerSecond < 0 {
+		add("rate_per_second must not be negative, got %g", c.RatePerSecond)
+	}
+	if c.Burst < 0 {
+		add("burst must not be negative, got %d", c.Burst)
+	}
+	return errs
+}
+
+// Secret reads the channel's credential: the Slack bot token or the
+// PagerDuty routing key, from the environment variable or file named in the
+// configuration. A log channel has none and returns "".
+func (c Channel) Secret() (Secret, error) {
+	what := "channel " + c.Name
+	switch {
+	case c.Kind == ChannelSlack && c.Slack != nil:
+		return ReadSecret(what+": slack token", "", c.Slack.TokenFile, c.Slack.TokenEnv)
+	case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
+		return ReadSecret(what+": pagerduty routing key", "", c.PagerDuty.RoutingKeyFile, c.PagerDuty.RoutingKeyEnv)
+	}
+	return "", nil
+}
+
+// ChannelNames returns the configured channel names in order.
+func (n Notify) ChannelNames() []string {
+	names := make([]string, 0, len(n.Channels))
+	for _, c := range n.Channels {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// Channel returns the channel called name.
+func (n Notify) Channel(name string) (Channel, bool) {
+	i := slices.IndexFunc(n.Channels, func(c Channel) bool { return c.Name == name })
+	if i < 0 {
+		return Channel{}, false
+	}
+	return n.Channels[i], true
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("invalid url %q (want http:// or https://)", s)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+)
+
+const notifyYAML = `
+notify:
+  state: /var/lib/certwatch/state.db
+  runbook_url: https://wiki.example/certs
+  channels:
+    - name: certs
+      kind: slack
+      slack: {channel: "#certs", token_env: SLACK_BOT_TOKEN}
+    - name: oncall
+      kind: pagerduty
+      pagerduty: {routing_key_file: /run/secrets/pd}
+    - name: stdout
+      kind: log
+  routes:
+    - {tiers: [notice], channels: [certs], digest: true}
+    - {tiers: [warning], channels: [certs]}
+    - {tiers: [page, critical], channels: [oncall]}
+    - tiers: [warning, page, critical]
+      channels: [stdout]
+      match: {zones: [team-a.example], names: ["*.a.example"]}
+  reminders:
+    warning: 12h
+`
+
+func TestDecodeNotify(t *testing.T) {
+	c, err := config.Decode(strings.NewReader(notifyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Notify
+	if len(n.Channels) != 3 || len(n.Routes) != 4 {
+		t.Fatalf("channels, routes = %d, %d, want 3, 4", len(n.Channels), len(n.Routes))
+	}
+	if got := n.Channels[0].Slack.Channel; got != "#certs" {
+		t.Errorf("slack channel = %q, want #certs", got)
+	}
+	if got, want := time.Duration(n.Reminders["warning"]), 12*time.Hour; got != want {
+		t.Errorf("warning reminder = %v, want %v", got, want)
+	}
+	if got, want := time.Duration(n.Reminders["notice"]), 7*24*time.Hour; got != want {
+		t.Errorf("notice reminder kept from defaults = %v, want %v", got, want)
+	}
+	if n.ResolveAfter != 2 || n.Storm.MaxNewFindings != 20 || n.Storm.MaxFailureShare != 0.5 {
+		t.Errorf("defaults not applied: resolve_after %d, storm %+v", n.ResolveAfter, n.Storm)
+	}
+	if time.Duration(n.DigestInterval) != 24*time.Hour || time.Duration(n.Retry.AlertAfter) != 15*time.Minute {
+		t.Errorf("defaults not applied: digest_interval %v, retry %+v", n.DigestInterval, n.Retry)
+	}
+}
+
+func TestDecodeNotifyErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"unknown kind", "notify:\n  channels: [{name: x, kind: email}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{`channel x: unknown kind "email"`}},
+		{"slack needs one token source", "notify:\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A, token_file: /b}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"exactly one of token_env or token_file"}},
+		{"pagerduty needs a key source", "notify:\n  channels: [{name: x, kind: pagerduty, pagerduty: {}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"exactly one of routing_key_env or routing_key_file"}},
+		{"no inline routing key", "notify:\n  channels: [{name: x, kind: pagerduty, pagerduty: {routing_key: abc}}]\n", []string{"routing_key"}},
+		{"route to unknown channel", "notify:\n  channels: [{name: x, kind: log}]\n  routes: [{tiers: [page], channels: [y]}]\n", []string{`no channel named "y"`}},
+		{"bad tier", "notify:\n  channels: [{name: x, kind: log}]\n  routes: [{tiers: [info], channels: [x]}]\n", []string{`unknown tier "info"`}},
+		{"digest to pagerduty", "notify:\n  channels: [{name: x, kind: pagerduty, pagerduty: {routing_key_env: K}}]\n  routes: [{tiers: [notice], channels: [x], digest: true}]\n", []string{"cannot take a digest"}},
+		{"channels without routes", "notify:\n  channels: [{name: x, kind: log}]\n", []string{"no route sends anything"}},
+		{"duplicate channel", "notify:\n  channels: [{name: x, kind: log}, {name: x, kind: log}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"channel x: listed twice"}},
+		{"bad share", "notify:\n  storm: {max_failure_share: 2}\n", []string{"max_failure_share"}},
+		{"bad reminder tier", "notify:\n  reminders: {urgent: 1h}\n", []string{`reminders: unknown tier "urgent"`}},
+		{"bad api url", "notify:\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A, api_url: 'ftp://x'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"api_url"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Decode(strings.NewReader(tt.yaml))
+			if err == nil {
+				t.Fatalf("Decode = nil error, want one mentioning %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Decode error = %q, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestChannelSecret(t *testing.T) {
+	t.Setenv("CERTWATCH_TEST_SLACK", "xoxb-not-a-real-token")
+	c := config.Channel{Name: "certs", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "CERTWATCH_TEST_SLACK"}}
+	s, err := c.Secret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Reveal() != "xoxb-not-a-real-token" {
+		t.Errorf("Secret() = %q, want the environment value", s.Reveal())
+	}
+	c.Slack.TokenEnv = "CERTWATCH_TEST_UNSET"
+	if _, err := c.Secret(); err == nil || !strings.Contains(err.Error(), "CERTWATCH_TEST_UNSET") {
+		t.Errorf("Secret() with unset variable: err = %v, want it to name the variable", err)
+	}
+}
