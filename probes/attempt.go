@@ -1,0 +1,175 @@
+package probes
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+)
+
+// clientConfig is the template every handshake's config is cloned from.
+func clientConfig() *tls.Config {
+	return &tls.Config{
+		// The chain is verified by Verify after the handshake, so that an
+		// expired or untrusted certificate is captured, not refused.
+		InsecureSkipVerify: true,
+		// Classical key exchange only: a probe sends no application data,
+		// so a post-quantum hybrid protects nothing and costs 0.2-0.35 ms
+		// of CPU per handshake.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+		// Every probe is a fresh, full handshake: resumption would skip
+		// the Certificate message we are here to read.
+		SessionTicketsDisabled: true,
+		// Old servers still serve certificates that expire; see them too.
+		MinVersion:   tls.VersionTLS10,
+		CipherSuites: cipherSuites(),
+	}
+}
+
+// cipherSuites lists every suite Go implements for TLS 1.0-1.2, including
+// the RSA key exchange suites it no longer offers by default, so that an
+// old server still completes the handshake and shows its certificate.
+func cipherSuites() []uint16 {
+	var ids []uint16
+	for _, s := range tls.CipherSuites() {
+		ids = append(ids, s.ID)
+	}
+	for _, s := range tls.InsecureCipherSuites() {
+		// RC4 and 3DES stay off: no server needs them that lacks every
+		// other suite, and Go refuses some of them regardless.
+		switch s.ID {
+		case tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+			tls.TLS_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_256_GCM_SHA384:
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+// Sentinel causes for the per-attempt deadlines; they let a timeout name
+// the budget that ran out.
+var (
+	errDialTimeout      = errors.New("dial timeout")
+	errHandshakeTimeout = errors.New("handshake timeout")
+)
+
+type attemptResult struct {
+	certs     []*x509.Certificate
+	err       error
+	failure   Failure
+	retryable bool
+}
+
+// probeError is the message of a failed attempt: the operation, the
+// address (and SNI), the cause and, where one helps, a hint.
+type probeError struct {
+	op     string
+	target string
+	err    error
+	hint   string
+}
+
+func (e *probeError) Error() string {
+	if e.hint != "" {
+		return fmt.Sprintf("%s %s: %v (%s)", e.op, e.target, e.err, e.hint)
+	}
+	return fmt.Sprintf("%s %s: %v", e.op, e.target, e.err)
+}
+
+func (e *probeError) Unwrap() error { return e.err }
+
+// attempt makes one connection to ap, completes a handshake with SNI name
+// and returns the presented chain, or a classified failure.
+func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort) attemptResult {
+	target := ap.String()
+	dctx, cancel := context.WithTimeoutCause(ctx, p.dialTO, errDialTimeout)
+	conn, err := p.dial(dctx, "tcp", target)
+	cancel()
+	if err != nil {
+		return p.failed(ctx, "connect to", target, err, p.dialTO)
+	}
+	defer conn.Close()
+
+	cfg := p.tlsConfig.Clone()
+	cfg.ServerName = name
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeoutCause(ctx, p.hsTO, errHandshakeTimeout)
+	err = tc.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		return p.failed(ctx, "tls handshake with", target+" (sni "+name+")", err, p.hsTO)
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		// Only possible with anonymous suites, which we never offer.
+		return attemptResult{err: &probeError{op: "tls handshake with", target: target, err: errors.New("server sent no certificate")}, failure: FailHandshake}
+	}
+	return attemptResult{certs: certs}
+}
+
+// failed classifies err from an attempt whose budget was budget. A failure
+// is retryable when it is transient and the caller's ctx is still live.
+func (p *Prober) failed(ctx context.Context, op, target string, err error, budget time.Duration) attemptResult {
+	f := classify(err)
+	pe := &probeError{op: op, target: target, err: err}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
+		pe.err = oe.Err // drop the repeated "dial tcp <addr>"
+	}
+	switch f {
+	case FailRefused:
+		pe.hint = "nothing listens on the port"
+	case FailTimeout:
+		if ctx.Err() == nil {
+			pe.err = fmt.Errorf("no answer within %v", budget)
+			if op != "connect to" {
+				pe.hint = "the port accepts connections but does not speak TLS, or the server is overloaded"
+			}
+		} else {
+			pe.err = fmt.Errorf("%w: %w", err, context.Cause(ctx))
+		}
+	case FailNotTLS:
+		pe.hint = "the port speaks another protocol, e.g. plain HTTP"
+	case FailAlert:
+		pe.hint = "the server refused the handshake; it may not serve this name"
+	case FailReset:
+		pe.hint = "the server or a middlebox closed the connection"
+	}
+	transient := f == FailTimeout || f == FailReset
+	return attemptResult{err: pe, failure: f, retryable: transient && ctx.Err() == nil}
+}
+
+// classify maps a dial or handshake error onto a Failure.
+func classify(err error) Failure {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return FailRefused
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return FailNotTLS
+	}
+	if _, ok := errors.AsType[tls.AlertError](err); ok {
+		return FailAlert
+	}
+	// crypto/tls reports an alert received from the peer as a
+	// *net.OpError with Op "remote error".
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "remote error" {
+		return FailAlert
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return FailTimeout
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return FailTimeout
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return FailReset
+	}
+	return FailHandshake
+}

@@ -1,0 +1,267 @@
+// Package probes connects to every address of every target, completes a TLS
+// handshake with the target's name as SNI, captures the chain the server
+// presents and verifies it: one Observation per (target, address).
+//
+// A probe sends no application data. It accepts any certificate during the
+// handshake (InsecureSkipVerify) and verifies the captured chain itself with
+// Verify, so an expired or untrusted certificate is still observed and
+// reported with its dates instead of aborting the connection.
+package probes
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/certwatch/certwatch/discovery"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultDialTimeout      = 5 * time.Second
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultResolveTimeout   = 5 * time.Second
+	DefaultConcurrency      = 100
+	DefaultPerAddress       = 2
+	DefaultAttempts         = 3
+)
+
+// Resolver looks up the addresses of a name. *net.Resolver implements it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config tunes a Prober. The zero value of every field selects the default
+// documented on it.
+type Config struct {
+	// Roots are the trusted roots chains are verified against. Nil means
+	// the system roots; the CLI passes the system roots plus configured
+	// private CAs.
+	Roots *x509.CertPool
+	// Resolver resolves targets that carry no addresses. Nil means
+	// net.DefaultResolver; see NewResolver for a fixed DNS server.
+	Resolver Resolver
+	// Dial opens the TCP connection. Nil means a net.Dialer. The context
+	// carries the dial deadline.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// ResolveTimeout bounds one name lookup (default 5s).
+	ResolveTimeout time.Duration
+	// DialTimeout bounds one TCP connect (default 5s).
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds one TLS handshake, after the connect
+	// (default 5s).
+	HandshakeTimeout time.Duration
+
+	// Concurrency is the most connections in flight at once across all
+	// Probe calls on the Prober (default 100; throughput on two cores
+	// levels off near 100).
+	Concurrency int
+	// PerAddress is the most connections in flight at once to one IP
+	// address, whatever the port or name (default 2).
+	PerAddress int
+	// Attempts is the most connections made to one address in one probe:
+	// the first plus retries of transient failures (timeout, reset). TLS
+	// alerts, refused connections and verification problems are never
+	// retried. Zero means 3 (two retries); 1 disables retries.
+	Attempts int
+	// Backoff spaces retries.
+	Backoff Backoff
+
+	// Now is the clock used for timestamps and verification (default
+	// time.Now).
+	Now func() time.Time
+	// Logger receives per-endpoint debug records (default: discard).
+	Logger *slog.Logger
+}
+
+// Prober probes targets. It is safe for concurrent use; the connection
+// limits in its Config apply across all concurrent Probe calls.
+//
+// A Prober caches chain verification results and parsed certificates, so
+// that endpoints serving the same chain share one verification and one
+// *x509.Certificate per certificate. Cached results are reused only while
+// every certificate involved stays on the same side of its validity dates,
+// so reuse across sweeps stays correct; the caches are bounded, but the
+// intended use is one Prober per sweep (or per daemon, where the limits
+// must hold across overlapping callers).
+type Prober struct {
+	roots     *x509.CertPool
+	resolver  Resolver
+	dial      func(ctx context.Context, network, address string) (net.Conn, error)
+	resolveTO time.Duration
+	dialTO    time.Duration
+	hsTO      time.Duration
+	attempts  int
+	backoff   Backoff
+	now       func() time.Time
+	log       *slog.Logger
+
+	tlsConfig *tls.Config
+	global    *semaphore.Weighted
+	perAddr   *addrLimiter
+	cache     *verifyCache
+}
+
+// New returns a Prober for c. It starts nothing and dials nothing.
+func New(c Config) *Prober {
+	p := &Prober{
+		roots:     c.Roots,
+		resolver:  c.Resolver,
+		dial:      c.Dial,
+		resolveTO: orDefault(c.ResolveTimeout, DefaultResolveTimeout),
+		dialTO:    orDefault(c.DialTimeout, DefaultDialTimeout),
+		hsTO:      orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout),
+		attempts:  orDefault(c.Attempts, DefaultAttempts),
+		backoff:   c.Backoff,
+		now:       c.Now,
+		log:       c.Logger,
+		tlsConfig: clientConfig(),
+		global:    semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
+		perAddr:   newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
+		cache:     newVerifyCache(),
+	}
+	if p.resolver == nil {
+		p.resolver = net.DefaultResolver
+	}
+	if p.dial == nil {
+		var d net.Dialer
+		p.dial = d.DialContext
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	return p
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Probe probes every address of t concurrently, within the Prober's
+// connection limits, and returns one Observation per address. When
+// t.Addresses is empty, t.ResolveName() is resolved first; a failed or
+// empty lookup yields a single Observation with Failure FailResolve and no
+// Address. A target with Skip set yields no observations.
+//
+// Probe never fails as a whole: every problem is recorded in the
+// observations. Cancelling ctx abandons waiting, dialling and handshakes;
+// the affected observations report the cancellation.
+func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
+	if t.Skip != "" {
+		return nil
+	}
+	addrs := t.Addresses
+	if len(addrs) == 0 {
+		at := p.now()
+		var err error
+		addrs, err = p.resolve(ctx, t.ResolveName())
+		if err != nil {
+			o := Observation{Name: t.Name, Port: t.Port, Sources: t.Sources, Explicit: t.Explicit,
+				At: at, Failure: FailResolve, Error: err.Error()}
+			p.logObservation(ctx, &o)
+			return []Observation{o}
+		}
+	}
+	obs := make([]Observation, len(addrs))
+	if len(addrs) == 1 {
+		p.probeAddr(ctx, t, addrs[0], &obs[0])
+		return obs
+	}
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Go(func() { p.probeAddr(ctx, t, a, &obs[i]) }) // each goroutine owns one index
+	}
+	wg.Wait()
+	return obs
+}
+
+// probeAddr fills o with the outcome of probing one address of t.
+func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation) {
+	*o = Observation{Name: t.Name, Port: t.Port, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
+	ap := netip.AddrPortFrom(addr, uint16(t.Port))
+	for {
+		res := p.attemptLimited(ctx, t.Name, ap, o)
+		if res.err == nil {
+			o.Failure, o.Error = FailNone, ""
+			now := o.At
+			o.Chain = p.cache.intern(res.certs)
+			v := p.cache.verifyChain(o.Chain, p.roots, now)
+			o.Trust, o.TrustError, o.Paths = v.trust, v.msg, v.paths
+			o.NameMatch = o.Chain[0].VerifyHostname(t.Name) == nil
+			break
+		}
+		o.Failure, o.Error = res.failure, res.err.Error()
+		if !res.retryable || o.Attempts >= p.attempts || ctx.Err() != nil {
+			break
+		}
+		if err := p.backoff.wait(ctx, o.Attempts); err != nil {
+			break
+		}
+	}
+	p.logObservation(ctx, o)
+}
+
+// attemptLimited waits for a per-address and a global connection slot, then
+// makes one attempt. Waiting for the per-address slot first keeps a busy
+// address from holding global slots that other addresses could use.
+func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrPort, o *Observation) attemptResult {
+	if err := ctx.Err(); err != nil {
+		return p.waitFailed(ap, o, err)
+	}
+	release, err := p.perAddr.acquire(ctx, ap.Addr())
+	if err != nil {
+		return p.waitFailed(ap, o, err)
+	}
+	defer release()
+	if err := p.global.Acquire(ctx, 1); err != nil {
+		return p.waitFailed(ap, o, err)
+	}
+	defer p.global.Release(1)
+	if o.Attempts == 0 {
+		o.At = p.now()
+	}
+	o.Attempts++
+	start := time.Now() // measurement only, never a decision
+	res := p.attempt(ctx, name, ap)
+	o.Duration = time.Since(start)
+	return res
+}
+
+func (p *Prober) waitFailed(ap netip.AddrPort, o *Observation, err error) attemptResult {
+	if o.At.IsZero() {
+		o.At = p.now()
+	}
+	return attemptResult{err: &probeError{op: "wait for a connection slot to", target: ap.String(), err: err}, failure: classify(err)}
+}
+
+func (p *Prober) logObservation(ctx context.Context, o *Observation) {
+	if !p.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	p.log.LogAttrs(ctx, slog.LevelDebug, "probed",
+		slog.String("name", o.Name), slog.Int("port", o.Port), slog.String("address", addrString(o.Address)),
+		slog.Int("attempts", o.Attempts), slog.Duration("duration", o.Duration),
+		slog.String("failure", string(o.Failure)), slog.String("error", o.Error),
+		slog.String("trust", string(o.Trust)), slog.Bool("name_match", o.NameMatch))
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
