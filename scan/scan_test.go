@@ -1,0 +1,82 @@
+package scan_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// listSource is a discovery source backed by a fixed list (discovery's own
+// contract, no wire protocol involved).
+type listSource struct {
+	name    string
+	targets []discovery.Target
+	err     error
+}
+
+func (s listSource) Name() string { return s.name }
+func (s listSource) Targets(context.Context) ([]discovery.Target, error) {
+	return s.targets, s.err
+}
+
+func TestEverySourceFailed(t *testing.T) {
+	p := &scan.Pass{
+		Sources: []scan.Source{
+			listSource{name: "dnszone:a.example", err: errors.New("zone a.example: AXFR refused by 127.0.0.1:53 (REFUSED)")},
+			listSource{name: "dnszone:b.example", err: errors.New("zone b.example: timeout")},
+		},
+		Prober: probes.New(probes.Config{}),
+	}
+	_, err := p.Run(context.Background())
+	if !errors.Is(err, scan.ErrNoSource) {
+		t.Fatalf("Run error = %v, want ErrNoSource", err)
+	}
+	if !strings.Contains(err.Error(), "REFUSED") {
+		t.Errorf("error %q does not carry the source's reason", err)
+	}
+}
+
+// TestPartialSourceFailureIsAFinding probes a real TLS listener from one
+// source while another source fails: the report has the certificate and a
+// discovery_failed finding, never a silent "all green".
+func TestPartialSourceFailureIsAFinding(t *testing.T) {
+	now := time.Now()
+	ca := certtest.MustCA("Scan Test Root", now.Add(-time.Hour), now.Add(365*24*time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"ok.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(90 * 24 * time.Hour)})
+	srv, err := certtest.Serve("127.0.0.1:0", leaf.FullChain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	target := discovery.Target{Name: "ok.example", Port: int(srv.Addr().Port()), Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"static"}}
+	p := &scan.Pass{
+		Sources: []scan.Source{
+			listSource{name: "static", targets: []discovery.Target{target}},
+			listSource{name: "dnszone:broken.example", err: errors.New("zone broken.example: AXFR refused")},
+		},
+		Prober: probes.New(probes.Config{Roots: ca.Pool()}),
+		Rules:  policy.DefaultRules(),
+	}
+	r, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(r.Certificates) != 1 || r.Certificates[0].DNSNames[0] != "ok.example" {
+		t.Errorf("certificates = %+v, want the listener's", r.Certificates)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Kind != scan.DiscoveryFailed || !strings.Contains(r.Findings[0].Message, "broken.example") {
+		t.Errorf("findings = %+v, want one discovery_failed for broken.example", r.Findings)
+	}
+	if len(r.Endpoints) != 1 || r.Endpoints[0].Certificate != r.Certificates[0].SHA256 {
+		t.Errorf("endpoints = %+v, want one serving the certificate", r.Endpoints)
+	}
+}
