@@ -1,0 +1,249 @@
+// Package sqlite keeps certwatch's state in one SQLite file, through the
+// pure-Go modernc.org/sqlite driver so the binary stays static.
+//
+// The file is opened in WAL mode with synchronous=FULL, so a committed
+// transition survives a crash or power loss, and with a busy timeout, so a
+// second process briefly holding the write lock is waited for rather than
+// failed. The schema is versioned; Open applies the migrations this
+// certwatch knows and refuses a file written by a newer one.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/certwatch/certwatch/state"
+)
+
+// DefaultBusyTimeout is how long a write waits for another process's lock.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options tune a Store. The zero value is the documented defaults.
+type Options struct {
+	// BusyTimeout is how long to wait for a lock held by another process
+	// before failing with state.ErrLocked. 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+}
+
+// Store is a state store in one SQLite file. It is safe for concurrent use
+// by several goroutines; several processes may read it at once, and writes
+// are serialised by SQLite's lock. Close it when done.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens (creating if needed) the state file at path and brings its
+// schema up to date. Errors match state.ErrLocked, state.ErrCorrupt,
+// state.ErrFull or state.ErrTooNew where that is the cause, and name the
+// file.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open state: no file path (set notify.state)")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("open state %s: the path must not contain '?'", path)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate",
+		path, busy.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	// One connection: the pure-Go driver serialises calls anyway, and a
+	// single writer inside the process cannot then deadlock on SQLite's
+	// own lock. Other processes still read concurrently through WAL.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	s := &Store{db: db, path: path}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, s.wrap("open state", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close checkpoints the write-ahead log and closes the file.
+func (s *Store) Close() error {
+	_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	if err := s.db.Close(); err != nil {
+		return s.wrap("close state", err)
+	}
+	return nil
+}
+
+// wrap turns a driver error into one that names the file, matches the
+// state sentinel errors and says what to do.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s %s: %w", op, s.path, err)
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s %s: %w", op, s.path, err)
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%s %s: %w (%v); only one certwatch may write a state file: stop the other process or give this one its own notify.state", op, s.path, state.ErrLocked, se)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%s %s: %w (%v); restore it from a backup, or move it aside to start afresh (open alerts will be announced again)", op, s.path, state.ErrCorrupt, se)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%s %s: %w (%v); free space on %s, nothing was written and the run can be repeated", op, s.path, state.ErrFull, se, filepath.Dir(s.path))
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%s %s: %v; check that the directory exists and is writable by this user", op, s.path, se)
+	case sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("%s %s: i/o error (%v); check the disk and the file system", op, s.path, se)
+	}
+	return fmt.Errorf("%s %s: %w", op, s.path, err)
+}
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. Append only: a released migration never changes.
+var migrations = []string{
+	// 1: certificates, alerts and what each channel was told, message
+	// references, the outbox.
+	`
+CREATE TABLE certificates (
+	sha256     TEXT PRIMARY KEY,
+	subject    TEXT NOT NULL,
+	issuer     TEXT NOT NULL,
+	not_after  INTEGER NOT NULL,
+	first_seen INTEGER NOT NULL,
+	last_seen  INTEGER NOT NULL,
+	endpoints  TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE alerts (
+	id             TEXT PRIMARY KEY,
+	kind           TEXT NOT NULL,
+	certificate    TEXT NOT NULL,
+	tier           INTEGER NOT NULL,
+	announced_tier INTEGER NOT NULL,
+	first_raised   INTEGER NOT NULL,
+	last_seen      INTEGER NOT NULL,
+	missing_runs   INTEGER NOT NULL DEFAULT 0,
+	resolved_at    INTEGER,
+	resolution     TEXT NOT NULL DEFAULT '',
+	finding        TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX alerts_open ON alerts(id) WHERE resolved_at IS NULL;
+
+CREATE TABLE alert_channels (
+	alert_id     TEXT NOT NULL REFERENCES alerts(id) ON DELETE CASCADE,
+	channel      TEXT NOT NULL,
+	tier         INTEGER NOT NULL,
+	announced_at INTEGER NOT NULL,
+	digest       INTEGER NOT NULL DEFAULT 0,
+	summary      INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (alert_id, channel)
+) WITHOUT ROWID;
+
+CREATE TABLE message_refs (
+	alert_id   TEXT NOT NULL,
+	channel    TEXT NOT NULL,
+	ref        TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (alert_id, channel)
+) WITHOUT ROWID;
+
+CREATE TABLE outbox (
+	id              INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel         TEXT NOT NULL,
+	alert_id        TEXT NOT NULL DEFAULT '',
+	event           TEXT NOT NULL,
+	digest          INTEGER NOT NULL DEFAULT 0,
+	payload         TEXT NOT NULL,
+	created_at      INTEGER NOT NULL,
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at INTEGER NOT NULL,
+	last_error      TEXT NOT NULL DEFAULT '',
+	delivered_at    INTEGER,
+	failed_at       INTEGER
+);
+CREATE INDEX outbox_pending ON outbox(channel, id) WHERE delivered_at IS NULL AND failed_at IS NULL;
+CREATE INDEX outbox_alert ON outbox(alert_id, channel) WHERE delivered_at IS NULL AND failed_at IS NULL;
+`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	version    INTEGER NOT NULL,
+	applied_at INTEGER NOT NULL
+)`); err != nil {
+		return s.wrap("prepare state", err)
+	}
+	var have int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+		return s.wrap("read state schema version", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("open state %s: %w: schema version %d, this certwatch knows up to %d; upgrade certwatch or point notify.state at another file",
+			s.path, state.ErrTooNew, have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return s.wrap(fmt.Sprintf("migrate state to schema version %d", v), err)
+		}
+	}
+	return nil
+}
+
+// tx runs fn in one immediate (write-locking) transaction.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// sizeOnDisk is the file's size plus its write-ahead log, for tests and
+// benchmarks.
+func (s *Store) sizeOnDisk() (int64, error) {
+	var n int64
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}

@@ -1,0 +1,472 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Update reads the open alerts and calls fn with them; the changes fn
+// returns are written in the same transaction, which holds the file's write
+// lock throughout, so two processes cannot both act on the same snapshot.
+// fn must not block. An error from fn is returned as is and nothing is
+// written.
+func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	var fnErr error
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		snap, err := loadAlerts(ctx, tx, false)
+		if err != nil {
+			return err
+		}
+		m := make(map[string]*state.Alert, len(snap))
+		for i := range snap {
+			m[snap[i].ID] = &snap[i]
+		}
+		ch, err := fn(state.Snapshot{Alerts: m})
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		return applyChanges(ctx, tx, ch)
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return s.wrap("update state", err)
+}
+
+// Alerts returns the open alerts, and the resolved ones still kept when
+// resolved is set: open first, then by tier (most urgent first) and
+// deadline.
+func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error) {
+	var out []state.Alert
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = loadAlerts(ctx, tx, resolved)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("read alerts", err)
+	}
+	slices.SortFunc(out, func(a, b state.Alert) int {
+		if a.Open() != b.Open() {
+			if a.Open() {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(
+			cmp.Compare(b.Tier, a.Tier),
+			a.Finding.Deadline.Compare(b.Finding.Deadline),
+			strings.Compare(a.ID, b.ID),
+		)
+	})
+	return out, nil
+}
+
+// readTx runs fn in a transaction so that its queries see one consistent
+// state.
+func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, error) {
+	where := "WHERE a.resolved_at IS NULL"
+	if resolved {
+		where = ""
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
+	COALESCE(a.resolved_at, 0), a.resolution, a.finding FROM alerts a `+where)
+	if err != nil {
+		return nil, err
+	}
+	var out []state.Alert
+	index := map[string]int{}
+	for rows.Next() {
+		var a state.Alert
+		var first, last, res int64
+		var finding string
+		if err := rows.Scan(&a.ID, &a.Tier, &a.Announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.FirstRaised, a.LastSeen, a.ResolvedAt = fromTS(first), fromTS(last), fromTS(res)
+		if err := json.Unmarshal([]byte(finding), &a.Finding); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("alert %s: decode finding: %w", a.ID, err)
+		}
+		index[a.ID] = len(out)
+		out = append(out, a)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, COALESCE(r.ref, '')
+	FROM alert_channels c JOIN alerts a ON a.id = c.alert_id
+	LEFT JOIN message_refs r ON r.alert_id = c.alert_id AND r.channel = c.channel `+where)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, channel string
+		var an state.Announcement
+		var at int64
+		if err := rows.Scan(&id, &channel, &an.Tier, &at, &an.Digest, &an.Summary, &an.Ref); err != nil {
+			return nil, err
+		}
+		an.At = fromTS(at)
+		i, ok := index[id]
+		if !ok {
+			continue
+		}
+		if out[i].Channels == nil {
+			out[i].Channels = map[string]state.Announcement{}
+		}
+		out[i].Channels[channel] = an
+	}
+	return out, rows.Err()
+}
+
+func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
+	if len(ch.Alerts) > 0 {
+		if err := writeAlerts(ctx, tx, ch.Alerts); err != nil {
+			return err
+		}
+	}
+	if len(ch.Certificates) > 0 {
+		if err := writeCertificates(ctx, tx, ch.Certificates); err != nil {
+			return err
+		}
+	}
+	for _, k := range ch.Cancel {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE alert_id = ? AND channel = ? AND digest = 1
+	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel); err != nil {
+			return err
+		}
+	}
+	if len(ch.Outbox) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, o := range ch.Outbox {
+			next := o.NextAttempt
+			if next.IsZero() {
+				next = o.Created
+			}
+			if _, err := stmt.ExecContext(ctx, o.Channel, o.AlertID, o.Event, o.Digest, string(o.Payload), ts(o.Created), ts(next)); err != nil {
+				return err
+			}
+		}
+	}
+	if t := ch.PruneBefore; !t.IsZero() {
+		for _, q := range []string{
+			`DELETE FROM outbox WHERE delivered_at < ? OR failed_at < ?`,
+			`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < ?1)`,
+			`DELETE FROM alerts WHERE resolved_at < ?`,
+			`DELETE FROM certificates WHERE last_seen < ?`,
+		} {
+			args := []any{ts(t)}
+			if strings.Count(q, "?") == 2 {
+				args = append(args, ts(t))
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
+	prev, err := tx.PrepareContext(ctx, `SELECT resolved_at IS NOT NULL FROM alerts WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	defer prev.Close()
+	up, err := tx.PrepareContext(ctx, `INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, certificate = excluded.certificate, tier = excluded.tier,
+		announced_tier = excluded.announced_tier, first_raised = excluded.first_raised, last_seen = excluded.last_seen,
+		missing_runs = excluded.missing_runs, resolved_at = excluded.resolved_at, resolution = excluded.resolution,
+		finding = excluded.finding`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, a := range alerts {
+		var wasResolved bool
+		switch err := prev.QueryRowContext(ctx, a.ID).Scan(&wasResolved); err {
+		case nil, sql.ErrNoRows:
+		default:
+			return err
+		}
+		if wasResolved && a.Open() {
+			// A reopened alert starts a new conversation: its old message
+			// thread belongs to the resolved incident.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM message_refs WHERE alert_id = ?`, a.ID); err != nil {
+				return err
+			}
+		}
+		finding, err := json.Marshal(a.Finding)
+		if err != nil {
+			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
+		}
+		if _, err := up.ExecContext(ctx, a.ID, string(a.Finding.Kind), a.Finding.Certificate, a.Tier, a.Announced,
+			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {
+			return err
+		}
+		for _, name := range sortedKeys(a.Channels) {
+			an := a.Channels[name]
+			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, ts(an.At), an.Digest, an.Summary); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeCertificates(ctx context.Context, tx *sql.Tx, certs []state.Certificate) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO certificates (sha256, subject, issuer, not_after, first_seen, last_seen, endpoints)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (sha256) DO UPDATE SET subject = excluded.subject, issuer = excluded.issuer, not_after = excluded.not_after,
+		last_seen = excluded.last_seen, endpoints = excluded.endpoints`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, c := range certs {
+		first := c.FirstSeen
+		if first.IsZero() {
+			first = c.LastSeen
+		}
+		if _, err := stmt.ExecContext(ctx, c.SHA256, c.Subject, c.Issuer, ts(c.NotAfter), ts(first), ts(c.LastSeen), encodeEndpoints(c.Endpoints)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Certificate returns the stored certificate with the given SHA-256, and
+// whether there is one.
+func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certificate, bool, error) {
+	var c state.Certificate
+	var notAfter, first, last int64
+	var eps string
+	err := s.db.QueryRowContext(ctx, `SELECT sha256, subject, issuer, not_after, first_seen, last_seen, endpoints FROM certificates WHERE sha256 = ?`, sha256).
+		Scan(&c.SHA256, &c.Subject, &c.Issuer, &notAfter, &first, &last, &eps)
+	if err == sql.ErrNoRows {
+		return state.Certificate{}, false, nil
+	}
+	if err != nil {
+		return state.Certificate{}, false, s.wrap("read certificate", err)
+	}
+	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
+	c.Endpoints = decodeEndpoints(eps)
+	return c, true, nil
+}
+
+// Pending returns up to limit undelivered notifications of channel in
+// outbox order, due or not, each with the reference recorded by the last
+// delivery for its alert on the channel.
+func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT o.id, o.channel, o.alert_id, o.event, o.digest, o.payload, o.created_at, o.next_attempt_at,
+	o.attempts, o.last_error, COALESCE(r.ref, '')
+	FROM outbox o LEFT JOIN message_refs r ON o.alert_id != '' AND r.alert_id = o.alert_id AND r.channel = o.channel
+	WHERE o.channel = ? AND o.delivered_at IS NULL AND o.failed_at IS NULL
+	ORDER BY o.id LIMIT ?`, channel, limit)
+	if err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	defer rows.Close()
+	var out []state.Outbound
+	for rows.Next() {
+		var o state.Outbound
+		var payload string
+		var created, next int64
+		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref); err != nil {
+			return nil, s.wrap("read outbox", err)
+		}
+		o.Payload = []byte(payload)
+		o.Created, o.NextAttempt = fromTS(created), fromTS(next)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	return out, nil
+}
+
+// Settle records the outcome of one delivery attempt of the notifications
+// ids (several for a digest). On delivery, a Ref is recorded for each
+// notification's alert and channel in the same transaction.
+func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		in := idList(ids)
+		switch {
+		case st.Delivered:
+			if st.Ref != "" {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO message_refs (alert_id, channel, ref, created_at)
+	SELECT alert_id, channel, ?, ? FROM outbox WHERE id IN (`+in+`) AND alert_id != ''
+	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, st.Ref, ts(st.At)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE outbox SET delivered_at = ?, last_error = '' WHERE id IN (`+in+`)`, ts(st.At))
+			return err
+		case !st.Retry.IsZero():
+			_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id IN (`+in+`)`,
+				ts(st.Retry), st.Err)
+			return err
+		default:
+			_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, failed_at = ?, last_error = ? WHERE id IN (`+in+`)`,
+				ts(st.At), st.Err)
+			return err
+		}
+	})
+	return s.wrap("record delivery", err)
+}
+
+// OutboxStats summarises the outbox per channel, by channel name.
+func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT channel,
+	SUM(delivered_at IS NULL AND failed_at IS NULL),
+	SUM(failed_at IS NOT NULL),
+	SUM(delivered_at IS NOT NULL),
+	COALESCE(MIN(CASE WHEN delivered_at IS NULL AND failed_at IS NULL THEN created_at END), 0),
+	COALESCE((SELECT last_error FROM outbox i WHERE i.channel = o.channel AND i.delivered_at IS NULL AND i.failed_at IS NULL AND i.last_error != ''
+		ORDER BY i.id DESC LIMIT 1), '')
+	FROM outbox o GROUP BY channel ORDER BY channel`)
+	if err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	defer rows.Close()
+	var out []state.ChannelStats
+	for rows.Next() {
+		var c state.ChannelStats
+		var oldest int64
+		if err := rows.Scan(&c.Channel, &c.Pending, &c.Failed, &c.Delivered, &oldest, &c.LastError); err != nil {
+			return nil, s.wrap("read outbox", err)
+		}
+		c.OldestPending = fromTS(oldest)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	return out, nil
+}
+
+func idList(ids []int64) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	return b.String()
+}
+
+// Times are stored as Unix nanoseconds, 0 (or NULL where the column is
+// nullable) for the zero time.
+func ts(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func nullTS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromTS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Endpoints are stored one per line as "name port address", which is a
+// third of the size of JSON for certificates served in many places. Names
+// and addresses never contain spaces.
+func encodeEndpoints(eps []policy.Endpoint) string {
+	var b strings.Builder
+	for i, e := range eps {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Name)
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(e.Port))
+		if e.Address != "" {
+			b.WriteByte(' ')
+			b.WriteString(e.Address)
+		}
+	}
+	return b.String()
+}
+
+func decodeEndpoints(s string) []policy.Endpoint {
+	if s == "" {
+		return nil
+	}
+	var out []policy.Endpoint
+	for line := range strings.SplitSeq(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		e := policy.Endpoint{Name: f[0]}
+		e.Port, _ = strconv.Atoi(f[1])
+		if len(f) > 2 {
+			e.Address = f[2]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

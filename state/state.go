@@ -1,0 +1,183 @@
+// Package state defines what certwatch remembers between runs: every
+// certificate it has seen and where, the alert state of every finding (its
+// tier, when it was raised, what each channel was told and when it
+// resolved), and the outbox of notifications waiting to be delivered.
+//
+// The records are plain data. Stores live in sub-packages (state/sqlite, the
+// embedded default); the notify package declares the interface it needs.
+// Stores report trouble that an operator must fix (a file locked by another
+// process, a corrupt file, a full disk) with errors matching ErrLocked,
+// ErrCorrupt, ErrFull or ErrTooNew, never by losing data silently.
+package state
+
+import (
+	"errors"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+// Errors a store returns wrapped, with the file and a hint, for conditions
+// an operator has to fix. Match them with errors.Is.
+var (
+	// ErrLocked: another process holds the store's write lock for longer
+	// than the store waits.
+	ErrLocked = errors.New("state is locked by another process")
+	// ErrCorrupt: the store's file is damaged or is not a certwatch state
+	// file.
+	ErrCorrupt = errors.New("state file is corrupt")
+	// ErrFull: the disk (or a quota) is full; nothing was written.
+	ErrFull = errors.New("disk full")
+	// ErrTooNew: the store was written by a newer certwatch whose schema
+	// this one does not know.
+	ErrTooNew = errors.New("state was written by a newer certwatch")
+)
+
+// Certificate is a certificate certwatch has seen, with where it was seen
+// most recently.
+type Certificate struct {
+	SHA256   string    `json:"sha256"`
+	Subject  string    `json:"subject"`
+	Issuer   string    `json:"issuer"`
+	NotAfter time.Time `json:"not_after"`
+	// FirstSeen is kept from the first sighting; LastSeen is the latest.
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// Endpoints are where the certificate was served at LastSeen.
+	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
+}
+
+// Alert is the notification state of one finding, keyed by the finding's
+// ID. An alert is open until ResolvedAt is set; a finding that comes back
+// after that opens the alert afresh.
+type Alert struct {
+	ID string `json:"id"`
+	// Finding is the finding as last seen (its blast radius, message and
+	// deadline), so a resolution can say what was resolved.
+	Finding policy.Finding `json:"finding"`
+	// Tier is the tier last seen; Announced the highest tier announced.
+	// A finding whose tier drops and rises again is not re-announced until
+	// it passes Announced.
+	Tier      policy.Tier `json:"tier"`
+	Announced policy.Tier `json:"announced"`
+	// FirstRaised is when the finding was first seen at a notified tier;
+	// LastSeen when it was last present.
+	FirstRaised time.Time `json:"first_raised"`
+	LastSeen    time.Time `json:"last_seen"`
+	// MissingRuns counts consecutive runs without the finding.
+	MissingRuns int `json:"missing_runs,omitempty"`
+	// ResolvedAt is zero while the alert is open; Resolution says why it
+	// closed ("certificate replaced", "gone for 2 runs").
+	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	Resolution string    `json:"resolution,omitempty"`
+	// Channels says what each channel was told, by channel name.
+	Channels map[string]Announcement `json:"channels,omitempty"`
+}
+
+// Open reports whether the alert is unresolved.
+func (a *Alert) Open() bool { return a.ResolvedAt.IsZero() }
+
+// Announcement is what one channel was told about one alert.
+type Announcement struct {
+	// Tier is the tier last announced on the channel.
+	Tier policy.Tier `json:"tier"`
+	// At is when it was last announced or reminded.
+	At time.Time `json:"at"`
+	// Digest is set when the channel hears about the alert in its digest.
+	Digest bool `json:"digest,omitempty"`
+	// Summary is set when the channel heard about the alert only as one
+	// item of a storm summary, so no per-finding resolution follows.
+	Summary bool `json:"summary,omitempty"`
+	// Ref is the sender's handle on the message it posted for the alert
+	// (for Slack, the channel and ts of the thread). Stores fill it from
+	// delivered notifications; it is read-only in Changes.
+	Ref string `json:"ref,omitempty"`
+}
+
+// Snapshot is the open alerts, by ID.
+type Snapshot struct {
+	Alerts map[string]*Alert
+}
+
+// Changes are applied by a store in one transaction, together with the read
+// of the Snapshot they were computed from.
+type Changes struct {
+	// Alerts are written whole (an alert's Channels replace the stored
+	// ones), open or resolved.
+	Alerts []Alert
+	// Certificates are upserted; a stored FirstSeen is kept.
+	Certificates []Certificate
+	// Outbox are notifications to deliver, appended in order.
+	Outbox []Outbound
+	// Cancel drops undelivered digest notifications of these alerts on these
+	// channels, superseded by a message sent at once.
+	Cancel []Key
+	// PruneBefore, when set, deletes notifications delivered or failed
+	// before it, resolved alerts resolved before it, and certificates last
+	// seen before it.
+	PruneBefore time.Time
+}
+
+// Key names one alert on one channel.
+type Key struct {
+	AlertID string
+	Channel string
+}
+
+// Outbound is one notification in the outbox, for one channel.
+type Outbound struct {
+	// ID orders the outbox; set by the store.
+	ID      int64  `json:"id"`
+	Channel string `json:"channel"`
+	// AlertID is the alert the notification is about, empty for messages
+	// about no single alert (a storm summary, a test).
+	AlertID string `json:"alert_id,omitempty"`
+	// Event names the transition ("new", "escalated", "resolved", ...).
+	Event string `json:"event"`
+	// Digest rows wait until NextAttempt and are delivered together as one
+	// digest message per channel.
+	Digest bool `json:"digest,omitempty"`
+	// Payload is the notification, encoded by its producer; the store does
+	// not look inside.
+	Payload []byte `json:"payload"`
+	// Created is when the transition happened.
+	Created time.Time `json:"created"`
+	// NextAttempt is when the notification is due.
+	NextAttempt time.Time `json:"next_attempt"`
+	// Attempts counts failed deliveries; LastError is the latest failure.
+	Attempts  int    `json:"attempts,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	// Ref is, when a store returns pending notifications, the reference
+	// recorded by the last delivery for the same alert and channel.
+	Ref string `json:"ref,omitempty"`
+}
+
+// Settlement is the outcome of one delivery attempt.
+type Settlement struct {
+	// At is when the attempt ended.
+	At time.Time
+	// Delivered marks success. Ref, when set on a notification about an
+	// alert, is recorded for that alert and channel.
+	Delivered bool
+	Ref       string
+	// Err is the failure, for an attempt that did not deliver. With Retry
+	// set the notification is due again then; with Retry zero it failed
+	// for good and is kept, marked failed, for inspection.
+	Err   string
+	Retry time.Time
+}
+
+// ChannelStats summarises one channel's outbox.
+type ChannelStats struct {
+	Channel string `json:"channel"`
+	// Pending counts undelivered notifications, Failed those refused for
+	// good, Delivered those delivered still kept.
+	Pending   int `json:"pending"`
+	Failed    int `json:"failed"`
+	Delivered int `json:"delivered"`
+	// OldestPending is when the oldest undelivered notification was
+	// created, zero when none is pending.
+	OldestPending time.Time `json:"oldest_pending,omitzero"`
+	// LastError is the latest failure of a pending notification.
+	LastError string `json:"last_error,omitempty"`
+}
