@@ -70,8 +70,11 @@ type Observation struct {
 	Sources  []string `json:"sources,omitempty"`
 	Explicit bool     `json:"explicit,omitempty"`
 
-	// At is when the probe started; Duration how long the successful (or
-	// last) attempt took; Attempts how many connections were made.
+	// At is when the probe started (its first connection, or the lookup
+	// that failed) and the time the chain was verified at; Duration how
+	// long the successful (or last) attempt took; Attempts how many
+	// connections were made (0 when none was: a failed lookup, or a
+	// cancelled sweep).
 	At       time.Time     `json:"at"`
 	Duration time.Duration `json:"duration"`
 	Attempts int           `json:"attempts"`
