@@ -47,6 +47,8 @@ type Config struct {
 	AWS AWS `yaml:"aws,omitempty"`
 	// Notify configures state, channels and routing of alerts.
 	Notify Notify `yaml:"notify,omitempty"`
+	// Daemon configures `certwatch run`.
+	Daemon Daemon `yaml:"daemon,omitempty"`
 }
 
 // Zone is one DNS zone to transfer.
@@ -136,6 +138,7 @@ func Default() Config {
 	}
 	c.AWS.applyDefaults()
 	c.Notify.applyDefaults()
+	c.Daemon.applyDefaults()
 	return c
 }
 
@@ -282,6 +285,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.AWS.validate()...)
 	errs = append(errs, c.Notify.validate()...)
+	errs = append(errs, c.Daemon.validate()...)
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }

@@ -1,0 +1,248 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Daemon configures `certwatch run`: when each job runs, how long a run may
+// take, how a shutdown ends, how certwatch watches itself and where it
+// serves metrics and the status page.
+type Daemon struct {
+	// Listen is the HTTP address of /metrics, /healthz, /readyz, the status
+	// page and /api/v1/report. The default binds loopback only; serving
+	// beyond it is an explicit choice ("0.0.0.0:9814", "[::]:9814"). Port 0
+	// picks a free port, which is logged.
+	Listen string `yaml:"listen"`
+	// Schedules are cron specs ("*/15 * * * *") or descriptors ("@every 1h",
+	// "@daily"), in the process's time zone (UTC in the container image)
+	// unless a spec starts with CRON_TZ=.
+	Schedules Schedules `yaml:"schedules"`
+	// Jitter is the upper bound of the random offset each job gets at start,
+	// so that instances restarted together do not probe in lock-step. It
+	// must be below half the shortest gap between two runs of a job.
+	Jitter Duration `yaml:"jitter"`
+	// SweepTimeout bounds one discovery or probe run. 0 means the shortest
+	// gap between two runs of the job minus Jitter, so a run ends before the
+	// next one is due.
+	SweepTimeout Duration `yaml:"sweep_timeout,omitempty"`
+	// GracePeriod is how long a running job may go on after SIGTERM before it
+	// is cancelled, and then how long the outbox gets to drain.
+	GracePeriod Duration `yaml:"grace_period"`
+	// DropThreshold raises discovery_degraded when a source returns fewer
+	// than this share of the targets of its last good run (0.5: half).
+	// 0 disables the check; a source that fails always raises it.
+	DropThreshold float64 `yaml:"drop_threshold"`
+	// Heartbeat is pinged after every successful probe run, for a
+	// dead-man's switch that notices when certwatch stops.
+	Heartbeat Heartbeat `yaml:"heartbeat,omitempty"`
+	// MetricsSeriesLimit caps the per-certificate and per-endpoint series of
+	// /metrics (each family separately); the most urgent certificates and
+	// failing endpoints are kept first, and
+	// certwatch_metrics_series_dropped says how many were left out.
+	MetricsSeriesLimit int `yaml:"metrics_series_limit"`
+	// Pprof serves Go's /debug/pprof/ handlers on Listen. Off by default:
+	// profiles reveal internals and cost CPU.
+	Pprof bool `yaml:"pprof,omitempty"`
+}
+
+// Schedules are the cron specs of the daemon's jobs.
+type Schedules struct {
+	// Discovery refreshes the inventory from every source (zones, Route 53,
+	// ACM, static targets).
+	Discovery string `yaml:"discovery"`
+	// Probe probes the last good inventory, evaluates it and hands the
+	// findings to the notifier.
+	Probe string `yaml:"probe"`
+	// Digest delivers the digest notifications that are due.
+	Digest string `yaml:"digest"`
+}
+
+// Heartbeat is a URL pinged (HTTP GET) after every successful probe run,
+// e.g. a healthchecks.io check or a PagerDuty heartbeat. The URL usually
+// embeds a token, so it is a secret: set exactly one of URLEnv, URLFile or
+// (discouraged, the file may be shared) URL.
+type Heartbeat struct {
+	URL     Secret `yaml:"url,omitempty"`
+	URLEnv  string `yaml:"url_env,omitempty"`
+	URLFile string `yaml:"url_file,omitempty"`
+	// Timeout bounds one ping.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// Enabled reports whether a heartbeat URL is configured.
+func (h Heartbeat) Enabled() bool { return h.URL != "" || h.URLEnv != "" || h.URLFile != "" }
+
+// Daemon defaults.
+const (
+	// DefaultListen is loopback only, on a port of certwatch's own (9115 is
+	// blackbox_exporter's).
+	DefaultListen             = "127.0.0.1:9814"
+	DefaultDiscoverySchedule  = "@every 1h"
+	DefaultProbeSchedule      = "*/15 * * * *"
+	DefaultDigestSchedule     = "@every 5m"
+	DefaultJitter             = time.Minute
+	DefaultGracePeriod        = 20 * time.Second
+	DefaultDropThreshold      = 0.5
+	DefaultHeartbeatTimeout   = 10 * time.Second
+	DefaultMetricsSeriesLimit = 10000
+)
+
+func (d *Daemon) applyDefaults() {
+	if d.Listen == "" {
+		d.Listen = DefaultListen
+	}
+	if d.Schedules.Discovery == "" {
+		d.Schedules.Discovery = DefaultDiscoverySchedule
+	}
+	if d.Schedules.Probe == "" {
+		d.Schedules.Probe = DefaultProbeSchedule
+	}
+	if d.Schedules.Digest == "" {
+		d.Schedules.Digest = DefaultDigestSchedule
+	}
+	if d.Jitter == 0 {
+		d.Jitter = Duration(DefaultJitter)
+	}
+	if d.GracePeriod == 0 {
+		d.GracePeriod = Duration(DefaultGracePeriod)
+	}
+	if d.DropThreshold == 0 {
+		d.DropThreshold = DefaultDropThreshold
+	}
+	if d.Heartbeat.Timeout == 0 {
+		d.Heartbeat.Timeout = Duration(DefaultHeartbeatTimeout)
+	}
+	if d.MetricsSeriesLimit == 0 {
+		d.MetricsSeriesLimit = DefaultMetricsSeriesLimit
+	}
+}
+
+// ParseSchedule parses a cron spec the way the daemon does: five fields
+// (minute hour day-of-month month day-of-week) or a descriptor such as
+// "@every 1h" or "@daily", in the local time zone unless the spec starts
+// with CRON_TZ=.
+func ParseSchedule(spec string) (cron.Schedule, error) {
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schedule %q (want e.g. \"*/15 * * * *\" or \"@every 1h\"): %v", spec, err)
+	}
+	return s, nil
+}
+
+// ShortestGap returns the shortest time between two consecutive runs of s,
+// sampled over its next 64 runs from a fixed instant; 0 when it runs at
+// most once.
+func ShortestGap(s cron.Schedule) time.Duration {
+	t := s.Next(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	gap := time.Duration(0)
+	for range 64 {
+		if t.IsZero() {
+			break
+		}
+		next := s.Next(t)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(t); gap == 0 || d < gap {
+			gap = d
+		}
+		t = next
+	}
+	return gap
+}
+
+// Validate reports every problem in d at once. Load runs it as part of
+// Config.Validate.
+func (d Daemon) Validate() []error { return d.validate() }
+
+func (d *Daemon) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("daemon: "+format, args...)) }
+
+	if err := checkListen(d.Listen); err != nil {
+		add("listen: %v", err)
+	}
+	for _, j := range []struct{ name, spec string }{
+		{"discovery", d.Schedules.Discovery},
+		{"probe", d.Schedules.Probe},
+		{"digest", d.Schedules.Digest},
+	} {
+		s, err := ParseSchedule(j.spec)
+		if err != nil {
+			add("schedules: %s: %v", j.name, err)
+			continue
+		}
+		gap := ShortestGap(s)
+		if gap == 0 {
+			add("schedules: %s: %q never runs twice", j.name, j.spec)
+			continue
+		}
+		if gap < time.Second {
+			add("schedules: %s: runs more often than once a second", j.name)
+			continue
+		}
+		if d.Jitter > 0 && time.Duration(d.Jitter) >= gap/2 {
+			add("jitter (%v) must be below half the shortest gap between %s runs (%v); lower jitter or run %s less often", d.Jitter, j.name, gap, j.name)
+		}
+		if j.name != "digest" && d.SweepTimeout > 0 && time.Duration(d.SweepTimeout) > gap {
+			add("sweep_timeout (%v) must not exceed the shortest gap between %s runs (%v), or runs would be skipped", d.SweepTimeout, j.name, gap)
+		}
+	}
+	if d.Jitter < 0 {
+		add("jitter must not be negative, got %v", d.Jitter)
+	}
+	if d.SweepTimeout < 0 {
+		add("sweep_timeout must not be negative, got %v", d.SweepTimeout)
+	}
+	if d.GracePeriod <= 0 {
+		add("grace_period must be positive, got %v", d.GracePeriod)
+	}
+	if d.DropThreshold < 0 || d.DropThreshold >= 1 {
+		add("drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)
+	}
+	if d.MetricsSeriesLimit < 1 {
+		add("metrics_series_limit must be at least 1, got %d", d.MetricsSeriesLimit)
+	}
+	h := d.Heartbeat
+	n := 0
+	for _, set := range []bool{h.URL != "", h.URLEnv != "", h.URLFile != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		add("heartbeat: set only one of url_env, url_file or url")
+	}
+	if h.URL != "" {
+		// The URL carries a token: say what is wrong without printing it.
+		if u, err := url.Parse(h.URL.Reveal()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("heartbeat: url: not an http:// or https:// URL")
+		}
+	}
+	if h.Timeout <= 0 {
+		add("heartbeat: timeout must be positive, got %v", h.Timeout)
+	}
+	return errs
+}
+
+// checkListen accepts "host:port" with a non-empty host and a port from 0
+// (any free port) to 65535.
+func checkListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("invalid address %q: want HOST:PORT, e.g. 127.0.0.1:9814", s)
+	}
+	if host == "" {
+		return fmt.Errorf("invalid address %q: give the host explicitly (127.0.0.1 for loopback, 0.0.0.0 or [::] for every interface)", s)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("invalid address %q: port must be 0 to 65535", s)
+	}
+	return nil
+}
