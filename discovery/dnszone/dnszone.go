@@ -1,0 +1,275 @@
+// Package dnszone is the inventory source that transfers whole DNS zones
+// (AXFR, optionally signed with TSIG) and turns their records into targets:
+// every name with A/AAAA records, every CNAME owner, every SRV target, and
+// wildcard owners listed as skipped.
+//
+// Transfers stream: records are folded into a compact index as each message
+// arrives and are not kept, so zones of millions of records fit in a small,
+// predictable amount of memory.
+package dnszone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/certwatch/certwatch/discovery"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultTimeout     = 60 * time.Second
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// DefaultPorts are probed on zone names when Config.Ports is empty.
+var defaultPorts = []int{443}
+
+// Config describes one zone to transfer. It is plain data; New checks it.
+type Config struct {
+	// Zone is the zone apex, e.g. "internal.example" (trailing dot and case
+	// do not matter).
+	Zone string
+	// Nameserver is the server to transfer from, "HOST:PORT" (a bare host
+	// means port 53). Empty means: find the zone's primary through Resolver
+	// and try its SOA MNAME, then its NS names, on port 53, until one
+	// transfers the zone.
+	Nameserver string
+	// TSIG signs the transfer request and verifies every response message.
+	// Nil means unsigned.
+	TSIG *TSIG
+	// Ports are probed on every name with A/AAAA records and on every CNAME
+	// owner. SRV targets use the SRV port. Empty means [443].
+	Ports []int
+	// Filter drops target names; the zero value keeps every name.
+	Filter discovery.Filter
+	// Timeout bounds a whole Targets call: finding the primary and the
+	// transfer, including fallbacks to other servers. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// DialTimeout bounds each TCP connect and each resolver query. Zero means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Resolver is the recursive DNS server ("HOST:PORT", a bare host means
+	// port 53) asked for the zone's SOA and NS records and their addresses
+	// when Nameserver is empty. Empty means the first nameserver in
+	// /etc/resolv.conf. Unused when Nameserver is set.
+	Resolver string
+	// Dialer opens the TCP and UDP connections. Nil means a net.Dialer.
+	Dialer Dialer
+}
+
+// Dialer opens network connections; *net.Dialer implements it.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// TSIG is a transaction signature key (RFC 8945). Its String, Format and
+// LogValue methods never show the secret.
+type TSIG struct {
+	// Name is the key name as the server knows it, e.g. "transfer-key".
+	Name string
+	// Algorithm is one of hmac-sha256 (the default when empty),
+	// hmac-sha224, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5, with or
+	// without a trailing dot.
+	Algorithm string
+	// Secret is the key in base64, as in the server's configuration.
+	Secret string
+}
+
+// String describes the key without its secret.
+func (t TSIG) String() string {
+	return fmt.Sprintf("tsig key %s (%s)", t.Name, t.Algorithm)
+}
+
+// Format makes every fmt verb print String, so %v, %+v and %#v cannot leak
+// the secret.
+func (t TSIG) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, t.String()) }
+
+// LogValue keeps slog from printing the secret.
+func (t TSIG) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", t.Name), slog.String("algorithm", t.Algorithm))
+}
+
+// Source transfers one zone. It is safe for concurrent use; concurrent
+// Targets calls make separate transfers.
+type Source struct {
+	zone        string // normalised: lower case, no trailing dot
+	fqdn        string // zone + "."
+	nameserver  string
+	resolver    string
+	key         *tsigKey
+	ports       []int
+	filter      discovery.Filter
+	timeout     time.Duration
+	dialTimeout time.Duration
+	dialer      Dialer
+	logger      *slog.Logger
+	sources     []string // shared by every target; cap == len so appends copy
+}
+
+// New checks c and returns a Source for it. It does no I/O. A nil logger
+// discards logs.
+func New(c Config, logger *slog.Logger) (*Source, error) {
+	zone := discovery.NormalizeName(c.Zone)
+	if zone == "" {
+		return nil, errors.New("dnszone: zone name is empty")
+	}
+	if _, ok := dns.IsDomainName(zone); !ok {
+		return nil, fmt.Errorf("dnszone: zone %q is not a valid domain name", c.Zone)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Source{
+		zone:        zone,
+		fqdn:        zone + ".",
+		ports:       defaultPorts,
+		filter:      c.Filter,
+		timeout:     c.Timeout,
+		dialTimeout: c.DialTimeout,
+		dialer:      c.Dialer,
+		logger:      logger.With("component", "dnszone", "zone", zone),
+		sources:     []string{"dnszone:" + zone},
+	}
+	var errs []error
+	var err error
+	if c.Nameserver != "" {
+		if s.nameserver, err = hostPort(c.Nameserver); err != nil {
+			errs = append(errs, fmt.Errorf("nameserver: %w", err))
+		}
+	}
+	if c.Resolver != "" {
+		if s.resolver, err = hostPort(c.Resolver); err != nil {
+			errs = append(errs, fmt.Errorf("resolver: %w", err))
+		}
+	}
+	if c.TSIG != nil {
+		if s.key, err = newTSIGKey(*c.TSIG); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(c.Ports) > 0 {
+		s.ports = nil
+		for _, p := range c.Ports {
+			if p < 1 || p > 65535 {
+				errs = append(errs, fmt.Errorf("invalid port %d: want a number from 1 to 65535", p))
+				continue
+			}
+			if !slices.Contains(s.ports, p) {
+				s.ports = append(s.ports, p)
+			}
+		}
+	}
+	switch {
+	case c.Timeout < 0:
+		errs = append(errs, fmt.Errorf("negative timeout %s", c.Timeout))
+	case c.Timeout == 0:
+		s.timeout = DefaultTimeout
+	}
+	switch {
+	case c.DialTimeout < 0:
+		errs = append(errs, fmt.Errorf("negative dial timeout %s", c.DialTimeout))
+	case c.DialTimeout == 0:
+		s.dialTimeout = DefaultDialTimeout
+	}
+	if s.dialer == nil {
+		s.dialer = &net.Dialer{}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("dnszone %s: %w", zone, errors.Join(errs...))
+	}
+	return s, nil
+}
+
+// hostPort checks "HOST:PORT" and turns a bare host or IP into HOST:53.
+func hostPort(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		// A bare name, IPv4 address, or IPv6 address with or without brackets.
+		host, port = s, "53"
+		if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+			host = s[1 : len(s)-1]
+		}
+		if strings.ContainsAny(host, ":[]") && net.ParseIP(host) == nil {
+			return "", fmt.Errorf("invalid address %q: want HOST:PORT (IPv6 as [::1]:53)", s)
+		}
+	}
+	if host == "" {
+		return "", fmt.Errorf("invalid address %q: empty host", s)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return "", fmt.Errorf("invalid address %q: port %q is not a number from 1 to 65535", s, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Name returns "dnszone:" followed by the zone name.
+func (s *Source) Name() string { return s.sources[0] }
+
+// Targets transfers the zone and returns its targets, sorted by name and
+// port, every one with Sources ["dnszone:<zone>"]:
+//
+//   - each name with A/AAAA records, on every port, with those addresses;
+//   - each CNAME owner, on every port, under its own name (the SNI), with
+//     the addresses at the end of its chain when the chain stays in the
+//     zone, or with Resolve set to the first name outside the zone;
+//   - each SRV target (except "."), on the SRV port;
+//   - wildcard owners and CNAME loops, listed with Skip set.
+//
+// Names below a delegation (glue) are not targets, nor is the apex unless it
+// has addresses. Targets share backing arrays for Addresses and Sources:
+// treat them as read-only or clone before changing them in place.
+//
+// Targets makes one transfer per call, bounded by Config.Timeout; cancelling
+// ctx aborts it. A failed transfer returns no targets and an error that
+// names the zone, the server and what to check; a *TransferError per server
+// tried can be found with errors.As. Timeouts match
+// context.DeadlineExceeded, a transfer without its closing SOA
+// ErrIncomplete.
+func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
+	defer cancel()
+
+	servers := []string{s.nameserver}
+	if s.nameserver == "" {
+		var err error
+		if servers, err = s.findPrimary(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	for i, server := range servers {
+		z := newZoneIndex(s.zone)
+		stats, err := s.transfer(ctx, server, z)
+		if err == nil {
+			targets := z.targets(s.ports, s.filter, s.sources)
+			s.logger.Debug("zone transferred", "server", server, "serial", stats.serial,
+				"records", stats.records, "messages", stats.messages, "targets", len(targets),
+				"duration", time.Since(start))
+			return targets, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+		if i+1 < len(servers) {
+			s.logger.Debug("transfer failed, trying next server", "server", server, "next", servers[i+1], "err", err)
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}

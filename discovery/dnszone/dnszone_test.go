@@ -1,0 +1,562 @@
+package dnszone_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/miekg/dns"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/dnstest"
+	"github.com/certwatch/certwatch/discovery/dnszone"
+)
+
+const internalZone = `
+@            SOA   ns1 hostmaster 7 3600 600 86400 300
+@            NS    ns1
+@            MX    10 mail
+@            TXT   "v=spf1 -all"
+ns1          A     127.0.0.1
+WWW          A     192.0.2.11
+www          A     192.0.2.10
+www          AAAA  2001:db8::10
+www          A     192.0.2.10
+alias        CNAME www
+alias2       CNAME Alias
+ext          CNAME cdn.provider.example.
+ext2         CNAME hop
+hop          CNAME lb.other.example.
+loop1        CNAME loop2
+loop2        CNAME loop1
+dangling     CNAME nothing
+*.apps       A     192.0.2.50
+*.wild       CNAME www
+ldap         A     192.0.2.30
+_ldaps._tcp  SRV   0 0 636 ldap
+_https._tcp  SRV   0 0 443 www
+_imaps._tcp  SRV   0 0 993 mail.outside.example.
+_gone._tcp   SRV   0 0 0 .
+_http._tcp   SRV   0 0 8080 .
+mailonly     MX    10 www
+txtonly      TXT   "only text"
+sub          NS    ns.sub
+ns.sub       A     192.0.2.99
+deep.sub     A     192.0.2.98
+tocut        CNAME host.sub
+`
+
+const testSecret = "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"
+
+var src = []string{"dnszone:internal.example"}
+
+func addrs(s ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range s {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out
+}
+
+func startServer(t testing.TB, zones ...dnstest.Zone) *dnstest.Server {
+	t.Helper()
+	s, err := dnstest.Start(zones...)
+	if err != nil {
+		t.Fatalf("dnstest.Start: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newSource(t testing.TB, c dnszone.Config) *dnszone.Source {
+	t.Helper()
+	s, err := dnszone.New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+func diffTargets(want, got []discovery.Target) string {
+	return cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }))
+}
+
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "internal.example", Text: internalZone, RecordsPerMessage: 5})
+	wwwAddrs := addrs("192.0.2.10", "192.0.2.11", "2001:db8::10")
+	wild := "wildcard owner: no single name to probe"
+
+	tests := []struct {
+		name   string
+		ports  []int
+		filter func() (discovery.Filter, error)
+		want   []discovery.Target
+	}{
+		{
+			name: "every kind of record",
+			want: []discovery.Target{
+				{Name: "*.apps.internal.example", Port: 443, Sources: src, Skip: wild},
+				{Name: "*.wild.internal.example", Port: 443, Sources: src, Skip: wild},
+				{Name: "alias.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "alias2.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "dangling.internal.example", Port: 443, Sources: src, Resolve: "nothing.internal.example"},
+				{Name: "ext.internal.example", Port: 443, Sources: src, Resolve: "cdn.provider.example"},
+				{Name: "ext2.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
+				{Name: "hop.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
+				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "loop1.internal.example", Port: 443, Sources: src, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
+				{Name: "loop2.internal.example", Port: 443, Sources: src, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
+				{Name: "mail.outside.example", Port: 993, Sources: src},
+				{Name: "ns1.internal.example", Port: 443, Sources: src, Addresses: addrs("127.0.0.1")},
+				{Name: "tocut.internal.example", Port: 443, Sources: src, Resolve: "host.sub.internal.example"},
+				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+			},
+		},
+		{
+			name:  "several ports, SRV on one of them is not duplicated",
+			ports: []int{443, 636},
+			filter: func() (discovery.Filter, error) {
+				return discovery.NewFilter([]string{"ldap.*", "www.*", "alias.*"}, nil)
+			},
+			want: []discovery.Target{
+				{Name: "alias.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "alias.internal.example", Port: 636, Sources: src, Addresses: wwwAddrs},
+				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 636, Sources: src, Addresses: wwwAddrs},
+			},
+		},
+		{
+			name: "include and exclude apply to target names, SRV targets too",
+			filter: func() (discovery.Filter, error) {
+				return discovery.NewFilter([]string{"*.example"}, []string{"*.internal.example"})
+			},
+			want: []discovery.Target{
+				{Name: "mail.outside.example", Port: 993, Sources: src},
+			},
+		},
+		{
+			name: "exclude a subtree",
+			filter: func() (discovery.Filter, error) {
+				return discovery.NewFilter(nil, []string{"*l*.internal.example", "*.apps.*", "*.wild.*", "*.outside.example", "*ext*", "hop.*", "ns1.*", "dangling.*", "tocut.*"})
+			},
+			want: []discovery.Target{
+				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := dnszone.Config{Zone: "Internal.Example.", Nameserver: srv.Addr(), Ports: tt.ports}
+			if tt.filter != nil {
+				f, err := tt.filter()
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Filter = f
+			}
+			got, err := newSource(t, c).Targets(context.Background())
+			if err != nil {
+				t.Fatalf("Targets: %v", err)
+			}
+			if d := diffTargets(tt.want, got); d != "" {
+				t.Errorf("Targets mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestTargetsApexWithAddress(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "apex.example", Text: `
+@ SOA ns hm 1 1 1 1 1
+@ NS ns.other.example.
+@ A 192.0.2.1
+`})
+	got, err := newSource(t, dnszone.Config{Zone: "apex.example", Nameserver: srv.Addr()}).Targets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []discovery.Target{{Name: "apex.example", Port: 443, Sources: []string{"dnszone:apex.example"}, Addresses: addrs("192.0.2.1")}}
+	if d := diffTargets(want, got); d != "" {
+		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+	}
+}
+
+func TestTargetsTSIG(t *testing.T) {
+	t.Parallel()
+	key := dnstest.TSIG{Name: "xfr-key", Algorithm: "hmac-sha256", Secret: testSecret}
+	srv := startServer(t, dnstest.Zone{Name: "internal.example", Text: internalZone, TSIG: &key, RecordsPerMessage: 4})
+	for _, alg := range []string{"hmac-sha256", "HMAC-SHA256.", ""} {
+		t.Run("algorithm "+alg, func(t *testing.T) {
+			t.Parallel()
+			s := newSource(t, dnszone.Config{
+				Zone: "internal.example", Nameserver: srv.Addr(),
+				TSIG: &dnszone.TSIG{Name: "xfr-key.", Algorithm: alg, Secret: testSecret},
+			})
+			got, err := s.Targets(context.Background())
+			if err != nil {
+				t.Fatalf("signed transfer: %v", err)
+			}
+			if len(got) != 16 {
+				t.Errorf("signed transfer gave %d targets, want 16", len(got))
+			}
+		})
+	}
+}
+
+func TestTargetsErrors(t *testing.T) {
+	t.Parallel()
+	key := dnstest.TSIG{Name: "xfr-key", Secret: testSecret}
+	srv := startServer(t,
+		dnstest.Zone{Name: "refused.example", Text: internalZone, RefuseTransfer: true},
+		dnstest.Zone{Name: "signed.example", Text: internalZone, TSIG: &key},
+		dnstest.Zone{Name: "truncated.example", Text: internalZone, TruncateTransfer: true, RecordsPerMessage: 3},
+	)
+	// A port nothing listens on: listen, note it, close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	ln.Close()
+
+	wrongSecret := "d3Jvbmctc2VjcmV0LXZhbHVlLTk4NzY1NDMyMTA="
+	tests := []struct {
+		name       string
+		zone       string
+		server     string
+		tsig       *dnszone.TSIG
+		wantRcode  int
+		wantTSIG   int
+		wantIs     error
+		wantSubstr []string
+	}{
+		{
+			name: "refused", zone: "refused.example", server: srv.Addr(), wantRcode: dns.RcodeRefused,
+			wantSubstr: []string{"zone refused.example: AXFR refused by " + srv.Addr() + " (REFUSED) — allow transfers from this host or set tsig:"},
+		},
+		{
+			name: "refused with a key", zone: "refused.example", server: srv.Addr(), wantRcode: dns.RcodeRefused,
+			tsig:       &dnszone.TSIG{Name: "xfr-key", Secret: testSecret},
+			wantSubstr: []string{"(REFUSED)", "for TSIG key xfr-key"},
+		},
+		{
+			name: "key required but not set", zone: "signed.example", server: srv.Addr(), wantRcode: dns.RcodeNotAuth,
+			wantSubstr: []string{"zone signed.example: AXFR not authorized by " + srv.Addr() + " (NOTAUTH)", "set tsig:"},
+		},
+		{
+			name: "wrong secret", zone: "signed.example", server: srv.Addr(), wantRcode: dns.RcodeNotAuth, wantTSIG: dns.RcodeBadSig,
+			tsig:       &dnszone.TSIG{Name: "xfr-key", Secret: wrongSecret},
+			wantSubstr: []string{"(NOTAUTH, TSIG BADSIG) — check the TSIG key name, algorithm and secret"},
+		},
+		{
+			name: "unknown key", zone: "signed.example", server: srv.Addr(), wantRcode: dns.RcodeNotAuth, wantTSIG: dns.RcodeBadKey,
+			tsig:       &dnszone.TSIG{Name: "other-key", Secret: testSecret},
+			wantSubstr: []string{"(NOTAUTH, TSIG BADKEY) — check the TSIG key name, algorithm and secret"},
+		},
+		{
+			name: "server not authoritative", zone: "nowhere.example", server: srv.Addr(), wantRcode: dns.RcodeRefused,
+			wantSubstr: []string{"AXFR refused by"},
+		},
+		{
+			name: "truncated transfer", zone: "truncated.example", server: srv.Addr(), wantIs: dnszone.ErrIncomplete,
+			wantSubstr: []string{"incomplete: connection closed after 31 records without the closing SOA"},
+		},
+		{
+			name: "connection refused", zone: "refused.example", server: closedAddr, wantIs: syscall.ECONNREFUSED,
+			wantSubstr: []string{"zone refused.example: AXFR from " + closedAddr + ": connection refused — nothing listens there"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSource(t, dnszone.Config{Zone: tt.zone, Nameserver: tt.server, TSIG: tt.tsig})
+			got, err := s.Targets(context.Background())
+			if err == nil {
+				t.Fatalf("Targets succeeded with %d targets, want an error", len(got))
+			}
+			if got != nil {
+				t.Errorf("Targets returned %d targets with an error, want none", len(got))
+			}
+			for _, sub := range tt.wantSubstr {
+				if !strings.Contains(err.Error(), sub) {
+					t.Errorf("error = %q\nwant it to contain %q", err, sub)
+				}
+			}
+			if strings.Contains(err.Error(), testSecret) || strings.Contains(err.Error(), wrongSecret) {
+				t.Errorf("error %q contains the TSIG secret", err)
+			}
+			var te *dnszone.TransferError
+			if !errors.As(err, &te) {
+				t.Fatalf("error %v is not a *TransferError", err)
+			}
+			if te.Zone != tt.zone || te.Server != tt.server || te.Rcode != tt.wantRcode || te.TSIGError != tt.wantTSIG {
+				t.Errorf("TransferError{Zone: %q, Server: %q, Rcode: %d, TSIGError: %d}, want {%q, %q, %d, %d}",
+					te.Zone, te.Server, te.Rcode, te.TSIGError, tt.zone, tt.server, tt.wantRcode, tt.wantTSIG)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.wantIs)
+			}
+		})
+	}
+}
+
+func TestTargetsTimeout(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "hang.example", Text: internalZone, HangTransfer: true})
+	s := newSource(t, dnszone.Config{Zone: "hang.example", Nameserver: srv.Addr(), Timeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := s.Targets(context.Background())
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Targets succeeded against a hanging server")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
+	}
+	for _, sub := range []string{"zone hang.example: AXFR from " + srv.Addr() + " timed out after", "raise the zone timeout (300ms)"} {
+		if !strings.Contains(err.Error(), sub) {
+			t.Errorf("error = %q\nwant it to contain %q", err, sub)
+		}
+	}
+	if elapsed > 3*time.Second {
+		t.Errorf("Targets returned after %s, want about the 300ms timeout", elapsed)
+	}
+}
+
+func TestTargetsCancel(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "hang.example", Text: internalZone, HangTransfer: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancel as soon as the AXFR request is on the wire, so the transfer is
+	// in flight, blocked reading an answer that never comes.
+	s := newSource(t, dnszone.Config{Zone: "hang.example", Nameserver: srv.Addr(), Dialer: cancelAfterWrite{cancel}})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Targets(ctx)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("after cancel, err = %v, want context.Canceled", err)
+		}
+		if want := "zone hang.example: AXFR from " + srv.Addr() + " interrupted"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("after cancel, err = %v, want it to contain %q", err, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Targets did not return after cancel")
+	}
+}
+
+// cancelAfterWrite dials loopback and calls cancel after the first write.
+type cancelAfterWrite struct{ cancel context.CancelFunc }
+
+func (d cancelAfterWrite) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return writeHook{Conn: c, after: d.cancel}, nil
+}
+
+type writeHook struct {
+	net.Conn
+	after func()
+}
+
+func (w writeHook) Write(p []byte) (int, error) {
+	n, err := w.Conn.Write(p)
+	w.after()
+	return n, err
+}
+
+// loopbackDialer sends connections for the addresses in routes elsewhere
+// on loopback and refuses anything else that is not loopback.
+type loopbackDialer struct{ routes map[string]string }
+
+func (d loopbackDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if to, ok := d.routes[addr]; ok {
+		addr = to
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("test dialer: %s is not loopback", addr)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+func TestTargetsFindsPrimary(t *testing.T) {
+	t.Parallel()
+	// The resolver and the nameservers are all one dnstest server; the
+	// dialer maps "<ip>:53" onto it. The MNAME (hidden.internal.example,
+	// 127.0.0.2) refuses connections, so the NS fallback does the transfer.
+	srv := startServer(t, dnstest.Zone{Name: "internal.example", Text: `
+@        SOA   hidden hostmaster 9 3600 600 86400 300
+@        NS    ns2
+hidden   A     127.0.0.2
+ns2      A     127.0.0.1
+www      A     192.0.2.10
+`})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	ln.Close()
+	dialer := loopbackDialer{routes: map[string]string{"127.0.0.1:53": srv.Addr(), "127.0.0.2:53": closedAddr}}
+
+	s := newSource(t, dnszone.Config{Zone: "internal.example", Resolver: srv.Addr(), Dialer: dialer})
+	got, err := s.Targets(context.Background())
+	if err != nil {
+		t.Fatalf("Targets: %v", err)
+	}
+	want := []discovery.Target{
+		{Name: "hidden.internal.example", Port: 443, Sources: src, Addresses: addrs("127.0.0.2")},
+		{Name: "ns2.internal.example", Port: 443, Sources: src, Addresses: addrs("127.0.0.1")},
+		{Name: "www.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.10")},
+	}
+	if d := diffTargets(want, got); d != "" {
+		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+	}
+	var types []string
+	for _, r := range srv.Requests() {
+		types = append(types, r.Type+" "+r.Name)
+	}
+	wantTypes := []string{
+		"SOA internal.example.", "NS internal.example.",
+		"A hidden.internal.example.", "AAAA hidden.internal.example.",
+		"A ns2.internal.example.", "AAAA ns2.internal.example.",
+		"AXFR internal.example.",
+	}
+	if d := cmp.Diff(wantTypes, types); d != "" {
+		t.Errorf("queries seen by the server (-want +got):\n%s", d)
+	}
+}
+
+func TestTargetsFindPrimaryErrors(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t,
+		dnstest.Zone{Name: "internal.example", Text: "@ SOA ns1 hm 1 1 1 1 1\n@ NS ns1\nns1 A 127.0.0.1\n"},
+		dnstest.Zone{Name: "refusing.example", Text: "@ SOA ns1 hm 1 1 1 1 1\n@ NS ns1\nns1 A 127.0.0.1\n", RefuseTransfer: true},
+	)
+	dialer := loopbackDialer{routes: map[string]string{"127.0.0.1:53": srv.Addr()}}
+	tests := []struct {
+		name string
+		zone string
+		want []string
+	}{
+		{"not a zone apex", "www.internal.example", []string{"zone www.internal.example: find primary nameserver via resolver", "no SOA record", "set nameserver:"}},
+		{"zone the resolver refuses", "other.example", []string{"SOA query", "REFUSED"}},
+		{"primary refuses the transfer", "refusing.example", []string{"zone refusing.example: AXFR refused by 127.0.0.1:53 (REFUSED)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSource(t, dnszone.Config{Zone: tt.zone, Resolver: srv.Addr(), Dialer: dialer})
+			_, err := s.Targets(context.Background())
+			if err == nil {
+				t.Fatal("Targets succeeded, want an error")
+			}
+			for _, sub := range tt.want {
+				if !strings.Contains(err.Error(), sub) {
+					t.Errorf("error = %q\nwant it to contain %q", err, sub)
+				}
+			}
+		})
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		c    dnszone.Config
+		want []string
+	}{
+		{"empty zone", dnszone.Config{}, []string{"zone name is empty"}},
+		{"bad zone", dnszone.Config{Zone: "a..b"}, []string{`zone "a..b" is not a valid domain name`}},
+		{"bad port", dnszone.Config{Zone: "a.example", Ports: []int{443, 0}}, []string{"invalid port 0"}},
+		{"bad nameserver port", dnszone.Config{Zone: "a.example", Nameserver: "ns1.example:99999"}, []string{"nameserver:", `"ns1.example:99999"`}},
+		{"bad resolver", dnszone.Config{Zone: "a.example", Resolver: "[::1"}, []string{"resolver:"}},
+		{"negative timeout", dnszone.Config{Zone: "a.example", Timeout: -time.Second}, []string{"negative timeout"}},
+		{"negative dial timeout", dnszone.Config{Zone: "a.example", DialTimeout: -time.Second}, []string{"negative dial timeout"}},
+		{"tsig without name", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Secret: testSecret}}, []string{"key name is empty"}},
+		{"tsig bad algorithm", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Name: "k", Algorithm: "rsa", Secret: testSecret}}, []string{`unsupported algorithm "rsa"`}},
+		{"tsig empty secret", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Name: "k"}}, []string{"tsig key k: secret is empty"}},
+		{"tsig bad secret", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Name: "k", Secret: "not*base64!"}}, []string{"tsig key k: secret is not valid base64"}},
+		{"every problem at once", dnszone.Config{Zone: "a.example", Ports: []int{-1}, Timeout: -1}, []string{"invalid port -1", "negative timeout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := dnszone.New(tt.c, nil)
+			if err == nil {
+				t.Fatal("New succeeded, want an error")
+			}
+			for _, sub := range tt.want {
+				if !strings.Contains(err.Error(), sub) {
+					t.Errorf("error = %q\nwant it to contain %q", err, sub)
+				}
+			}
+			if strings.Contains(err.Error(), "not*base64!") || strings.Contains(err.Error(), testSecret) {
+				t.Errorf("error %q contains the TSIG secret", err)
+			}
+		})
+	}
+}
+
+func TestNameAndDefaults(t *testing.T) {
+	t.Parallel()
+	for _, ns := range []string{"ns1.example", "ns1.example:53", "192.0.2.1", "2001:db8::1", "[2001:db8::1]:5353"} {
+		if _, err := dnszone.New(dnszone.Config{Zone: "a.example", Nameserver: ns}, nil); err != nil {
+			t.Errorf("New with nameserver %q: %v", ns, err)
+		}
+	}
+	s, err := dnszone.New(dnszone.Config{Zone: "Internal.Example."}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Name(); got != "dnszone:internal.example" {
+		t.Errorf("Name() = %q, want dnszone:internal.example", got)
+	}
+}
+
+func TestTSIGNeverPrintsSecret(t *testing.T) {
+	t.Parallel()
+	key := &dnszone.TSIG{Name: "xfr-key", Algorithm: "hmac-sha256", Secret: testSecret}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "tsig", key, "tsig_value", *key)
+	for _, s := range []string{
+		fmt.Sprint(key), fmt.Sprintf("%v %+v %#v %s %q %x", key, key, key, key, key, key),
+		fmt.Sprintf("%v %+v %#v", *key, *key, *key), fmt.Sprintf("%+v", dnszone.Config{TSIG: key}),
+		logged.String(),
+	} {
+		if strings.Contains(s, testSecret) {
+			t.Errorf("printed TSIG contains the secret: %s", s)
+		}
+		if !strings.Contains(s, "xfr-key") && !strings.Contains(s, "TSIG:0x") {
+			t.Errorf("printed TSIG %q does not name the key", s)
+		}
+	}
+}

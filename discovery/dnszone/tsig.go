@@ -1,0 +1,114 @@
+package dnszone
+
+import (
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// tsigKey is a checked TSIG key. It implements dns.TsigProvider itself so
+// that hmac-md5, which miekg/dns no longer signs with, keeps working with
+// older servers.
+type tsigKey struct {
+	name      string // canonical: lower case, fully qualified
+	algorithm string // canonical algorithm name, fully qualified
+	secret    []byte
+	display   string // name as configured, for messages
+}
+
+const hmacMD5 = "hmac-md5.sig-alg.reg.int."
+
+// tsigAlgorithms maps accepted spellings (without trailing dot) to the
+// canonical algorithm names.
+var tsigAlgorithms = map[string]string{
+	"hmac-sha256":              dns.HmacSHA256,
+	"hmac-sha224":              dns.HmacSHA224,
+	"hmac-sha384":              dns.HmacSHA384,
+	"hmac-sha512":              dns.HmacSHA512,
+	"hmac-sha1":                dns.HmacSHA1,
+	"hmac-md5":                 hmacMD5,
+	"hmac-md5.sig-alg.reg.int": hmacMD5,
+}
+
+func newTSIGKey(t TSIG) (*tsigKey, error) {
+	var errs []error
+	name := strings.TrimSpace(t.Name)
+	if name == "" {
+		errs = append(errs, errors.New("tsig: key name is empty"))
+	} else if _, ok := dns.IsDomainName(name); !ok {
+		errs = append(errs, fmt.Errorf("tsig: key name %q is not a valid domain name", t.Name))
+	}
+	alg := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(t.Algorithm)), ".")
+	if alg == "" {
+		alg = "hmac-sha256"
+	}
+	canonical, ok := tsigAlgorithms[alg]
+	if !ok {
+		errs = append(errs, fmt.Errorf("tsig: unsupported algorithm %q: want hmac-sha256, hmac-sha224, hmac-sha384, hmac-sha512, hmac-sha1 or hmac-md5", t.Algorithm))
+	}
+	// The secret's value never appears in messages, only whether it is usable.
+	secret, err := base64.StdEncoding.DecodeString(strings.TrimSpace(t.Secret))
+	switch {
+	case strings.TrimSpace(t.Secret) == "":
+		errs = append(errs, fmt.Errorf("tsig key %s: secret is empty", name))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("tsig key %s: secret is not valid base64", name))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &tsigKey{name: dns.CanonicalName(name), algorithm: canonical, secret: secret, display: name}, nil
+}
+
+// Generate returns the MAC of msg; it implements dns.TsigProvider.
+func (k *tsigKey) Generate(msg []byte, t *dns.TSIG) ([]byte, error) {
+	var h func() hash.Hash
+	switch dns.CanonicalName(t.Algorithm) {
+	case dns.HmacSHA256:
+		h = sha256.New
+	case dns.HmacSHA224:
+		h = sha256.New224
+	case dns.HmacSHA384:
+		h = sha512.New384
+	case dns.HmacSHA512:
+		h = sha512.New
+	case dns.HmacSHA1:
+		h = sha1.New
+	case hmacMD5:
+		h = md5.New
+	default:
+		return nil, fmt.Errorf("unsupported TSIG algorithm %s", t.Algorithm)
+	}
+	mac := hmac.New(h, k.secret)
+	mac.Write(msg)
+	return mac.Sum(nil), nil
+}
+
+// Verify checks the MAC in t over msg; it implements dns.TsigProvider.
+func (k *tsigKey) Verify(msg []byte, t *dns.TSIG) error {
+	if dns.CanonicalName(t.Hdr.Name) != k.name {
+		return fmt.Errorf("signed with key %s, not %s", t.Hdr.Name, k.display)
+	}
+	if dns.CanonicalName(t.Algorithm) != k.algorithm {
+		return fmt.Errorf("signed with algorithm %s, not %s", t.Algorithm, k.algorithm)
+	}
+	want, err := k.Generate(msg, t)
+	if err != nil {
+		return err
+	}
+	got, err := hex.DecodeString(t.MAC)
+	if err != nil || !hmac.Equal(got, want) {
+		return dns.ErrSig
+	}
+	return nil
+}
