@@ -173,7 +173,7 @@ func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, f
 			continue
 		}
 		e.add(BundleExpired, tier, fp, fp, c.NotAfter, ep, func() string {
-			return fmt.Sprintf("the server also sends %q (not after %s), which no verified path needs; clients are fine, but drop it from the bundle to avoid confusing older clients and other tools", subjectOf(c), c.NotAfter.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("the server also sends %q issued by %q (not after %s), which no verified path needs; clients are fine, but drop it from the bundle to avoid confusing older clients and other tools", subjectOf(c), issuerOf(c), c.NotAfter.UTC().Format(time.RFC3339))
 		})
 		break
 	}

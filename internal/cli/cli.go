@@ -1,0 +1,202 @@
+// Package cli implements certwatch's command line: subcommands, flags and
+// the wiring of concrete sources, probers and senders. It is the one
+// package that knows every concrete part.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0 // clean run, nothing at or above --fail-on
+	ExitFindings = 1 // findings at or above --fail-on, or a runtime failure
+	ExitUsage    = 2 // usage or config error, or every discovery source failed
+)
+
+// exitError carries an exit code with the error that caused it.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// errSilent is returned when the command has already said everything (help
+// output, a report whose findings set the exit code).
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// ExitCode maps an error returned by Run to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var s *silentError
+	if errors.As(err, &s) {
+		return s.code
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return ExitFindings
+}
+
+// IsSilent reports whether err needs no message: the command already printed
+// what the user needs, and only the exit code remains.
+func IsSilent(err error) bool {
+	var s *silentError
+	return errors.As(err, &s)
+}
+
+// env is what every subcommand gets.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+const topUsage = `certwatch finds every TLS certificate an organisation depends on, probes
+every address that serves it, and reports each problem once per certificate,
+most urgent first.
+
+Usage:
+  certwatch <command> [flags]
+
+Commands:
+  scan          discover targets, probe every address, print a report
+  inventory     discover targets only: what would be probed, and from where
+  check-config  validate a config file and print the effective config
+  demo          start a local lab (DNS + TLS on loopback) and scan it
+  version       print the version
+
+Run 'certwatch <command> --help' for the flags of a command.
+
+Exit codes:
+  0  no finding at or above --fail-on (default: page)
+  1  findings at or above --fail-on, or a runtime failure
+  2  usage or config error, or every discovery source failed
+`
+
+// Run executes the command line args (without the program name). It returns
+// an error whose ExitCode is the process exit status.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage)
+		return usageError("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "scan":
+		return e.scan(ctx, rest, false)
+	case "inventory":
+		return e.scan(ctx, rest, true)
+	case "check-config":
+		return e.checkConfig(rest)
+	case "demo":
+		return e.demo(ctx, rest)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "certwatch", version())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, topUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, topUsage)
+	return usageError("unknown command %q", cmd)
+}
+
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return strings.TrimSpace(v + " " + bi.GoVersion)
+}
+
+// parseFlags parses args with fs, turning -h into a clean exit and flag
+// errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError("%s: %v (see 'certwatch %s --help')", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 && fs.Name() != "check-config" {
+		return usageError("%s: unexpected argument %q (see 'certwatch %s --help')", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+var errHelp = errors.New("help requested")
+
+// printUsage writes the command's help text and every flag's description.
+func printUsage(w io.Writer, fs *flag.FlagSet, head string) {
+	fmt.Fprint(w, head)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// newLogger logs to stderr: text on a terminal, JSON otherwise (containers,
+// log shippers).
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// listFlag is a repeatable string flag; values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}

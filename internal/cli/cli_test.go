@@ -1,0 +1,318 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/dnstest"
+	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/lab"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := cli.Run(ctx, args, &out, &errb)
+	if err != nil && !cli.IsSilent(err) {
+		fmt.Fprintln(&errb, "certwatch:", err)
+	}
+	return out.String(), errb.String(), cli.ExitCode(err)
+}
+
+func startLab(t *testing.T) *lab.Lab {
+	t.Helper()
+	l, err := lab.Start(time.Now())
+	if err != nil {
+		t.Fatalf("start lab: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func labArgs(l *lab.Lab, extra ...string) []string {
+	return append([]string{"scan", "--zone", lab.Zone, "--nameserver", l.DNS,
+		"--ports", fmt.Sprint(l.Port), "--ca-file", l.CAFile, "--target", l.Unreachable,
+		"--timeout", "500ms"}, extra...)
+}
+
+// TestScanLab scans the lab end to end, through the real DNS server, real TLS
+// listeners and the real CLI, and checks every planted problem is found once
+// and nothing healthy is flagged.
+func TestScanLab(t *testing.T) {
+	l := startLab(t)
+	stdout, stderr, code := run(t, labArgs(l, "--output", "json")...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want %d (findings at or above page); stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("decode JSON report: %v\n%s", err, stdout)
+	}
+	name := func(n string) string { return n + "." + lab.Zone }
+	type want struct {
+		kind     policy.Kind
+		tier     policy.Tier
+		names    []string // every endpoint name of the finding
+		contains string
+	}
+	wants := []want{
+		{policy.Expired, policy.Critical, []string{name("expired")}, "expired 3 days ago"},
+		{policy.Expiring, policy.Page, []string{name("api"), name("auth"), name("billing"), name("search")}, "leaf certificate"},
+		{policy.Expiring, policy.Warning, []string{name("legacy")}, "intermediate certificate \"Example Issuing CA 1\""},
+		{policy.HostnameMismatch, policy.Page, []string{name("intranet")}, name("intranet")},
+		{policy.ChainUntrusted, policy.Page, []string{name("nochain")}, "Example Issuing CA 2"},
+		{policy.SelfSigned, policy.Page, []string{name("printer")}, "self-signed"},
+		{policy.InconsistentDeployment, policy.Warning, []string{name("mixed"), name("mixed")}, "127.0.0.12"},
+		{policy.Expiring, policy.Warning, []string{name("mixed")}, "expires in 11 days"},
+		{policy.Expiring, policy.Notice, []string{name("ldap")}, "expires in 24 days"},
+		{policy.BundleExpired, policy.Notice, []string{name("bundle")}, "which no verified path needs"},
+		{policy.Unreachable, policy.Warning, []string{"127.0.0.19"}, "refused"},
+	}
+	matched := make([]bool, len(r.Findings))
+	for _, w := range wants {
+		found := false
+		for i, f := range r.Findings {
+			if matched[i] || f.Kind != w.kind || f.Tier != w.tier || !strings.Contains(f.Message, w.contains) {
+				continue
+			}
+			var got []string
+			for _, ep := range f.Endpoints {
+				got = append(got, ep.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(w.names, ",") {
+				continue
+			}
+			matched[i], found = true, true
+			break
+		}
+		if !found {
+			t.Errorf("missing finding %s/%s on %v mentioning %q", w.kind, w.tier, w.names, w.contains)
+		}
+	}
+	for i, f := range r.Findings {
+		if !matched[i] {
+			t.Errorf("unexpected finding (false alarm?): %s %s %v: %s", f.Tier, f.Kind, f.Endpoints, f.Message)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", stdout)
+	}
+
+	// Healthy names are probed, on every address, and not flagged; names
+	// without TLS are endpoint errors, not findings.
+	byName := map[string][]scan.Endpoint{}
+	for _, ep := range r.Endpoints {
+		byName[ep.Name] = append(byName[ep.Name], ep)
+	}
+	for _, n := range []string{"www", "portal"} {
+		eps := byName[name(n)]
+		if len(eps) == 0 || eps[0].Certificate == "" {
+			t.Errorf("%s: endpoints %+v, want a certificate", name(n), eps)
+		}
+	}
+	if eps := byName[name("mail")]; len(eps) != 1 || eps[0].Failure != "refused" {
+		t.Errorf("mail endpoint = %+v, want one refused", eps)
+	}
+	if eps := byName[name("hung")]; len(eps) != 1 || eps[0].Failure != "timeout" {
+		t.Errorf("hung endpoint = %+v, want one timeout", eps)
+	}
+	srvProbed := false
+	for _, ep := range byName[name("ldap")] {
+		srvProbed = srvProbed || (ep.Port == l.LDAPPort && ep.Certificate != "")
+	}
+	if !srvProbed {
+		t.Errorf("ldap endpoints = %+v, want a certificate on port %d from the SRV record", byName[name("ldap")], l.LDAPPort)
+	}
+	if len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0].Name, "*.dyn.") {
+		t.Errorf("skipped = %+v, want the *.dyn wildcard owner", r.Skipped)
+	}
+}
+
+func TestScanTableOutput(t *testing.T) {
+	l := startLab(t)
+	stdout, _, code := run(t, labArgs(l, "--fail-on", "critical")...)
+	if code != cli.ExitFindings {
+		t.Errorf("exit code = %d, want 1 (an expired certificate is critical)", code)
+	}
+	for _, want := range []string{"TIER", "CRITICAL", "expired." + lab.Zone, "served by 4 endpoint(s)", "Scanned"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "\x1b[") {
+		t.Error("table output to a non-terminal contains colour escapes")
+	}
+}
+
+func TestScanRefusedTransferExits2(t *testing.T) {
+	srv, err := dnstest.Start(dnstest.Zone{Name: "locked.example", Text: "www A 127.0.0.2\n", RefuseTransfer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	stdout, stderr, code := run(t, "scan", "--zone", "locked.example", "--nameserver", srv.Addr())
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want 2", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+	for _, want := range []string{"locked.example", srv.Addr(), "REFUSED"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q: %s", want, stderr)
+		}
+	}
+	if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
+		t.Errorf("stderr has %d lines, want one clear line:\n%s", n+1, stderr)
+	}
+}
+
+func TestInventory(t *testing.T) {
+	l := startLab(t)
+	stdout, stderr, code := run(t, "inventory", "--zone", lab.Zone, "--nameserver", l.DNS, "--ports", fmt.Sprint(l.Port), "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr: %s", code, stderr)
+	}
+	var inv struct {
+		Targets []struct {
+			Name    string   `json:"name"`
+			Port    int      `json:"port"`
+			Sources []string `json:"sources"`
+			Skip    string   `json:"skip"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tg := range inv.Targets {
+		seen[fmt.Sprintf("%s:%d", tg.Name, tg.Port)] = true
+		if len(tg.Sources) != 1 || tg.Sources[0] != "dnszone:"+lab.Zone {
+			t.Errorf("%s sources = %v", tg.Name, tg.Sources)
+		}
+	}
+	for _, want := range []string{fmt.Sprintf("www.%s:%d", lab.Zone, l.Port), fmt.Sprintf("portal.%s:%d", lab.Zone, l.Port), fmt.Sprintf("ldap.%s:%d", lab.Zone, l.LDAPPort)} {
+		if !seen[want] {
+			t.Errorf("inventory lacks %s", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "no command"},
+		{"unknown command", []string{"scna"}, `unknown command "scna"`},
+		{"unknown flag", []string{"scan", "--zonez", "x"}, "-zonez"},
+		{"nothing to scan", []string{"scan"}, "nothing to scan"},
+		{"bad port", []string{"scan", "--target", "a.example", "--ports", "443,99999"}, "invalid port"},
+		{"bad fail-on", []string{"scan", "--target", "a.example", "--fail-on", "loud"}, "unknown tier"},
+		{"bad output", []string{"scan", "--target", "a.example", "--output", "xml"}, "unknown format"},
+		{"nameserver without zone", []string{"scan", "--nameserver", "127.0.0.1:53", "--target", "a.example"}, "give at least one --zone"},
+		{"bad nameserver", []string{"scan", "--zone", "a.example", "--nameserver", "127.0.0.1"}, "want HOST:PORT"},
+		{"bad tsig", []string{"scan", "--zone", "a.example", "--tsig", "key-only"}, "NAME:ALGORITHM:SECRET"},
+		{"missing ca file", []string{"scan", "--target", "a.example", "--ca-file", "/nonexistent.pem"}, "nonexistent.pem"},
+		{"check-config without file", []string{"check-config"}, "exactly one FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := run(t, tt.args...)
+			if code != cli.ExitUsage {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr = %q, want it to mention %q", stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestTSIGSecretNeverPrinted(t *testing.T) {
+	const secret = "c2VjcmV0LXRoYXQtbXVzdC1ub3QtbGVhaw=="
+	srv, err := dnstest.Start(dnstest.Zone{Name: "signed.example", Text: "www A 127.0.0.2\n",
+		TSIG: &dnstest.TSIG{Name: "transfer-key", Secret: "b3RoZXItc2VjcmV0LXRoZS1zZXJ2ZXItd2FudHM="}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("CERTWATCH_TSIG", "transfer-key:hmac-sha256:"+secret)
+	stdout, stderr, code := run(t, "scan", "-v", "--zone", "signed.example", "--nameserver", srv.Addr())
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want 2 (transfer rejected)", code)
+	}
+	if strings.Contains(stdout+stderr, secret) {
+		t.Errorf("TSIG secret printed:\n%s\n%s", stdout, stderr)
+	}
+}
+
+func TestHelpExplainsEveryFlag(t *testing.T) {
+	stdout, _, code := run(t, "scan", "--help")
+	if code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+	for _, flag := range []string{"-zone", "-nameserver", "-tsig", "-tsig-file", "-target", "-ports", "-ca-file", "-resolver", "-timeout", "-concurrency", "-output", "-fail-on", "-config", "-include", "-exclude", "Exit codes"} {
+		if !strings.Contains(stdout, flag) {
+			t.Errorf("scan --help lacks %s", flag)
+		}
+	}
+	top, _, _ := run(t, "--help")
+	for _, cmd := range []string{"scan", "inventory", "check-config", "demo", "version", "Exit codes"} {
+		if !strings.Contains(top, cmd) {
+			t.Errorf("--help lacks %s", cmd)
+		}
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("zones:\n  - name: internal.example\n    tsig: {name: k, algorithm: hmac-sha256, secret: dG9wc2VjcmV0}\n"), 0o600)
+	stdout, stderr, code := run(t, "check-config", good)
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "internal.example") || !strings.Contains(stdout, "fail_on: page") {
+		t.Errorf("effective config lacks zone or defaults:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "dG9wc2VjcmV0") {
+		t.Errorf("check-config printed the TSIG secret:\n%s", stdout)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("zones:\n  - name: internal.example\n    nameserver: 10.0.0.2\nprobe:\n  timeout: soon\n  concurency: 3\n"), 0o600)
+	_, stderr, code = run(t, "check-config", bad)
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want 2", code)
+	}
+	for _, want := range []string{"line 3", "line 5", "line 6", "concurency"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestDemo(t *testing.T) {
+	stdout, stderr, code := run(t, "demo")
+	if code != 0 {
+		t.Fatalf("demo exit code = %d; stderr: %s", code, stderr)
+	}
+	for _, want := range []string{"certwatch demo: lab of zone internal.example", "CRITICAL", "would exit 1"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+func writeReport(w io.Writer, r *scan.Report, format string, color bool) error {
+	if format == "json" {
+		return writeJSON(w, r)
+	}
+	return writeTable(w, r, color)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var tierColor = map[policy.Tier]string{
+	policy.Critical: "\x1b[1;31m",
+	policy.Page:     "\x1b[31m",
+	policy.Warning:  "\x1b[33m",
+	policy.Notice:   "\x1b[36m",
+	policy.Info:     "\x1b[2m",
+}
+
+func writeTable(w io.Writer, r *scan.Report, color bool) error {
+	now := r.GeneratedAt
+	paint := func(t policy.Tier, s string) string {
+		if !color || tierColor[t] == "" {
+			return s
+		}
+		return tierColor[t] + s + "\x1b[0m"
+	}
+	if len(r.Findings) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIER\tDEADLINE\tLEFT\tKIND\tSUBJECT\tENDPOINTS\tWHERE")
+		for _, f := range r.Findings {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
+				paint(f.Tier, strings.ToUpper(f.Tier.String())),
+				f.Deadline.UTC().Format("2006-01-02 15:04"),
+				left(f.Deadline.Sub(now)),
+				f.Kind, orDash(f.Subject), len(f.Endpoints), firstNames(f, 3))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		for i, f := range r.Findings {
+			fmt.Fprintf(w, "%d. %s %s", i+1, paint(f.Tier, strings.ToUpper(f.Tier.String())), f.Kind)
+			if f.Subject != "" {
+				fmt.Fprintf(w, " %q", f.Subject)
+			}
+			if f.Certificate != "" {
+				fmt.Fprintf(w, " (sha256 %s…)", f.Certificate[:min(16, len(f.Certificate))])
+			}
+			fmt.Fprintf(w, "\n   %s\n", f.Message)
+			if n := len(f.Endpoints); n > 0 {
+				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, endpointList(f.Endpoints, 8))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	writeSummary(w, r)
+	return nil
+}
+
+func writeSummary(w io.Writer, r *scan.Report) {
+	byTier := map[policy.Tier]int{}
+	for _, f := range r.Findings {
+		byTier[f.Tier]++
+	}
+	var tiers []string
+	for t := policy.Critical; t >= policy.Info; t-- {
+		if byTier[t] > 0 {
+			tiers = append(tiers, fmt.Sprintf("%d %s", byTier[t], t))
+		}
+	}
+	findings := "no findings"
+	if len(r.Findings) > 0 {
+		findings = fmt.Sprintf("%d finding(s): %s", len(r.Findings), strings.Join(tiers, ", "))
+	}
+	failures := map[string]int{}
+	ok := 0
+	for _, ep := range r.Endpoints {
+		if ep.Certificate != "" {
+			ok++
+		} else {
+			failures[cmpOr(ep.Failure, "error")]++
+		}
+	}
+	fmt.Fprintf(w, "Scanned %d target(s): %d endpoint(s), %d with TLS, %d certificate(s); %s.\n",
+		r.Targets, len(r.Endpoints), ok, len(r.Certificates), findings)
+	if len(failures) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(failures)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, failures[k]))
+		}
+		fmt.Fprintf(w, "No certificate from %d endpoint(s) (%s); see --output json for each.\n", len(r.Endpoints)-ok, strings.Join(parts, ", "))
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), r.Skipped[0].Key(), r.Skipped[0].Skip)
+	}
+	writeSourceErrors(w, r.Sources)
+}
+
+func writeSourceErrors(w io.Writer, sources []scan.SourceResult) {
+	for _, s := range sources {
+		if s.Error != "" {
+			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func left(d time.Duration) string {
+	switch {
+	case d <= -48*time.Hour || d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	case d <= -time.Hour || d >= time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return "now"
+}
+
+func firstNames(f policy.Finding, n int) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, ep := range f.Endpoints {
+		k := fmt.Sprintf("%s:%d", ep.Name, ep.Port)
+		if !seen[k] {
+			seen[k] = true
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return f.Name
+	}
+	if len(names) > n {
+		return strings.Join(names[:n], ", ") + fmt.Sprintf(" +%d", len(names)-n)
+	}
+	return strings.Join(names, ", ")
+}
+
+func endpointList(eps []policy.Endpoint, n int) string {
+	parts := make([]string, 0, n)
+	for i, ep := range eps {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(eps)-n))
+			break
+		}
+		parts = append(parts, ep.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// inventoryReport is the JSON shape of `certwatch inventory --output json`.
+type inventoryReport struct {
+	Targets []discovery.Target  `json:"targets"`
+	Sources []scan.SourceResult `json:"sources"`
+}
+
+func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, format string) error {
+	if format == "json" {
+		if targets == nil {
+			targets = []discovery.Target{}
+		}
+		return writeJSON(w, inventoryReport{Targets: targets, Sources: sources})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
+	for _, t := range targets {
+		addrs := "resolve " + t.ResolveName()
+		if len(t.Addresses) > 0 {
+			s := make([]string, len(t.Addresses))
+			for i, a := range t.Addresses {
+				s[i] = a.String()
+			}
+			addrs = strings.Join(s, ",")
+		}
+		note := t.Skip
+		if note == "" && t.Explicit {
+			note = "explicit"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Key(), addrs, strings.Join(t.Sources, ","), orDash(note))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range sources {
+		if s.Error != "" {
+			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
+		} else {
+			fmt.Fprintf(w, "Source %s: %d target(s)\n", s.Name, s.Targets)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,422 @@
+package cli
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/discovery/static"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+)
+
+const scanUsage = `Usage:
+  certwatch scan [flags]
+
+Discover targets (zone transfers, static targets, config), probe every
+address of every name with SNI, verify each chain, and print one finding per
+certificate and problem, most urgent first.
+
+Examples:
+  certwatch scan --zone internal.example
+  certwatch scan --zone internal.example --nameserver 10.0.0.2:53 \
+      --tsig-file /run/secrets/tsig --ca-file internal-root.pem
+  certwatch scan --target vault.internal.example:8200 --output json
+  certwatch scan --config /etc/certwatch/config.yaml --fail-on warning
+
+Flags override the same settings in --config. Without --nameserver, the
+zone is transferred from its SOA MNAME (then its NS names), looked up through
+the system resolver. The TSIG secret can come from --tsig, --tsig-file or
+the CERTWATCH_TSIG environment variable, as NAME:ALGORITHM:BASE64SECRET; it
+is never printed.
+
+Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
+2 usage or config error, or every discovery source failed.
+`
+
+const inventoryUsage = `Usage:
+  certwatch inventory [flags]
+
+Run discovery only and list every target that 'certwatch scan' would probe,
+with its known addresses and the sources that reported it. Targets that are
+listed but not probed (wildcard owners) say why.
+`
+
+// scanFlags are the flags shared by scan and inventory.
+type scanFlags struct {
+	configFile  string
+	zones       listFlag
+	nameserver  string
+	tsig        string
+	tsigFile    string
+	targets     listFlag
+	ports       string
+	caFiles     listFlag
+	resolver    string
+	timeout     time.Duration
+	concurrency int
+	output      string
+	failOn      string
+	include     listFlag
+	exclude     listFlag
+	verbose     bool
+}
+
+func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
+	fs.StringVar(&f.configFile, "config", "", "read settings from this YAML `file` (see config.example.yaml); flags override it")
+	fs.Var(&f.zones, "zone", "transfer (AXFR) and scan this DNS `zone`; repeatable or comma-separated")
+	fs.StringVar(&f.nameserver, "nameserver", "", "transfer --zone zones from this `HOST:PORT` instead of their SOA MNAME/NS")
+	fs.StringVar(&f.tsig, "tsig", "", "sign transfers with this TSIG key, `NAME:ALGORITHM:SECRET` (prefer --tsig-file or $CERTWATCH_TSIG: a flag is visible in ps)")
+	fs.StringVar(&f.tsigFile, "tsig-file", "", "read the TSIG key (NAME:ALGORITHM:SECRET) from this `file`")
+	fs.Var(&f.targets, "target", "also probe `HOST[:PORT]` (an IP literal is fine; [v6]:port); repeatable. Unreachable targets are findings")
+	fs.StringVar(&f.ports, "ports", "", "comma-separated `ports` probed on zone names and on targets without a port (default 443); SRV records use their own")
+	fs.StringVar(&f.resolver, "resolver", "", "resolve names the zones do not answer themselves (e.g. CNAMEs leaving the zone) through this DNS server `HOST:PORT` (default: system resolver)")
+	fs.Var(&f.include, "include", "only keep zone names matching this `glob` (\"*\" spans dots); repeatable")
+	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
+	fs.BoolVar(&f.verbose, "v", false, "log progress and per-source detail to stderr")
+	if inventory {
+		fs.StringVar(&f.output, "output", "", "output format: `table` or json (default table)")
+		return
+	}
+	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
+	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
+	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical")
+}
+
+// effectiveConfig loads --config (or defaults) and lays the flags that were
+// set over it.
+func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string) (config.Config, error) {
+	c := config.Default()
+	if f.configFile != "" {
+		var err error
+		if c, err = config.Load(f.configFile); err != nil {
+			return c, withCode(ExitUsage, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	if set["ports"] {
+		var ports []int
+		for _, p := range strings.Split(f.ports, ",") {
+			n, err := config.ParsePort(p)
+			if err != nil {
+				return c, usageError("--ports: %v", err)
+			}
+			ports = append(ports, n)
+		}
+		c.Ports = ports
+	}
+	if len(f.zones) > 0 {
+		existing := map[string]config.Zone{}
+		for _, z := range c.Zones {
+			existing[discovery.NormalizeName(z.Name)] = z
+		}
+		c.Zones = nil
+		for _, name := range f.zones {
+			z, ok := existing[discovery.NormalizeName(name)]
+			if !ok {
+				z = config.Zone{Name: name}
+			}
+			c.Zones = append(c.Zones, z)
+		}
+	}
+	if set["nameserver"] || set["tsig"] || set["tsig-file"] || getenv("CERTWATCH_TSIG") != "" || set["include"] || set["exclude"] {
+		if len(f.zones) == 0 {
+			return c, usageError("--nameserver, --tsig, --include and --exclude apply to --zone zones: give at least one --zone")
+		}
+	}
+	if set["nameserver"] {
+		if err := config.CheckHostPort(f.nameserver); err != nil {
+			return c, usageError("--nameserver: %v", err)
+		}
+	}
+	tsig, err := f.tsigKey(getenv)
+	if err != nil {
+		return c, err
+	}
+	for i := range c.Zones {
+		if set["nameserver"] {
+			c.Zones[i].Nameserver = config.HostPort(f.nameserver)
+		}
+		if tsig != nil {
+			c.Zones[i].TSIG = tsig
+		}
+		if set["include"] {
+			c.Zones[i].Include = f.include
+		}
+		if set["exclude"] {
+			c.Zones[i].Exclude = f.exclude
+		}
+	}
+	if set["target"] {
+		c.Targets = f.targets
+	}
+	if set["ca-file"] {
+		c.CAFiles = f.caFiles
+	}
+	if set["resolver"] {
+		if err := config.CheckHostPort(f.resolver); err != nil {
+			return c, usageError("--resolver: %v", err)
+		}
+		c.Resolver = config.HostPort(f.resolver)
+	}
+	if set["timeout"] {
+		c.Probe.Timeout = config.Duration(f.timeout)
+	}
+	if set["concurrency"] {
+		c.Probe.Concurrency = f.concurrency
+	}
+	if set["output"] {
+		c.Output = f.output
+	}
+	if set["fail-on"] {
+		c.FailOn = f.failOn
+	}
+	if err := c.Validate(); err != nil {
+		return c, withCode(ExitUsage, err)
+	}
+	return c, nil
+}
+
+// tsigKey reads NAME:ALGORITHM:SECRET from --tsig, --tsig-file or
+// $CERTWATCH_TSIG, in that order.
+func (f *scanFlags) tsigKey(getenv func(string) string) (*config.TSIG, error) {
+	raw, from := f.tsig, "--tsig"
+	if raw == "" && f.tsigFile != "" {
+		b, err := os.ReadFile(f.tsigFile)
+		if err != nil {
+			return nil, usageError("--tsig-file: %v", err)
+		}
+		raw, from = strings.TrimSpace(string(b)), "--tsig-file "+f.tsigFile
+	}
+	if raw == "" {
+		raw, from = getenv("CERTWATCH_TSIG"), "$CERTWATCH_TSIG"
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	parts := strings.SplitN(raw, ":", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return nil, usageError("%s: want NAME:ALGORITHM:SECRET, e.g. transfer-key:hmac-sha256:<base64>", from)
+	}
+	return &config.TSIG{Name: parts[0], Algorithm: parts[1], Secret: config.Secret(parts[2])}, nil
+}
+
+func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
+	name, head := "scan", scanUsage
+	if inventory {
+		name, head = "inventory", inventoryUsage
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var f scanFlags
+	f.register(fs, inventory)
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, head)
+			return nil
+		}
+		return err
+	}
+	c, err := f.effectiveConfig(fs, e.getenv)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelError // the report itself says what failed
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	logger := newLogger(e.stderr, level)
+	if inventory {
+		return e.runInventory(ctx, c, logger)
+	}
+	return e.runScan(ctx, c, logger)
+}
+
+// runScan is the one code path behind `certwatch scan` and `certwatch demo`.
+func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger) error {
+	pass, err := newPass(c, logger)
+	if err != nil {
+		return err
+	}
+	report, err := pass.Run(ctx)
+	if errors.Is(err, scan.ErrNoSource) {
+		return withCode(ExitUsage, err)
+	}
+	if report == nil {
+		return err
+	}
+	if werr := writeReport(e.stdout, report, c.Output, isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""); werr != nil {
+		return fmt.Errorf("write report: %w", werr)
+	}
+	if err != nil {
+		return err
+	}
+	failOn, _ := policy.ParseTier(c.FailOn)
+	n := 0
+	for _, f := range report.Findings {
+		if f.Tier >= failOn {
+			n++
+		}
+	}
+	if n > 0 {
+		return &exitError{code: ExitFindings, err: &findingsError{n: n, tier: failOn}}
+	}
+	return nil
+}
+
+// findingsError says the scan worked and found problems at or above
+// --fail-on.
+type findingsError struct {
+	n    int
+	tier policy.Tier
+}
+
+func (f *findingsError) Error() string {
+	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
+}
+
+func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Logger) error {
+	pass, err := newPass(c, logger)
+	if err != nil {
+		return err
+	}
+	targets, sources, err := pass.Discover(ctx)
+	if errors.Is(err, scan.ErrNoSource) {
+		writeSourceErrors(e.stderr, sources)
+		return withCode(ExitUsage, err)
+	}
+	if werr := writeInventory(e.stdout, targets, sources, c.Output); werr != nil {
+		return fmt.Errorf("write inventory: %w", werr)
+	}
+	return err
+}
+
+// newPass wires sources, prober and rules from c.
+func newPass(c config.Config, logger *slog.Logger) (*scan.Pass, error) {
+	sources, err := newSources(c, logger)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if len(sources) == 0 {
+		return nil, usageError("nothing to scan: give --zone, --target or a --config with zones or targets (try 'certwatch demo' for a local lab)")
+	}
+	prober, err := newProber(c, logger)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	return &scan.Pass{
+		Sources:     sources,
+		Prober:      prober,
+		Rules:       rules(c.Policy),
+		Parallelism: c.Probe.Concurrency,
+		Logger:      logger,
+	}, nil
+}
+
+var (
+	_ scan.Source = (*dnszone.Source)(nil)
+	_ scan.Source = (*static.Source)(nil)
+	_ scan.Prober = (*probes.Prober)(nil)
+)
+
+func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
+	var out []scan.Source
+	if len(c.Targets) > 0 {
+		s, err := static.New(c.Targets, c.Ports)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	for _, z := range c.Zones {
+		zc := dnszone.Config{
+			Zone:       z.Name,
+			Nameserver: string(z.Nameserver),
+			Ports:      c.Ports,
+		}
+		if len(z.Ports) > 0 {
+			zc.Ports = z.Ports
+		}
+		filter, err := discovery.NewFilter(z.Include, z.Exclude)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: %w", z.Name, err)
+		}
+		zc.Filter = filter
+		if z.TSIG != nil {
+			secret, err := config.ReadSecret("zone "+z.Name+": tsig", z.TSIG.Secret, z.TSIG.SecretFile, z.TSIG.SecretEnv)
+			if err != nil {
+				return nil, err
+			}
+			zc.TSIG = &dnszone.TSIG{Name: z.TSIG.Name, Algorithm: z.TSIG.Algorithm, Secret: secret.Reveal()}
+		}
+		s, err := dnszone.New(zc, logger.With("component", "dnszone", "zone", z.Name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
+	roots, err := trustedRoots(c.CAFiles)
+	if err != nil {
+		return nil, err
+	}
+	pc := probes.Config{
+		Roots:            roots,
+		DialTimeout:      time.Duration(c.Probe.Timeout),
+		HandshakeTimeout: time.Duration(c.Probe.Timeout),
+		Concurrency:      c.Probe.Concurrency,
+		PerAddress:       c.Probe.PerAddress,
+		Attempts:         c.Probe.Retries + 1,
+		Logger:           logger.With("component", "probes"),
+	}
+	if c.Resolver != "" {
+		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
+	}
+	return probes.New(pc), nil
+}
+
+// trustedRoots returns the system roots plus every certificate in files.
+func trustedRoots(files []string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range files {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("ca file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca file %s: no PEM certificate found; want one or more -----BEGIN CERTIFICATE----- blocks", f)
+		}
+	}
+	return pool, nil
+}
+
+func rules(p config.Policy) policy.Rules {
+	r := policy.Rules{}
+	for name, tr := range p.Tiers {
+		t, _ := policy.ParseTier(name) // validated at load
+		r.Tiers = append(r.Tiers, policy.TierRule{Tier: t, Within: time.Duration(tr.Within), LifetimeFraction: tr.LifetimeFraction})
+	}
+	r.Broken, _ = policy.ParseTier(p.Broken)
+	r.Inconsistent, _ = policy.ParseTier(p.Inconsistent)
+	r.Unreachable, _ = policy.ParseTier(p.Unreachable)
+	return r
+}

@@ -1,0 +1,227 @@
+// Package lab starts a small, self-contained certificate estate on loopback:
+// an authoritative DNS server serving a zone over AXFR, and TLS endpoints on
+// 127.0.0.x addresses with planted problems. `certwatch demo` scans it, and
+// end-to-end tests use it as their target. Certificates are minted at start,
+// relative to the given time; nothing here reaches beyond loopback.
+package lab
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/dnstest"
+	"github.com/certwatch/certwatch/internal/certtest"
+)
+
+// Zone is the lab's DNS zone.
+const Zone = "internal.example"
+
+// Lab is a running lab. Close stops every server.
+type Lab struct {
+	// DNS is the authoritative server's "127.0.0.1:port" (TCP and UDP).
+	DNS string
+	// Port is the TLS port every name serves on.
+	Port int
+	// LDAPPort is the port announced by the _ldaps._tcp SRV record.
+	LDAPPort int
+	// CAFile is a PEM file holding the lab's private root CA.
+	CAFile string
+	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
+	Unreachable string
+	// Planted describes what the lab serves, one line per endpoint.
+	Planted []string
+
+	dns     *dnstest.Server
+	servers []*certtest.Server
+	dir     string
+}
+
+// Close stops the servers and removes the CA file.
+func (l *Lab) Close() error {
+	var errs []error
+	for _, s := range l.servers {
+		errs = append(errs, s.Close())
+	}
+	if l.dns != nil {
+		errs = append(errs, l.dns.Close())
+	}
+	if l.dir != "" {
+		errs = append(errs, os.RemoveAll(l.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// endpoint is one planted TLS server.
+type endpoint struct {
+	names []string // owner names with an A record to addr
+	addr  string   // 127.0.0.x or ::1
+	port  int      // 0 means Lab.Port
+	cert  *tls.Certificate
+	kind  string // "tls", "silent"
+	note  string
+}
+
+// Start builds the lab at time now. It picks a free TCP port shared by all
+// endpoints, so it can fail if another process grabs it meanwhile; callers
+// may retry.
+func Start(now time.Time) (l *Lab, err error) {
+	l = &Lab{}
+	defer func() {
+		if err != nil {
+			_ = l.Close()
+		}
+	}()
+	if l.Port, err = freePort(); err != nil {
+		return nil, err
+	}
+	if l.LDAPPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	day := 24 * time.Hour
+	root, err := certtest.NewCA("Example Internal Root CA", now.Add(-5*365*day), now.Add(10*365*day))
+	if err != nil {
+		return nil, err
+	}
+	issuing, err := root.Intermediate("Example Issuing CA 2", now.Add(-365*day), now.Add(3*365*day))
+	if err != nil {
+		return nil, err
+	}
+	dying, err := root.Intermediate("Example Issuing CA 1", now.Add(-3*365*day), now.Add(10*day))
+	if err != nil {
+		return nil, err
+	}
+	oldRoot, err := certtest.NewCA("Example Legacy Root", now.Add(-10*365*day), now.Add(-30*day))
+	if err != nil {
+		return nil, err
+	}
+	crossSign, err := oldRoot.CrossSign(root, now.Add(-5*365*day), now.Add(-30*day))
+	if err != nil {
+		return nil, err
+	}
+
+	leaf := func(ca *certtest.CA, notBefore, notAfter time.Time, names ...string) (*certtest.Leaf, error) {
+		return ca.Leaf(certtest.LeafOptions{DNSNames: names, NotBefore: notBefore, NotAfter: notAfter})
+	}
+	chain := func(l *certtest.Leaf, extra ...*x509.Certificate) *tls.Certificate {
+		c := l.TLSCertificate(extra...)
+		return &c
+	}
+	name := func(n string) string { return n + "." + Zone }
+
+	var errs []error
+	must := func(l *certtest.Leaf, err error) *certtest.Leaf {
+		errs = append(errs, err)
+		return l
+	}
+	healthy := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("www"), name("portal")))
+	wildcard := must(leaf(issuing, now.Add(-360*day), now.Add(5*day), "*."+Zone))
+	expired := must(leaf(issuing, now.Add(-400*day), now.Add(-3*day), name("expired")))
+	viaDying := must(leaf(dying, now.Add(-60*day), now.Add(300*day), name("legacy")))
+	wrongHost := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), "intranet.other.example"))
+	noChain := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("nochain")))
+	selfSigned := must(certtest.SelfSigned(certtest.LeafOptions{DNSNames: []string{name("printer")}, NotBefore: now.Add(-30 * day), NotAfter: now.Add(700 * day)}))
+	mixedOld := must(leaf(issuing, now.Add(-350*day), now.Add(12*day), name("mixed")))
+	mixedNew := must(leaf(issuing, now.Add(-1*day), now.Add(364*day), name("mixed")))
+	ldap := must(leaf(issuing, now.Add(-340*day), now.Add(25*day), name("ldap")))
+	padded := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("bundle")))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	full := func(l *certtest.Leaf) *tls.Certificate { return chain(l, l.Intermediates...) }
+	eps := []endpoint{
+		{names: []string{"www"}, addr: "127.0.0.2", cert: full(healthy), note: "healthy; portal is a CNAME to www"},
+		{names: []string{"api"}, addr: "127.0.0.3", cert: full(wildcard), note: "shared wildcard, expires in 5 days"},
+		{names: []string{"auth"}, addr: "127.0.0.4", cert: full(wildcard), note: "shared wildcard"},
+		{names: []string{"billing"}, addr: "127.0.0.5", cert: full(wildcard), note: "shared wildcard"},
+		{names: []string{"search"}, addr: "127.0.0.6", cert: full(wildcard), note: "shared wildcard"},
+		{names: []string{"expired"}, addr: "127.0.0.7", cert: full(expired), note: "expired 3 days ago"},
+		{names: []string{"legacy"}, addr: "127.0.0.8", cert: full(viaDying), note: "leaf fine, intermediate expires in 10 days"},
+		{names: []string{"intranet"}, addr: "127.0.0.9", cert: full(wrongHost), note: "certificate for another name"},
+		{names: []string{"nochain"}, addr: "127.0.0.10", cert: chain(noChain), note: "intermediate not sent"},
+		{names: []string{"printer"}, addr: "127.0.0.11", cert: chain(selfSigned), note: "self-signed"},
+		{names: []string{"mixed"}, addr: "127.0.0.12", cert: full(mixedOld), note: "old certificate, expires in 12 days"},
+		{names: []string{"mixed"}, addr: "127.0.0.13", cert: full(mixedNew), note: "renewed certificate"},
+		{names: []string{"ldap"}, addr: "127.0.0.14", port: l.LDAPPort, cert: full(ldap), note: "found via _ldaps._tcp SRV, expires in 25 days"},
+		{names: []string{"bundle"}, addr: "127.0.0.15", cert: chain(padded, append(padded.Intermediates, crossSign)...), note: "valid chain plus an expired cross-sign"},
+		{names: []string{"hung"}, addr: "127.0.0.16", kind: "silent", note: "accepts TCP, never speaks TLS"},
+		{names: []string{"mail"}, addr: "127.0.0.17", kind: "none", note: "nothing listens on the port"},
+	}
+	if ipv6Loopback() {
+		eps = append(eps, endpoint{names: []string{"www"}, addr: "::1", cert: full(healthy), note: "healthy, IPv6"})
+	}
+
+	var zone strings.Builder
+	fmt.Fprintf(&zone, "@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
+	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
+	for _, ep := range eps {
+		port := ep.port
+		if port == 0 {
+			port = l.Port
+		}
+		rr := "A"
+		if strings.Contains(ep.addr, ":") {
+			rr = "AAAA"
+		}
+		for _, n := range ep.names {
+			fmt.Fprintf(&zone, "%s %s %s\n", n, rr, ep.addr)
+		}
+		hostport := net.JoinHostPort(ep.addr, fmt.Sprint(port))
+		l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", name(ep.names[0]), hostport, ep.note))
+		var s *certtest.Server
+		switch ep.kind {
+		case "none":
+			continue
+		case "silent":
+			s, err = certtest.ServeSilent(hostport)
+		default:
+			s, err = certtest.Serve(hostport, *ep.cert)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lab endpoint %s: %w", hostport, err)
+		}
+		l.servers = append(l.servers, s)
+	}
+	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "*.dyn."+Zone, "127.0.0.18", "wildcard owner: listed, not probed"))
+	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
+	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
+
+	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: zone.String()}); err != nil {
+		return nil, fmt.Errorf("lab dns: %w", err)
+	}
+	l.DNS = l.dns.Addr()
+	if l.dir, err = os.MkdirTemp("", "certwatch-lab-"); err != nil {
+		return nil, err
+	}
+	l.CAFile = filepath.Join(l.dir, "lab-root.pem")
+	if err := os.WriteFile(l.CAFile, root.PEM(), 0o644); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// freePort asks the kernel for a TCP port that is free on 127.0.0.1.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("lab: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func ipv6Loopback() bool {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
