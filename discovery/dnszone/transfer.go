@@ -262,9 +262,12 @@ func (s *Source) rcodeError(server string, m *dns.Msg, records int) error {
 		case e.TSIGError == dns.RcodeBadTime:
 			e.hint = "the clocks of this host and the server differ by more than the TSIG fudge; synchronise them"
 		case keyed:
-			e.hint = "check the TSIG key name, algorithm and secret"
+			// Knot also answers BADKEY for a valid key that the zone's ACL
+			// does not list.
+			e.hint = fmt.Sprintf("check the TSIG key name, algorithm and secret, and that the server's transfer ACL for the zone lists key %s", s.key.display)
 		default:
-			e.hint = "the server requires a TSIG key or is not authoritative for the zone; set tsig: or check nameserver:"
+			// Knot answers NOTAUTH, not REFUSED, when its ACL denies a transfer.
+			e.hint = "allow transfers from this host or set tsig: (or the server is not authoritative for the zone: check nameserver:)"
 		}
 	case dns.RcodeNotImplemented:
 		e.what = fmt.Sprintf("AXFR not implemented by %s (%s)", server, code)
