@@ -31,7 +31,8 @@ const (
 	DefaultDialTimeout = 5 * time.Second
 )
 
-// DefaultPorts are probed on zone names when Config.Ports is empty.
+// defaultPorts are probed on zone names when Config.Ports is empty. Never
+// written.
 var defaultPorts = []int{443}
 
 // Config describes one zone to transfer. It is plain data; New checks it.
