@@ -1,0 +1,633 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// fakeScanner serves discovery results from a script and reports one
+// endpoint per target. Probe runs take probeTime of (bubble) time.
+type fakeScanner struct {
+	mu sync.Mutex
+	// sources: per source name, what the next Discover returns: a number
+	// of targets, or -1 for a failure.
+	sources   map[string]int
+	probeTime time.Duration
+
+	discoveries []time.Time
+	probes      []probeRun
+	inFlight    int
+	maxInFlight int
+}
+
+type probeRun struct {
+	start, end time.Time
+	targets    []string
+	cancelled  bool
+}
+
+func (f *fakeScanner) set(source string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sources[source] = n
+}
+
+func (f *fakeScanner) Discover(ctx context.Context) ([]discovery.Target, []scan.SourceResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discoveries = append(f.discoveries, time.Now())
+	var lists [][]discovery.Target
+	var results []scan.SourceResult
+	failed := 0
+	for _, name := range slices.Sorted(mapsKeys(f.sources)) {
+		n := f.sources[name]
+		if n < 0 {
+			failed++
+			results = append(results, scan.SourceResult{Name: name, Error: "axfr " + name + ": connection refused"})
+			continue
+		}
+		var ts []discovery.Target
+		for i := range n {
+			ts = append(ts, discovery.Target{Name: fmt.Sprintf("h%d.%s.example", i, name), Port: 443, Sources: []string{name}})
+		}
+		lists = append(lists, ts)
+		results = append(results, scan.SourceResult{Name: name, Targets: n})
+	}
+	var err error
+	if failed == len(results) {
+		err = scan.ErrNoSource
+	}
+	return discovery.Merge(lists...), results, err
+}
+
+func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now time.Time) *scan.Report {
+	f.mu.Lock()
+	f.inFlight++
+	f.maxInFlight = max(f.maxInFlight, f.inFlight)
+	f.mu.Unlock()
+	run := probeRun{start: time.Now()}
+	t := time.NewTimer(f.probeTime)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		run.cancelled = true
+	}
+	t.Stop()
+	r := &scan.Report{GeneratedAt: now, Targets: len(targets)}
+	for _, tg := range targets {
+		run.targets = append(run.targets, tg.Key())
+		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: tg.Name, Port: tg.Port, Address: "127.0.0.1"})
+	}
+	run.end = time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inFlight--
+	f.probes = append(f.probes, run)
+	return r
+}
+
+func (f *fakeScanner) probeRuns() []probeRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.probes)
+}
+
+func mapsKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// fakeNotifier records the reports it is handed.
+type fakeNotifier struct {
+	mu      sync.Mutex
+	reports []*scan.Report
+	flushed int
+	fail    error
+}
+
+func (n *fakeNotifier) Notify(_ context.Context, r *scan.Report) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.reports = append(n.reports, r)
+	return n.fail
+}
+
+func (n *fakeNotifier) Flush(context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.flushed++
+	return nil
+}
+
+func (n *fakeNotifier) last() *scan.Report {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.reports) == 0 {
+		return nil
+	}
+	return n.reports[len(n.reports)-1]
+}
+
+// fakeRecorder records runs.
+type fakeRecorder struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (r *fakeRecorder) RecordDiscovery([]scan.SourceResult, int) {}
+func (r *fakeRecorder) RecordReport(*scan.Report)                {}
+func (r *fakeRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := "ok"
+	switch {
+	case errors.Is(err, daemon.ErrSkipped):
+		res = "skipped"
+	case err != nil:
+		res = "error"
+	}
+	r.runs = append(r.runs, job+":"+res)
+}
+
+func (r *fakeRecorder) count(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, x := range r.runs {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func config(jitter time.Duration) daemon.Config {
+	return daemon.Config{
+		Discovery:     "@every 1h",
+		Probe:         "@every 10m",
+		Digest:        "@every 1h",
+		Jitter:        jitter,
+		GracePeriod:   30 * time.Second,
+		DropThreshold: 0.5,
+	}
+}
+
+// start runs d in the bubble and returns a stop function that cancels it
+// and waits for Run to return.
+func start(t *testing.T, d *daemon.Daemon) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil after cancel", err)
+		}
+	}
+}
+
+func TestJitteredScheduleWithinBounds(t *testing.T) {
+	const jitter = 2 * time.Minute
+	offsets := map[time.Duration]bool{}
+	for instance := range 4 {
+		synctest.Test(t, func(t *testing.T) {
+			s := &fakeScanner{sources: map[string]int{"dnszone:a.example": 3}}
+			d, err := daemon.New(config(jitter), s, &fakeNotifier{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			stop := start(t, d)
+			time.Sleep(65 * time.Minute) // the bubble's clock: six scheduled probe runs
+			synctest.Wait()
+			stop()
+
+			runs := s.probeRuns()
+			if len(runs) != 7 { // the first run at start, then one per 10 minutes
+				t.Fatalf("instance %d: %d probe runs in 65m, want 7 (first + 6 scheduled)", instance, len(runs))
+			}
+			if first := runs[0].start.Sub(t0); first >= 2*jitter {
+				t.Errorf("first probe run %v after start, want below discovery + probe jitter %v", first, 2*jitter)
+			}
+			var offset time.Duration
+			for k, r := range runs[1:] {
+				due := t0.Add(time.Duration(k+1) * 10 * time.Minute)
+				o := r.start.Sub(due)
+				if o < 0 || o >= jitter {
+					t.Errorf("scheduled run %d started %v after it was due, want within [0, %v)", k+1, o, jitter)
+				}
+				if k > 0 && o != offset {
+					t.Errorf("scheduled run %d offset %v, want the instance's fixed offset %v", k+1, o, offset)
+				}
+				offset = o
+			}
+			offsets[offset] = true
+		})
+	}
+	if len(offsets) < 2 {
+		t.Errorf("4 instances all used offset %v: jitter does not spread instances", offsets)
+	}
+}
+
+func TestSlowProbeNeverOverlaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"static": 2}, probeTime: 25 * time.Minute}
+		c := config(0)
+		c.SweepTimeout = time.Hour
+		rec := &fakeRecorder{}
+		d, err := daemon.New(c, s, &fakeNotifier{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Recorder = rec
+		stop := start(t, d)
+		time.Sleep(59 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		if s.maxInFlight != 1 {
+			t.Errorf("at most %d probe runs in flight at once, want 1", s.maxInFlight)
+		}
+		if got := rec.count("probe:skipped"); got < 3 {
+			t.Errorf("%d skipped probe runs recorded, want at least 3 (every 10m, each run takes 25m)", got)
+		}
+		if got := len(s.probeRuns()); got < 2 || got > 3 {
+			t.Errorf("%d probe runs in 59m at 25m each, want 2 or 3", got)
+		}
+	})
+}
+
+func findingsOf(r *scan.Report, kind policy.Kind) []policy.Finding {
+	var out []policy.Finding
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"dnszone:a.example": 3, "static": 1}}
+		n := &fakeNotifier{}
+		d, err := daemon.New(config(0), s, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		defer stop()
+		synctest.Wait()
+		if err := d.Ready(); err != nil {
+			t.Fatalf("Ready after first discovery = %v, want nil", err)
+		}
+		if r := n.last(); r == nil || r.Targets != 4 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+			t.Fatalf("first report = %+v, want 4 targets and no discovery_degraded", r)
+		}
+
+		s.set("dnszone:a.example", -1)
+		// Past the next discovery (1h) and the probe run after it (the one
+		// due at the same time may start first).
+		time.Sleep(71 * time.Minute)
+		synctest.Wait()
+		r := n.last()
+		if r.Targets != 4 {
+			t.Errorf("report after the zone failed probed %d targets, want the last good 4", r.Targets)
+		}
+		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		if len(deg) != 1 || deg[0].Name != "dnszone:a.example" || deg[0].Tier != policy.Warning {
+			t.Fatalf("discovery_degraded findings = %+v, want one warning for dnszone:a.example", deg)
+		}
+		if !strings.Contains(deg[0].Message, "connection refused") || !strings.Contains(deg[0].Message, "last good inventory (3 targets") {
+			t.Errorf("message = %q, want the source's error and the kept inventory", deg[0].Message)
+		}
+		raised := deg[0].Deadline
+
+		s.set("static", -1)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		r = n.last()
+		deg = findingsOf(r, daemon.DiscoveryDegraded)
+		if len(deg) != 2 || deg[0].Tier != policy.Page {
+			t.Errorf("with every source failing: %+v, want two discovery_degraded findings at page", deg)
+		}
+		if r.Targets != 4 {
+			t.Errorf("with every source failing, %d targets probed, want the last good 4", r.Targets)
+		}
+		for _, f := range deg {
+			if f.Name == "dnszone:a.example" && !f.Deadline.Equal(raised) {
+				t.Errorf("finding's deadline moved from %v to %v; want it kept from first raise", raised, f.Deadline)
+			}
+		}
+
+		s.set("dnszone:a.example", 3)
+		s.set("static", 1)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if deg := findingsOf(n.last(), daemon.DiscoveryDegraded); len(deg) != 0 {
+			t.Errorf("after recovery: %+v, want no discovery_degraded finding", deg)
+		}
+	})
+}
+
+func TestDropBelowThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"route53": 10}}
+		n := &fakeNotifier{}
+		c := config(0)
+		d, err := daemon.New(c, s, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		defer stop()
+		synctest.Wait()
+
+		s.set("route53", 6) // 60%: above the 50% threshold
+		time.Sleep(71 * time.Minute)
+		synctest.Wait()
+		if r := n.last(); r.Targets != 6 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+			t.Fatalf("drop to 60%%: %d targets, findings %+v; want 6 targets and no finding", r.Targets, r.Findings)
+		}
+
+		s.set("route53", 2) // a third of the last good 6
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		r := n.last()
+		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		if len(deg) != 1 || !strings.Contains(deg[0].Message, "returned 2 targets, fewer than 50% of the 6") {
+			t.Fatalf("drop to a third: %+v, want a discovery_degraded finding naming 2 of 6", deg)
+		}
+		if r.Targets != 6 {
+			t.Errorf("after the drop %d targets probed, want the last good 6", r.Targets)
+		}
+
+		// Reloading accepts the drop: the next discovery is the new baseline.
+		if err := d.Reload(c, s, n); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		r = n.last()
+		if r.Targets != 2 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+			t.Errorf("after reload: %d targets, findings %+v; want 2 targets and no finding", r.Targets, r.Findings)
+		}
+	})
+}
+
+func TestNoInventoryYetIsNotReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		c := config(10 * time.Minute)
+		c.Discovery, c.Probe = "@every 1h", "@every 30m"
+		d, err := daemon.New(c, s, &fakeNotifier{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Ready(); err == nil {
+			t.Fatal("Ready before Run = nil, want an error")
+		}
+		stop := start(t, d)
+		defer stop()
+		time.Sleep(20 * time.Minute) // past both jitter offsets
+		synctest.Wait()
+		if err := d.Ready(); err != nil {
+			t.Errorf("Ready after discovery = %v, want nil", err)
+		}
+	})
+}
+
+func TestShutdownGivesRunningProbeAGracePeriod(t *testing.T) {
+	tests := []struct {
+		name          string
+		probeTime     time.Duration
+		wantCancelled bool
+	}{
+		{"finishes within grace", 20 * time.Second, false},
+		{"cancelled after grace", 5 * time.Minute, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &fakeScanner{sources: map[string]int{"static": 1}}
+				n := &fakeNotifier{}
+				d, err := daemon.New(config(0), s, n, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stop := start(t, d)
+				synctest.Wait() // first discovery and probe done
+				s.mu.Lock()
+				s.probeTime = tt.probeTime
+				s.mu.Unlock()
+				time.Sleep(10*time.Minute + time.Second) // a scheduled probe is running
+				t0 := time.Now()
+				stop()
+				if took := time.Since(t0); took > 30*time.Second+time.Second {
+					t.Errorf("shutdown took %v, want at most the 30s grace period", took)
+				}
+				runs := s.probeRuns()
+				if len(runs) != 2 {
+					t.Fatalf("%d probe runs, want 2", len(runs))
+				}
+				if runs[1].cancelled != tt.wantCancelled {
+					t.Errorf("running probe cancelled = %v, want %v", runs[1].cancelled, tt.wantCancelled)
+				}
+				wantReports := 2
+				if tt.wantCancelled {
+					wantReports = 1 // a cut-short run is not notified
+				}
+				if len(n.reports) != wantReports {
+					t.Errorf("%d reports notified, want %d", len(n.reports), wantReports)
+				}
+				if n.flushed != 1 {
+					t.Errorf("notifier flushed %d times at shutdown, want 1", n.flushed)
+				}
+				time.Sleep(time.Hour)
+				if got := len(s.probeRuns()); got != 2 {
+					t.Errorf("%d probe runs after stop, want none started", got-2)
+				}
+			})
+		})
+	}
+}
+
+func TestReloadChangesSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		d, err := daemon.New(config(0), s, &fakeNotifier{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		defer stop()
+		synctest.Wait()
+		bad := config(0)
+		bad.Probe = "every so often"
+		if err := d.Reload(bad, s, &fakeNotifier{}); err == nil {
+			t.Fatal("Reload with a bad schedule = nil, want an error")
+		}
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		if got := len(s.probeRuns()); got != 2 {
+			t.Fatalf("%d probe runs after 10m with the old schedule kept, want 2", got)
+		}
+		fast := config(0)
+		fast.Probe = "@every 1m"
+		if err := d.Reload(fast, s, &fakeNotifier{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := len(s.probeRuns()); got != 7 {
+			t.Errorf("%d probe runs 5m after reloading to every 1m, want 7", got)
+		}
+	})
+}
+
+// pipeListener is an in-memory net.Listener, so a real HTTP server and
+// client can talk inside a synctest bubble.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr {
+	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:80"))
+}
+
+func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func TestHeartbeatAfterSuccessfulRunsOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var pings []string
+		ln := newPipeListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			pings = append(pings, r.Method+" "+r.URL.Path)
+			mu.Unlock()
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		n := &fakeNotifier{}
+		c := config(0)
+		c.HeartbeatURL = "http://hc.example/ping/0123-token"
+		d, err := daemon.New(c, s, n, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		stop := start(t, d)
+		synctest.Wait()
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		n.mu.Lock()
+		n.fail = errors.New("state is locked by another process")
+		n.mu.Unlock()
+		time.Sleep(20 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{"GET /ping/0123-token", "GET /ping/0123-token"}
+		if !slices.Equal(pings, want) {
+			t.Errorf("heartbeat requests = %q, want %q (two good runs, then two failing notifications)", pings, want)
+		}
+	})
+}
+
+func TestHeartbeatErrorHidesURL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs strings.Builder
+		var logMu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
+		ln := newPipeListener()
+		ln.Close() // every dial fails
+
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		c := config(0)
+		c.HeartbeatURL = "http://hc.example/ping/s3cr3t-token"
+		d, err := daemon.New(c, s, &fakeNotifier{}, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		stop := start(t, d)
+		synctest.Wait()
+		stop()
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !strings.Contains(logs.String(), "heartbeat failed") {
+			t.Errorf("logs = %s, want a heartbeat failure", logs.String())
+		}
+		if strings.Contains(logs.String(), "s3cr3t") {
+			t.Errorf("logs contain the heartbeat URL's token: %s", logs.String())
+		}
+	})
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
