@@ -35,10 +35,11 @@ func (e *env) checkConfig(args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	out, err := yaml.Marshal(c)
-	if err != nil {
+	fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration:\n", fs.Arg(0))
+	enc := yaml.NewEncoder(e.stdout)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration:\n%s", fs.Arg(0), out)
-	return nil
+	return enc.Close()
 }

@@ -196,7 +196,9 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
 	for _, t := range targets {
 		addrs := "resolve " + t.ResolveName()
-		if len(t.Addresses) > 0 {
+		if t.Skip != "" {
+			addrs = "-"
+		} else if len(t.Addresses) > 0 {
 			s := make([]string, len(t.Addresses))
 			for i, a := range t.Addresses {
 				s[i] = a.String()
