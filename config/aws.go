@@ -1,8 +1,187 @@
 package config
 
-// AWS configures Route53 and ACM discovery.
-type AWS struct{}
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
 
-func (a *AWS) applyDefaults() {}
+	"github.com/certwatch/certwatch/discovery"
+)
 
-func (a *AWS) validate() []error { return nil }
+// AWS configures discovery in AWS: every Route 53 hosted zone (public and
+// private) and the ACM certificates of every listed region, in the default
+// account or in each account reached through Roles.
+//
+// Credentials come from the SDK's default chain (environment, shared files,
+// SSO, web identity, container or instance role). Endpoints honour the SDK's
+// AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_ACM, AWS_ENDPOINT_URL_ROUTE_53 and
+// AWS_ENDPOINT_URL_STS; an endpoint set in Endpoints wins over them.
+type AWS struct {
+	// Route53 enables discovery of every hosted zone and record set.
+	Route53 bool `yaml:"route53,omitempty"`
+	// ACM enables the inventory of ACM certificates in every region.
+	ACM bool `yaml:"acm,omitempty"`
+	// Regions are the regions whose ACM certificates are listed, e.g.
+	// [eu-west-1, us-east-1] (CloudFront certificates live in us-east-1).
+	// Required when ACM is enabled. The first region also signs STS calls.
+	Regions []string `yaml:"regions,omitempty"`
+	// Roles are IAM roles to assume, one per account. Empty means the
+	// default credentials' own account only; when roles are listed, only
+	// those accounts are inventoried (the default credentials assume them).
+	Roles []AWSRole `yaml:"roles,omitempty"`
+	// Endpoints override the API endpoints per service, e.g. VPC interface
+	// endpoints or an AWS-compatible emulator.
+	Endpoints AWSEndpoints `yaml:"endpoints,omitempty"`
+	// Route53Zones keeps only hosted zones whose name matches one of these
+	// globs ("*" spans dots). Empty keeps every zone.
+	Route53Zones []string `yaml:"route53_zones,omitempty"`
+	// Include keeps only Route 53 names matching one of these globs.
+	Include []string `yaml:"include,omitempty"`
+	// Exclude drops Route 53 names matching any of these globs.
+	Exclude []string `yaml:"exclude,omitempty"`
+	// Route53RateLimit is the number of Route 53 API requests per second
+	// per account, retries included. AWS allows 5 per account, shared with
+	// every other tool using the account.
+	Route53RateLimit float64 `yaml:"route53_rate_limit"`
+	// ACMRateLimit is the number of ACM API requests per second per account
+	// and region, retries included.
+	ACMRateLimit float64 `yaml:"acm_rate_limit"`
+	// ACMConcurrency is the number of DescribeCertificate calls in flight
+	// per account and region.
+	ACMConcurrency int `yaml:"acm_concurrency"`
+	// MaxAttempts is how often one API call is tried, with exponential
+	// backoff and full jitter between attempts.
+	MaxAttempts int `yaml:"max_attempts"`
+	// Timeout bounds one API call, its retries included.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// AWSRole is an IAM role to assume for one account.
+type AWSRole struct {
+	// ARN is the role, e.g. arn:aws:iam::123456789012:role/certwatch.
+	ARN string `yaml:"arn"`
+	// ExternalID is passed to sts:AssumeRole when the role's trust policy
+	// requires one.
+	ExternalID string `yaml:"external_id,omitempty"`
+	// SessionName names the session in CloudTrail. Empty means
+	// "certwatch".
+	SessionName string `yaml:"session_name,omitempty"`
+}
+
+// AWSEndpoints are per-service endpoint URLs. Empty means the SDK's
+// resolution (environment, shared config, then the public endpoint).
+type AWSEndpoints struct {
+	ACM     string `yaml:"acm,omitempty"`
+	Route53 string `yaml:"route53,omitempty"`
+	STS     string `yaml:"sts,omitempty"`
+}
+
+// AWS defaults.
+const (
+	// DefaultRoute53RateLimit stays below the 5 requests per second that
+	// Route 53 allows per account.
+	DefaultRoute53RateLimit = 4
+	// DefaultACMRateLimit stays well below ACM's per-region quotas
+	// (DescribeCertificate 10/s, ListCertificates 8/s).
+	DefaultACMRateLimit = 5
+	// DefaultACMConcurrency is the number of DescribeCertificate calls in
+	// flight per account and region.
+	DefaultACMConcurrency = 4
+	// DefaultAWSMaxAttempts is how often one API call is tried.
+	DefaultAWSMaxAttempts = 10
+	// DefaultAWSTimeout bounds one API call with its retries.
+	DefaultAWSTimeout = 2 * time.Minute
+)
+
+var (
+	awsRegionRe      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	awsRoleARNRe     = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$`)
+	awsSessionNameRe = regexp.MustCompile(`^[\w+=,.@-]{2,64}$`)
+	awsExternalIDRe  = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
+)
+
+func (a *AWS) applyDefaults() {
+	if a.Route53RateLimit == 0 {
+		a.Route53RateLimit = DefaultRoute53RateLimit
+	}
+	if a.ACMRateLimit == 0 {
+		a.ACMRateLimit = DefaultACMRateLimit
+	}
+	if a.ACMConcurrency == 0 {
+		a.ACMConcurrency = DefaultACMConcurrency
+	}
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = DefaultAWSMaxAttempts
+	}
+	if a.Timeout == 0 {
+		a.Timeout = Duration(DefaultAWSTimeout)
+	}
+}
+
+func (a *AWS) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("aws: "+format, args...)) }
+
+	if a.ACM && len(a.Regions) == 0 {
+		add("regions: at least one region is required when acm is enabled (e.g. regions: [eu-west-1])")
+	}
+	seen := map[string]bool{}
+	for _, r := range a.Regions {
+		if !awsRegionRe.MatchString(r) {
+			add("regions: invalid region %q (want e.g. eu-west-1)", r)
+		}
+		if seen[r] {
+			add("regions: %s listed twice", r)
+		}
+		seen[r] = true
+	}
+	seen = map[string]bool{}
+	for i, r := range a.Roles {
+		where := fmt.Sprintf("roles[%d]", i)
+		if !awsRoleARNRe.MatchString(r.ARN) {
+			add("%s: invalid role arn %q (want arn:aws:iam::123456789012:role/NAME)", where, r.ARN)
+		}
+		if seen[r.ARN] {
+			add("%s: role %s listed twice", where, r.ARN)
+		}
+		seen[r.ARN] = true
+		if r.ExternalID != "" && (len(r.ExternalID) < 2 || len(r.ExternalID) > 1224 || !awsExternalIDRe.MatchString(r.ExternalID)) {
+			add("%s: external_id must be 2 to 1224 letters, digits or +=,.@:/-", where)
+		}
+		if r.SessionName != "" && !awsSessionNameRe.MatchString(r.SessionName) {
+			add("%s: invalid session_name %q (2 to 64 letters, digits or +=,.@-)", where, r.SessionName)
+		}
+	}
+	for name, ep := range map[string]string{"acm": a.Endpoints.ACM, "route53": a.Endpoints.Route53, "sts": a.Endpoints.STS} {
+		if ep == "" {
+			continue
+		}
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("endpoints: %s: invalid url %q (want e.g. https://acm.eu-west-1.amazonaws.com)", name, ep)
+		}
+	}
+	if _, err := discovery.NewFilter(a.Route53Zones, nil); err != nil {
+		add("route53_zones: %v", err)
+	}
+	if _, err := discovery.NewFilter(a.Include, a.Exclude); err != nil {
+		add("%v", err)
+	}
+	if a.Route53RateLimit <= 0 {
+		add("route53_rate_limit must be positive, got %g", a.Route53RateLimit)
+	}
+	if a.ACMRateLimit <= 0 {
+		add("acm_rate_limit must be positive, got %g", a.ACMRateLimit)
+	}
+	if a.ACMConcurrency < 1 {
+		add("acm_concurrency must be at least 1, got %d", a.ACMConcurrency)
+	}
+	if a.MaxAttempts < 1 || a.MaxAttempts > 20 {
+		add("max_attempts must be 1 to 20, got %d", a.MaxAttempts)
+	}
+	if a.Timeout <= 0 {
+		add("timeout must be positive, got %v", a.Timeout)
+	}
+	return errs
+}

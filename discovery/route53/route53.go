@@ -1,0 +1,605 @@
+// Package route53 discovers TLS endpoints in Amazon Route 53: every hosted
+// zone of one account, public and private, and every record set in it,
+// fully paginated.
+//
+// Targets come from record sets as in a zone scan: A, AAAA, CNAME and
+// alias records give their owner name on each configured port; SRV records
+// of TLS services give their target and port. Weighted, latency, failover
+// and other routing sets of one name are one target whose addresses are the
+// union of the sets'. Alias records (to load balancers, CloudFront, API
+// Gateway, ...) are targets under their own name, resolved through the
+// alias's DNS name. Wildcard owners are listed with Skip set.
+//
+// Addresses known from the zone itself are put on the target; names that
+// leave the zone are left for the prober's resolver. Names of private zones
+// only resolve inside their VPCs, so the prober must use a resolver that
+// answers for them (in a VPC, the VPC resolver).
+//
+// Every attempt of every call (retries included) waits for one rate
+// limiter per Source, because Route 53 allows 5 requests per second per
+// account across all its APIs.
+package route53
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/aws-sdk-go-v2/service/route53/types"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/awsaccount"
+)
+
+// Defaults used when Config fields are zero.
+const (
+	// DefaultRateLimit stays below Route 53's 5 requests per second per
+	// account.
+	DefaultRateLimit   = 4
+	DefaultConcurrency = 2
+	DefaultTimeout     = 2 * time.Minute
+)
+
+// Config configures a Source for one account.
+type Config struct {
+	// Account labels the source and its targets ("route53:<account>");
+	// empty means "route53". For an assumed role use
+	// awsaccount.Config.Label.
+	Account string
+	// Endpoint overrides the Route 53 endpoint; empty means the SDK's
+	// resolution, which honours AWS_ENDPOINT_URL_ROUTE_53 and
+	// AWS_ENDPOINT_URL.
+	Endpoint string
+	// Zones keeps only hosted zones whose name passes it; the zero Filter
+	// keeps every zone. Record sets of other zones are not read.
+	Zones discovery.Filter
+	// Filter keeps only target names that pass it.
+	Filter discovery.Filter
+	// Ports are probed on every A, AAAA, CNAME and alias name. Empty means
+	// 443.
+	Ports []int
+	// RateLimit is requests per second for the account, retries included.
+	// Zero means DefaultRateLimit.
+	RateLimit float64
+	// Concurrency is the number of zones read at once. Zero means
+	// DefaultConcurrency.
+	Concurrency int
+	// Timeout bounds one API call with its retries. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Zone is one hosted zone as discovery saw it.
+type Zone struct {
+	// ID is the hosted zone ID without the "/hostedzone/" prefix.
+	ID string `json:"id"`
+	// Name is the zone apex, normalised (lower case, no trailing dot).
+	Name    string `json:"name"`
+	Private bool   `json:"private"`
+	// VPCs are the VPCs a private zone is associated with.
+	VPCs    []VPC  `json:"vpcs,omitempty"`
+	Account string `json:"account,omitempty"`
+	// RecordSets is the number of record sets read.
+	RecordSets int `json:"record_sets"`
+	// ValidationRecords are the zone's CNAME records whose owner's first
+	// label starts with "_": the shape of ACM DNS validation records
+	// ("_<hash>.name" → "_<hash>.<id>.acm-validations.aws"). Other records
+	// are not kept, so memory stays bounded by the zones' size.
+	ValidationRecords []Record `json:"validation_records,omitempty"`
+}
+
+// VPC is a VPC associated with a private hosted zone.
+type VPC struct {
+	ID     string `json:"id"`
+	Region string `json:"region"`
+}
+
+// Record is a DNS record; Name and Value are normalised like target names.
+type Record struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// Contains reports whether name is the zone's apex or below it.
+func (z Zone) Contains(name string) bool {
+	return inZone(discovery.NormalizeName(name), z.Name)
+}
+
+// CNAME returns the value of the validation-shaped CNAME record name, if
+// the zone has one (see ValidationRecords).
+func (z Zone) CNAME(name string) (string, bool) {
+	name = discovery.NormalizeName(name)
+	for _, r := range z.ValidationRecords {
+		if r.Name == name {
+			return r.Value, true
+		}
+	}
+	return "", false
+}
+
+// Inventory is the result of one discovery.
+type Inventory struct {
+	// Targets, merged and sorted as by discovery.Merge.
+	Targets []discovery.Target
+	// Zones that were read completely, sorted by name, then ID. A zone that
+	// failed is left out (and named in the error), so a record missing from
+	// a listed zone is really missing.
+	Zones []Zone
+}
+
+// Source discovers targets in one account's hosted zones. Its methods are
+// safe for concurrent use.
+type Source struct {
+	c       Config
+	client  *route53.Client
+	logger  *slog.Logger
+	limiter *rate.Limiter
+
+	mu    sync.Mutex
+	zones []Zone // from the last Targets call
+}
+
+// New returns a Source for the account whose credentials cfg holds (see
+// awsaccount.Load). Route 53 is global: requests are signed for us-east-1
+// whatever cfg's region. New does no I/O.
+func New(c Config, cfg aws.Config, logger *slog.Logger) (*Source, error) {
+	if len(c.Ports) == 0 {
+		c.Ports = []int{443}
+	}
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 {
+			return nil, fmt.Errorf("route53: invalid port %d: want 1 to 65535", p)
+		}
+	}
+	if c.RateLimit <= 0 {
+		c.RateLimit = DefaultRateLimit
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Source{
+		c:       c,
+		logger:  logger.With("component", "route53"),
+		limiter: rate.NewLimiter(rate.Limit(c.RateLimit), 1),
+	}
+	s.client = route53.NewFromConfig(cfg, func(o *route53.Options) {
+		o.Region = "us-east-1"
+		if c.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.Endpoint)
+		}
+		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(s.limiter))
+	})
+	return s, nil
+}
+
+// Name is "route53", or "route53:<account>" when Config.Account is set.
+func (s *Source) Name() string {
+	if s.c.Account == "" {
+		return "route53"
+	}
+	return "route53:" + s.c.Account
+}
+
+// Targets discovers every target (see Discover) and keeps the zones for
+// Zones.
+func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
+	inv, err := s.Discover(ctx)
+	s.mu.Lock()
+	s.zones = inv.Zones
+	s.mu.Unlock()
+	return inv.Targets, err
+}
+
+// Zones returns the zones read by the last Targets call (nil before the
+// first). Callers must not modify them.
+func (s *Source) Zones() []Zone {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.zones
+}
+
+// ZoneError is the failure to read one hosted zone; the other zones are
+// still discovered.
+type ZoneError struct {
+	Account string
+	Zone    string
+	ID      string
+	Op      string
+	Err     error
+}
+
+func (e *ZoneError) Error() string {
+	who := e.ID
+	if e.Account != "" {
+		who += ", account " + e.Account
+	}
+	return fmt.Sprintf("route53 %s of zone %s (%s): %v", e.Op, e.Zone, who, e.Err)
+}
+
+// Unwrap returns the underlying SDK error.
+func (e *ZoneError) Unwrap() error { return e.Err }
+
+// Discover lists every hosted zone and reads the record sets of those that
+// pass Config.Zones. If the zones cannot be listed it returns an error
+// naming the account and the permission to grant. A zone that fails does
+// not stop the others: the inventory of the rest is returned with an error
+// joining one *ZoneError per failed zone. Cancelling ctx stops discovery and
+// returns ctx's error.
+func (s *Source) Discover(ctx context.Context) (Inventory, error) {
+	start := time.Now()
+	var hosted []types.HostedZone
+	p := route53.NewListHostedZonesPaginator(s.client, &route53.ListHostedZonesInput{MaxItems: aws.Int32(100)})
+	for p.HasMorePages() {
+		page, err := withTimeout(ctx, s, func(ctx context.Context) (*route53.ListHostedZonesOutput, error) {
+			return p.NextPage(ctx)
+		})
+		if err != nil {
+			who := ""
+			if s.c.Account != "" {
+				who = " (account " + s.c.Account + ")"
+			}
+			return Inventory{}, fmt.Errorf("route53 list hosted zones%s: %w", who, awsaccount.WithHint(err, "route53:ListHostedZones"))
+		}
+		for _, z := range page.HostedZones {
+			if s.c.Zones.Keep(unescape(aws.ToString(z.Name))) {
+				hosted = append(hosted, z)
+			}
+		}
+	}
+
+	targets := make([][]discovery.Target, len(hosted))
+	zones := make([]*Zone, len(hosted))
+	errs := make([]error, len(hosted))
+	var g errgroup.Group
+	g.SetLimit(s.c.Concurrency)
+	for i := range hosted {
+		g.Go(func() error {
+			zones[i], targets[i], errs[i] = s.zone(ctx, &hosted[i])
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil
+	if ctx.Err() != nil {
+		return Inventory{}, fmt.Errorf("route53 discovery: %w", context.Cause(ctx))
+	}
+	var inv Inventory
+	for _, z := range zones {
+		if z != nil {
+			inv.Zones = append(inv.Zones, *z)
+		}
+	}
+	slices.SortFunc(inv.Zones, func(a, b Zone) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
+	})
+	inv.Targets = discovery.Merge(targets...)
+	s.logger.Debug("route53 discovered", "zones", len(inv.Zones), "targets", len(inv.Targets),
+		"failed_zones", len(hosted)-len(inv.Zones), "duration", time.Since(start))
+	return inv, errors.Join(errs...)
+}
+
+// withTimeout runs one API call (with the SDK's retries) under the
+// per-call timeout.
+func withTimeout[T any](ctx context.Context, s *Source, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.c.Timeout,
+		fmt.Errorf("route53 call took longer than the %v timeout", s.c.Timeout))
+	defer cancel()
+	return f(ctx)
+}
+
+// zone reads one hosted zone and returns it with its targets.
+func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*Zone, []discovery.Target, error) {
+	z := &Zone{
+		ID:      strings.TrimPrefix(aws.ToString(hz.Id), "/hostedzone/"),
+		Name:    discovery.NormalizeName(unescape(aws.ToString(hz.Name))),
+		Private: hz.Config != nil && hz.Config.PrivateZone,
+		Account: s.c.Account,
+	}
+	fail := func(op, action string, err error) (*Zone, []discovery.Target, error) {
+		return nil, nil, &ZoneError{Account: s.c.Account, Zone: z.Name, ID: z.ID, Op: op, Err: awsaccount.WithHint(err, action)}
+	}
+	if z.Private {
+		out, err := withTimeout(ctx, s, func(ctx context.Context) (*route53.GetHostedZoneOutput, error) {
+			return s.client.GetHostedZone(ctx, &route53.GetHostedZoneInput{Id: aws.String(z.ID)})
+		})
+		if err != nil {
+			return fail("get hosted zone", "route53:GetHostedZone", err)
+		}
+		for _, v := range out.VPCs {
+			z.VPCs = append(z.VPCs, VPC{ID: aws.ToString(v.VPCId), Region: string(v.VPCRegion)})
+		}
+	}
+
+	b := newBuilder(z, s)
+	p := route53.NewListResourceRecordSetsPaginator(s.client, &route53.ListResourceRecordSetsInput{
+		HostedZoneId: aws.String(z.ID),
+		MaxItems:     aws.Int32(300),
+	})
+	for p.HasMorePages() {
+		page, err := withTimeout(ctx, s, func(ctx context.Context) (*route53.ListResourceRecordSetsOutput, error) {
+			return p.NextPage(ctx)
+		})
+		if err != nil {
+			return fail("list record sets", "route53:ListResourceRecordSets", err)
+		}
+		for i := range page.ResourceRecordSets {
+			b.add(&page.ResourceRecordSets[i])
+		}
+	}
+	targets := b.targets()
+	s.logger.Debug("zone read", "zone", z.Name, "id", z.ID, "private", z.Private,
+		"record_sets", z.RecordSets, "targets", len(targets))
+	return z, targets, nil
+}
+
+// nameInfo holds what one zone says about one owner name.
+type nameInfo struct {
+	addrs   []netip.Addr
+	cnames  []string
+	aliases []alias
+	// host is set when the name has A, AAAA, CNAME or alias records, so
+	// it is a target on every port.
+	host bool
+	// cut is set for a delegation point (NS records below the apex).
+	cut bool
+}
+
+type alias struct {
+	name string
+	zone string // hosted zone ID of the alias target
+}
+
+type srvTarget struct {
+	name string
+	port int
+}
+
+// builder turns one zone's record sets into targets, following the same
+// rules as a zone transfer (package dnszone).
+type builder struct {
+	z      *Zone
+	s      *Source
+	names  map[string]*nameInfo
+	srv    []srvTarget
+	cuts   bool
+	source []string
+}
+
+func newBuilder(z *Zone, s *Source) *builder {
+	src := "route53:"
+	if s.c.Account != "" {
+		src += s.c.Account + "/"
+	}
+	src += z.Name
+	if z.Private {
+		src += "(private)"
+	}
+	return &builder{z: z, s: s, names: map[string]*nameInfo{}, source: []string{src}}
+}
+
+func (b *builder) info(name string) *nameInfo {
+	n := b.names[name]
+	if n == nil {
+		n = &nameInfo{}
+		b.names[name] = n
+	}
+	return n
+}
+
+func (b *builder) add(rs *types.ResourceRecordSet) {
+	b.z.RecordSets++
+	name := discovery.NormalizeName(unescape(aws.ToString(rs.Name)))
+	if !inZone(name, b.z.Name) {
+		return
+	}
+	if a := rs.AliasTarget; a != nil {
+		switch rs.Type {
+		case types.RRTypeA, types.RRTypeAaaa, types.RRTypeCname:
+			n := b.info(name)
+			n.host = true
+			n.aliases = append(n.aliases, alias{
+				name: discovery.NormalizeName(unescape(aws.ToString(a.DNSName))),
+				zone: strings.TrimPrefix(aws.ToString(a.HostedZoneId), "/hostedzone/"),
+			})
+		}
+		return
+	}
+	if rs.Type == types.RRTypeNs && name != b.z.Name {
+		b.info(name).cut = true
+		b.cuts = true
+		return
+	}
+	for _, rr := range rs.ResourceRecords {
+		v := strings.TrimSpace(aws.ToString(rr.Value))
+		switch rs.Type {
+		case types.RRTypeA, types.RRTypeAaaa:
+			if ip, err := netip.ParseAddr(v); err == nil {
+				n := b.info(name)
+				n.host = true
+				n.addrs = append(n.addrs, ip.Unmap())
+			}
+		case types.RRTypeCname:
+			n := b.info(name)
+			n.host = true
+			value := discovery.NormalizeName(unescape(v))
+			n.cnames = append(n.cnames, value)
+			if first, _, _ := strings.Cut(name, "."); strings.HasPrefix(first, "_") {
+				b.z.ValidationRecords = append(b.z.ValidationRecords, Record{Name: name, Type: "CNAME", Value: value})
+			}
+		case types.RRTypeSrv:
+			// "priority weight port target"; target "." means the
+			// service is not offered (RFC 2782).
+			f := strings.Fields(v)
+			if len(f) != 4 {
+				continue
+			}
+			port, err := strconv.Atoi(f[2])
+			target := discovery.NormalizeName(unescape(f[3]))
+			if err == nil && port > 0 && port <= 65535 && target != "" {
+				b.srv = append(b.srv, srvTarget{name: target, port: port})
+			}
+		}
+	}
+}
+
+// delegated reports whether name is at or below a delegation point: its
+// addresses in this zone are glue, not the zone's own data.
+func (b *builder) delegated(name string) bool {
+	if !b.cuts {
+		return false
+	}
+	for n := name; n != b.z.Name; {
+		if x := b.names[n]; x != nil && x.cut {
+			return true
+		}
+		i := strings.IndexByte(n, '.')
+		if i < 0 {
+			return false
+		}
+		n = n[i+1:]
+	}
+	return false
+}
+
+func (b *builder) targets() []discovery.Target {
+	var out []discovery.Target
+	hosts := map[srvTarget]bool{}
+	for name, n := range b.names {
+		// "_" labels are service labels (SRV owners, ACM validation
+		// records), never host names a certificate can carry.
+		if first, _, _ := strings.Cut(name, "."); !n.host || strings.HasPrefix(first, "_") ||
+			b.delegated(name) || !b.s.c.Filter.Keep(name) {
+			continue
+		}
+		for _, port := range b.s.c.Ports {
+			out = append(out, b.target(name, port))
+			hosts[srvTarget{name, port}] = true
+		}
+	}
+	for _, t := range b.srv {
+		if !hosts[t] && b.s.c.Filter.Keep(t.name) {
+			hosts[t] = true
+			out = append(out, b.target(t.name, t.port))
+		}
+	}
+	return out
+}
+
+// Skip reasons, worded as in a zone transfer.
+const (
+	wildcardSkip = "wildcard owner: no single name to probe"
+	loopSkip     = "CNAME chain loops or is longer than 16 names: no address to probe"
+)
+
+func (b *builder) target(name string, port int) discovery.Target {
+	t := discovery.Target{Name: name, Port: port, Sources: b.source}
+	if strings.HasPrefix(name, "*.") {
+		t.Skip = wildcardSkip
+		return t
+	}
+	r := resolver{b: b}
+	r.resolve(name, 0)
+	switch {
+	case r.loop:
+		t.Skip = loopSkip
+	case len(r.external) == 0 && len(r.addrs) > 0:
+		slices.SortFunc(r.addrs, netip.Addr.Compare)
+		t.Addresses = slices.Compact(r.addrs)
+	case len(r.external) == 1 && len(r.addrs) == 0 && r.external[0] != name:
+		t.Resolve = r.external[0]
+	}
+	// Otherwise (addresses mixed with names outside the zone, several
+	// outside names, or nothing known) the prober looks up the name itself.
+	return t
+}
+
+// maxChain bounds CNAME and alias chains followed inside one zone.
+const maxChain = 16
+
+// resolver follows one name through the zone's CNAME and alias records,
+// collecting the addresses the zone knows and the names outside the zone
+// (or unknown to it) where the chain leaves. Each name is visited once, so
+// routing sets that point at each other cost linear time.
+type resolver struct {
+	b        *builder
+	addrs    []netip.Addr
+	external []string
+	loop     bool
+	onPath   map[string]bool
+	done     map[string]bool
+}
+
+func (r *resolver) resolve(name string, depth int) {
+	if r.done[name] {
+		return
+	}
+	if depth >= maxChain || r.onPath[name] {
+		r.loop = true
+		return
+	}
+	n := r.b.names[name]
+	if n == nil || !n.host || !inZone(name, r.b.z.Name) || r.b.delegated(name) {
+		if !slices.Contains(r.external, name) {
+			r.external = append(r.external, name)
+		}
+		return
+	}
+	if r.onPath == nil {
+		r.onPath, r.done = map[string]bool{}, map[string]bool{}
+	}
+	r.onPath[name] = true
+	r.addrs = append(r.addrs, n.addrs...)
+	for _, c := range n.cnames {
+		r.resolve(c, depth+1)
+	}
+	for _, a := range n.aliases {
+		if a.zone == r.b.z.ID {
+			r.resolve(a.name, depth+1)
+		} else if !slices.Contains(r.external, a.name) {
+			r.external = append(r.external, a.name)
+		}
+	}
+	delete(r.onPath, name)
+	r.done[name] = true
+}
+
+func inZone(name, zone string) bool {
+	return name == zone || strings.HasSuffix(name, "."+zone)
+}
+
+// unescape decodes Route 53's "\ddd" octal escapes ("\052" is "*").
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
