@@ -1,0 +1,118 @@
+package policy_test
+
+import (
+	"crypto/x509"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// observe builds the observation a probe of name at addr would make of the
+// served chain, verified against roots at now by the prober's own Verify.
+func observe(name, addr string, served []*x509.Certificate, roots *x509.CertPool, now time.Time) probes.Observation {
+	v := probes.Verify(served, name, roots, now)
+	return probes.Observation{
+		Name: name, Port: 443, Address: netip.MustParseAddr(addr),
+		Chain: served, Trust: v.Trust, TrustError: v.Error, Paths: v.Paths, NameMatch: v.NameMatch,
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	inter := root.MustIntermediate("Issuing", now.AddDate(-1, 0, 0), now.AddDate(3, 0, 0))
+	oldRoot := certtest.MustCA("Old Root", now.AddDate(-10, 0, 0), now.AddDate(0, 0, -30))
+	crossSign, err := oldRoot.CrossSign(root, now.AddDate(-5, 0, 0), now.AddDate(0, 0, -30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := root.Pool()
+	leaf := func(notAfter time.Time, names ...string) *certtest.Leaf {
+		return inter.MustLeaf(certtest.LeafOptions{DNSNames: names, NotBefore: now.AddDate(0, 0, -300), NotAfter: notAfter})
+	}
+	chain := func(l *certtest.Leaf, extra ...*x509.Certificate) []*x509.Certificate {
+		return append([]*x509.Certificate{l.Cert}, extra...)
+	}
+	healthy := leaf(now.AddDate(0, 0, 200), "ok.example")
+	wildcard := leaf(now.AddDate(0, 0, 5), "*.example")
+
+	tests := []struct {
+		name string
+		obs  []probes.Observation
+		want []string // "kind tier endpoints" per finding, most urgent first
+	}{
+		{
+			name: "healthy chain has no finding",
+			obs:  []probes.Observation{observe("ok.example", "10.0.0.1", chain(healthy, inter.Cert), roots, now)},
+		},
+		{
+			name: "shared wildcard is one finding listing every endpoint",
+			obs: []probes.Observation{
+				observe("a.example", "10.0.0.1", chain(wildcard, inter.Cert), roots, now),
+				observe("b.example", "10.0.0.2", chain(wildcard, inter.Cert), roots, now),
+				observe("c.example", "10.0.0.3", chain(wildcard, inter.Cert), roots, now),
+			},
+			want: []string{"expiring page a.example,b.example,c.example"},
+		},
+		{
+			name: "expired extra cross-sign beside a valid path is only a notice",
+			obs:  []probes.Observation{observe("ok.example", "10.0.0.1", chain(healthy, inter.Cert, crossSign), roots, now)},
+			want: []string{"bundle_expired notice ok.example"},
+		},
+		{
+			name: "missing intermediate is untrusted, not expired",
+			obs:  []probes.Observation{observe("ok.example", "10.0.0.1", chain(healthy), roots, now)},
+			want: []string{"chain_untrusted page ok.example"},
+		},
+		{
+			name: "expired leaf is critical with its own deadline",
+			obs:  []probes.Observation{observe("old.example", "10.0.0.1", chain(leaf(now.AddDate(0, 0, -3), "old.example"), inter.Cert), roots, now)},
+			want: []string{"expired critical old.example"},
+		},
+		{
+			name: "addresses of one name disagree",
+			obs: []probes.Observation{
+				observe("ok.example", "10.0.0.1", chain(healthy, inter.Cert), roots, now),
+				observe("ok.example", "10.0.0.2", chain(leaf(now.AddDate(0, 0, 300), "ok.example"), inter.Cert), roots, now),
+			},
+			want: []string{"inconsistent_deployment warning ok.example,ok.example"},
+		},
+		{
+			name: "wrong host",
+			obs:  []probes.Observation{observe("other.example", "10.0.0.1", chain(healthy, inter.Cert), roots, now)},
+			want: []string{"hostname_mismatch page other.example"},
+		},
+		{
+			name: "unreachable explicit target is a finding, zone name is not",
+			obs: []probes.Observation{
+				{Name: "static.example", Port: 443, Address: netip.MustParseAddr("10.0.0.1"), Explicit: true, Failure: probes.FailRefused, Error: "connection refused"},
+				{Name: "zone.example", Port: 443, Address: netip.MustParseAddr("10.0.0.2"), Failure: probes.FailRefused, Error: "connection refused"},
+			},
+			want: []string{"unreachable warning static.example"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := policy.Evaluate(tt.obs, policy.DefaultRules(), now).Findings
+			var gotS []string
+			for _, f := range got {
+				var names []string
+				for _, ep := range f.Endpoints {
+					names = append(names, ep.Name)
+				}
+				gotS = append(gotS, string(f.Kind)+" "+f.Tier.String()+" "+strings.Join(names, ","))
+			}
+			if strings.Join(gotS, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(gotS, "\n"), strings.Join(tt.want, "\n"))
+				for _, f := range got {
+					t.Logf("  %s: %s", f.Kind, f.Message)
+				}
+			}
+		})
+	}
+}
