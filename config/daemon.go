@@ -57,10 +57,9 @@ type Schedules struct {
 	// ACM, static targets).
 	Discovery string `yaml:"discovery"`
 	// Probe probes the last good inventory, evaluates it and hands the
-	// findings to the notifier.
+	// findings to the notifier. (Digests go out on notify.digest_interval;
+	// the outbox dispatcher runs all the time.)
 	Probe string `yaml:"probe"`
-	// Digest delivers the digest notifications that are due.
-	Digest string `yaml:"digest"`
 }
 
 // Heartbeat is a URL pinged (HTTP GET) after every successful probe run,
@@ -85,7 +84,6 @@ const (
 	DefaultListen             = "127.0.0.1:9814"
 	DefaultDiscoverySchedule  = "@every 1h"
 	DefaultProbeSchedule      = "*/15 * * * *"
-	DefaultDigestSchedule     = "@every 5m"
 	DefaultJitter             = time.Minute
 	DefaultGracePeriod        = 20 * time.Second
 	DefaultDropThreshold      = 0.5
@@ -102,9 +100,6 @@ func (d *Daemon) applyDefaults() {
 	}
 	if d.Schedules.Probe == "" {
 		d.Schedules.Probe = DefaultProbeSchedule
-	}
-	if d.Schedules.Digest == "" {
-		d.Schedules.Digest = DefaultDigestSchedule
 	}
 	if d.Jitter == 0 {
 		d.Jitter = Duration(DefaultJitter)
@@ -171,7 +166,6 @@ func (d *Daemon) validate() []error {
 	for _, j := range []struct{ name, spec string }{
 		{"discovery", d.Schedules.Discovery},
 		{"probe", d.Schedules.Probe},
-		{"digest", d.Schedules.Digest},
 	} {
 		s, err := ParseSchedule(j.spec)
 		if err != nil {
@@ -190,7 +184,7 @@ func (d *Daemon) validate() []error {
 		if d.Jitter > 0 && time.Duration(d.Jitter) >= gap/2 {
 			add("jitter (%v) must be below half the shortest gap between %s runs (%v); lower jitter or run %s less often", d.Jitter, j.name, gap, j.name)
 		}
-		if j.name != "digest" && d.SweepTimeout > 0 && time.Duration(d.SweepTimeout) > gap {
+		if d.SweepTimeout > 0 && time.Duration(d.SweepTimeout) > gap {
 			add("sweep_timeout (%v) must not exceed the shortest gap between %s runs (%v), or runs would be skipped", d.SweepTimeout, j.name, gap)
 		}
 	}

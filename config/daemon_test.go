@@ -27,9 +27,6 @@ daemon:
 	if d.Listen != "0.0.0.0:9900" || d.Schedules.Discovery != "@every 30m" || d.Schedules.Probe != "*/5 * * * *" {
 		t.Errorf("daemon = %+v, want the file's listen and schedules", d)
 	}
-	if d.Schedules.Digest != config.DefaultDigestSchedule {
-		t.Errorf("digest schedule = %q, want default %q", d.Schedules.Digest, config.DefaultDigestSchedule)
-	}
 	if time.Duration(d.Jitter) != 20*time.Second || d.DropThreshold != 0.25 {
 		t.Errorf("jitter, drop_threshold = %v, %v; want 20s, 0.25", d.Jitter, d.DropThreshold)
 	}
@@ -58,7 +55,7 @@ func TestDecodeDaemonErrors(t *testing.T) {
 		want []string
 	}{
 		{"bad cron spec", "daemon:\n  schedules:\n    probe: every five minutes\n", []string{"daemon: schedules: probe", `"every five minutes"`}},
-		{"schedule that never repeats", "daemon:\n  schedules:\n    digest: \"0 0 30 2 *\"\n", []string{"daemon: schedules: digest", "never runs twice"}},
+		{"schedule that never repeats", "daemon:\n  schedules:\n    discovery: \"0 0 30 2 *\"\n", []string{"daemon: schedules: discovery", "never runs twice"}},
 		{"bad descriptor", "daemon:\n  schedules:\n    discovery: \"@every soon\"\n", []string{"daemon: schedules: discovery"}},
 		{"jitter too large for schedule", "daemon:\n  schedules:\n    probe: \"@every 1m\"\n  jitter: 45s\n", []string{"jitter (45s) must be below half", "probe runs (1m0s)"}},
 		{"sweep timeout beyond interval", "daemon:\n  schedules:\n    probe: \"@every 10m\"\n  sweep_timeout: 20m\n", []string{"sweep_timeout (20m0s) must not exceed", "probe runs (10m0s)"}},

@@ -1,7 +1,8 @@
-// Package daemon is `certwatch run`: it runs discovery, probing and the
-// digest on cron schedules, keeps the last good inventory, watches its own
-// sources, hands every completed probe run to the notifier and pings a
-// heartbeat, and stops without starting new work when its context ends.
+// Package daemon is `certwatch run`: it runs discovery and probing on cron
+// schedules, keeps the last good inventory, watches its own sources, hands
+// every completed probe run to the notifier, keeps the notifier's outbox
+// dispatcher running, pings a heartbeat, and stops without starting new work
+// when its context ends.
 //
 // Jobs never overlap themselves (cron.SkipIfStillRunning, skips logged), and
 // each starts at a random offset below the configured jitter, so a fleet of
@@ -41,7 +42,6 @@ const DiscoveryDegraded policy.Kind = "discovery_degraded"
 const (
 	JobDiscovery = "discovery"
 	JobProbe     = "probe"
-	JobDigest    = "digest"
 )
 
 // ErrSkipped is what Recorder.RecordRun gets for a run that did not start
@@ -58,20 +58,17 @@ type Scanner interface {
 }
 
 // Notifier takes the report of every completed probe run and turns its
-// findings into notifications. A Notifier may also implement Digester
-// (called by the digest job) and Flusher (called once at shutdown).
+// findings into notifications (written to an outbox). A Notifier that also
+// implements Dispatcher has its outbox delivered by the daemon.
 type Notifier interface {
 	Notify(ctx context.Context, r *scan.Report) error
 }
 
-// Digester delivers the digest notifications that are due.
-type Digester interface {
-	Digest(ctx context.Context) error
-}
-
-// Flusher delivers what is pending before the process exits, as far as ctx
-// allows.
-type Flusher interface {
+// Dispatcher delivers a notifier's outbox. Run delivers until ctx is done;
+// Flush delivers what is due, as far as ctx allows. The daemon never runs
+// both at once. Implemented by *notify.Notifier.
+type Dispatcher interface {
+	Run(ctx context.Context) error
 	Flush(ctx context.Context) error
 }
 
@@ -93,14 +90,14 @@ type Recorder interface {
 // Config is what `certwatch run` can change by reloading.
 type Config struct {
 	// Schedules are cron specs or descriptors (cron.ParseStandard).
-	Discovery, Probe, Digest string
+	Discovery, Probe string
 	// Jitter bounds each job's random start offset.
 	Jitter time.Duration
 	// SweepTimeout bounds a discovery or probe run; 0 means the job's
 	// shortest gap between runs minus Jitter.
 	SweepTimeout time.Duration
 	// GracePeriod is how long a running job may go on after Run's context
-	// ends, and then how long Flush gets.
+	// ends, and then how long the outbox gets to drain.
 	GracePeriod time.Duration
 	// DropThreshold: a source returning fewer than this share of its last
 	// good run's targets is degraded. 0 disables the check.
@@ -117,7 +114,7 @@ type schedules map[string]cron.Schedule
 func (c Config) parse() (schedules, error) {
 	s := schedules{}
 	var errs []error
-	for job, spec := range map[string]string{JobDiscovery: c.Discovery, JobProbe: c.Probe, JobDigest: c.Digest} {
+	for job, spec := range map[string]string{JobDiscovery: c.Discovery, JobProbe: c.Probe} {
 		p, err := cron.ParseStandard(spec)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule of %s job %q: %w", job, spec, err))
@@ -164,6 +161,13 @@ type Daemon struct {
 	active *running // set while Run is running
 }
 
+// dispatching is a Dispatcher's Run in progress.
+type dispatching struct {
+	d      Dispatcher
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 // goodRun is a source's last good result.
 type goodRun struct {
 	targets []discovery.Target
@@ -171,11 +175,18 @@ type goodRun struct {
 	at      time.Time
 }
 
-// running is the state of one Run: the scheduler and its entries.
+// running is the state of one Run: the scheduler, its entries and the
+// outbox dispatcher.
 type running struct {
 	cron    *cron.Cron
 	jobs    map[string]cron.Job
 	entries map[string]cron.EntryID
+	base    context.Context // parent of the dispatcher's context
+	wg      *sync.WaitGroup
+
+	// dmu serialises dispatcher changes; it is never taken with d.mu held.
+	dmu      sync.Mutex
+	dispatch *dispatching
 }
 
 // New returns a daemon that will run s's discovery and probes on c's
@@ -202,7 +213,9 @@ func New(c Config, s Scanner, n Notifier, logger *slog.Logger) (*Daemon, error) 
 }
 
 // Reload replaces the configuration, scanner and notifier. A running job
-// finishes with the old ones; the next run uses the new ones. The inventory,
+// finishes with the old ones; the next run uses the new ones. A new
+// notifier's dispatcher replaces the old one's (stopped first; undelivered
+// notifications stay in the outbox). The inventory,
 // each source's last good run and open discovery_degraded findings are
 // kept, except that a source degraded for returning too few targets has
 // its new size accepted at the next discovery: reloading is how an operator
@@ -214,7 +227,6 @@ func (d *Daemon) Reload(c Config, s Scanner, n Notifier) error {
 		return err
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	old := d.cfg
 	d.cfg, d.sched, d.scanner, d.notifier = c, sched, s, n
 	if c.Jitter != old.Jitter {
@@ -223,11 +235,11 @@ func (d *Daemon) Reload(c Config, s Scanner, n Notifier) error {
 	for name := range d.shrunk {
 		delete(d.sources, name) // the next result becomes the baseline
 	}
-	if r := d.active; r != nil {
+	r := d.active
+	if r != nil {
 		for job, spec := range map[string][2]string{
 			JobDiscovery: {old.Discovery, c.Discovery},
 			JobProbe:     {old.Probe, c.Probe},
-			JobDigest:    {old.Digest, c.Digest},
 		} {
 			if spec[0] == spec[1] {
 				continue
@@ -238,6 +250,10 @@ func (d *Daemon) Reload(c Config, s Scanner, n Notifier) error {
 			r.entries[job] = r.cron.Schedule(sched[job], r.jobs[job])
 			d.logger.Info("schedule changed", "job", job, "schedule", spec[1])
 		}
+	}
+	d.mu.Unlock()
+	if r != nil {
+		d.startDispatcher(r)
 	}
 	return nil
 }
@@ -264,7 +280,7 @@ func (d *Daemon) now() time.Time {
 // d.mu.
 func (d *Daemon) pickOffsets() {
 	d.offsets = map[string]time.Duration{}
-	for _, job := range []string{JobDiscovery, JobProbe, JobDigest} {
+	for _, job := range []string{JobDiscovery, JobProbe} {
 		if d.cfg.Jitter > 0 {
 			d.offsets[job] = rand.N(d.cfg.Jitter)
 		}
@@ -276,7 +292,7 @@ func (d *Daemon) timeout(job string) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	gap := shortestGap(d.sched[job])
-	if d.cfg.SweepTimeout > 0 && job != JobDigest {
+	if d.cfg.SweepTimeout > 0 {
 		return d.cfg.SweepTimeout
 	}
 	return max(gap-d.cfg.Jitter, gap/2, time.Second)
@@ -300,11 +316,12 @@ func shortestGap(s cron.Schedule) time.Duration {
 	return cmp.Or(gap, 24*time.Hour)
 }
 
-// Run schedules the jobs, runs a first discovery and probe (each after its
-// jitter offset), and returns nil when ctx is done and shutdown is over:
-// no new run starts, a running one gets GracePeriod before its context is
-// cancelled, then a Flusher notifier gets another GracePeriod. Run may be
-// called once.
+// Run schedules the jobs, keeps the notifier's dispatcher running, runs a
+// first discovery and probe (each after its jitter offset), and returns nil
+// when ctx is done and shutdown is over: no new run starts, a running one
+// gets GracePeriod before its context is cancelled, then the dispatcher is
+// stopped and the outbox gets another GracePeriod to drain (Flush). Run may
+// be called once.
 func (d *Daemon) Run(ctx context.Context) error {
 	// Runs use work, which outlives ctx by the grace period, so that a
 	// sweep in flight at SIGTERM can finish and write its transitions.
@@ -312,11 +329,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancelWork(nil)
 
 	c := cron.New(cron.WithLogger(cronLogger{l: d.logger}))
-	r := &running{cron: c, jobs: map[string]cron.Job{}, entries: map[string]cron.EntryID{}}
+	var wg sync.WaitGroup
+	r := &running{cron: c, jobs: map[string]cron.Job{}, entries: map[string]cron.EntryID{}, base: work, wg: &wg}
 	for job, fn := range map[string]func(context.Context) error{
 		JobDiscovery: d.discover,
 		JobProbe:     d.probe,
-		JobDigest:    d.digest,
 	} {
 		skip := cronLogger{l: d.logger, job: job, onSkip: func() { d.record(job, d.now(), 0, ErrSkipped) }}
 		r.jobs[job] = cron.NewChain(cron.SkipIfStillRunning(skip)).Then(d.job(ctx, work, job, fn))
@@ -329,15 +346,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.active = r
 	offsets := d.offsets
 	d.mu.Unlock()
+	d.startDispatcher(r)
 	d.logger.Info("daemon started", "discovery_offset", offsets[JobDiscovery].Round(time.Millisecond),
 		"probe_offset", offsets[JobProbe].Round(time.Millisecond))
 
-	var wg sync.WaitGroup
-	wg.Go(c.Run)
+	var jobs sync.WaitGroup
+	jobs.Go(c.Run)
 	// The first discovery and probe run at once (after their offsets)
 	// rather than at the first scheduled time, through the same guarded
 	// jobs, so they cannot overlap a scheduled run either.
-	wg.Go(func() {
+	jobs.Go(func() {
 		r.jobs[JobDiscovery].Run()
 		r.jobs[JobProbe].Run()
 	})
@@ -353,21 +371,63 @@ func (d *Daemon) Run(ctx context.Context) error {
 		cancelWork(errors.New("shutdown grace period over"))
 	}
 	grace.Stop()
-	wg.Wait()
+	jobs.Wait()
 	<-stopped.Done()
+
 	d.mu.Lock()
-	d.active = nil
-	n := d.notifier
+	d.active = nil // Reload no longer touches r
 	d.mu.Unlock()
-	if f, ok := n.(Flusher); ok {
-		fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), d.grace(), errors.New("shutdown flush grace period over"))
+	r.dmu.Lock()
+	disp := r.dispatch
+	r.dispatch = nil
+	r.dmu.Unlock()
+	if disp != nil {
+		disp.cancel()
+	}
+	wg.Wait() // every dispatcher has returned
+	if disp != nil {
+		fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), d.grace(), errors.New("shutdown grace period over"))
 		defer cancel()
-		if err := f.Flush(fctx); err != nil {
-			d.logger.Warn("outbox not fully flushed at shutdown", "err", err)
+		if err := disp.d.Flush(fctx); err != nil {
+			d.logger.Warn("outbox not fully delivered at shutdown; it is kept for the next start", "err", err)
+		} else {
+			d.logger.Info("outbox delivered")
 		}
 	}
 	d.logger.Info("daemon stopped")
 	return nil
+}
+
+// startDispatcher runs the current notifier's dispatcher if it is not the
+// one already running, stopping that one first.
+func (d *Daemon) startDispatcher(r *running) {
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	d.mu.Lock()
+	next, _ := d.notifier.(Dispatcher)
+	d.mu.Unlock()
+	if r.dispatch != nil && next == r.dispatch.d {
+		return
+	}
+	if old := r.dispatch; old != nil {
+		// Stopping waits for the old dispatcher's delivery in flight, so
+		// two dispatchers never deliver the same outbox row at once.
+		old.cancel()
+		<-old.done
+		r.dispatch = nil
+	}
+	if next == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.base)
+	disp := &dispatching{d: next, cancel: cancel, done: make(chan struct{})}
+	r.dispatch = disp
+	r.wg.Go(func() {
+		defer close(disp.done)
+		if err := next.Run(ctx); err != nil {
+			d.logger.Error("outbox dispatcher stopped", "err", err)
+		}
+	})
 }
 
 func (d *Daemon) grace() time.Duration {
@@ -584,17 +644,6 @@ func (d *Daemon) probe(ctx context.Context) error {
 		if err := d.heartbeat(ctx, hb, hbTimeout); err != nil {
 			d.logger.Warn("heartbeat failed", "err", err)
 		}
-	}
-	return nil
-}
-
-// digest delivers the digests that are due.
-func (d *Daemon) digest(ctx context.Context) error {
-	d.mu.Lock()
-	n := d.notifier
-	d.mu.Unlock()
-	if dg, ok := n.(Digester); ok {
-		return dg.Digest(ctx)
 	}
 	return nil
 }

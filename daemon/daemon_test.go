@@ -118,12 +118,46 @@ func mapsKeys(m map[string]int) func(func(string) bool) {
 	}
 }
 
-// fakeNotifier records the reports it is handed.
+// fakeNotifier records the reports it is handed, and the dispatcher
+// calls. Dispatchers of every fakeNotifier sharing a *dispatchLog log there.
 type fakeNotifier struct {
 	mu      sync.Mutex
 	reports []*scan.Report
 	flushed int
 	fail    error
+	log     *dispatchLog
+}
+
+// dispatchLog checks that at most one dispatcher (Run or Flush) works on
+// the outbox at a time.
+type dispatchLog struct {
+	mu      sync.Mutex
+	active  int
+	overlap bool
+	events  []string
+}
+
+func (l *dispatchLog) enter(ev string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active++
+	l.overlap = l.overlap || l.active > 1
+	l.events = append(l.events, ev)
+}
+
+func (l *dispatchLog) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active--
+}
+
+func (n *fakeNotifier) Run(ctx context.Context) error {
+	if n.log != nil {
+		n.log.enter(fmt.Sprintf("run %p", n))
+		defer n.log.leave()
+	}
+	<-ctx.Done()
+	return nil
 }
 
 func (n *fakeNotifier) Notify(_ context.Context, r *scan.Report) error {
@@ -134,6 +168,10 @@ func (n *fakeNotifier) Notify(_ context.Context, r *scan.Report) error {
 }
 
 func (n *fakeNotifier) Flush(context.Context) error {
+	if n.log != nil {
+		n.log.enter(fmt.Sprintf("flush %p", n))
+		defer n.log.leave()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.flushed++
@@ -186,7 +224,6 @@ func config(jitter time.Duration) daemon.Config {
 	return daemon.Config{
 		Discovery:     "@every 1h",
 		Probe:         "@every 10m",
-		Digest:        "@every 1h",
 		Jitter:        jitter,
 		GracePeriod:   30 * time.Second,
 		DropThreshold: 0.5,
@@ -630,4 +667,35 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func TestReloadReplacesDispatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &dispatchLog{}
+		first, second := &fakeNotifier{log: log}, &fakeNotifier{log: log}
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		d, err := daemon.New(config(0), s, first, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		synctest.Wait()
+		if err := d.Reload(config(0), s, second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		stop()
+
+		want := []string{fmt.Sprintf("run %p", first), fmt.Sprintf("run %p", second), fmt.Sprintf("flush %p", second)}
+		if !slices.Equal(log.events, want) {
+			t.Errorf("dispatcher calls = %q, want %q", log.events, want)
+		}
+		if log.overlap {
+			t.Error("two dispatchers worked on the outbox at once")
+		}
+		if len(first.reports) != 1 || len(second.reports) != 1 {
+			t.Errorf("reports: %d to the first notifier, %d to the reloaded one; want 1 and 1", len(first.reports), len(second.reports))
+		}
+	})
 }
