@@ -290,10 +290,51 @@ func (s *Source) Discover(ctx context.Context) (Inventory, error) {
 	slices.SortFunc(inv.Zones, func(a, b Zone) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
 	})
-	inv.Targets = discovery.Merge(targets...)
+	inv.Targets = merge(targets)
 	s.logger.Debug("route53 discovered", "zones", len(inv.Zones), "targets", len(inv.Targets),
 		"failed_zones", len(hosted)-len(inv.Zones), "duration", time.Since(start))
 	return inv, errors.Join(errs...)
+}
+
+// merge concatenates the zones' targets, sorted by name and port, with one
+// target per (name, port) as discovery.Merge would make, but in place:
+// names shared by several zones (split-horizon public and private zones)
+// get their addresses and sources unioned, and nothing else is copied.
+func merge(lists [][]discovery.Target) []discovery.Target {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	all := make([]discovery.Target, 0, n)
+	for i, l := range lists {
+		all = append(all, l...)
+		lists[i] = nil
+	}
+	slices.SortFunc(all, func(a, b discovery.Target) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port))
+	})
+	out := all[:0]
+	for _, t := range all {
+		if len(out) == 0 || out[len(out)-1].Name != t.Name || out[len(out)-1].Port != t.Port {
+			out = append(out, t)
+			continue
+		}
+		m := &out[len(out)-1]
+		m.Addresses = append(slices.Clip(m.Addresses), t.Addresses...)
+		slices.SortFunc(m.Addresses, netip.Addr.Compare)
+		m.Addresses = slices.Compact(m.Addresses)
+		m.Sources = append(slices.Clip(m.Sources), t.Sources...)
+		slices.Sort(m.Sources)
+		m.Sources = slices.Compact(m.Sources)
+		if m.Resolve == "" {
+			m.Resolve = t.Resolve
+		}
+		if t.Skip == "" {
+			m.Skip = ""
+		}
+	}
+	clear(all[len(out):])
+	return slices.Clip(out)
 }
 
 // withTimeout runs one API call (with the SDK's retries) under the
