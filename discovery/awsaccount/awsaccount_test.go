@@ -193,3 +193,28 @@ func TestLoadRegionDefault(t *testing.T) {
 		t.Errorf("credentials = %q, %v; want the environment's static key", creds.AccessKeyID, err)
 	}
 }
+
+func TestAssumeRoleThroughSTSEndpointFromEnvironment(t *testing.T) {
+	awstest.Isolate(t)
+	srv := awstest.NewServer()
+	t.Cleanup(srv.Close)
+	srv.STS.AddRole(awstest.Role{ARN: "arn:aws:iam::222222222222:role/r", ExternalID: "ext-42"})
+	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL)
+	cfg, err := awsaccount.Load(context.Background(), awsaccount.Config{Region: "eu-west-1",
+		Role: awsaccount.Role{ARN: "arn:aws:iam::222222222222:role/r", ExternalID: "ext-42", Duration: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cfg.Credentials.Retrieve(context.Background())
+	if err != nil {
+		t.Fatalf("Retrieve: %v", err)
+	}
+	sessions := srv.STS.Sessions()
+	if len(sessions) != 1 || creds.AccessKeyID != sessions[0].AccessKeyID || creds.SessionToken != sessions[0].SessionToken {
+		t.Errorf("credentials %q, sessions %+v", creds.AccessKeyID, sessions)
+	}
+	r := srv.Requests("sts")[0]
+	if r.Region != "eu-west-1" || r.Query.Get("Action") != "" || !strings.Contains(string(r.Body), "DurationSeconds=3600") {
+		t.Errorf("AssumeRole request: region %q, body %s", r.Region, r.Body)
+	}
+}

@@ -363,3 +363,40 @@ func TestZoneContains(t *testing.T) {
 		}
 	}
 }
+
+func TestAssumedRoleSeesItsAccount(t *testing.T) {
+	const role = "arn:aws:iam::222222222222:role/certwatch"
+	awstest.Isolate(t)
+	srv := awstest.NewServer()
+	t.Cleanup(srv.Close)
+	srv.STS.AddRole(awstest.Role{ARN: role})
+	srv.Route53.AddZone(
+		awstest.Zone{Name: "default.example", Records: []awstest.RecordSet{{Name: "www.default.example", Type: "A", TTL: 60, Values: a("192.0.2.1")}}},
+		awstest.Zone{Account: "222222222222", Name: "role.example", Records: []awstest.RecordSet{{Name: "www.role.example", Type: "A", TTL: 60, Values: a("192.0.2.2")}}},
+	)
+	ac := awsaccount.Config{Role: awsaccount.Role{ARN: role}, STSEndpoint: srv.URL, MaxBackoff: time.Millisecond}
+	cfg, err := awsaccount.Load(context.Background(), ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := route53.New(route53.Config{Account: ac.Label(), Endpoint: srv.URL, RateLimit: 1000}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := s.Targets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != 1 || targets[0].Name != "www.role.example" || targets[0].Sources[0] != "route53:222222222222/role.example" {
+		t.Errorf("targets = %+v, want the role account's only", targets)
+	}
+	session := srv.STS.Sessions()[0]
+	if session.SessionName != awsaccount.DefaultSessionName {
+		t.Errorf("session name %q, want the default", session.SessionName)
+	}
+	for _, r := range srv.Requests("route53") {
+		if r.AccessKeyID != session.AccessKeyID || !r.SignatureValid {
+			t.Errorf("%s signed by %q, want the assumed role's key", r.Operation, r.AccessKeyID)
+		}
+	}
+}
