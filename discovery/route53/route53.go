@@ -130,6 +130,20 @@ func (z Zone) CNAME(name string) (string, bool) {
 	return "", false
 }
 
+// PublicZoneFor returns the most specific public zone in zones that
+// contains name: where a DNS validation record for name must live, since
+// ACM validates through public DNS. ok is false when certwatch sees no such
+// zone (the record may then live with another DNS provider).
+func PublicZoneFor(zones []Zone, name string) (zone Zone, ok bool) {
+	name = discovery.NormalizeName(name)
+	for _, z := range zones {
+		if !z.Private && inZone(name, z.Name) && (!ok || len(z.Name) > len(zone.Name)) {
+			zone, ok = z, true
+		}
+	}
+	return zone, ok
+}
+
 // Inventory is the result of one discovery.
 type Inventory struct {
 	// Targets, merged and sorted as by discovery.Merge.

@@ -400,3 +400,27 @@ func TestAssumedRoleSeesItsAccount(t *testing.T) {
 		}
 	}
 }
+
+func TestPublicZoneFor(t *testing.T) {
+	zones := []route53.Zone{
+		{ID: "Z1", Name: "example.com"},
+		{ID: "Z2", Name: "dev.example.com"},
+		{ID: "Z3", Name: "dev.example.com", Private: true},
+		{ID: "Z4", Name: "internal.example", Private: true},
+	}
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"_abc.www.dev.example.com.", "Z2"},
+		{"_ABC.example.com", "Z1"},
+		{"_abc.db.internal.example", ""},
+		{"_abc.example.org", ""},
+	}
+	for _, tt := range tests {
+		z, ok := route53.PublicZoneFor(zones, tt.name)
+		if ok != (tt.want != "") || z.ID != tt.want {
+			t.Errorf("PublicZoneFor(%q) = %q, %v; want %q", tt.name, z.ID, ok, tt.want)
+		}
+	}
+}
