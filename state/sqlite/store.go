@@ -294,15 +294,16 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 	return c, true, nil
 }
 
-// Pending returns up to limit undelivered notifications of channel in
-// outbox order, due or not, each with the reference recorded by the last
-// delivery for its alert on the channel.
+// Pending returns up to limit undelivered notifications of channel, due or
+// not: immediate ones first, then digest ones, each in outbox order. Each
+// carries the reference recorded by the last delivery for its alert on the
+// channel.
 func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT o.id, o.channel, o.alert_id, o.event, o.digest, o.payload, o.created_at, o.next_attempt_at,
 	o.attempts, o.last_error, COALESCE(r.ref, '')
 	FROM outbox o LEFT JOIN message_refs r ON o.alert_id != '' AND r.alert_id = o.alert_id AND r.channel = o.channel
 	WHERE o.channel = ? AND o.delivered_at IS NULL AND o.failed_at IS NULL
-	ORDER BY o.id LIMIT ?`, channel, limit)
+	ORDER BY o.digest, o.id LIMIT ?`, channel, limit)
 	if err != nil {
 		return nil, s.wrap("read outbox", err)
 	}

@@ -1,0 +1,438 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// batch is how many outbox rows a worker reads at a time.
+const batch = 500
+
+// maxRetryAfter caps the delay a service may ask for.
+const maxRetryAfter = time.Hour
+
+// Run delivers the outbox, one goroutine per channel, until ctx is done;
+// then it returns nil. Notifications written by Apply in this process are
+// picked up at once, those written by another process within Poll. A
+// delivery in flight when ctx is cancelled is abandoned and retried by the
+// next Run or Flush.
+func (n *Notifier) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, w := range n.workers {
+		wg.Go(func() { _ = n.work(ctx, w, false) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Flush delivers every notification that is due, waiting out retries, and
+// returns once nothing is left but digest notifications scheduled for
+// later. Give ctx a deadline: a channel that is down keeps Flush waiting
+// until it is done, and the error then says how much is still queued (it
+// stays in the outbox for the next Flush or Run).
+func (n *Notifier) Flush(ctx context.Context) error {
+	errs := make([]error, len(n.workers))
+	var wg sync.WaitGroup
+	for i, w := range n.workers {
+		wg.Go(func() { errs[i] = n.work(ctx, w, true) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// work delivers one channel's outbox in order. A notification that fails
+// holds back the ones after it (except digest ones), so a resolution never
+// overtakes its announcement and a channel that is down is not hammered.
+func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
+	for {
+		if ctx.Err() != nil {
+			if flush {
+				return n.leftover(ctx, w)
+			}
+			return nil
+		}
+		rows, err := n.store.Pending(ctx, w.name, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			if flush {
+				return fmt.Errorf("notify: channel %s: %w", w.name, err)
+			}
+			n.logger.Error("cannot read the outbox", "channel", w.name, "err", err)
+			n.sleep(ctx, w, n.poll())
+			continue
+		}
+		now := n.now()
+		var digest []state.Outbound
+		var head *state.Outbound
+		var nextDigest, retryDigest time.Time
+		for i := range rows {
+			r := &rows[i]
+			switch {
+			case !r.Digest:
+				if head == nil {
+					head = r
+				}
+			case !r.NextAttempt.After(now):
+				digest = append(digest, *r)
+			default:
+				nextDigest = earliest(nextDigest, r.NextAttempt)
+				if r.Attempts > 0 {
+					retryDigest = earliest(retryDigest, r.NextAttempt)
+				}
+			}
+		}
+		if len(digest) > 0 {
+			n.deliver(ctx, w, digest)
+			continue
+		}
+		if head != nil && !head.NextAttempt.After(now) {
+			n.deliver(ctx, w, []state.Outbound{*head})
+			continue
+		}
+		var wait time.Duration
+		switch {
+		case head != nil:
+			wait = head.NextAttempt.Sub(now)
+		case flush && !retryDigest.IsZero():
+			// A digest that failed is being retried, not scheduled.
+			wait = retryDigest.Sub(now)
+		case flush:
+			return nil
+		default:
+			wait = n.poll()
+		}
+		if !flush && !nextDigest.IsZero() {
+			wait = min(wait, nextDigest.Sub(now))
+		}
+		n.sleep(ctx, w, wait)
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// sleep waits for d, a wake-up from Apply, or ctx.
+func (n *Notifier) sleep(ctx context.Context, w *worker, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-w.wake:
+	case <-n.after(max(d, 0)):
+	}
+}
+
+// leftover describes what a cancelled Flush left queued for w.
+func (n *Notifier) leftover(ctx context.Context, w *worker) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	rows, err := n.store.Pending(qctx, w.name, batch)
+	if err != nil {
+		return fmt.Errorf("notify: channel %s: %w", w.name, err)
+	}
+	due, last := 0, ""
+	for _, r := range rows {
+		if !r.Digest || r.Attempts > 0 {
+			due++
+		}
+		if r.LastError != "" && last == "" {
+			last = r.LastError
+		}
+	}
+	if due == 0 {
+		return nil
+	}
+	if last != "" {
+		return fmt.Errorf("notify: channel %s: %d notifications still queued (last error: %s); they are kept for the next run: %w", w.name, due, last, ctx.Err())
+	}
+	return fmt.Errorf("notify: channel %s: %d notifications still queued; they are kept for the next run: %w", w.name, due, ctx.Err())
+}
+
+// deliver makes one attempt to deliver rows (one notification, or a
+// channel's due digest rows as one message) and records the outcome.
+func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	note, err := decode(rows, n.now())
+	if err != nil {
+		n.settle(ctx, w, ids, state.Settlement{At: n.now(), Err: err.Error()})
+		n.logger.Error("notification cannot be decoded, dropped", "channel", w.name, "id", ids[0], "err", err)
+		return
+	}
+	if !n.waitRate(ctx, w) {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
+	ref, err := w.sender.Send(sctx, note)
+	cancel()
+	now := n.now()
+	if err == nil {
+		n.settle(ctx, w, ids, state.Settlement{At: now, Delivered: true, Ref: ref})
+		n.logger.Debug("notification delivered", "channel", w.name, "event", note.Event, "key", note.Key)
+		n.recovered(ctx, w, now)
+		return
+	}
+	if ctx.Err() != nil {
+		// Shutting down: not the channel's fault; the row stays due.
+		return
+	}
+	if IsPermanent(err) {
+		n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error()})
+		n.logger.Error("notification refused", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
+		w.mu.Lock()
+		w.health.Refused++
+		w.health.LastError = err.Error()
+		if w.health.FailingSince.IsZero() {
+			w.health.FailingSince = now
+		}
+		since := w.health.FailingSince
+		w.mu.Unlock()
+		n.raise(ctx, w, since, fmt.Sprintf("it refused a notification: %v", err))
+		return
+	}
+	attempt := rows[0].Attempts + 1
+	delay := n.backoff(attempt, err)
+	n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error(), Retry: now.Add(delay)})
+	n.logger.Warn("delivery failed, will retry", "channel", w.name, "event", note.Event, "key", note.Key,
+		"attempt", attempt, "retry_in", delay, "err", err)
+	w.mu.Lock()
+	w.health.Retried++
+	w.health.LastError = err.Error()
+	if w.health.FailingSince.IsZero() {
+		// After a restart, a notification already retried has been failing
+		// since it was written, as far as anyone knows.
+		w.health.FailingSince = now
+		if rows[0].Attempts > 0 {
+			w.health.FailingSince = rows[0].Created
+		}
+	}
+	since := w.health.FailingSince
+	w.mu.Unlock()
+	if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
+		n.raise(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
+	}
+}
+
+func (n *Notifier) settle(ctx context.Context, w *worker, ids []int64, s state.Settlement) {
+	if s.Delivered {
+		w.mu.Lock()
+		w.health.Delivered++
+		w.mu.Unlock()
+	}
+	// Record even when ctx was cancelled right after the send: the message
+	// went out, and forgetting that would send it twice.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := n.store.Settle(sctx, ids, s); err != nil {
+		n.logger.Error("cannot record delivery outcome; the notification may be sent again", "channel", w.name, "delivered", s.Delivered, "err", err)
+	}
+}
+
+// decode builds the notification for rows: the one row's payload, or a
+// digest of several.
+func decode(rows []state.Outbound, now time.Time) (Notification, error) {
+	if len(rows) == 1 && !rows[0].Digest {
+		var note Notification
+		if err := json.Unmarshal(rows[0].Payload, &note); err != nil {
+			return Notification{}, fmt.Errorf("decode notification %d: %w", rows[0].ID, err)
+		}
+		note.Ref = rows[0].Ref
+		return note, nil
+	}
+	d := Notification{Event: EventDigest, Channel: rows[0].Channel, At: now, Key: "digest:" + rows[0].Channel + ":" + now.UTC().Format(time.RFC3339)}
+	for _, r := range rows {
+		var item Notification
+		if err := json.Unmarshal(r.Payload, &item); err != nil {
+			return Notification{}, fmt.Errorf("decode notification %d: %w", r.ID, err)
+		}
+		d.Items = append(d.Items, item)
+	}
+	d.Total = len(d.Items)
+	return d, nil
+}
+
+// waitRate waits for the channel's rate limit, reporting false if ctx ended
+// first.
+func (n *Notifier) waitRate(ctx context.Context, w *worker) bool {
+	now := n.now()
+	r := w.limiter.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		r.CancelAt(now)
+		return false
+	case <-n.after(d):
+		return true
+	}
+}
+
+// backoff is the delay before attempt+1: what the service asked for, or
+// exponential from Retry.Initial up to Retry.Max with full jitter.
+func (n *Notifier) backoff(attempt int, err error) time.Duration {
+	if d, ok := RetryDelay(err); ok {
+		d = min(max(d, 0), maxRetryAfter)
+		// A little jitter on top, never below what was asked, so that
+		// channels told the same delay do not return in lockstep.
+		return d + time.Duration(n.rand()*0.1*float64(d))
+	}
+	ceiling := time.Duration(n.cfg.Retry.Initial)
+	limit := time.Duration(n.cfg.Retry.Max)
+	for i := 1; i < attempt && ceiling < limit; i++ {
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, limit)
+	return time.Duration(n.rand() * float64(ceiling))
+}
+
+func channelAlertID(channel string) string {
+	return policy.Finding{Kind: KindChannelFailing, Name: channel}.ID()
+}
+
+// raise opens the channel_failing alert for w on every other channel, once.
+func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why string) {
+	if w.raised == raisedYes {
+		return
+	}
+	now := n.now()
+	id := channelAlertID(w.name)
+	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+		if _, open := snap.Alerts[id]; open {
+			return state.Changes{}, nil
+		}
+		f := policy.Finding{
+			Kind: KindChannelFailing, Tier: policy.Warning, Name: w.name, Subject: "notification channel " + w.name,
+			Message: fmt.Sprintf("certwatch cannot deliver to channel %s: %s. Nothing is lost: notifications wait in the outbox and go out once the channel works. Check the channel's credentials and settings, the service's status, and certwatch's network access.", w.name, why),
+		}
+		a := state.Alert{ID: id, Finding: f, Tier: f.Tier, Announced: f.Tier, FirstRaised: since, LastSeen: now, Channels: map[string]state.Announcement{}}
+		var out []state.Outbound
+		for _, o := range n.workers {
+			if o == w {
+				continue
+			}
+			a.Channels[o.name] = state.Announcement{Tier: f.Tier, At: now}
+			payload, err := json.Marshal(Notification{Event: EventNew, Channel: o.name, At: now, Key: id, Finding: f, Since: since})
+			if err != nil {
+				return state.Changes{}, err
+			}
+			out = append(out, state.Outbound{Channel: o.name, AlertID: id, Event: string(EventNew), Payload: payload, Created: now, NextAttempt: now})
+		}
+		return state.Changes{Alerts: []state.Alert{a}, Outbox: out}, nil
+	})
+	if err != nil {
+		n.logger.Error("cannot raise channel failure alert", "channel", w.name, "err", err)
+		return
+	}
+	w.raised = raisedYes
+	n.logger.Error("notification channel failing", "channel", w.name, "since", since, "reason", why)
+	for _, o := range n.workers {
+		if o != w {
+			o.poke()
+		}
+	}
+}
+
+// recovered clears w's failure state after a delivery and resolves its
+// channel_failing alert if one is open.
+func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
+	w.mu.Lock()
+	w.health.FailingSince, w.health.LastError = time.Time{}, ""
+	w.mu.Unlock()
+	if w.raised == raisedNo {
+		return
+	}
+	id := channelAlertID(w.name)
+	resolved := false
+	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+		a, open := snap.Alerts[id]
+		if !open {
+			return state.Changes{}, nil
+		}
+		resolved = true
+		reason := "channel " + w.name + " delivers again"
+		a.ResolvedAt, a.Resolution, a.LastSeen = now, reason, now
+		var out []state.Outbound
+		for c := range a.Channels {
+			if _, ok := n.byName[c]; !ok {
+				continue
+			}
+			payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason})
+			if err != nil {
+				return state.Changes{}, err
+			}
+			out = append(out, state.Outbound{Channel: c, AlertID: id, Event: string(EventResolved), Payload: payload, Created: now, NextAttempt: now})
+		}
+		return state.Changes{Alerts: []state.Alert{*a}, Outbox: out}, nil
+	})
+	if err != nil {
+		n.logger.Error("cannot resolve channel failure alert", "channel", w.name, "err", err)
+		return
+	}
+	w.raised = raisedNo
+	if resolved {
+		n.logger.Info("notification channel recovered", "channel", w.name)
+		for _, o := range n.workers {
+			if o != w {
+				o.poke()
+			}
+		}
+	}
+}
+
+// LogSender writes each notification as one log line at Info level: the
+// "log" channel kind. The zero value discards.
+type LogSender struct {
+	Logger *slog.Logger
+}
+
+// NewLogSender returns a LogSender writing to logger.
+func NewLogSender(logger *slog.Logger) *LogSender { return &LogSender{Logger: logger} }
+
+// Send logs n and never fails.
+func (s *LogSender) Send(ctx context.Context, n Notification) (string, error) {
+	if s.Logger == nil {
+		return "", nil
+	}
+	attrs := []slog.Attr{slog.String("channel", n.Channel), slog.String("event", string(n.Event)), slog.String("key", n.Key)}
+	if n.Finding.Kind != "" {
+		f := n.Finding
+		attrs = append(attrs, slog.String("tier", f.Tier.String()), slog.String("kind", string(f.Kind)))
+		if f.Subject != "" {
+			attrs = append(attrs, slog.String("subject", f.Subject))
+		}
+		if f.Name != "" {
+			attrs = append(attrs, slog.String("name", f.Name))
+		}
+		if !f.Deadline.IsZero() {
+			attrs = append(attrs, slog.Time("deadline", f.Deadline), slog.Int("days_left", f.DaysLeft(n.At)))
+		}
+		attrs = append(attrs, slog.Int("endpoints", len(f.Endpoints)), slog.String("message", f.Message))
+	}
+	if n.Event == EventEscalated {
+		attrs = append(attrs, slog.String("previous_tier", n.Previous.String()))
+	}
+	if n.Reason != "" {
+		attrs = append(attrs, slog.String("reason", n.Reason))
+	}
+	if len(n.Items) > 0 {
+		attrs = append(attrs, slog.Int("items", len(n.Items)), slog.Int("total", n.Total))
+	}
+	s.Logger.LogAttrs(ctx, slog.LevelInfo, "notification", attrs...)
+	return "", nil
+}

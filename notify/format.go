@@ -1,0 +1,116 @@
+package notify
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+// Problem says in a few words what is wrong, relative to at:
+// "certificate expires in 12 days", "certificate expired 3 days ago",
+// "hostname mismatch".
+func Problem(f policy.Finding, at time.Time) string {
+	switch f.Kind {
+	case policy.Expiring:
+		return "certificate expires " + In(f.Deadline, at)
+	case policy.Expired:
+		if f.Deadline.After(at) {
+			return "certificate expires " + In(f.Deadline, at)
+		}
+		return "certificate expired " + In(f.Deadline, at)
+	case policy.ChainUntrusted:
+		return "certificate chain does not verify"
+	case policy.SelfSigned:
+		return "self-signed certificate"
+	case policy.HostnameMismatch:
+		return "certificate does not match the host name"
+	case policy.InconsistentDeployment:
+		return "addresses serve different certificates"
+	case policy.Unreachable:
+		return "endpoint unreachable"
+	case policy.BundleExpired:
+		return "server sends an expired extra certificate"
+	case KindChannelFailing:
+		return "notifications cannot be delivered"
+	}
+	return strings.ReplaceAll(string(f.Kind), "_", " ")
+}
+
+// In says how far t is from at in whole days: "in 12 days", "in 1 day",
+// "today", "3 days ago".
+func In(t, at time.Time) string {
+	d := t.Sub(at)
+	days := int(d.Hours() / 24)
+	switch {
+	case days == 0 && d >= 0:
+		return fmt.Sprintf("in %s", hours(d))
+	case days == 0:
+		return fmt.Sprintf("%s ago", hours(-d))
+	case days == 1:
+		return "in 1 day"
+	case days > 1:
+		return fmt.Sprintf("in %d days", days)
+	case days == -1:
+		return "1 day ago"
+	}
+	return fmt.Sprintf("%d days ago", -days)
+}
+
+func hours(d time.Duration) string {
+	h := int(d.Hours())
+	if h == 1 {
+		return "1 hour"
+	}
+	if h == 0 {
+		return "less than an hour"
+	}
+	return fmt.Sprintf("%d hours", h)
+}
+
+// Subject names what a finding is about for a headline: the certificate's
+// subject, the name, or the first endpoint.
+func Subject(f policy.Finding) string {
+	switch {
+	case f.Subject != "":
+		return f.Subject
+	case f.Name != "":
+		return f.Name
+	case len(f.Endpoints) > 0:
+		return f.Endpoints[0].Name
+	}
+	return f.ID()
+}
+
+// Headline is a one-line description of a notification, used as message
+// text, incident summary and log line: "WARNING: api.example.com:
+// certificate expires in 12 days".
+func Headline(n Notification) string {
+	f := n.Finding
+	switch n.Event {
+	case EventDigest:
+		return fmt.Sprintf("certwatch digest: %d %s", len(n.Items), plural(len(n.Items), "item", "items"))
+	case EventSummary:
+		return fmt.Sprintf("certwatch: %d %s at once (%s)", n.Total, plural(n.Total, "notification", "notifications"), n.Reason)
+	case EventTest:
+		return "certwatch test message for channel " + n.Channel
+	case EventResolved:
+		if n.Reason == "" {
+			return fmt.Sprintf("RESOLVED: %s (was %s)", Subject(f), f.Tier)
+		}
+		return fmt.Sprintf("RESOLVED: %s (was %s): %s", Subject(f), f.Tier, n.Reason)
+	case EventEscalated:
+		return fmt.Sprintf("%s (was %s): %s: %s", strings.ToUpper(f.Tier.String()), n.Previous, Subject(f), Problem(f, n.At))
+	case EventReminder:
+		return fmt.Sprintf("Reminder, %s: %s: %s", f.Tier, Subject(f), Problem(f, n.At))
+	}
+	return fmt.Sprintf("%s: %s: %s", strings.ToUpper(f.Tier.String()), Subject(f), Problem(f, n.At))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

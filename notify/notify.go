@@ -1,0 +1,341 @@
+// Package notify decides who hears about which finding, and makes sure they
+// hear it exactly once per step of urgency.
+//
+// After each evaluation, Apply compares the findings with the alert state in
+// the Store: a new finding at a notified tier is announced, a finding that
+// moves up a tier is announced again, one that stays is quiet (apart from
+// reminders), and one that is gone for a number of consecutive runs, or whose
+// certificate was replaced, is resolved. Each transition is routed to
+// channels by tier and match rules, and written to the outbox in the same
+// transaction that updates the state, so a crash can never lose or repeat a
+// transition.
+//
+// The dispatcher (Run, Flush) delivers the outbox through one Sender per
+// channel, in order per channel, with exponential backoff and full jitter,
+// honouring a service's Retry-After, and at most at the channel's rate. A
+// notification that cannot be delivered stays in the outbox across restarts
+// until it is; a channel that keeps failing is reported on every other
+// channel.
+//
+// Channels live in sub-packages (notify/slack, notify/pagerduty); LogSender
+// writes notifications to the log.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Event names what a notification announces.
+type Event string
+
+// Events.
+const (
+	// EventNew announces a finding to a channel for the first time.
+	EventNew Event = "new"
+	// EventEscalated announces that a finding moved up a tier.
+	EventEscalated Event = "escalated"
+	// EventReminder re-announces an unresolved finding.
+	EventReminder Event = "reminder"
+	// EventResolved says a finding is gone: the certificate was replaced or
+	// the problem has not been seen for several runs.
+	EventResolved Event = "resolved"
+	// EventDigest bundles a channel's digest items (Items).
+	EventDigest Event = "digest"
+	// EventSummary replaces many notifications of one run with one
+	// (Items holds the most urgent, Total counts all).
+	EventSummary Event = "summary"
+	// EventTest is `certwatch notify test`.
+	EventTest Event = "test"
+)
+
+// KindChannelFailing is the kind of the alert raised on the other channels
+// when a channel keeps failing. Its Finding.Name is the failing channel.
+const KindChannelFailing policy.Kind = "channel_failing"
+
+// Notification is one message for one channel. It is stored in the outbox as
+// JSON and handed to the channel's Sender.
+type Notification struct {
+	Event   Event     `json:"event"`
+	Channel string    `json:"channel"`
+	At      time.Time `json:"at"`
+	// Key identifies what the notification is about across messages: the
+	// alert ID (a finding's ID) or, for a summary, the run. PagerDuty derives
+	// its dedup_key from it.
+	Key string `json:"key"`
+	// Finding is the finding as of At, for per-finding events.
+	Finding policy.Finding `json:"finding,omitzero"`
+	// Since is when the alert was first raised.
+	Since time.Time `json:"since,omitzero"`
+	// Previous is, for EventEscalated, the tier the channel was last told.
+	Previous policy.Tier `json:"previous,omitempty"`
+	// Reason says why: the resolution ("certificate replaced by ..."), or
+	// what caused a summary.
+	Reason string `json:"reason,omitempty"`
+	// Items are the notifications a digest or summary stands for.
+	Items []Notification `json:"items,omitempty"`
+	// Total is, for a summary, how many notifications it stands for.
+	Total int `json:"total,omitempty"`
+	// Ref is the reference the channel's sender returned when it first
+	// posted about Key, empty if none; set at delivery, never stored in the
+	// payload.
+	Ref string `json:"-"`
+}
+
+// Sender delivers notifications to one channel.
+//
+// Send returns a reference to the message it posted (for Slack, the channel
+// and ts, so later updates can go in its thread), or "" when there is
+// nothing to refer back to. Errors retrying cannot fix are marked with
+// Permanent; a service's requested delay is carried by RetryAfter. Send must
+// be safe to call again with the same notification after a failure.
+type Sender interface {
+	Send(ctx context.Context, n Notification) (ref string, err error)
+}
+
+// Store keeps alert state and the outbox. state/sqlite implements it.
+type Store interface {
+	// Update reads the open alerts and writes the changes fn computes from
+	// them in one transaction.
+	Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error
+	// Pending returns up to limit undelivered notifications of a channel:
+	// immediate ones first, then digest ones, each in outbox order.
+	Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error)
+	// Settle records the outcome of a delivery attempt.
+	Settle(ctx context.Context, ids []int64, s state.Settlement) error
+}
+
+// Notifier turns findings into notifications and delivers them. Create it
+// with New and set the exported fields before first use. Apply may be
+// called while Run is running; Run and Flush must not run at the same time.
+type Notifier struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// After waits for a duration, as time.After does; tests replace it to
+	// drive time. nil means time.After.
+	After func(time.Duration) <-chan time.Time
+	// Rand returns a number in [0, 1) for backoff jitter; nil means
+	// math/rand/v2.
+	Rand func() float64
+	// Labels returns a finding's labels for routes that match on labels;
+	// nil means findings carry none.
+	Labels func(policy.Finding) map[string]string
+	// SendTimeout bounds one delivery attempt; 0 means 30s.
+	SendTimeout time.Duration
+	// Poll is how often Run looks for notifications written by another
+	// process; 0 means 30s.
+	Poll time.Duration
+
+	cfg       config.Notify
+	store     Store
+	logger    *slog.Logger
+	router    router
+	reminders map[policy.Tier]time.Duration
+	workers   []*worker
+	byName    map[string]*worker
+}
+
+// Default rates per channel kind, deliveries per second.
+const (
+	DefaultSlackRate     = 1
+	DefaultPagerDutyRate = 2
+	DefaultBurst         = 5
+)
+
+// New returns a Notifier for cfg (defaults are applied to unset values),
+// keeping state in store and delivering through senders, which must have one
+// Sender per configured channel, by channel name. logger receives delivery
+// problems and one line per Apply; nil discards.
+func New(cfg config.Notify, store Store, senders map[string]Sender, logger *slog.Logger) (*Notifier, error) {
+	cfg = cfg.Defaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("notify config: %w", errors.Join(errs...))
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r, err := newRouter(cfg.Routes)
+	if err != nil {
+		return nil, err
+	}
+	n := &Notifier{
+		cfg:       cfg,
+		store:     store,
+		logger:    logger,
+		router:    r,
+		reminders: map[policy.Tier]time.Duration{},
+		byName:    map[string]*worker{},
+	}
+	for name, d := range cfg.Reminders {
+		t, _ := policy.ParseTier(name) // validated above
+		n.reminders[t] = time.Duration(d)
+	}
+	for _, c := range cfg.Channels {
+		s, ok := senders[c.Name]
+		if !ok || s == nil {
+			return nil, fmt.Errorf("notify: channel %s has no sender", c.Name)
+		}
+		w := &worker{name: c.Name, sender: s, limiter: newLimiter(c), wake: make(chan struct{}, 1)}
+		n.workers = append(n.workers, w)
+		n.byName[c.Name] = w
+	}
+	for name := range senders {
+		if _, ok := n.byName[name]; !ok {
+			return nil, fmt.Errorf("notify: sender for %s, which is not a configured channel", name)
+		}
+	}
+	return n, nil
+}
+
+func newLimiter(c config.Channel) *rate.Limiter {
+	r := c.RatePerSecond
+	if r == 0 {
+		switch c.Kind {
+		case config.ChannelSlack:
+			r = DefaultSlackRate
+		case config.ChannelPagerDuty:
+			r = DefaultPagerDutyRate
+		default:
+			return rate.NewLimiter(rate.Inf, 1)
+		}
+	}
+	b := c.Burst
+	if b == 0 {
+		b = DefaultBurst
+	}
+	return rate.NewLimiter(rate.Limit(r), b)
+}
+
+func (n *Notifier) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+func (n *Notifier) after(d time.Duration) <-chan time.Time {
+	if n.After != nil {
+		return n.After(d)
+	}
+	return time.After(d)
+}
+
+func (n *Notifier) rand() float64 {
+	if n.Rand != nil {
+		return n.Rand()
+	}
+	return rand.Float64()
+}
+
+// Channels returns the configured channel names, in configuration order.
+func (n *Notifier) Channels() []string {
+	names := make([]string, len(n.workers))
+	for i, w := range n.workers {
+		names[i] = w.name
+	}
+	return names
+}
+
+// Test sends a test message to the named channel at once, bypassing the
+// outbox, and returns the sender's error.
+func (n *Notifier) Test(ctx context.Context, channel string) error {
+	w, ok := n.byName[channel]
+	if !ok {
+		return fmt.Errorf("notify test: no channel named %q (configured: %v)", channel, n.Channels())
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
+	defer cancel()
+	now := n.now()
+	_, err := w.sender.Send(ctx, Notification{
+		Event: EventTest, Channel: channel, At: now, Key: "test:" + channel,
+		Reason: "certwatch test message: if you can read this, channel " + channel + " works.",
+	})
+	if err != nil {
+		return fmt.Errorf("notify test %s: %w", channel, err)
+	}
+	return nil
+}
+
+func (n *Notifier) sendTimeout() time.Duration {
+	if n.SendTimeout > 0 {
+		return n.SendTimeout
+	}
+	return 30 * time.Second
+}
+
+func (n *Notifier) poll() time.Duration {
+	if n.Poll > 0 {
+		return n.Poll
+	}
+	return 30 * time.Second
+}
+
+// ChannelHealth is the dispatcher's view of one channel.
+type ChannelHealth struct {
+	Channel string `json:"channel"`
+	// FailingSince is when the current run of failed deliveries started,
+	// zero while the channel works.
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	// LastError is the latest delivery error, cleared on success.
+	LastError string `json:"last_error,omitempty"`
+	// Delivered, Retried and Refused count attempts since start: delivered
+	// messages (a digest counts once), failed attempts that will be retried,
+	// and notifications refused for good.
+	Delivered uint64 `json:"delivered"`
+	Retried   uint64 `json:"retried"`
+	Refused   uint64 `json:"refused"`
+}
+
+// Health returns the delivery health of every channel, for metrics and the
+// status page. It is safe to call at any time.
+func (n *Notifier) Health() []ChannelHealth {
+	out := make([]ChannelHealth, 0, len(n.workers))
+	for _, w := range n.workers {
+		w.mu.Lock()
+		out = append(out, w.health)
+		w.mu.Unlock()
+		out[len(out)-1].Channel = w.name
+	}
+	return out
+}
+
+// worker delivers one channel's outbox.
+type worker struct {
+	name    string
+	sender  Sender
+	limiter *rate.Limiter
+	wake    chan struct{}
+
+	mu     sync.Mutex
+	health ChannelHealth
+	// raised: whether a channel_failing alert is open for this channel;
+	// unknown until checked after start.
+	raised  raisedState
+	refused bool
+}
+
+type raisedState int
+
+const (
+	raisedUnknown raisedState = iota
+	raisedNo
+	raisedYes
+)
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}

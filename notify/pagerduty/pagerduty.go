@@ -1,0 +1,293 @@
+// Package pagerduty sends notifications to a PagerDuty service through the
+// Events API v2 (https://developer.pagerduty.com/docs/events-api-v2/).
+//
+// A finding triggers an alert whose dedup_key is derived from the finding's
+// identity (kind and certificate), so a retried or repeated trigger folds
+// into the same alert instead of paging twice; an escalation re-triggers it
+// with the higher severity and a resolution resolves it. The routing key is
+// held as a config.Secret and appears in no error or log line.
+package pagerduty
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+)
+
+// DefaultURL is the Events API v2 enqueue endpoint.
+const DefaultURL = "https://events.pagerduty.com/v2/enqueue"
+
+// DefaultTimeout bounds one request.
+const DefaultTimeout = 10 * time.Second
+
+// maxEndpoints is how many endpoints custom_details lists; the count is
+// always given.
+const maxEndpoints = 50
+
+// Sender posts events to one PagerDuty service. Set the exported fields
+// before first use. It is safe for concurrent use.
+type Sender struct {
+	// Source is the payload's source field; "" means "certwatch".
+	Source string
+	// RunbookURL, when set, is linked from every alert.
+	RunbookURL string
+
+	name       string
+	url        string
+	routingKey config.Secret
+	client     *http.Client
+	timeout    time.Duration
+}
+
+// New returns a Sender for channel c (kind pagerduty) with its routing key.
+// client is used for every request; nil means a client with no timeout of
+// its own (each request is bounded by the channel's timeout).
+func New(c config.Channel, routingKey config.Secret, client *http.Client) (*Sender, error) {
+	if c.PagerDuty == nil {
+		return nil, fmt.Errorf("pagerduty channel %s: no pagerduty settings", c.Name)
+	}
+	if routingKey == "" {
+		return nil, fmt.Errorf("pagerduty channel %s: empty routing key (set routing_key_env or routing_key_file)", c.Name)
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	s := &Sender{name: c.Name, url: c.PagerDuty.URL, routingKey: routingKey, client: client, timeout: time.Duration(c.PagerDuty.Timeout)}
+	if s.url == "" {
+		s.url = DefaultURL
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	return s, nil
+}
+
+// DedupKey is the dedup_key for a notification key: stable across runs and
+// restarts, and short whatever the key's length.
+func DedupKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "certwatch-" + hex.EncodeToString(sum[:16])
+}
+
+// Severity maps a tier to a PagerDuty severity: critical → critical, page
+// and warning → warning, lower → info.
+func Severity(t policy.Tier) string {
+	switch {
+	case t >= policy.Critical:
+		return "critical"
+	case t >= policy.Warning:
+		return "warning"
+	}
+	return "info"
+}
+
+type event struct {
+	RoutingKey  string   `json:"routing_key"`
+	EventAction string   `json:"event_action"`
+	DedupKey    string   `json:"dedup_key"`
+	Client      string   `json:"client,omitempty"`
+	Payload     *payload `json:"payload,omitempty"`
+	Links       []link   `json:"links,omitempty"`
+}
+
+type payload struct {
+	Summary       string         `json:"summary"`
+	Source        string         `json:"source"`
+	Severity      string         `json:"severity"`
+	Timestamp     string         `json:"timestamp,omitempty"`
+	Component     string         `json:"component,omitempty"`
+	Group         string         `json:"group,omitempty"`
+	Class         string         `json:"class,omitempty"`
+	CustomDetails map[string]any `json:"custom_details,omitempty"`
+}
+
+type link struct {
+	Href string `json:"href"`
+	Text string `json:"text,omitempty"`
+}
+
+// Send delivers n: a resolution resolves the alert, a test triggers and
+// resolves one, anything else triggers (or re-triggers) the alert for
+// n.Key. It returns the dedup_key as the reference.
+func (s *Sender) Send(ctx context.Context, n notify.Notification) (string, error) {
+	key := DedupKey(n.Key)
+	switch n.Event {
+	case notify.EventResolved:
+		return key, s.post(ctx, "resolve", event{EventAction: "resolve", DedupKey: key})
+	case notify.EventTest:
+		if err := s.post(ctx, "trigger", s.trigger(n, key)); err != nil {
+			return "", err
+		}
+		return key, s.post(ctx, "resolve", event{EventAction: "resolve", DedupKey: key})
+	}
+	return key, s.post(ctx, "trigger", s.trigger(n, key))
+}
+
+func (s *Sender) trigger(n notify.Notification, key string) event {
+	source := s.Source
+	if source == "" {
+		source = "certwatch"
+	}
+	f := n.Finding
+	p := &payload{
+		Summary:   truncate(notify.Headline(n), 1024),
+		Source:    source,
+		Severity:  Severity(f.Tier),
+		Timestamp: n.At.UTC().Format(time.RFC3339),
+		Class:     string(f.Kind),
+		Component: notify.Subject(f),
+	}
+	d := map[string]any{"event": string(n.Event)}
+	switch n.Event {
+	case notify.EventSummary, notify.EventDigest:
+		top := policy.Tier(0)
+		var items []string
+		for _, it := range n.Items {
+			top = max(top, it.Finding.Tier)
+			items = append(items, notify.Headline(it))
+		}
+		p.Severity, p.Class, p.Component = Severity(top), "summary", ""
+		d["reason"] = n.Reason
+		d["total"] = n.Total
+		d["top_items"] = items
+	case notify.EventTest:
+		p.Severity, p.Class, p.Component = "info", "test", ""
+		d["message"] = n.Reason
+	default:
+		d["kind"] = string(f.Kind)
+		d["tier"] = f.Tier.String()
+		d["message"] = f.Message
+		if f.Certificate != "" {
+			d["certificate_sha256"] = f.Certificate
+		}
+		if f.Subject != "" {
+			d["subject"] = f.Subject
+		}
+		if f.Name != "" {
+			d["name"] = f.Name
+		}
+		if !f.Deadline.IsZero() {
+			d["deadline"] = f.Deadline.UTC().Format(time.RFC3339)
+			d["days_left"] = f.DaysLeft(n.At)
+		}
+		if !n.Since.IsZero() {
+			d["first_raised"] = n.Since.UTC().Format(time.RFC3339)
+		}
+		if n.Event == notify.EventEscalated {
+			d["previous_tier"] = n.Previous.String()
+		}
+		d["blast_radius"] = len(f.Endpoints)
+		eps := make([]string, 0, min(len(f.Endpoints), maxEndpoints))
+		for _, e := range f.Endpoints[:min(len(f.Endpoints), maxEndpoints)] {
+			eps = append(eps, e.String())
+		}
+		d["endpoints"] = eps
+		if len(f.Endpoints) > maxEndpoints {
+			d["endpoints_not_listed"] = len(f.Endpoints) - maxEndpoints
+		}
+	}
+	p.CustomDetails = d
+	ev := event{EventAction: "trigger", DedupKey: key, Client: "certwatch", Payload: p}
+	if s.RunbookURL != "" {
+		ev.Links = []link{{Href: s.RunbookURL, Text: "Runbook"}}
+	}
+	return ev
+}
+
+// post sends one event. Errors name the channel and action but never the
+// routing key or URL.
+func (s *Sender) post(ctx context.Context, action string, ev event) error {
+	op := fmt.Sprintf("pagerduty %s %s", s.name, action)
+	ev.RoutingKey = s.routingKey.Reveal()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return notify.Permanent(fmt.Errorf("%s: encode event: %w", op, err))
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return notify.Permanent(fmt.Errorf("%s: invalid url in channel settings", op))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return fmt.Errorf("%s: %w", op, notify.StripURL(err))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey.Reveal())}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return notify.RetryAfter(d, serr)
+		}
+	}
+	return notify.Classify(serr)
+}
+
+// detail extracts PagerDuty's message and errors from a response body,
+// with anything resembling the routing key removed.
+func detail(body []byte, key string) string {
+	var r struct {
+		Status  string   `json:"status"`
+		Message string   `json:"message"`
+		Errors  []string `json:"errors"`
+	}
+	var out string
+	if json.Unmarshal(body, &r) == nil && (r.Message != "" || r.Status != "") {
+		out = strings.TrimSpace(r.Status + ": " + r.Message)
+		if len(r.Errors) > 0 {
+			out += " (" + strings.Join(r.Errors, "; ") + ")"
+		}
+	}
+	if key != "" {
+		out = strings.ReplaceAll(out, key, "<secret>")
+	}
+	return truncate(out, 300)
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,181 @@
+package pagerduty_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/notify/pagerduty"
+	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/policy"
+)
+
+const routingKey = "R0UTINGKEY0123456789abcdefABCDEF"
+
+var now = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func newSender(t *testing.T, url string) *pagerduty.Sender {
+	t.Helper()
+	c := config.Channel{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{RoutingKeyEnv: "X", URL: url}}
+	s, err := pagerduty.New(c, config.Secret(routingKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RunbookURL = "https://wiki.example/certs"
+	return s
+}
+
+func finding(tier policy.Tier) policy.Finding {
+	eps := []policy.Endpoint{{Name: "a.internal.example", Port: 443, Address: "10.0.0.1"}}
+	for i := range 60 {
+		eps = append(eps, policy.Endpoint{Name: "svc.internal.example", Port: 8443 + i, Address: "10.0.0.2"})
+	}
+	return policy.Finding{
+		Kind: policy.Expiring, Tier: tier, Certificate: strings.Repeat("ab", 32), Subject: "*.internal.example",
+		Deadline: now.AddDate(0, 0, 6), Endpoints: eps, Message: "renew the wildcard and deploy it everywhere",
+	}
+}
+
+func TestTriggerEscalateResolve(t *testing.T) {
+	ctx := context.Background()
+	pd := pagerdutytest.New(t, routingKey)
+	s := newSender(t, pd.URL())
+	f := finding(policy.Page)
+
+	ref, err := s.Send(ctx, notify.Notification{Event: notify.EventNew, Channel: "oncall", At: now, Key: f.ID(), Finding: f, Since: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := pagerduty.DedupKey(f.ID()); ref != want {
+		t.Errorf("ref = %q, want the dedup key %q", ref, want)
+	}
+	// A retry after a lost answer, then the escalation to critical.
+	if _, err := s.Send(ctx, notify.Notification{Event: notify.EventNew, Channel: "oncall", At: now, Key: f.ID(), Finding: f, Since: now}); err != nil {
+		t.Fatal(err)
+	}
+	f.Tier = policy.Critical
+	if _, err := s.Send(ctx, notify.Notification{Event: notify.EventEscalated, Channel: "oncall", At: now.AddDate(0, 0, 5), Key: f.ID(), Finding: f, Previous: policy.Page}); err != nil {
+		t.Fatal(err)
+	}
+
+	evs := pd.Events()
+	if len(evs) != 3 {
+		t.Fatalf("server got %d events, want 3", len(evs))
+	}
+	first := evs[0]
+	if first.RoutingKey != routingKey || first.EventAction != "trigger" || first.DedupKey != ref || first.Status != http.StatusAccepted {
+		t.Errorf("first event = %+v, want an accepted trigger with the routing key and dedup key", first)
+	}
+	if first.Payload.Severity != "warning" || evs[2].Payload.Severity != "critical" {
+		t.Errorf("severities = %q, %q, want warning for page and critical for critical", first.Payload.Severity, evs[2].Payload.Severity)
+	}
+	if got, want := first.Payload.Summary, "PAGE: *.internal.example: certificate expires in 6 days"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+	d := first.Payload.CustomDetails
+	if d["blast_radius"] != float64(61) || d["endpoints_not_listed"] != float64(11) || len(d["endpoints"].([]any)) != 50 {
+		t.Errorf("custom_details blast radius = %v / %v / %d listed, want 61 / 11 / 50", d["blast_radius"], d["endpoints_not_listed"], len(d["endpoints"].([]any)))
+	}
+	if d["certificate_sha256"] != f.Certificate || d["message"] != f.Message || d["days_left"] != float64(6) {
+		t.Errorf("custom_details = %v, want certificate, message and days_left", d)
+	}
+	if len(first.Links) != 1 || first.Links[0].Href != "https://wiki.example/certs" {
+		t.Errorf("links = %v, want the runbook", first.Links)
+	}
+
+	if _, err := s.Send(ctx, notify.Notification{Event: notify.EventResolved, Channel: "oncall", At: now.AddDate(0, 0, 6), Key: f.ID(), Finding: f, Reason: "certificate replaced"}); err != nil {
+		t.Fatal(err)
+	}
+	alerts := pd.Alerts()
+	if len(alerts) != 1 || alerts[0].Opened != 1 || alerts[0].Triggers != 3 || alerts[0].Status != "resolved" {
+		t.Errorf("alerts = %+v, want one alert, paged once, three triggers folded in, resolved", alerts)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		script    pagerdutytest.Response
+		permanent bool
+		retryIn   time.Duration
+	}{
+		{"invalid event", pagerdutytest.Response{Status: 400}, true, 0},
+		{"throttled with retry-after", pagerdutytest.Response{Status: 429, RetryAfter: "7"}, false, 7 * time.Second},
+		{"throttled", pagerdutytest.Response{Status: 429}, false, 0},
+		{"server error", pagerdutytest.Response{Status: 500}, false, 0},
+		{"unavailable", pagerdutytest.Response{Status: 503, RetryAfter: "2"}, false, 2 * time.Second},
+		{"forbidden", pagerdutytest.Response{Status: 403, Body: `{"status":"forbidden","message":"key ` + routingKey + ` disabled"}`}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pd := pagerdutytest.New(t, routingKey)
+			pd.Script(tt.script)
+			f := finding(policy.Page)
+			_, err := newSender(t, pd.URL()).Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
+			if err == nil {
+				t.Fatal("Send = nil, want an error")
+			}
+			if got := notify.IsPermanent(err); got != tt.permanent {
+				t.Errorf("IsPermanent(%v) = %v, want %v", err, got, tt.permanent)
+			}
+			d, ok := notify.RetryDelay(err)
+			if tt.retryIn > 0 && (!ok || d != tt.retryIn) {
+				t.Errorf("RetryDelay(%v) = %v, %v, want %v", err, d, ok, tt.retryIn)
+			}
+			if strings.Contains(err.Error(), routingKey) || strings.Contains(err.Error(), "127.0.0.1") {
+				t.Errorf("error %q reveals the routing key or the URL", err)
+			}
+			if !strings.Contains(err.Error(), "pagerduty oncall trigger") {
+				t.Errorf("error %q does not name the channel and action", err)
+			}
+		})
+	}
+}
+
+func TestRefusedByRealValidation(t *testing.T) {
+	pd := pagerdutytest.New(t, "SOMEOTHERKEY00000000000000000000")
+	f := finding(policy.Page)
+	_, err := newSender(t, pd.URL()).Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
+	if !notify.IsPermanent(err) || !strings.Contains(err.Error(), "routing_key") || strings.Contains(err.Error(), routingKey) {
+		t.Errorf("Send with an unknown key = %v, want a permanent error about the routing key that does not show it", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	pd := pagerdutytest.New(t, routingKey)
+	url := pd.URL()
+	s := newSender(t, url)
+	// Closing the fake leaves a loopback port nobody listens on.
+	pd.Close()
+	f := finding(policy.Page)
+	_, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
+	if err == nil || notify.IsPermanent(err) {
+		t.Fatalf("Send to a closed port = %v, want a retryable error", err)
+	}
+	if strings.Contains(err.Error(), url) {
+		t.Errorf("error %q contains the URL", err)
+	}
+}
+
+func TestTestEventTriggersAndResolves(t *testing.T) {
+	pd := pagerdutytest.New(t, routingKey)
+	if _, err := newSender(t, pd.URL()).Send(context.Background(), notify.Notification{Event: notify.EventTest, Channel: "oncall", At: now, Key: "test:oncall", Reason: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	a := pd.Alerts()
+	if len(a) != 1 || a[0].Status != "resolved" || a[0].Severity != "info" {
+		t.Errorf("alerts after a test = %+v, want one info alert, already resolved", a)
+	}
+}
+
+func TestNewNeedsKey(t *testing.T) {
+	c := config.Channel{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{}}
+	if _, err := pagerduty.New(c, "", nil); err == nil {
+		t.Error("New with an empty routing key = nil error")
+	}
+	var _ notify.Sender = (*pagerduty.Sender)(nil)
+}

@@ -1,0 +1,136 @@
+package notify
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+)
+
+// router maps a finding and a tier to channels.
+type router struct {
+	routes []route
+}
+
+type route struct {
+	tiers    map[policy.Tier]bool
+	channels []string
+	digest   bool
+	specific bool
+	zones    []string
+	names    discovery.Filter
+	hasNames bool
+	labels   map[string]string
+}
+
+func newRouter(cfg []config.Route) (router, error) {
+	var r router
+	for i, c := range cfg {
+		rt := route{tiers: map[policy.Tier]bool{}, channels: c.Channels, digest: c.Digest, specific: !c.Match.Empty(), labels: c.Match.Labels}
+		for _, t := range c.Tiers {
+			tier, err := policy.ParseTier(t)
+			if err != nil {
+				return router{}, fmt.Errorf("notify: routes[%d]: %w", i, err)
+			}
+			rt.tiers[tier] = true
+		}
+		for _, z := range c.Match.Zones {
+			rt.zones = append(rt.zones, discovery.NormalizeName(z))
+		}
+		if len(c.Match.Names) > 0 {
+			f, err := discovery.NewFilter(c.Match.Names, nil)
+			if err != nil {
+				return router{}, fmt.Errorf("notify: routes[%d]: match: names: %w", i, err)
+			}
+			rt.names, rt.hasNames = f, true
+		}
+		r.routes = append(r.routes, rt)
+	}
+	return r, nil
+}
+
+// targets returns the channels a finding at tier goes to, each with whether
+// it goes there in the digest. Routes whose match selects the finding win
+// over routes without a match; a channel reached both ways is sent to at
+// once rather than in the digest.
+func (r router) targets(f policy.Finding, tier policy.Tier, labels map[string]string) map[string]bool {
+	var specific, general []route
+	for _, rt := range r.routes {
+		if !rt.tiers[tier] {
+			continue
+		}
+		if !rt.specific {
+			general = append(general, rt)
+		} else if rt.matches(f, labels) {
+			specific = append(specific, rt)
+		}
+	}
+	use := general
+	if len(specific) > 0 {
+		use = specific
+	}
+	out := map[string]bool{}
+	for _, rt := range use {
+		for _, c := range rt.channels {
+			digest, seen := out[c]
+			out[c] = rt.digest && (!seen || digest)
+		}
+	}
+	return out
+}
+
+// names a finding is known by: its endpoint names, subject and, for name
+// findings, the host part of Name.
+func findingNames(f policy.Finding) []string {
+	names := make([]string, 0, len(f.Endpoints)+2)
+	for _, e := range f.Endpoints {
+		names = append(names, e.Name)
+	}
+	if f.Subject != "" {
+		names = append(names, f.Subject)
+	}
+	if f.Name != "" {
+		host := f.Name
+		if h, _, err := net.SplitHostPort(f.Name); err == nil {
+			host = h
+		}
+		names = append(names, host)
+	}
+	return names
+}
+
+func (rt route) matches(f policy.Finding, labels map[string]string) bool {
+	names := findingNames(f)
+	if len(rt.zones) > 0 && !anyName(names, func(n string) bool {
+		n = discovery.NormalizeName(n)
+		for _, z := range rt.zones {
+			if n == z || strings.HasSuffix(n, "."+z) {
+				return true
+			}
+		}
+		return false
+	}) {
+		return false
+	}
+	if rt.hasNames && !anyName(names, rt.names.Keep) {
+		return false
+	}
+	for k, v := range rt.labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func anyName(names []string, ok func(string) bool) bool {
+	for _, n := range names {
+		if ok(n) {
+			return true
+		}
+	}
+	return false
+}

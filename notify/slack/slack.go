@@ -1,0 +1,215 @@
+// Package slack posts notifications to a Slack channel with a bot token,
+// through github.com/slack-go/slack.
+//
+// Each finding gets one message (Block Kit: tier, deadline and days left,
+// kind, subject, certificate, what to do, blast radius, runbook link). Later
+// updates go into that message's thread, and the original's header is
+// edited (chat.update) to show the current tier or that it was resolved, so
+// the channel shows one line per problem in its current state. Digests and
+// storm summaries are single messages. A 429 answer is returned with its
+// Retry-After for the dispatcher to honour.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+)
+
+// DefaultTimeout bounds one API request.
+const DefaultTimeout = 10 * time.Second
+
+// Sender posts to one Slack channel. Set the exported fields before first
+// use. It is safe for concurrent use.
+type Sender struct {
+	// RunbookURL, when set, is linked from every finding message.
+	RunbookURL string
+
+	name    string
+	channel string
+	api     *slack.Client
+	timeout time.Duration
+}
+
+// New returns a Sender for channel c (kind slack) with its bot token. client
+// carries every request; nil means a plain http.Client (each request is
+// bounded by the channel's timeout).
+func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, error) {
+	if c.Slack == nil {
+		return nil, fmt.Errorf("slack channel %s: no slack settings", c.Name)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("slack channel %s: empty bot token (set token_env or token_file)", c.Name)
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	opts := []slack.Option{slack.OptionHTTPClient(client)}
+	if c.Slack.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(c.Slack.APIURL))
+	}
+	s := &Sender{
+		name:    c.Name,
+		channel: c.Slack.Channel,
+		api:     slack.New(token.Reveal(), opts...),
+		timeout: time.Duration(c.Slack.Timeout),
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	return s, nil
+}
+
+// Send delivers n. A new finding, digest, summary or test is posted as a
+// message; an escalation, reminder or resolution of a finding already posted
+// (n.Ref set) edits the original and replies in its thread, and is posted
+// as a new message when there is no original. It returns "channel:ts" of the
+// finding's message.
+func (s *Sender) Send(ctx context.Context, n notify.Notification) (string, error) {
+	switch n.Event {
+	case notify.EventDigest:
+		return s.post(ctx, "", false, notify.Headline(n), digestBlocks(n, s.RunbookURL))
+	case notify.EventSummary:
+		return s.post(ctx, "", false, notify.Headline(n), summaryBlocks(n, s.RunbookURL))
+	case notify.EventTest:
+		return s.post(ctx, "", false, notify.Headline(n), testBlocks(n))
+	case notify.EventEscalated, notify.EventReminder, notify.EventResolved:
+		if n.Ref != "" {
+			return s.update(ctx, n)
+		}
+	}
+	return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+}
+
+// update edits the finding's original message and then replies in its
+// thread. The edit goes first because it can be repeated harmlessly: if the
+// reply fails, the retry edits again and replies once.
+func (s *Sender) update(ctx context.Context, n notify.Notification) (string, error) {
+	channel, ts, ok := strings.Cut(n.Ref, ":")
+	if !ok {
+		return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+	}
+	original := n
+	if n.Event != notify.EventResolved {
+		// The original shows the finding's current state, not "reminder".
+		original.Event = notify.EventNew
+	}
+	err := s.edit(ctx, channel, ts, notify.Headline(original), findingBlocks(original, s.RunbookURL))
+	var gone *goneError
+	if errors.As(err, &gone) {
+		// Someone deleted the original: start over with a new message.
+		return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+	}
+	if err != nil {
+		return "", err
+	}
+	broadcast := n.Event == notify.EventEscalated || n.Event == notify.EventReminder
+	if _, err := s.postTo(ctx, channel, ts, broadcast, notify.Headline(n), threadBlocks(n)); err != nil {
+		return "", err
+	}
+	return n.Ref, nil
+}
+
+func (s *Sender) post(ctx context.Context, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
+	return s.postTo(ctx, s.channel, threadTS, broadcast, text, blocks)
+}
+
+func (s *Sender) postTo(ctx context.Context, channel, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
+	op := fmt.Sprintf("slack %s chat.postMessage %s", s.name, s.channel)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
+	defer cancel()
+	opts := []slack.MsgOption{
+		slack.MsgOptionText(text, false),
+		slack.MsgOptionBlocks(blocks...),
+		slack.MsgOptionDisableLinkUnfurl(),
+	}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+		if broadcast {
+			opts = append(opts, slack.MsgOptionBroadcast())
+		}
+	}
+	respChannel, ts, err := s.api.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return "", classify(ctx, op, err)
+	}
+	return respChannel + ":" + ts, nil
+}
+
+// goneError: the message to edit no longer exists.
+type goneError struct{ err error }
+
+func (e *goneError) Error() string { return e.err.Error() }
+
+func (s *Sender) edit(ctx context.Context, channel, ts, text string, blocks []slack.Block) error {
+	op := fmt.Sprintf("slack %s chat.update %s", s.name, s.channel)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
+	defer cancel()
+	_, _, _, err := s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && slices.Contains([]string{"message_not_found", "cant_update_message", "edit_window_closed"}, se.Err) {
+		return &goneError{err: fmt.Errorf("%s: %s", op, se.Err)}
+	}
+	if err != nil {
+		return classify(ctx, op, err)
+	}
+	return nil
+}
+
+// retryable are Slack error codes that may succeed on a later attempt;
+// every other ok:false answer is permanent.
+var retryable = []string{"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
+
+// hints for errors an operator must fix.
+var hints = map[string]string{
+	"invalid_auth":     "check the bot token (token_env or token_file)",
+	"not_authed":       "check the bot token (token_env or token_file)",
+	"token_revoked":    "the bot token was revoked: install the app again and update the token",
+	"token_expired":    "the bot token expired: rotate it",
+	"account_inactive": "the bot's account is deactivated",
+	"channel_not_found": "check the channel name in the configuration, and for a private channel " +
+		"invite the bot",
+	"not_in_channel":   "invite the bot to the channel (/invite @bot)",
+	"is_archived":      "the channel is archived: unarchive it or configure another",
+	"missing_scope":    "the bot token needs the chat:write scope",
+	"msg_too_long":     "the message is too long",
+	"invalid_blocks":   "Slack rejected the message layout",
+	"restricted_action": "the workspace does not let the bot post in this channel",
+}
+
+// classify turns a slack-go error into one the dispatcher understands:
+// Retry-After for 429, permanent for refusals, retryable otherwise. The
+// token is never part of slack-go's errors; URLs are stripped anyway.
+func classify(ctx context.Context, op string, err error) error {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return notify.RetryAfter(rl.RetryAfter, fmt.Errorf("%s: rate limited", op))
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) {
+		return notify.Classify(&notify.StatusError{Op: op, Status: sc.Code})
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		if slices.Contains(retryable, se.Err) {
+			return fmt.Errorf("%s: %s", op, se.Err)
+		}
+		if h, ok := hints[se.Err]; ok {
+			return notify.Permanent(fmt.Errorf("%s: %s: %s", op, se.Err, h))
+		}
+		return notify.Permanent(fmt.Errorf("%s: %s", op, se.Err))
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return fmt.Errorf("%s: %w", op, notify.StripURL(err))
+}

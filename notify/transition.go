@@ -1,0 +1,467 @@
+package notify
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Sweep is what one evaluation produced, as far as notification cares.
+type Sweep struct {
+	// Findings of the run, at every tier; those below notice are ignored.
+	Findings []policy.Finding
+	// Certificates seen in the run, for the certificate inventory and to
+	// tell a replaced certificate.
+	Certificates []policy.Certificate
+	// Endpoints probed in the run and what each served; used to tell a
+	// replaced certificate and the share of failed endpoints.
+	Endpoints []Served
+}
+
+// Served is one probed endpoint and the leaf certificate it served.
+type Served struct {
+	Endpoint policy.Endpoint
+	// Certificate is the leaf's SHA-256, empty when the probe failed.
+	Certificate string
+	// Failed is set when no certificate was obtained.
+	Failed bool
+}
+
+// Report says what one Apply did.
+type Report struct {
+	// New, Escalated, Reminded and Resolved count alerts by transition.
+	New       int `json:"new"`
+	Escalated int `json:"escalated"`
+	Reminded  int `json:"reminded"`
+	Resolved  int `json:"resolved"`
+	// Queued counts notifications written to the outbox.
+	Queued int `json:"queued"`
+	// Storm is set when the run's notifications were summarised; Reason
+	// says why.
+	Storm  bool   `json:"storm,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Retention is how long delivered notifications, resolved alerts and
+// certificates no longer seen are kept.
+const Retention = 90 * 24 * time.Hour
+
+// minEndpointsForOutage is the smallest sweep in which a share of failed
+// endpoints is read as an outage on certwatch's side.
+const minEndpointsForOutage = 10
+
+// Apply compares one run's findings with the alert state at time now,
+// writes the resulting transitions to the outbox in the same transaction as
+// the state, and wakes the dispatcher. It does not deliver anything itself.
+func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, error) {
+	var rep Report
+	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+		var err error
+		var ch state.Changes
+		ch, rep, err = n.plan(snap, sw, now)
+		return ch, err
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("notify: apply findings: %w", err)
+	}
+	for _, w := range n.workers {
+		w.poke()
+	}
+	n.logger.Info("findings applied", "new", rep.New, "escalated", rep.Escalated, "reminded", rep.Reminded,
+		"resolved", rep.Resolved, "queued", rep.Queued, "storm", rep.Storm)
+	return rep, nil
+}
+
+// item is one notification before it is encoded into the outbox.
+type item struct {
+	n      Notification
+	digest bool
+}
+
+// planner holds one run's work.
+type planner struct {
+	n     *Notifier
+	now   time.Time
+	items []item
+	ch    state.Changes
+	rep   Report
+}
+
+func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, prev policy.Tier, reason string) {
+	p.items = append(p.items, item{digest: digest, n: Notification{
+		Event: ev, Channel: channel, At: p.now, Key: a.ID, Finding: a.Finding, Since: a.FirstRaised,
+		Previous: prev, Reason: reason,
+	}})
+}
+
+func (n *Notifier) labels(f policy.Finding) map[string]string {
+	if n.Labels == nil {
+		return nil
+	}
+	return n.Labels(f)
+}
+
+// plan is the pure part of Apply.
+func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Changes, Report, error) {
+	p := &planner{n: n, now: now}
+
+	present := map[string]policy.Finding{}
+	for _, f := range sw.Findings {
+		if f.Tier < policy.Notice {
+			continue
+		}
+		id := f.ID()
+		if old, ok := present[id]; !ok || f.Tier > old.Tier {
+			present[id] = f
+		}
+	}
+	ids := slices.Collect(maps.Keys(present))
+	slices.SortFunc(ids, func(a, b string) int {
+		fa, fb := present[a], present[b]
+		return cmp.Or(cmp.Compare(fb.Tier, fa.Tier), fa.Deadline.Compare(fb.Deadline), strings.Compare(a, b))
+	})
+
+	outage, outageReason := outage(sw, n.cfg.Storm.MaxFailureShare)
+
+	for _, id := range ids {
+		f := present[id]
+		if a, ok := snap.Alerts[id]; ok {
+			p.existing(a, f)
+		} else {
+			p.fresh(f)
+		}
+	}
+
+	served := servedBy(sw)
+	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
+		a := snap.Alerts[id]
+		if _, ok := present[id]; ok || a.Finding.Kind == KindChannelFailing {
+			continue
+		}
+		reason := replacedBy(a.Finding, served, sw.Certificates)
+		switch {
+		case reason != "":
+		case outage:
+			// Absent because certwatch cannot see, not because it is fixed.
+			continue
+		case a.MissingRuns+1 >= n.cfg.ResolveAfter:
+			reason = fmt.Sprintf("not seen for %d consecutive runs", a.MissingRuns+1)
+		default:
+			a.MissingRuns++
+			p.ch.Alerts = append(p.ch.Alerts, *a)
+			continue
+		}
+		p.resolve(a, reason)
+	}
+
+	if p.rep.New > n.cfg.Storm.MaxNewFindings || (outage && p.rep.New > 0) {
+		reason := fmt.Sprintf("%d new findings in one run (more than %d)", p.rep.New, n.cfg.Storm.MaxNewFindings)
+		if outage {
+			reason = outageReason
+		}
+		p.storm(func(string, int) string { return reason }, func(it item) bool {
+			return it.n.Event == EventNew || it.n.Event == EventEscalated
+		})
+	}
+	p.capPerChannel()
+
+	p.ch.Certificates = inventory(sw, now)
+	p.ch.PruneBefore = now.Add(-Retention)
+	for _, it := range p.items {
+		payload, err := json.Marshal(it.n)
+		if err != nil {
+			return state.Changes{}, Report{}, fmt.Errorf("encode %s notification for %s: %w", it.n.Event, it.n.Key, err)
+		}
+		o := state.Outbound{
+			Channel: it.n.Channel, Event: string(it.n.Event), Digest: it.digest,
+			Payload: payload, Created: now, NextAttempt: now,
+		}
+		if it.n.Event != EventSummary {
+			o.AlertID = it.n.Key
+		}
+		if it.digest {
+			o.NextAttempt = n.nextDigest(now)
+		}
+		p.ch.Outbox = append(p.ch.Outbox, o)
+	}
+	p.rep.Queued = len(p.ch.Outbox)
+	return p.ch, p.rep, nil
+}
+
+// fresh opens an alert for a finding not seen before (or seen again after
+// it resolved).
+func (p *planner) fresh(f policy.Finding) {
+	a := &state.Alert{
+		ID: f.ID(), Finding: f, Tier: f.Tier, Announced: f.Tier,
+		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
+	}
+	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
+	for _, c := range slices.Sorted(maps.Keys(targets)) {
+		p.add(EventNew, c, a, targets[c], 0, "")
+		a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]}
+	}
+	p.rep.New++
+	p.ch.Alerts = append(p.ch.Alerts, *a)
+}
+
+// existing handles a finding that already has an open alert.
+func (p *planner) existing(a *state.Alert, f policy.Finding) {
+	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
+	if a.Channels == nil {
+		a.Channels = map[string]state.Announcement{}
+	}
+	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
+	switch {
+	case f.Tier > a.Announced:
+		// Up a tier: channels routed for the new tier hear about it, and so
+		// do channels already following it (their thread is updated).
+		a.Announced = f.Tier
+		chans := slices.Sorted(maps.Keys(targets))
+		for c := range a.Channels {
+			if _, ok := targets[c]; !ok {
+				chans = append(chans, c)
+			}
+		}
+		slices.Sort(chans)
+		for _, c := range chans {
+			before, told := a.Channels[c]
+			digest, routed := targets[c]
+			if !routed {
+				digest = before.Digest
+			}
+			if told {
+				if before.Digest && !digest {
+					p.ch.Cancel = append(p.ch.Cancel, state.Key{AlertID: a.ID, Channel: c})
+				}
+				p.add(EventEscalated, c, a, digest, before.Tier, "")
+			} else {
+				p.add(EventNew, c, a, digest, 0, "")
+			}
+			a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: digest}
+		}
+		p.rep.Escalated++
+	default:
+		// Same tier (or lower): reminders when due, and channels that
+		// should know but do not (routes changed since) hear of it now.
+		reminded := false
+		if f.Tier == a.Announced {
+			for _, c := range slices.Sorted(maps.Keys(targets)) {
+				if _, told := a.Channels[c]; !told {
+					p.add(EventNew, c, a, targets[c], 0, "")
+					a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]}
+				}
+			}
+		}
+		if every := p.n.reminders[f.Tier]; every > 0 {
+			for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
+				an := a.Channels[c]
+				if p.now.Sub(an.At) < every {
+					continue
+				}
+				p.add(EventReminder, c, a, an.Digest, 0, "")
+				an.At, an.Summary = p.now, false
+				a.Channels[c] = an
+				reminded = true
+			}
+		}
+		if reminded {
+			p.rep.Reminded++
+		}
+	}
+	p.ch.Alerts = append(p.ch.Alerts, *a)
+}
+
+func (p *planner) resolve(a *state.Alert, reason string) {
+	a.ResolvedAt, a.Resolution = p.now, reason
+	for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
+		an := a.Channels[c]
+		if an.Summary {
+			continue
+		}
+		p.add(EventResolved, c, a, an.Digest, 0, reason)
+	}
+	p.rep.Resolved++
+	p.ch.Alerts = append(p.ch.Alerts, *a)
+}
+
+// storm replaces each channel's immediate notifications that pick selects
+// with one summary per channel listing the most urgent, and marks the
+// alerts as told only in a summary.
+func (p *planner) storm(reason func(channel string, n int) string, pick func(item) bool) {
+	byChannel := map[string][]Notification{}
+	var keep []item
+	for _, it := range p.items {
+		if it.digest || !pick(it) {
+			keep = append(keep, it)
+			continue
+		}
+		byChannel[it.n.Channel] = append(byChannel[it.n.Channel], it.n)
+	}
+	if len(byChannel) == 0 {
+		return
+	}
+	summarised := map[state.Key]bool{}
+	for c, ns := range byChannel {
+		for _, x := range ns {
+			if x.Event != EventResolved {
+				summarised[state.Key{AlertID: x.Key, Channel: c}] = true
+			}
+		}
+	}
+	for i := range p.ch.Alerts {
+		a := &p.ch.Alerts[i]
+		for c, an := range a.Channels {
+			if summarised[state.Key{AlertID: a.ID, Channel: c}] {
+				an.Summary = true
+				a.Channels[c] = an
+			}
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(byChannel)) {
+		r := reason(c, len(byChannel[c]))
+		keep = append(keep, item{n: p.summary(c, r, byChannel[c])})
+		if !p.rep.Storm {
+			p.rep.Storm, p.rep.Reason = true, r
+		}
+	}
+	p.items = keep
+}
+
+// capPerChannel summarises, per channel, immediate notifications of one
+// event beyond the storm cap: a fleet of certificates issued together
+// escalates, is reminded of and renewed together.
+func (p *planner) capPerChannel() {
+	type key struct {
+		channel string
+		event   Event
+	}
+	count := map[key]int{}
+	for _, it := range p.items {
+		if !it.digest && it.n.Event != EventSummary {
+			count[key{it.n.Channel, it.n.Event}]++
+		}
+	}
+	limit := p.n.cfg.Storm.MaxNewFindings
+	p.storm(func(c string, n int) string {
+		return fmt.Sprintf("%d notifications for channel %s in one run (more than %d)", n, c, limit)
+	}, func(it item) bool {
+		return it.n.Event != EventSummary && count[key{it.n.Channel, it.n.Event}] > limit
+	})
+}
+
+func (p *planner) summary(channel, reason string, ns []Notification) Notification {
+	slices.SortFunc(ns, func(a, b Notification) int {
+		return cmp.Or(cmp.Compare(b.Finding.Tier, a.Finding.Tier), a.Finding.Deadline.Compare(b.Finding.Deadline), strings.Compare(a.Key, b.Key))
+	})
+	top := ns[:min(len(ns), p.n.cfg.Storm.Top)]
+	return Notification{
+		Event: EventSummary, Channel: channel, At: p.now,
+		Key:    "summary:" + p.now.UTC().Format(time.RFC3339),
+		Reason: reason, Items: slices.Clone(top), Total: len(ns),
+	}
+}
+
+// outage reports whether more than share of a large enough sweep's
+// endpoints failed.
+func outage(sw Sweep, share float64) (bool, string) {
+	total, failed := len(sw.Endpoints), 0
+	for _, e := range sw.Endpoints {
+		if e.Failed {
+			failed++
+		}
+	}
+	if total < minEndpointsForOutage || float64(failed) <= share*float64(total) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%d of %d endpoints (%.0f%%) failed in one run: likely an outage or a network problem on certwatch's side",
+		failed, total, 100*float64(failed)/float64(total))
+}
+
+type endpointKey struct {
+	name    string
+	port    int
+	address string
+}
+
+// servedBy maps endpoints to the certificate each served in the sweep, by
+// (name, port, address) and by (name, port) with an empty address.
+func servedBy(sw Sweep) map[endpointKey]string {
+	m := map[endpointKey]string{}
+	for _, s := range sw.Endpoints {
+		if s.Failed || s.Certificate == "" {
+			continue
+		}
+		e := s.Endpoint
+		m[endpointKey{e.Name, e.Port, e.Address}] = s.Certificate
+		m[endpointKey{e.Name, e.Port, ""}] = s.Certificate
+	}
+	return m
+}
+
+// replacedBy returns a resolution reason when f's certificate is gone from
+// the sweep and an endpoint that served it now serves another one.
+func replacedBy(f policy.Finding, served map[endpointKey]string, certs []policy.Certificate) string {
+	if f.Certificate == "" || f.Kind == policy.InconsistentDeployment {
+		return ""
+	}
+	for _, c := range served {
+		if c == f.Certificate {
+			return ""
+		}
+	}
+	for _, e := range f.Endpoints {
+		c, ok := served[endpointKey{e.Name, e.Port, e.Address}]
+		if !ok || c == f.Certificate {
+			continue
+		}
+		i := slices.IndexFunc(certs, func(x policy.Certificate) bool { return x.SHA256 == c })
+		if i < 0 {
+			return fmt.Sprintf("certificate replaced on %s by %s", e, short(c))
+		}
+		nc := certs[i]
+		return fmt.Sprintf("certificate replaced on %s by %s (%s), valid until %s",
+			e, nc.Subject, short(c), nc.NotAfter.UTC().Format("2006-01-02"))
+	}
+	return ""
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// inventory turns the sweep's certificates and endpoints into state
+// records.
+func inventory(sw Sweep, now time.Time) []state.Certificate {
+	where := map[string][]policy.Endpoint{}
+	for _, s := range sw.Endpoints {
+		if s.Certificate != "" {
+			where[s.Certificate] = append(where[s.Certificate], s.Endpoint)
+		}
+	}
+	out := make([]state.Certificate, 0, len(sw.Certificates))
+	for _, c := range sw.Certificates {
+		out = append(out, state.Certificate{
+			SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
+			LastSeen: now, Endpoints: where[c.SHA256],
+		})
+	}
+	return out
+}
+
+// nextDigest is the next digest time after now: the next multiple of the
+// digest interval since the zero time, which for a day is midnight UTC.
+func (n *Notifier) nextDigest(now time.Time) time.Time {
+	d := time.Duration(n.cfg.DigestInterval)
+	return now.UTC().Truncate(d).Add(d)
+}
