@@ -1,0 +1,167 @@
+package serve
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Cardinality, worst case. Per-certificate and per-endpoint families are
+// capped at SeriesLimit (default 10,000) each; the most urgent certificates
+// and the failing endpoints are kept first, and
+// certwatch_metrics_series_dropped{family} counts the rest. For 100,000
+// endpoints each serving its own certificate that is at most
+// 10,000 (expiry) + 10,000 (probe_success) + 10,000 (probe_duration)
+// = 30,000 series, plus about 250 bounded ones: the probe latency
+// histogram (14 buckets x 8 results), findings (11 kinds x 5 tiers), job
+// runs and durations (2 jobs), discovery per source, outbox and
+// notifications per channel. Uncapped it would be 300,000. Every endpoint
+// stays in the latency histogram and in certwatch_endpoints{result}
+// whatever the cap.
+
+// metrics is the Server's collector: series derived from the latest view
+// at scrape time, plus counters and histograms updated as things happen.
+type metrics struct {
+	s *Server
+
+	probeDuration *prometheus.HistogramVec
+	jobRuns       *prometheus.CounterVec
+	jobDuration   *prometheus.HistogramVec
+
+	expiry, probeSuccess, probeDurationLast, findings, endpoints,
+	discoveryTargets, inventory, lastSuccess, reportTime, dropped,
+	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
+	buildInfo *prometheus.Desc
+}
+
+func newMetrics(s *Server) *metrics {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("certwatch_"+name, help, labels, nil)
+	}
+	return &metrics{
+		s: s,
+		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "certwatch_probe_latency_seconds",
+			Help:    "Time of each probe (dial and TLS handshake of one address), by result: ok or the failure class.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
+		}, []string{"result"}),
+		jobRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "certwatch_job_runs_total",
+			Help: "Runs of each daemon job by result: ok, error, or skipped because the previous run was still going.",
+		}, []string{"job", "result"}),
+		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "certwatch_job_duration_seconds",
+			Help:    "Duration of each daemon job run.",
+			Buckets: []float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800},
+		}, []string{"job"}),
+		expiry:            d("certificate_expiry_timestamp_seconds", "NotAfter of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
+		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
+		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
+		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
+		endpoints:         d("endpoints", "Endpoints in the latest probe run by result: ok or the failure class.", "result"),
+		discoveryTargets:  d("discovery_targets", "Targets each discovery source returned in the latest discovery run.", "source"),
+		inventory:         d("inventory_targets", "Targets in the inventory probe runs use (last good result of every source)."),
+		lastSuccess:       d("last_success_timestamp_seconds", "When each daemon job last finished successfully, as a Unix time.", "job"),
+		reportTime:        d("report_timestamp_seconds", "When the latest report was generated, as a Unix time."),
+		dropped:           d("metrics_series_dropped", "Series left out of a per-certificate or per-endpoint family by the series limit.", "family"),
+		outboxDepth:       d("outbox_depth", "Notifications waiting in the outbox, per channel.", "channel"),
+		outboxFailed:      d("outbox_failed", "Notifications refused for good and kept in the outbox for inspection, per channel.", "channel"),
+		stateUp:           d("state_up", "Whether the state store answered the latest scrape (1) or not (0)."),
+		notifications:     d("notifications_total", "Delivery attempts per channel since start, by result: delivered, retried or refused.", "channel", "result"),
+		channelFailing:    d("channel_failing", "Whether deliveries to the channel keep failing (1) or not (0).", "channel"),
+		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
+	}
+}
+
+// Describe sends every descriptor.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.probeDuration.Describe(ch)
+	m.jobRuns.Describe(ch)
+	m.jobDuration.Describe(ch)
+	for _, d := range []*prometheus.Desc{m.expiry, m.probeSuccess, m.probeDurationLast, m.findings, m.endpoints,
+		m.discoveryTargets, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
+		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
+		ch <- d
+	}
+}
+
+// Collect sends the current value of every series.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.probeDuration.Collect(ch)
+	m.jobRuns.Collect(ch)
+	m.jobDuration.Collect(ch)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(m.buildInfo, 1, m.s.opts.Version, runtime.Version())
+
+	s := m.s
+	s.mu.RLock()
+	v := s.view
+	for _, r := range s.discovery {
+		gauge(m.discoveryTargets, float64(r.Targets), r.Name)
+	}
+	if s.discovery != nil {
+		gauge(m.inventory, float64(s.inventory))
+	}
+	for job, ri := range s.lastRun {
+		if !ri.LastSuccess.IsZero() {
+			gauge(m.lastSuccess, unix(ri.LastSuccess), job)
+		}
+	}
+	s.mu.RUnlock()
+
+	if v != nil { // immutable once built
+		gauge(m.reportTime, unix(v.generated))
+		for _, c := range v.certSeries {
+			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
+		}
+		for _, e := range v.endpointSeries {
+			ok := 0.0
+			if e.ok {
+				ok = 1
+			}
+			gauge(m.probeSuccess, ok, e.name, e.port, e.address)
+			gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
+		}
+		for k, n := range v.findings {
+			gauge(m.findings, float64(n), k.kind, k.tier)
+		}
+		for result, n := range v.endpoints {
+			gauge(m.endpoints, float64(n), result)
+		}
+		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
+		gauge(m.dropped, float64(v.endpointDropped), "probe")
+	}
+
+	if s.opts.Outbox != nil {
+		s.mu.RLock()
+		stats, err := s.outbox, s.outboxErr
+		s.mu.RUnlock()
+		if err != nil {
+			gauge(m.stateUp, 0)
+		} else {
+			gauge(m.stateUp, 1)
+			for _, c := range stats {
+				gauge(m.outboxDepth, float64(c.Pending), c.Channel)
+				gauge(m.outboxFailed, float64(c.Failed), c.Channel)
+			}
+		}
+	}
+	for _, c := range s.channels() {
+		counter := func(result string, n uint64) {
+			ch <- prometheus.MustNewConstMetric(m.notifications, prometheus.CounterValue, float64(n), c.Channel, result)
+		}
+		counter("delivered", c.Delivered)
+		counter("retried", c.Retried)
+		counter("refused", c.Refused)
+		failing := 0.0
+		if c.Failing {
+			failing = 1
+		}
+		gauge(m.channelFailing, failing, c.Channel)
+	}
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,0 +1,236 @@
+package serve
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// PageLimit is the most rows the status page renders; beyond it the page
+// shows the first rows matching its filters, most urgent first, and says
+// so (the full list is in /api/v1/report).
+const PageLimit = 2000
+
+// endpointsShown is the most endpoints one row's blast radius lists.
+const endpointsShown = 200
+
+type pageRenderer struct {
+	tmpl *template.Template
+}
+
+func newPageRenderer() *pageRenderer {
+	funcs := template.FuncMap{
+		"join": strings.Join,
+		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"kind": func(k policy.Kind) string { return strings.ReplaceAll(string(k), "_", " ") },
+	}
+	return &pageRenderer{tmpl: template.Must(template.New("status.html").Funcs(funcs).ParseFS(assets, "templates/status.html"))}
+}
+
+// staticHandler serves the embedded static/ tree at /static/.
+func staticHandler() http.Handler {
+	fsrv := http.FileServerFS(assets)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		fsrv.ServeHTTP(w, r)
+	})
+}
+
+// filter is the status page's selection, from the query string.
+type filter struct {
+	Tier   string // minimum tier name, "" for all
+	Kind   string
+	Source string
+	Query  string
+}
+
+func (f filter) match(r *row) bool {
+	if f.Tier != "" {
+		if t, err := policy.ParseTier(f.Tier); err == nil && r.Tier < t {
+			return false
+		}
+	}
+	if f.Kind != "" && !slices.Contains(r.Kinds, f.Kind) {
+		return false
+	}
+	if f.Source != "" && !slices.Contains(r.Sources, f.Source) {
+		return false
+	}
+	for _, w := range strings.Fields(strings.ToLower(f.Query)) {
+		if !strings.Contains(r.search, w) {
+			return false
+		}
+	}
+	return true
+}
+
+type option struct {
+	Value, Label string
+	Selected     bool
+}
+
+type banner struct {
+	Level string // "error", "warning" or "info"
+	Text  string
+}
+
+type pageRow struct {
+	*row
+	TierName  string
+	Left      string
+	Hidden    bool
+	Shown     []policy.Endpoint
+	MoreShown int
+	Search    string
+}
+
+type jobLine struct {
+	Job, Last, Success, Error string
+}
+
+type pageData struct {
+	Version   string
+	Now       time.Time
+	Generated time.Time
+	HasReport bool
+	Rows      []pageRow
+	Total     int
+	Matching  int
+	Truncated bool
+	Filter    filter
+	Tiers     []option
+	Kinds     []option
+	Sources   []option
+	Banners   []banner
+	Jobs      []jobLine
+	Counts    []option // Label: tier, Value: count
+	Targets   int
+	Endpoints int
+}
+
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := filter{Tier: q.Get("tier"), Kind: q.Get("kind"), Source: q.Get("source"), Query: strings.TrimSpace(q.Get("q"))}
+	now := s.now()
+
+	s.mu.RLock()
+	v, rep := s.view, s.report
+	jobs := make(map[string]runInfo, len(s.lastRun))
+	for k, ri := range s.lastRun {
+		jobs[k] = ri
+	}
+	discovery := slices.Clone(s.discovery)
+	s.mu.RUnlock()
+
+	d := pageData{Version: s.opts.Version, Now: now, Filter: f}
+	if v != nil {
+		d.HasReport = true
+		d.Generated = v.generated
+		d.Total = len(v.rows)
+		d.Targets, d.Endpoints = rep.Targets, len(rep.Endpoints)
+		truncate := len(v.rows) > PageLimit
+		counts := map[policy.Tier]int{}
+		for i := range v.rows {
+			rw := &v.rows[i]
+			counts[rw.Tier]++
+			ok := f.match(rw)
+			if ok {
+				d.Matching++
+			}
+			if truncate && (!ok || len(d.Rows) >= PageLimit) {
+				d.Truncated = true
+				continue
+			}
+			pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline.Sub(now)), Hidden: !ok, Search: rw.search}
+			pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
+			pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
+			d.Rows = append(d.Rows, pr)
+		}
+		for t := policy.Critical; t >= policy.None; t-- {
+			if counts[t] > 0 {
+				d.Counts = append(d.Counts, option{Label: tierName(t), Value: fmt.Sprint(counts[t])})
+			}
+		}
+		for _, k := range v.kinds {
+			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})
+		}
+		for _, src := range v.sources {
+			d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == f.Source})
+		}
+	}
+	for t := policy.Critical; t >= policy.Info; t-- {
+		d.Tiers = append(d.Tiers, option{Value: t.String(), Label: t.String() + " and above", Selected: t.String() == f.Tier})
+	}
+	for _, job := range []string{"discovery", "probe"} {
+		ri, ok := jobs[job]
+		if !ok {
+			d.Jobs = append(d.Jobs, jobLine{Job: job, Last: "not run yet"})
+			continue
+		}
+		jl := jobLine{Job: job, Last: ri.LastRun.UTC().Format("2006-01-02 15:04:05 UTC"), Error: ri.LastError}
+		if !ri.LastSuccess.IsZero() {
+			jl.Success = ri.LastSuccess.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		d.Jobs = append(d.Jobs, jl)
+	}
+	if !d.HasReport {
+		d.Banners = append(d.Banners, banner{"info", "No report yet: the first probe run has not finished."})
+	}
+	for _, src := range discovery {
+		if src.Error != "" {
+			d.Banners = append(d.Banners, banner{"warning", fmt.Sprintf("Discovery source %s failed: %s", src.Name, src.Error)})
+		}
+	}
+	for _, c := range s.channels() {
+		if c.Failing {
+			d.Banners = append(d.Banners, banner{"error", fmt.Sprintf("Notification channel %s keeps failing: alerts may not reach it.", c.Channel)})
+		}
+	}
+	if d.Truncated {
+		d.Banners = append(d.Banners, banner{"info", fmt.Sprintf("Showing the %d most urgent of %d matching rows; narrow the filters, or get everything from /api/v1/report.", len(d.Rows), d.Matching)})
+	}
+
+	var buf bytes.Buffer
+	if err := s.page.tmpl.Execute(&buf, d); err != nil {
+		s.logger.Error("cannot render the status page", "err", err)
+		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func tierName(t policy.Tier) string {
+	if t == policy.None {
+		return "ok"
+	}
+	return t.String()
+}
+
+// left says how long until d: "12d", "5h", "now", "3h ago", "4d ago".
+func left(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d >= 2*day:
+		return fmt.Sprintf("%dd", d/day)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d > -time.Hour:
+		return "now"
+	case d > -2*day:
+		return fmt.Sprintf("%dh ago", -d/time.Hour)
+	}
+	return fmt.Sprintf("%dd ago", -d/day)
+}

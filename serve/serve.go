@@ -1,0 +1,370 @@
+// Package serve is certwatch's HTTP face while `certwatch run` runs:
+// Prometheus metrics on /metrics, liveness on /healthz, readiness on
+// /readyz, a status page of every certificate by deadline on /, and the
+// latest report as JSON on /api/v1/report (the `scan --output json` shape).
+//
+// A Server learns what to show from the daemon (it implements
+// daemon.Recorder) and from the prober (ObserveProbe, set as the scan
+// pass's OnObservation). Everything it serves is rendered from reports,
+// which never hold secrets. Metrics use the Server's own registry, never
+// Prometheus's global one.
+package serve
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
+)
+
+// DefaultSeriesLimit caps per-certificate and per-endpoint series when
+// Options.SeriesLimit is 0.
+const DefaultSeriesLimit = 10000
+
+// Check is one readiness condition: nil means ready.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Outbox reports the notification outbox per channel. Implemented by
+// *sqlite.Store.
+type Outbox interface {
+	OutboxStats(ctx context.Context) ([]state.ChannelStats, error)
+}
+
+// ChannelStats counts delivery attempts on one channel since start.
+type ChannelStats struct {
+	Channel string
+	// Delivered, Retried and Refused count delivered messages, failed
+	// attempts that will be retried, and notifications refused for good.
+	Delivered, Retried, Refused uint64
+	// Failing is set while the channel's deliveries keep failing.
+	Failing bool
+}
+
+// Options configure a Server. The zero value serves with defaults and no
+// readiness checks.
+type Options struct {
+	// Logger gets HTTP server errors; nil discards.
+	Logger *slog.Logger
+	// Now is the clock of the status page ("5 days left"); nil means
+	// time.Now.
+	Now func() time.Time
+	// SeriesLimit caps the series of each per-certificate and per-endpoint
+	// metric family; 0 means DefaultSeriesLimit.
+	SeriesLimit int
+	// Ready are the conditions /readyz checks (e.g. the state store is
+	// reachable, the first inventory is loaded). Each gets 2 seconds.
+	Ready []Check
+	// Outbox, when set, is read at every scrape for the outbox metrics.
+	Outbox Outbox
+	// Channels, when set, is read at every scrape and page view for
+	// delivery counts per channel.
+	Channels func() []ChannelStats
+	// Pprof serves net/http/pprof's handlers under /debug/pprof/.
+	Pprof bool
+	// Version is shown on the status page and in certwatch_build_info.
+	Version string
+}
+
+// Server serves metrics, health, the status page and the report API. It is
+// safe for concurrent use: the daemon records while handlers read.
+type Server struct {
+	opts     Options
+	logger   *slog.Logger
+	registry *prometheus.Registry
+	metrics  *metrics
+	page     *pageRenderer
+
+	// mu guards the latest view of the world and the probe results of the
+	// run in progress.
+	mu         sync.RWMutex
+	report     *scan.Report
+	reportJSON []byte
+	view       *view
+	discovery  []scan.SourceResult
+	inventory  int
+	lastRun    map[string]runInfo
+	pending    map[endpointKey]probeStat
+	outbox     []state.ChannelStats
+	outboxErr  error
+}
+
+// runInfo is the latest outcome of one job.
+type runInfo struct {
+	LastSuccess time.Time
+	LastRun     time.Time
+	LastError   string
+}
+
+type endpointKey struct {
+	name    string
+	port    int
+	address string
+}
+
+type probeStat struct {
+	duration time.Duration
+	sources  []string
+}
+
+// New returns a Server. It starts nothing; see Serve and Handler.
+func New(o Options) *Server {
+	if o.SeriesLimit <= 0 {
+		o.SeriesLimit = DefaultSeriesLimit
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:     o,
+		logger:   logger,
+		registry: prometheus.NewRegistry(),
+		lastRun:  map[string]runInfo{},
+		pending:  map[endpointKey]probeStat{},
+		page:     newPageRenderer(),
+	}
+	s.metrics = newMetrics(s)
+	s.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		s.metrics,
+	)
+	return s
+}
+
+func (s *Server) now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now()
+	}
+	return time.Now()
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	prom := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		EnableOpenMetrics: true,
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		s.refreshOutbox(r.Context())
+		prom.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /api/v1/report", s.apiReport)
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	mux.Handle("GET /static/", staticHandler())
+	if s.opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return securityHeaders(mux)
+}
+
+// securityHeaders forbids everything the pages do not need: no external
+// resource, no inline script, no framing.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves Handler on ln until ctx is done, then shuts down, giving
+// requests in flight 5 seconds. It closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      2 * time.Minute, // a CPU profile takes 30s
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shut down http on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// refreshOutbox reads the outbox statistics for the scrape in progress.
+func (s *Server) refreshOutbox(ctx context.Context) {
+	if s.opts.Outbox == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	stats, err := s.opts.Outbox.OutboxStats(ctx)
+	if err != nil {
+		s.logger.Warn("cannot read the outbox for metrics", "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outbox, s.outboxErr = stats, err
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	var failed []string
+	for _, c := range s.opts.Ready {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		err := c.Check(ctx)
+		cancel()
+		if err != nil {
+			failed = append(failed, c.Name+": "+err.Error())
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready:")
+		for _, f := range failed {
+			fmt.Fprintln(w, "  "+f)
+		}
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	body := s.reportJSON
+	s.mu.RUnlock()
+	w.Header().Set("Cache-Control", "no-store")
+	if body == nil {
+		http.Error(w, "no report yet: the first probe run has not finished", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// ObserveProbe records one probe's outcome for the duration histogram and
+// the per-endpoint series of the run in progress. Set it as the scan pass's
+// OnObservation; the pass calls it serially.
+func (s *Server) ObserveProbe(o *probes.Observation) {
+	result := "ok"
+	if o.Failure != probes.FailNone {
+		result = string(o.Failure)
+	}
+	s.metrics.probeDuration.WithLabelValues(result).Observe(o.Duration.Seconds())
+	addr := ""
+	if o.Address.IsValid() {
+		addr = o.Address.String()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending[endpointKey{o.Name, o.Port, addr}] = probeStat{duration: o.Duration, sources: o.Sources}
+}
+
+// RecordDiscovery records each source's targets and the inventory size.
+func (s *Server) RecordDiscovery(results []scan.SourceResult, inventory int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discovery = results
+	s.inventory = inventory
+}
+
+// RecordReport makes r the report shown by the status page, the API and
+// the metrics. r must not be modified afterwards.
+func (s *Server) RecordReport(r *scan.Report) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		s.logger.Error("cannot encode report", "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	probed := s.pending
+	s.pending = map[endpointKey]probeStat{}
+	s.report = r
+	s.reportJSON = buf.Bytes()
+	s.view = buildView(r, probed, s.opts.SeriesLimit)
+}
+
+// RecordRun records one run of a daemon job; err nil is success.
+func (s *Server) RecordRun(job string, start time.Time, took time.Duration, err error) {
+	result := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, daemon.ErrSkipped):
+		result = "skipped"
+	default:
+		result = "error"
+	}
+	s.metrics.jobRuns.WithLabelValues(job, result).Inc()
+	if result == "skipped" {
+		return
+	}
+	s.metrics.jobDuration.WithLabelValues(job).Observe(took.Seconds())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ri := s.lastRun[job]
+	ri.LastRun = start
+	ri.LastError = ""
+	if err != nil {
+		ri.LastError = err.Error()
+	} else {
+		ri.LastSuccess = start.Add(took)
+	}
+	s.lastRun[job] = ri
+}
+
+// channels returns the channel stats sorted by name, or nil.
+func (s *Server) channels() []ChannelStats {
+	if s.opts.Channels == nil {
+		return nil
+	}
+	cs := s.opts.Channels()
+	out := make([]ChannelStats, len(cs))
+	copy(out, cs)
+	for i := range out {
+		out[i].Channel = cmp.Or(out[i].Channel, "unnamed")
+	}
+	return out
+}

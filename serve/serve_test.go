@@ -1,0 +1,483 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/serve"
+	"github.com/certwatch/certwatch/state"
+)
+
+var now = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	shaWildcard = "aaaa1111aaaa1111aaaa1111aaaa1111aaaa1111aaaa1111aaaa1111aaaa1111"
+	shaHealthy  = "bbbb2222bbbb2222bbbb2222bbbb2222bbbb2222bbbb2222bbbb2222bbbb2222"
+	shaExpired  = "cccc3333cccc3333cccc3333cccc3333cccc3333cccc3333cccc3333cccc3333"
+)
+
+// testReport is a small estate: a shared wildcard expiring in 5 days on two
+// names, a healthy certificate, an expired one, an unreachable target and a
+// degraded discovery source.
+func testReport() (*scan.Report, []probes.Observation) {
+	day := 24 * time.Hour
+	certs := []policy.Certificate{
+		{SHA256: shaExpired, Subject: "expired.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"expired.internal.example"}, NotBefore: now.Add(-400 * day), NotAfter: now.Add(-3 * day)},
+		{SHA256: shaWildcard, Subject: "*.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"*.internal.example"}, NotBefore: now.Add(-360 * day), NotAfter: now.Add(5 * day)},
+		{SHA256: shaHealthy, Subject: "www.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"www.internal.example"}, NotBefore: now.Add(-30 * day), NotAfter: now.Add(200 * day)},
+	}
+	eps := []scan.Endpoint{
+		{Name: "api.internal.example", Port: 443, Address: "127.0.0.3", Certificate: shaWildcard},
+		{Name: "auth.internal.example", Port: 443, Address: "127.0.0.4", Certificate: shaWildcard},
+		{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7", Certificate: shaExpired},
+		{Name: "hung.internal.example", Port: 443, Address: "127.0.0.16", Error: "handshake timed out", Failure: "timeout"},
+		{Name: "www.internal.example", Port: 443, Address: "127.0.0.2", Certificate: shaHealthy},
+	}
+	r := &scan.Report{
+		GeneratedAt: now, Targets: 5, Endpoints: eps, Certificates: certs,
+		Sources: []scan.SourceResult{{Name: "dnszone:internal.example", Targets: 5}, {Name: "route53", Error: "list hosted zones: access denied"}},
+		Findings: []policy.Finding{
+			{Kind: policy.Expired, Tier: policy.Critical, Certificate: shaExpired, Subject: "expired.internal.example", Deadline: now.Add(-3 * day),
+				Endpoints: []policy.Endpoint{{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7"}}, Message: "expired 3 days ago; renew it"},
+			{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaWildcard, Subject: "*.internal.example", Deadline: now.Add(5 * day),
+				Endpoints: []policy.Endpoint{{Name: "api.internal.example", Port: 443, Address: "127.0.0.3"}, {Name: "auth.internal.example", Port: 443, Address: "127.0.0.4"}},
+				Message:   "expires in 5 days; renew it"},
+			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "vault.internal.example:8200", Deadline: now,
+				Endpoints: []policy.Endpoint{{Name: "vault.internal.example", Port: 8200}}, Message: "vault.internal.example:8200 could not be probed"},
+			{Kind: daemon.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: now.Add(-time.Hour), Message: "discovery source route53 failed"},
+		},
+	}
+	var obs []probes.Observation
+	for _, ep := range eps {
+		o := probes.Observation{Name: ep.Name, Port: ep.Port, Address: netip.MustParseAddr(ep.Address), Sources: []string{"dnszone:internal.example"},
+			Duration: 20 * time.Millisecond, Failure: probes.Failure(ep.Failure)}
+		if ep.Name == "www.internal.example" {
+			o.Sources = append(o.Sources, "static")
+		}
+		obs = append(obs, o)
+	}
+	return r, obs
+}
+
+type fakeOutbox struct{ err error }
+
+func (f fakeOutbox) OutboxStats(context.Context) ([]state.ChannelStats, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return []state.ChannelStats{{Channel: "certs", Pending: 3, Failed: 1}, {Channel: "oncall", Pending: 0}}, nil
+}
+
+// newServer returns a Server that has recorded testReport, served on
+// loopback.
+func newServer(t *testing.T, o serve.Options) (*serve.Server, string) {
+	t.Helper()
+	if o.Now == nil {
+		o.Now = func() time.Time { return now }
+	}
+	s := serve.New(o)
+	r, obs := testReport()
+	s.RecordDiscovery(r.Sources, 5)
+	for i := range obs {
+		s.ObserveProbe(&obs[i])
+	}
+	s.RecordReport(r)
+	s.RecordRun(daemon.JobProbe, now.Add(-time.Minute), 30*time.Second, nil)
+	s.RecordRun(daemon.JobDiscovery, now.Add(-2*time.Minute), time.Second, errors.New("discovery degraded: 1 of 2 sources failed or shrank"))
+	s.RecordRun(daemon.JobProbe, now, 0, daemon.ErrSkipped)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+func get(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, _, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d: %s", code, body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// value returns the value of the series of family name with exactly the
+// given labels, and whether it exists.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		if !cmp.Equal(got, labels) {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func TestMetrics(t *testing.T) {
+	_, base := newServer(t, serve.Options{
+		Outbox: fakeOutbox{},
+		Channels: func() []serve.ChannelStats {
+			return []serve.ChannelStats{{Channel: "certs", Delivered: 7, Retried: 2}, {Channel: "oncall", Delivered: 1, Refused: 1, Failing: true}}
+		},
+		Version: "v1.2.3",
+	})
+	fams := scrape(t, base)
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"certwatch_certificate_expiry_timestamp_seconds",
+			map[string]string{"sha256": shaWildcard[:16], "subject_cn": "*.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "dnszone:internal.example"},
+			float64(now.Add(5 * 24 * time.Hour).Unix())},
+		{"certwatch_certificate_expiry_timestamp_seconds",
+			map[string]string{"sha256": shaHealthy[:16], "subject_cn": "www.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "static"},
+			float64(now.Add(200 * 24 * time.Hour).Unix())},
+		{"certwatch_probe_success", map[string]string{"name": "hung.internal.example", "port": "443", "address": "127.0.0.16"}, 0},
+		{"certwatch_probe_success", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 1},
+		{"certwatch_probe_duration_seconds", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 0.02},
+		{"certwatch_endpoints", map[string]string{"result": "timeout"}, 1},
+		{"certwatch_endpoints", map[string]string{"result": "ok"}, 4},
+		{"certwatch_findings", map[string]string{"kind": "expiring", "tier": "page"}, 1},
+		{"certwatch_findings", map[string]string{"kind": "discovery_degraded", "tier": "warning"}, 1},
+		{"certwatch_discovery_targets", map[string]string{"source": "dnszone:internal.example"}, 5},
+		{"certwatch_discovery_targets", map[string]string{"source": "route53"}, 0},
+		{"certwatch_inventory_targets", map[string]string{}, 5},
+		{"certwatch_last_success_timestamp_seconds", map[string]string{"job": "probe"}, float64(now.Add(-30 * time.Second).Unix())},
+		{"certwatch_job_runs_total", map[string]string{"job": "probe", "result": "skipped"}, 1},
+		{"certwatch_job_runs_total", map[string]string{"job": "discovery", "result": "error"}, 1},
+		{"certwatch_outbox_depth", map[string]string{"channel": "certs"}, 3},
+		{"certwatch_outbox_failed", map[string]string{"channel": "certs"}, 1},
+		{"certwatch_state_up", map[string]string{}, 1},
+		{"certwatch_notifications_total", map[string]string{"channel": "certs", "result": "delivered"}, 7},
+		{"certwatch_notifications_total", map[string]string{"channel": "oncall", "result": "refused"}, 1},
+		{"certwatch_channel_failing", map[string]string{"channel": "oncall"}, 1},
+		{"certwatch_report_timestamp_seconds", map[string]string{}, float64(now.Unix())},
+		{"certwatch_metrics_series_dropped", map[string]string{"family": "probe"}, 0},
+	}
+	for _, tt := range tests {
+		got, ok := value(fams, tt.name, tt.labels)
+		if !ok {
+			t.Errorf("%s%v: no such series", tt.name, tt.labels)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+	if _, ok := value(fams, "certwatch_last_success_timestamp_seconds", map[string]string{"job": "discovery"}); ok {
+		t.Error("discovery has a last success timestamp, but its only run failed")
+	}
+	h := fams["certwatch_probe_latency_seconds"]
+	if h == nil || h.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("certwatch_probe_latency_seconds = %v, want a histogram", h)
+	}
+	var count uint64
+	for _, m := range h.Metric {
+		count += m.Histogram.GetSampleCount()
+	}
+	if count != 5 {
+		t.Errorf("probe latency histogram counts %d probes, want 5", count)
+	}
+	for _, global := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if fams[global] == nil {
+			t.Errorf("%s missing: runtime collectors not registered", global)
+		}
+	}
+}
+
+func TestMetricsSeriesLimitKeepsMostUrgent(t *testing.T) {
+	_, base := newServer(t, serve.Options{SeriesLimit: 2})
+	fams := scrape(t, base)
+	var subjects []string
+	for _, m := range fams["certwatch_certificate_expiry_timestamp_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "subject_cn" {
+				subjects = append(subjects, l.GetValue())
+			}
+		}
+	}
+	if want := []string{"*.internal.example", "expired.internal.example"}; !cmp.Equal(sortStrings(subjects), want) {
+		t.Errorf("expiry series for %q, want the two most urgent %q", subjects, want)
+	}
+	if got, _ := value(fams, "certwatch_metrics_series_dropped", map[string]string{"family": "certificate_expiry"}); got != 2 {
+		t.Errorf("dropped certificate_expiry series = %v, want 2 (healthy cert via two sources)", got)
+	}
+	var failing int
+	for _, m := range fams["certwatch_probe_success"].GetMetric() {
+		if m.Gauge.GetValue() == 0 {
+			failing++
+		}
+	}
+	if n := len(fams["certwatch_probe_success"].GetMetric()); n != 2 || failing != 1 {
+		t.Errorf("probe_success: %d series with %d failing, want 2 with the failing endpoint kept", n, failing)
+	}
+}
+
+func sortStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestStateDownInMetrics(t *testing.T) {
+	_, base := newServer(t, serve.Options{Outbox: fakeOutbox{err: errors.New("open state /var/lib/certwatch/state.db: state file is corrupt")}})
+	fams := scrape(t, base)
+	if got, ok := value(fams, "certwatch_state_up", map[string]string{}); !ok || got != 0 {
+		t.Errorf("certwatch_state_up = %v (present %v), want 0", got, ok)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	ready := errors.New("no inventory yet: the first discovery has not finished")
+	store := error(nil)
+	_, base := newServer(t, serve.Options{Ready: []serve.Check{
+		{Name: "state", Check: func(context.Context) error { return store }},
+		{Name: "inventory", Check: func(context.Context) error { return ready }},
+	}})
+	code, _, body := get(t, base+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "inventory: no inventory yet") || strings.Contains(body, "state:") {
+		t.Errorf("GET /readyz before inventory = %d %q, want 503 naming the inventory check only", code, body)
+	}
+	ready = nil
+	if code, _, body := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz when ready = %d %q, want 200", code, body)
+	}
+	store = errors.New("state is locked by another process")
+	if code, _, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "state: state is locked") {
+		t.Errorf("GET /readyz with the store locked = %d %q, want 503 naming the store", code, body)
+	}
+	if code, _, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz = %d %q, want 200 ok", code, body)
+	}
+}
+
+func TestAPIReport(t *testing.T) {
+	s := serve.New(serve.Options{})
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	if code, _, _ := get(t, hs.URL+"/api/v1/report"); code != http.StatusServiceUnavailable {
+		t.Errorf("GET /api/v1/report before any report = %d, want 503", code)
+	}
+	r, _ := testReport()
+	s.RecordReport(r)
+	code, h, body := get(t, hs.URL+"/api/v1/report")
+	if code != http.StatusOK || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /api/v1/report = %d %s", code, h.Get("Content-Type"))
+	}
+	var got scan.Report
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*r, got); diff != "" {
+		t.Errorf("report served differs from the one recorded (-recorded +served):\n%s", diff)
+	}
+}
+
+var rowRe = regexp.MustCompile(`(?s)<tr class="tier-([a-z]+)"[^>]*data-deadline="([^"]+)"([^>]*)>.*?<span class="subject">([^<]*)</span>`)
+
+type pageRow struct {
+	tier, deadline, subject string
+	hidden                  bool
+}
+
+func pageRows(t *testing.T, html string) []pageRow {
+	t.Helper()
+	var rows []pageRow
+	for _, m := range rowRe.FindAllStringSubmatch(html, -1) {
+		rows = append(rows, pageRow{tier: m[1], deadline: m[2], subject: m[4], hidden: strings.Contains(m[3], "hidden")})
+	}
+	return rows
+}
+
+func TestStatusPageInDeadlineOrder(t *testing.T) {
+	_, base := newServer(t, serve.Options{})
+	code, h, body := get(t, base+"/")
+	if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET / = %d %s", code, h.Get("Content-Type"))
+	}
+	want := []pageRow{
+		{"critical", "2029-12-29T12:00:00Z", "expired.internal.example", false},
+		{"warning", "2030-01-01T11:00:00Z", "route53", false},
+		{"warning", "2030-01-01T12:00:00Z", "vault.internal.example:8200", false},
+		{"page", "2030-01-06T12:00:00Z", "*.internal.example", false},
+		{"ok", "2030-07-20T12:00:00Z", "www.internal.example", false},
+	}
+	if diff := cmp.Diff(want, pageRows(t, body), cmp.AllowUnexported(pageRow{})); diff != "" {
+		t.Errorf("status page rows (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{
+		`<summary>2 endpoints, 2 names</summary>`,               // blast radius of the wildcard
+		`api.internal.example:443 (127.0.0.3)`,                  // and its members
+		`due: not renewed yet`,                                  // renewal status
+		`Discovery source route53 failed: list hosted zones`,    // banner
+		`<link rel="stylesheet" href="/static/style.css">`,      // no CDN
+		`<meta name="viewport"`,                                 // phone
+		`<option value="dnszone:internal.example">`,             // source filter
+		`<option value="discovery_degraded">discovery degraded`, // kind filter
+	} {
+		if !strings.Contains(body, s) {
+			t.Errorf("status page lacks %q", s)
+		}
+	}
+	if strings.Contains(body, "http://") && regexp.MustCompile(`(src|href)="https?://`).MatchString(body) {
+		t.Error("status page loads an external resource")
+	}
+	for _, asset := range []string{"/static/style.css", "/static/app.js"} {
+		if code, _, _ := get(t, base+asset); code != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", asset, code)
+		}
+	}
+	if code, _, _ := get(t, base+"/templates/status.html"); code == http.StatusOK {
+		t.Error("templates are served")
+	}
+}
+
+func TestStatusPageFilters(t *testing.T) {
+	_, base := newServer(t, serve.Options{})
+	tests := []struct {
+		query string
+		want  []string // subjects shown
+	}{
+		{"", []string{"expired.internal.example", "route53", "vault.internal.example:8200", "*.internal.example", "www.internal.example"}},
+		{"?tier=page", []string{"expired.internal.example", "*.internal.example"}},
+		{"?kind=unreachable", []string{"vault.internal.example:8200"}},
+		{"?source=static", []string{"www.internal.example"}},
+		{"?q=AUTH.internal", []string{"*.internal.example"}},
+		{"?q=127.0.0.7", []string{"expired.internal.example"}},
+		{"?tier=critical&q=www", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			_, _, body := get(t, base+"/"+tt.query)
+			var shown []string
+			for _, r := range pageRows(t, body) {
+				if !r.hidden {
+					shown = append(shown, r.subject)
+				}
+			}
+			if !cmp.Equal(shown, tt.want) {
+				t.Errorf("rows shown = %q, want %q", shown, tt.want)
+			}
+			if empty := strings.Contains(body, `<p id="empty">`); empty != (len(tt.want) == 0) {
+				t.Errorf("'nothing matches' shown = %v, want %v", empty, len(tt.want) == 0)
+			}
+		})
+	}
+}
+
+func TestStatusPageEscapes(t *testing.T) {
+	s := serve.New(serve.Options{Now: func() time.Time { return now }})
+	s.RecordReport(&scan.Report{GeneratedAt: now, Certificates: []policy.Certificate{
+		{SHA256: shaHealthy, Subject: `<script>alert(1)</script>`, Issuer: `"><img src=x>`, NotAfter: now.Add(time.Hour)},
+	}})
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	_, h, body := get(t, hs.URL+"/")
+	if strings.Contains(body, "<script>alert") || strings.Contains(body, `"><img`) {
+		t.Error("certificate fields are not escaped")
+	}
+	if !strings.Contains(h.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Errorf("Content-Security-Policy = %q, want script-src 'self'", h.Get("Content-Security-Policy"))
+	}
+}
+
+func TestNoReportYet(t *testing.T) {
+	s := serve.New(serve.Options{})
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	code, _, body := get(t, hs.URL+"/")
+	if code != http.StatusOK || !strings.Contains(body, "No report yet") {
+		t.Errorf("GET / before any report = %d, want 200 saying there is no report yet", code)
+	}
+}
+
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			hs := httptest.NewServer(serve.New(serve.Options{Pprof: on}).Handler())
+			defer hs.Close()
+			code, _, _ := get(t, hs.URL+"/debug/pprof/goroutine?debug=1")
+			if (code == http.StatusOK) != on {
+				t.Errorf("pprof %v: GET /debug/pprof/goroutine = %d", on, code)
+			}
+		})
+	}
+}
+
+func TestServeStopsOnCancel(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	s := serve.New(serve.Options{})
+	go func() { done <- s.Serve(ctx, ln) }()
+	if code, _, _ := get(t, "http://"+ln.Addr().String()+"/healthz"); code != http.StatusOK {
+		t.Fatalf("GET /healthz = %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve after cancel = %v, want nil", err)
+	}
+	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
+		t.Error("server still answers after Serve returned")
+	}
+}

@@ -1,0 +1,259 @@
+package serve
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// view is what one report looks like to the status page and the metrics,
+// computed once when the report is recorded.
+type view struct {
+	generated time.Time
+	rows      []row
+	// kinds and sources are the filter choices, sorted.
+	kinds, sources []string
+
+	certSeries      []certSeries
+	certDropped     int
+	endpointSeries  []endpointSeries
+	endpointDropped int
+	findings        map[findingKey]int
+	endpoints       map[string]int // by result: ok or the failure class
+}
+
+type findingKey struct{ kind, tier string }
+
+// row is one line of the status page: a certificate with every finding
+// about it, or a finding about no certificate (an unreachable target, a
+// degraded discovery source).
+type row struct {
+	Tier      policy.Tier
+	Deadline  time.Time
+	Subject   string
+	Issuer    string
+	SHA256    string
+	NotAfter  time.Time
+	Findings  []policy.Finding
+	Kinds     []string
+	Endpoints []policy.Endpoint
+	Names     []string
+	Sources   []string
+	Renewal   string
+	search    string
+}
+
+type certSeries struct {
+	sha, subject, issuer, source string
+	notAfter                     time.Time
+}
+
+type endpointSeries struct {
+	name, port, address string
+	ok                  bool
+	duration            time.Duration
+}
+
+// buildView derives the status page rows and the metric series from r and
+// the per-endpoint probe results of the run that produced it.
+func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
+	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, endpoints: map[string]int{}}
+
+	// Where each certificate is served, and through which sources.
+	served := map[string][]policy.Endpoint{}
+	sources := map[string]map[string]bool{}
+	for _, ep := range r.Endpoints {
+		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
+		result := "ok"
+		if ep.Certificate == "" {
+			result = cmp.Or(ep.Failure, "error")
+		}
+		v.endpoints[result]++
+		v.endpointSeries = append(v.endpointSeries, endpointSeries{
+			name: ep.Name, port: fmt.Sprint(ep.Port), address: ep.Address,
+			ok: ep.Certificate != "", duration: st.duration,
+		})
+		if ep.Certificate == "" {
+			continue
+		}
+		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address})
+		if sources[ep.Certificate] == nil {
+			sources[ep.Certificate] = map[string]bool{}
+		}
+		for _, s := range st.sources {
+			sources[ep.Certificate][s] = true
+		}
+	}
+
+	byCert := map[string][]policy.Finding{}
+	var loose []policy.Finding
+	known := map[string]bool{}
+	for _, c := range r.Certificates {
+		known[c.SHA256] = true
+	}
+	for _, f := range r.Findings {
+		v.findings[findingKey{string(f.Kind), f.Tier.String()}]++
+		if f.Certificate != "" && known[f.Certificate] {
+			byCert[f.Certificate] = append(byCert[f.Certificate], f)
+		} else {
+			loose = append(loose, f)
+		}
+	}
+
+	allKinds, allSources := map[string]bool{}, map[string]bool{}
+	for _, c := range r.Certificates {
+		fs := byCert[c.SHA256]
+		rw := row{
+			Tier: policy.None, Deadline: c.NotAfter, Subject: c.Subject, Issuer: c.Issuer,
+			SHA256: c.SHA256, NotAfter: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
+			Sources: sortedKeys(sources[c.SHA256]),
+		}
+		for _, f := range fs {
+			rw.Tier = max(rw.Tier, f.Tier)
+			if f.Deadline.Before(rw.Deadline) {
+				rw.Deadline = f.Deadline
+			}
+			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
+		}
+		rw.Renewal = renewal(c, fs, r, served)
+		for _, s := range rw.Sources {
+			v.certSeries = append(v.certSeries, certSeries{sha: short(c.SHA256), subject: c.Subject, issuer: c.Issuer, source: s, notAfter: c.NotAfter})
+		}
+		if len(rw.Sources) == 0 {
+			v.certSeries = append(v.certSeries, certSeries{sha: short(c.SHA256), subject: c.Subject, issuer: c.Issuer, source: "unknown", notAfter: c.NotAfter})
+		}
+		v.rows = append(v.rows, rw)
+	}
+	for _, f := range loose {
+		v.rows = append(v.rows, row{
+			Tier: f.Tier, Deadline: f.Deadline, Subject: cmp.Or(f.Name, f.Subject, string(f.Kind)),
+			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f),
+		})
+	}
+	for i := range v.rows {
+		rw := &v.rows[i]
+		slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {
+			return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+		})
+		rw.Endpoints = slices.Compact(rw.Endpoints)
+		names := map[string]bool{}
+		for _, ep := range rw.Endpoints {
+			names[ep.Name] = true
+		}
+		rw.Names = sortedKeys(names)
+		kinds := map[string]bool{}
+		for _, f := range rw.Findings {
+			kinds[string(f.Kind)] = true
+			allKinds[string(f.Kind)] = true
+		}
+		rw.Kinds = sortedKeys(kinds)
+		for _, s := range rw.Sources {
+			allSources[s] = true
+		}
+		parts := []string{rw.Subject, rw.Issuer, rw.SHA256}
+		parts = append(parts, rw.Names...)
+		for _, ep := range rw.Endpoints {
+			parts = append(parts, ep.Address)
+		}
+		for _, f := range rw.Findings {
+			parts = append(parts, f.Name)
+		}
+		rw.search = strings.ToLower(strings.Join(parts, " "))
+	}
+	slices.SortStableFunc(v.rows, func(a, b row) int {
+		return cmp.Or(a.Deadline.Compare(b.Deadline), cmp.Compare(b.Tier, a.Tier), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
+	})
+	v.kinds, v.sources = sortedKeys(allKinds), sortedKeys(allSources)
+
+	// Most urgent certificates and failing endpoints first, so the cap
+	// drops the least interesting series.
+	slices.SortStableFunc(v.certSeries, func(a, b certSeries) int {
+		return cmp.Or(a.notAfter.Compare(b.notAfter), strings.Compare(a.sha, b.sha), strings.Compare(a.source, b.source))
+	})
+	if len(v.certSeries) > limit {
+		v.certDropped = len(v.certSeries) - limit
+		v.certSeries = v.certSeries[:limit]
+	}
+	slices.SortStableFunc(v.endpointSeries, func(a, b endpointSeries) int {
+		if a.ok != b.ok {
+			if !a.ok {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.port, b.port), strings.Compare(a.address, b.address))
+	})
+	if len(v.endpointSeries) > limit {
+		v.endpointDropped = len(v.endpointSeries) - limit
+		v.endpointSeries = v.endpointSeries[:limit]
+	}
+	return v
+}
+
+// sourcesOfFinding returns what a finding says about its source: the
+// source itself for a degraded source.
+func sourcesOfFinding(f policy.Finding) []string {
+	if f.Kind == daemon.DiscoveryDegraded && f.Name != "" {
+		return []string{f.Name}
+	}
+	return nil
+}
+
+// renewal says, for the status page, whether the certificate has been
+// renewed: a finding about renewal wins; then a newer certificate for the
+// same names seen in the same run; then what the deadline implies.
+func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served map[string][]policy.Endpoint) string {
+	for _, f := range fs {
+		if strings.Contains(string(f.Kind), "renewal") {
+			return strings.ReplaceAll(string(f.Kind), "_", " ")
+		}
+	}
+	var newest *policy.Certificate
+	for i := range r.Certificates {
+		o := &r.Certificates[i]
+		if o.SHA256 == c.SHA256 || !o.NotAfter.After(c.NotAfter) || len(c.DNSNames) == 0 || !covers(o.DNSNames, c.DNSNames) {
+			continue
+		}
+		if newest == nil || o.NotAfter.After(newest.NotAfter) {
+			newest = o
+		}
+	}
+	if newest != nil {
+		return fmt.Sprintf("renewed: %s… valid until %s is served on %d endpoint(s); this one is still served here",
+			short(newest.SHA256), newest.NotAfter.UTC().Format(time.DateOnly), len(served[newest.SHA256]))
+	}
+	switch {
+	case !c.NotAfter.After(r.GeneratedAt):
+		return "not renewed: expired"
+	case slices.ContainsFunc(fs, func(f policy.Finding) bool { return f.Kind == policy.Expiring }):
+		return "due: not renewed yet"
+	}
+	return ""
+}
+
+// covers reports whether every name in want is in have.
+func covers(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func short(sha string) string { return sha[:min(16, len(sha))] }
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
