@@ -17,6 +17,9 @@ type Result struct {
 	Findings []Finding
 	// Certificates are the leaf certificates seen, by deadline.
 	Certificates []Certificate
+	// ACM are the certificates given to AddACM with their renewal state,
+	// by NotAfter.
+	ACM []ACMCertificate
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -31,6 +34,8 @@ type Evaluator struct {
 	fps      map[*x509.Certificate]string
 	// leaves per "name:port": fingerprint -> endpoints, for inconsistency.
 	byName map[string]map[string][]Endpoint
+	// inv is the cloud inventory (AddACM, SetZones), judged in Result.
+	inv inventory
 }
 
 // NewEvaluator returns an Evaluator judging at time now.
@@ -252,6 +257,7 @@ func (e *Evaluator) Result() Result {
 		}
 		out.Findings = append(out.Findings, *f)
 	}
+	out.Findings, out.ACM = e.judgeInventory(out.Findings)
 	SortFindings(out.Findings)
 	for _, c := range e.certs {
 		out.Certificates = append(out.Certificates, *c)

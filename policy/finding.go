@@ -1,6 +1,6 @@
-// Package policy turns probe observations (and, later, cloud inventories)
-// into findings: one per certificate and kind of problem, each with a tier
-// chosen by the time left before its deadline.
+// Package policy turns probe observations and cloud inventories (ACM,
+// Route 53) into findings: one per certificate and kind of problem, each
+// with a tier chosen by the time left before its deadline.
 //
 // Everything here is a pure function of its inputs and the time passed in;
 // nothing reads the clock, the network or the disk.
@@ -135,8 +135,12 @@ type Finding struct {
 	// Message says what is wrong and what to do.
 	Message string `json:"message"`
 	// Name is set for findings about a name rather than a certificate
-	// (inconsistent_deployment, unreachable): "name:port".
+	// (inconsistent_deployment, unreachable): "name:port". For findings
+	// about an ACM certificate no probed endpoint serves, it is the ARN.
 	Name string `json:"name,omitempty"`
+	// ACM lists the ACM certificates the finding is about, or that its
+	// endpoints serve (matched by serial number).
+	ACM []ACMRef `json:"acm,omitempty"`
 }
 
 // ID identifies the finding across runs: its kind and the certificate (or

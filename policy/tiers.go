@@ -25,6 +25,11 @@ type Rules struct {
 	Inconsistent Tier
 	// Unreachable is the tier of unreachable explicit targets.
 	Unreachable Tier
+	// RenewalMargin: an ACM certificate that ACM renews and that is still
+	// not renewed when less than this is left is renewal_overdue. Zero
+	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
+	// before expiry).
+	RenewalMargin time.Duration
 }
 
 const day = 24 * time.Hour
@@ -39,9 +44,10 @@ func DefaultRules() Rules {
 			{Tier: Page, Within: 7 * day},
 			{Tier: Critical, Within: 2 * day},
 		},
-		Broken:       Page,
-		Inconsistent: Warning,
-		Unreachable:  Warning,
+		Broken:        Page,
+		Inconsistent:  Warning,
+		Unreachable:   Warning,
+		RenewalMargin: DefaultRenewalMargin,
 	}
 }
 
