@@ -39,13 +39,21 @@ func (n *Notifier) Run(ctx context.Context) error {
 // until it is done, and the error then says how much is still queued (it
 // stays in the outbox for the next Flush or Run).
 func (n *Notifier) Flush(ctx context.Context) error {
-	errs := make([]error, len(n.workers))
-	var wg sync.WaitGroup
-	for i, w := range n.workers {
-		wg.Go(func() { errs[i] = n.work(ctx, w, true) })
+	for {
+		// A round can queue notifications for channels whose worker is
+		// already done (a channel failing or recovering tells the others),
+		// so go round again until a round queues nothing.
+		before := n.queued.Load()
+		errs := make([]error, len(n.workers))
+		var wg sync.WaitGroup
+		for i, w := range n.workers {
+			wg.Go(func() { errs[i] = n.work(ctx, w, true) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil || n.queued.Load() == before {
+			return err
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // work delivers one channel's outbox in order. A notification that fails
@@ -181,6 +189,10 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	cancel()
 	now := n.now()
 	if err == nil {
+		if note.Event == EventDigest {
+			// The digest message is not any one finding's message.
+			ref = ""
+		}
 		n.settle(ctx, w, ids, state.Settlement{At: now, Delivered: true, Ref: ref})
 		n.logger.Debug("notification delivered", "channel", w.name, "event", note.Event, "key", note.Key)
 		n.recovered(ctx, w, now)
@@ -340,6 +352,7 @@ func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why st
 		return
 	}
 	w.raised = raisedYes
+	n.queued.Add(1)
 	n.logger.Error("notification channel failing", "channel", w.name, "since", since, "reason", why)
 	for _, o := range n.workers {
 		if o != w {
@@ -386,6 +399,7 @@ func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
 	}
 	w.raised = raisedNo
 	if resolved {
+		n.queued.Add(1)
 		n.logger.Info("notification channel recovered", "channel", w.name)
 		for _, o := range n.workers {
 			if o != w {

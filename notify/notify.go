@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -63,6 +64,16 @@ const (
 // KindChannelFailing is the kind of the alert raised on the other channels
 // when a channel keeps failing. Its Finding.Name is the failing channel.
 const KindChannelFailing policy.Kind = "channel_failing"
+
+// AlertID is the identity of a finding's alert: its ID, except that an
+// expired certificate continues the alert of its expiry (the same problem,
+// now past its deadline), so expiry does not page anew.
+func AlertID(f policy.Finding) string {
+	if f.Kind == policy.Expired && f.Certificate != "" {
+		f.Kind = policy.Expiring
+	}
+	return f.ID()
+}
 
 // Notification is one message for one channel. It is stored in the outbox as
 // JSON and handed to the channel's Sender.
@@ -144,6 +155,9 @@ type Notifier struct {
 	reminders map[policy.Tier]time.Duration
 	workers   []*worker
 	byName    map[string]*worker
+	// queued counts notifications the dispatcher itself queued (channel
+	// failure alerts), so Flush knows to go round again.
+	queued atomic.Int64
 }
 
 // Default rates per channel kind, deliveries per second.
@@ -321,8 +335,7 @@ type worker struct {
 	health ChannelHealth
 	// raised: whether a channel_failing alert is open for this channel;
 	// unknown until checked after start.
-	raised  raisedState
-	refused bool
+	raised raisedState
 }
 
 type raisedState int

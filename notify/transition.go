@@ -118,7 +118,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		if f.Tier < policy.Notice {
 			continue
 		}
-		id := f.ID()
+		id := AlertID(f)
 		if old, ok := present[id]; !ok || f.Tier > old.Tier {
 			present[id] = f
 		}
@@ -200,7 +200,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 // it resolved).
 func (p *planner) fresh(f policy.Finding) {
 	a := &state.Alert{
-		ID: f.ID(), Finding: f, Tier: f.Tier, Announced: f.Tier,
+		ID: AlertID(f), Finding: f, Tier: f.Tier, Announced: f.Tier,
 		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
 	}
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))

@@ -178,11 +178,11 @@ var hints = map[string]string{
 	"account_inactive": "the bot's account is deactivated",
 	"channel_not_found": "check the channel name in the configuration, and for a private channel " +
 		"invite the bot",
-	"not_in_channel":   "invite the bot to the channel (/invite @bot)",
-	"is_archived":      "the channel is archived: unarchive it or configure another",
-	"missing_scope":    "the bot token needs the chat:write scope",
-	"msg_too_long":     "the message is too long",
-	"invalid_blocks":   "Slack rejected the message layout",
+	"not_in_channel":    "invite the bot to the channel (/invite @bot)",
+	"is_archived":       "the channel is archived: unarchive it or configure another",
+	"missing_scope":     "the bot token needs the chat:write scope",
+	"msg_too_long":      "the message is too long",
+	"invalid_blocks":    "Slack rejected the message layout",
 	"restricted_action": "the workspace does not let the bot post in this channel",
 }
 

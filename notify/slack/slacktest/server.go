@@ -75,9 +75,9 @@ type Server struct {
 	calls    []Call
 	messages []*Message
 	seq      int
-	// Hook, when set, answers a request instead of the script and the
+	// hook, when set, answers a request instead of the script and the
 	// normal handling when it returns true.
-	hook func(method string) (Response, bool)
+	hook func(Call) (Response, bool)
 }
 
 // New starts a server on 127.0.0.1 that accepts token, with the given
@@ -116,10 +116,12 @@ func (s *Server) Script(rs ...Response) {
 	s.script = append(s.script, rs...)
 }
 
-// SetHook installs a function consulted before every request; when it
+// SetHook installs a function consulted before every request with what
+// was asked (Call.Channel is the channel as given: a name or an ID); when it
 // returns true its response is sent instead. Use it for behaviour that
-// depends on time or load, such as a rate limit.
-func (s *Server) SetHook(h func(method string) (Response, bool)) {
+// depends on time, load or channel, such as a rate limit or an outage. It
+// runs with the server's lock held and must not call the server.
+func (s *Server) SetHook(h func(Call) (Response, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = h
@@ -232,7 +234,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var resp Response
 	scripted := false
 	if s.hook != nil {
-		resp, scripted = s.hook(method)
+		resp, scripted = s.hook(call)
 	}
 	if !scripted && len(s.script) > 0 {
 		resp, s.script, scripted = s.script[0], s.script[1:], true

@@ -1,0 +1,199 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+// bubble is a Notifier on real time inside a synctest bubble, with
+// recorders for channels certs and oncall, delivering with Run.
+type bubble struct {
+	store *sqlite.Store
+	n     *notify.Notifier
+	rec   map[string]*recorder
+	stop  func()
+}
+
+func startBubble(t *testing.T, retry config.Retry) *bubble {
+	t.Helper()
+	cfg := config.Notify{
+		State: filepath.Join(t.TempDir(), "state.db"),
+		Channels: []config.Channel{
+			{Name: "certs", Kind: config.ChannelLog},
+			{Name: "oncall", Kind: config.ChannelLog},
+		},
+		Routes: []config.Route{
+			{Tiers: []string{"warning"}, Channels: []string{"certs"}},
+			{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}},
+		},
+		Retry: retry,
+	}
+	store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bubble{store: store, rec: map[string]*recorder{"certs": {}, "oncall": {}}}
+	b.n, err = notify.New(cfg, store, map[string]notify.Sender{"certs": b.rec["certs"], "oncall": b.rec["oncall"]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.n.Rand = func() float64 { return 0.999 }
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { b.n.Run(ctx) })
+	b.stop = func() {
+		cancel()
+		wg.Wait()
+		store.Close()
+	}
+	return b
+}
+
+func (b *bubble) apply(t *testing.T, fs ...policy.Finding) {
+	t.Helper()
+	if _, err := b.n.Apply(context.Background(), notify.Sweep{Findings: fs}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func warning(subject string) policy.Finding {
+	return policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Warning, Certificate: sha(subject), Subject: subject, Endpoints: eps(subject)}
+}
+
+var errServer = errors.New("slack certs chat.postMessage #certs: http 500")
+
+func TestRetriesBackOffAndHonourRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute), AlertAfter: config.Duration(time.Hour)})
+		defer b.stop()
+		start := time.Now()
+		b.rec["certs"].fail(errServer, errServer, errServer, notify.RetryAfter(30*time.Second, errors.New("slack certs: rate limited")))
+		b.apply(t, warning("first.example"), warning("second.example"))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+
+		r := b.rec["certs"]
+		var gaps []time.Duration
+		for i := 1; i < len(r.attempts); i++ {
+			gaps = append(gaps, r.attempts[i].Sub(r.attempts[i-1]).Round(time.Millisecond))
+		}
+		// Full jitter with rand 0.999: just under 1s, 2s, 4s; then the
+		// 30s asked for plus at most 10%; then the second notification.
+		want := []time.Duration{999 * time.Millisecond, 1998 * time.Millisecond, 3996 * time.Millisecond, 32997 * time.Millisecond, 0}
+		if diff := cmp.Diff(want, gaps); diff != "" {
+			t.Errorf("gaps between attempts (-want +got):\n%s", diff)
+		}
+		if got := describe(r.take()); !cmp.Equal(got, []string{"new warning first.example", "new warning second.example"}) {
+			t.Errorf("delivered %v, want both, in order", got)
+		}
+		if r.attempts[0] != start {
+			t.Errorf("first attempt at %v, want at once (%v)", r.attempts[0], start)
+		}
+		h := b.n.Health()
+		if h[0].Delivered != 2 || h[0].Retried != 4 || !h[0].FailingSince.IsZero() {
+			t.Errorf("health = %+v, want 2 delivered, 4 retried, healthy now", h[0])
+		}
+	})
+}
+
+func TestFailingChannelIsReportedOnTheOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(5 * time.Minute), AlertAfter: config.Duration(15 * time.Minute)})
+		defer b.stop()
+		start := time.Now()
+		b.rec["certs"].setFailing(errServer)
+		b.apply(t, warning("a.example"))
+		time.Sleep(14 * time.Minute)
+		synctest.Wait()
+		if got := b.rec["oncall"].take(); len(got) != 0 {
+			t.Fatalf("oncall told %v before alert_after", describe(got))
+		}
+		if h := b.n.Health()[0]; h.FailingSince != start || !strings.Contains(h.LastError, "http 500") {
+			t.Errorf("certs health = %+v, want failing since the first attempt", h)
+		}
+		// The next attempt after alert_after (backoff is at most 5m) raises
+		// the alert.
+		time.Sleep(6 * time.Minute)
+		synctest.Wait()
+		got := b.rec["oncall"].take()
+		if len(got) != 1 || got[0].n.Finding.Kind != notify.KindChannelFailing || got[0].n.Finding.Name != "certs" {
+			t.Fatalf("oncall got %v, want one channel_failing alert about certs", describe(got))
+		}
+		if !strings.Contains(got[0].n.Finding.Message, "http 500") || !strings.Contains(got[0].n.Finding.Message, "Nothing is lost") {
+			t.Errorf("alert message %q should carry the error and say nothing is lost", got[0].n.Finding.Message)
+		}
+		// Down for hours: no second alert, nothing dropped.
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if got := b.rec["oncall"].take(); len(got) != 0 {
+			t.Errorf("oncall got %v during the outage, want the one alert only", describe(got))
+		}
+		b.rec["certs"].setFailing(nil)
+		time.Sleep(6 * time.Minute)
+		synctest.Wait()
+		if got := describe(b.rec["certs"].take()); !cmp.Equal(got, []string{"new warning a.example"}) {
+			t.Errorf("certs after recovery got %v, want the held notification", got)
+		}
+		got = b.rec["oncall"].take()
+		if len(got) != 1 || got[0].n.Event != notify.EventResolved || got[0].n.Key != "channel_failing:certs" {
+			t.Errorf("oncall after recovery got %v, want the alert resolved", describe(got))
+		}
+	})
+}
+
+func TestRefusedNotificationDoesNotBlockTheChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute), AlertAfter: config.Duration(time.Hour)})
+		defer b.stop()
+		b.rec["certs"].fail(notify.Permanent(errors.New("slack certs chat.postMessage #certs: msg_too_long")))
+		b.apply(t, warning("a.example"), warning("b.example"))
+		synctest.Wait()
+		if got := describe(b.rec["certs"].take()); !cmp.Equal(got, []string{"new warning b.example"}) {
+			t.Errorf("certs got %v, want the second one delivered", got)
+		}
+		stats, err := b.store.OutboxStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stats {
+			if s.Channel == "certs" && (s.Failed != 1 || s.Pending != 0) {
+				t.Errorf("certs outbox = %+v, want one failed, none pending", s)
+			}
+		}
+		// Refused at once is reported at once, and resolved by the next
+		// delivery that works.
+		got := describe(b.rec["oncall"].take())
+		want := []string{"new warning notification channel certs", "resolved warning notification channel certs (thread)"}
+		if !cmp.Equal(got, want) {
+			t.Errorf("oncall got %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRunDeliversWhatApplyWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, config.Retry{})
+		defer b.stop()
+		time.Sleep(10 * time.Second) // Run is idle, waiting
+		start := time.Now()
+		b.apply(t, policy.Finding{Kind: policy.SelfSigned, Tier: policy.Page, Certificate: sha("p"), Subject: "p.example"})
+		synctest.Wait()
+		got := b.rec["oncall"].take()
+		if len(got) != 1 || got[0].at != start {
+			t.Errorf("oncall got %v, want the page at once", describe(got))
+		}
+	})
+}

@@ -1,0 +1,369 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+)
+
+const day = 24 * time.Hour
+
+// TestWalkToExpiryAndRenewal follows one certificate from 40 days before
+// expiry, through expiry, to its renewal, with a run every six hours, and
+// checks exactly which channel hears what: the notice in the next daily
+// digest, the warning once, the page once, critical to PagerDuty and
+// #incidents (with #certs's thread updated), nothing between steps, and the
+// resolution on renewal to everyone who was told.
+func TestWalkToExpiryAndRenewal(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	old := cert{subject: "api.example.com", notAfter: t0.Add(40 * day), eps: eps("api.example.com", "api.example.com")}
+	renewed := cert{subject: "api.example.com", notAfter: t0.Add(400 * day), eps: old.eps}
+
+	type step struct {
+		at   time.Time
+		want map[string][]string
+	}
+	var got []step
+	for at := t0; at.Before(t0.Add(40*day + 12*time.Hour)); at = at.Add(6 * time.Hour) {
+		h.run(at, sweep(at, old))
+		if m := h.took(); len(m) > 0 {
+			got = append(got, step{at, m})
+		}
+	}
+	// Renewed half a day after expiry (certwatch keeps nagging until then).
+	at := t0.Add(40*day + 12*time.Hour)
+	h.run(at, sweep(at, renewed))
+	if m := h.took(); len(m) > 0 {
+		got = append(got, step{at, m})
+	}
+	// And quiet afterwards.
+	for at := at.Add(6 * time.Hour); at.Before(t0.Add(44 * day)); at = at.Add(6 * time.Hour) {
+		h.run(at, sweep(at, renewed))
+		if m := h.took(); len(m) > 0 {
+			got = append(got, step{at, m})
+		}
+	}
+
+	want := []step{
+		// Notice from day 10 (30 days left): in the digest after midnight.
+		{t0.Add(10*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [new notice api.example.com]"}}},
+		// Weekly notice reminders, in the digest.
+		{t0.Add(17*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
+		{t0.Add(24*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
+		// Warning at 14 days left: its own message in #certs (the notice was
+		// only a digest line, so there is no thread to continue).
+		{t0.Add(26 * day), map[string][]string{"certs": {"escalated warning api.example.com"}}},
+		// Daily warning reminders in the thread.
+		{t0.Add(27 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		{t0.Add(28 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		{t0.Add(29 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		{t0.Add(30 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		{t0.Add(31 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		{t0.Add(32 * day), map[string][]string{"certs": {"reminder warning api.example.com (thread)"}}},
+		// Page at 7 days: PagerDuty, and #certs's thread follows.
+		{t0.Add(33 * day), map[string][]string{
+			"certs":  {"escalated page api.example.com (thread)"},
+			"oncall": {"new page api.example.com"},
+		}},
+		// Critical at 2 days: PagerDuty escalates, #incidents hears.
+		{t0.Add(38 * day), map[string][]string{
+			"certs":     {"escalated critical api.example.com (thread)"},
+			"incidents": {"new critical api.example.com"},
+			"oncall":    {"escalated critical api.example.com (thread)"},
+		}},
+		// Expiry itself is the same alert: no new page. Renewal resolves.
+		{t0.Add(40*day + 12*time.Hour), map[string][]string{
+			"certs":     {"resolved critical api.example.com (thread)"},
+			"incidents": {"resolved critical api.example.com (thread)"},
+			"oncall":    {"resolved critical api.example.com (thread)"},
+		}},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(step{})); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+
+	alerts, err := h.store.Alerts(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 1 || alerts[0].Open() || !strings.HasPrefix(alerts[0].Resolution, "certificate replaced on api.example.com:443") {
+		t.Errorf("alerts = %+v, want one, resolved by the replacement", alerts)
+	}
+}
+
+func TestFlappingFindingResolvesAfterConsecutiveAbsences(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	cw := cert{subject: "flappy.example.com", notAfter: t0.Add(10 * day), eps: eps("flappy.example.com")}
+	present, absent := sweep(t0, cw), notify.Sweep{}
+
+	var got []string
+	for i, sw := range []notify.Sweep{present, absent, present, absent, present, absent, absent, absent} {
+		h.run(t0.Add(time.Duration(i)*time.Hour), sw)
+		for _, line := range h.took()["certs"] {
+			got = append(got, fmt.Sprintf("run %d: %s", i, line))
+		}
+	}
+	want := []string{"run 0: new warning flappy.example.com", "run 6: resolved warning flappy.example.com (thread)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notifications (-want +got):\n%s", diff)
+	}
+}
+
+func TestReplacedCertificateResolvesAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	old := cert{subject: "shop.example.com", notAfter: t0.Add(5 * day), eps: eps("shop.example.com", "www.example.com")}
+	h.run(t0, sweep(t0, old))
+	h.took()
+	// One endpoint already serves the new certificate, the other still the
+	// old one: not resolved.
+	renewed := cert{subject: "shop.example.com", notAfter: t0.Add(300 * day), eps: old.eps[:1]}
+	partial := sweep(t0.Add(time.Hour), renewed, cert{subject: old.subject, notAfter: old.notAfter, eps: old.eps[1:]})
+	h.run(t0.Add(time.Hour), partial)
+	if got := h.took(); len(got) != 0 {
+		t.Errorf("half-renewed: notifications %v, want none", got)
+	}
+	renewed.eps = old.eps
+	h.run(t0.Add(2*time.Hour), sweep(t0.Add(2*time.Hour), renewed))
+	if diff := cmp.Diff(map[string][]string{"oncall": {"resolved page shop.example.com (thread)"}}, h.took()); diff != "" {
+		t.Errorf("renewed: (-want +got):\n%s", diff)
+	}
+}
+
+func TestStormOfNewFindingsIsOneSummaryPerChannel(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	var certs []cert
+	for i := range 500 {
+		certs = append(certs, cert{subject: fmt.Sprintf("svc%03d.example.com", i), notAfter: t0.Add(time.Duration(36+i%60) * time.Hour), eps: eps(fmt.Sprintf("svc%03d.example.com", i))})
+	}
+	rep := h.run(t0, sweep(t0, certs...))
+	if !rep.Storm || rep.New != 500 {
+		t.Errorf("report = %+v, want a storm of 500 new findings", rep)
+	}
+	critical := 0
+	for _, c := range certs {
+		if f, _ := c.finding(t0); f.Tier == policy.Critical {
+			critical++
+		}
+	}
+	for name, total := range map[string]int{"oncall": 500, "incidents": critical} {
+		got := h.rec[name].take()
+		if len(got) != 1 || got[0].n.Event != notify.EventSummary || got[0].n.Total != total || len(got[0].n.Items) != 10 {
+			t.Fatalf("%s got %v, want one summary of %d listing 10", name, describe(got), total)
+		}
+		first := got[0].n.Items[0].Finding
+		if first.Tier != policy.Critical || !first.Deadline.Equal(t0.Add(36*time.Hour)) {
+			t.Errorf("%s summary starts with %s due %v, want the most urgent (critical, soonest)", name, first.Tier, first.Deadline)
+		}
+		if !strings.Contains(got[0].n.Reason, "500 new findings") {
+			t.Errorf("summary reason = %q", got[0].n.Reason)
+		}
+	}
+	if got := h.took(); len(got) != 0 {
+		t.Errorf("other channels got %v, want nothing", got)
+	}
+	// The next run is quiet: everything was announced in the summary.
+	h.run(t0.Add(time.Minute), sweep(t0.Add(time.Minute), certs...))
+	if got := h.took(); len(got) != 0 {
+		t.Errorf("run after the storm: %v, want nothing", got)
+	}
+	// All renewed at once: one summary of resolutions at most per channel.
+	for i := range certs {
+		certs[i].notAfter = certs[i].notAfter.Add(400 * day)
+	}
+	h.run(t0.Add(2*time.Minute), sweep(t0.Add(2*time.Minute), certs...))
+	if got := h.took(); len(got) != 0 {
+		t.Errorf("fleet renewal after a storm: %v, want nothing (told only in a summary)", got)
+	}
+}
+
+func TestEscalationWaveIsCappedPerChannel(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	var certs []cert
+	for i := range 30 {
+		// Fifteen a run: under the cap of 20 new findings.
+		certs = append(certs, cert{subject: fmt.Sprintf("b%02d.example.com", i), notAfter: t0.Add(10*day + time.Duration(i)*time.Minute), eps: eps(fmt.Sprintf("b%02d.example.com", i))})
+	}
+	h.run(t0, sweep(t0, certs[:15]...))
+	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), certs...))
+	if got := len(h.rec["certs"].take()); got != 30 {
+		t.Fatalf("certs got %d warnings, want 30 one by one", got)
+	}
+	// Three days later all 30 cross into page together.
+	at := t0.Add(3*day + 2*time.Hour)
+	h.run(at, sweep(at, certs...))
+	got := h.took()
+	want := map[string][]string{"oncall": {"summary 30 [" + strings.TrimSuffix(strings.Repeat("new page x, ", 10), ", ") + "]"}}
+	for i := range got["oncall"] {
+		got["oncall"][i] = subjectsTo(got["oncall"][i], "x")
+	}
+	for i := range got["certs"] {
+		got["certs"][i] = subjectsTo(got["certs"][i], "x")
+	}
+	want["certs"] = []string{"summary 30 [" + strings.TrimSuffix(strings.Repeat("escalated page x, ", 10), ", ") + "]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// subjectsTo replaces test subjects "bNN.example.com" with s.
+func subjectsTo(line, s string) string {
+	for i := range 100 {
+		line = strings.ReplaceAll(line, fmt.Sprintf("b%02d.example.com", i), s)
+	}
+	return line
+}
+
+func TestOutageIsNotAResolution(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	var certs []cert
+	for i := range 20 {
+		certs = append(certs, cert{subject: fmt.Sprintf("o%02d.example.com", i), notAfter: t0.Add(10 * day), eps: eps(fmt.Sprintf("o%02d.example.com", i))})
+	}
+	h.run(t0, sweep(t0, certs...))
+	h.took()
+	// Three runs in which certwatch's network is down: 18 of 20 fail.
+	for r := 1; r <= 3; r++ {
+		at := t0.Add(time.Duration(r) * time.Hour)
+		sw := sweep(at, certs[:2]...)
+		for _, c := range certs[2:] {
+			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Failed: true})
+			sw.Findings = append(sw.Findings, policy.Finding{Kind: policy.Unreachable, Tier: policy.Warning, Name: c.eps[0].Name + ":443", Endpoints: c.eps})
+		}
+		rep := h.run(at, sw)
+		if r == 1 && (!rep.Storm || !strings.Contains(rep.Reason, "18 of 20 endpoints")) {
+			t.Errorf("run %d report = %+v, want a storm naming the failure share", r, rep)
+		}
+	}
+	got := h.took()
+	if len(got["certs"]) != 1 || !strings.HasPrefix(got["certs"][0], "summary 18") {
+		t.Errorf("during the outage certs got %v, want one summary of the 18 unreachable", got["certs"])
+	}
+	for _, lines := range got {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "resolved") {
+				t.Errorf("outage resolved a finding: %s", l)
+			}
+		}
+	}
+	// Network back: nothing to say about the certificates, which were never
+	// fixed.
+	at := t0.Add(4 * time.Hour)
+	h.run(at, sweep(at, certs...))
+	for ch, lines := range h.took() {
+		for _, l := range lines {
+			if strings.Contains(l, "o0") || strings.Contains(l, "o1") {
+				t.Errorf("after the outage %s got %q, want no news about the certificates", ch, l)
+			}
+		}
+	}
+}
+
+func TestRoutingOverrideByZone(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	team := cert{subject: "api.team-a.example", notAfter: t0.Add(10 * day), eps: eps("api.team-a.example")}
+	other := cert{subject: "api.other.example", notAfter: t0.Add(10 * day), eps: eps("api.other.example")}
+	h.run(t0, sweep(t0, team, other))
+	want := map[string][]string{"team-a": {"new warning api.team-a.example"}, "certs": {"new warning api.other.example"}}
+	if diff := cmp.Diff(want, h.took()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestTierDropAndRiseIsNotReannounced(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: sha("x"), Subject: "x.example", Endpoints: eps("x.example")}
+	var got []string
+	for i, tier := range []policy.Tier{policy.Page, policy.Warning, policy.Page, policy.Critical} {
+		f.Tier = tier
+		at := t0.Add(time.Duration(i) * time.Hour)
+		h.run(at, notify.Sweep{Findings: []policy.Finding{f}})
+		got = append(got, h.took()["oncall"]...)
+	}
+	want := []string{"new page x.example", "escalated critical x.example (thread)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("oncall (-want +got):\n%s", diff)
+	}
+}
+
+func TestDigestWaitsAndIsSupersededByEscalation(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	a := cert{subject: "a.example.com", notAfter: t0.Add(20 * day), eps: eps("a.example.com")}
+	b := cert{subject: "b.example.com", notAfter: t0.Add(14*day + time.Hour), eps: eps("b.example.com")}
+	h.run(t0, sweep(t0, a, b))
+	if got := h.took(); len(got) != 0 {
+		t.Fatalf("notices went out before the digest: %v", got)
+	}
+	// b reaches warning before midnight: its own message, and the digest
+	// does not repeat it as a notice.
+	at := t0.Add(2 * time.Hour)
+	h.run(at, sweep(at, a, b))
+	if diff := cmp.Diff(map[string][]string{"certs": {"escalated warning b.example.com"}}, h.took()); diff != "" {
+		t.Errorf("escalation (-want +got):\n%s", diff)
+	}
+	at = t0.Add(18 * time.Hour) // just past midnight UTC
+	h.run(at, sweep(at, a, b))
+	if diff := cmp.Diff(map[string][]string{"certs": {"digest 1 [new notice a.example.com]"}}, h.took()); diff != "" {
+		t.Errorf("digest (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewRejectsMissingSender(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig(t.TempDir())
+	s := openStore(t, cfg.State)
+	_, err := notify.New(cfg, s, map[string]notify.Sender{"certs": &recorder{}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "has no sender") {
+		t.Errorf("New without senders = %v, want an error naming the channel", err)
+	}
+	cfg.Routes = append(cfg.Routes, config.Route{Tiers: []string{"loud"}, Channels: []string{"certs"}})
+	_, err = notify.New(cfg, s, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown tier "loud"`) {
+		t.Errorf("New with a bad route = %v, want the config error", err)
+	}
+}
+
+func TestTestMessage(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	if err := h.n.Test(context.Background(), "incidents"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.rec["incidents"].take()
+	if len(got) != 1 || got[0].n.Event != notify.EventTest {
+		t.Errorf("incidents got %v, want one test message", describe(got))
+	}
+	h.rec["oncall"].fail(notify.Permanent(fmt.Errorf("pagerduty oncall trigger: http 400")))
+	if err := h.n.Test(context.Background(), "oncall"); err == nil || !strings.Contains(err.Error(), "http 400") {
+		t.Errorf("Test(oncall) = %v, want the sender's error", err)
+	}
+	if err := h.n.Test(context.Background(), "nope"); err == nil || !strings.Contains(err.Error(), "certs") {
+		t.Errorf("Test(nope) = %v, want an error listing the channels", err)
+	}
+}
