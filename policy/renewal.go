@@ -193,18 +193,18 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 	records := e.validationRecords(c)
 	switch c.RenewalStatus {
 	case acm.RenewalFailed, acm.RenewalPendingValidation:
-		why := "renewal failed"
+		why := "its renewal failed"
 		if c.RenewalStatus == acm.RenewalPendingValidation {
-			why = "renewal is waiting for domain validation"
+			why = "its renewal waits for domain validation"
 		}
 		if c.RenewalStatusReason != "" {
 			why += " (" + c.RenewalStatusReason + ")"
 		}
 		if pending := pendingDomains(c); len(pending) > 0 {
-			why += "; not validated: " + strings.Join(pending, ", ")
+			why += " of " + strings.Join(pending, ", ")
 		}
-		msg := fmt.Sprintf("ACM %s for certificate %s, which %s and is %s. To do: %s. Once fixed, ACM retries on its own; if the status does not change within a day, request a new certificate and attach it instead",
-			why, it, expires, use, renewalAdvice(c, records))
+		msg := fmt.Sprintf("ACM could not renew certificate %s: %s. It %s and is %s. To do: %s. Once fixed, ACM retries on its own; if the status does not change within a day, request a new certificate and attach it instead",
+			it, why, expires, use, renewalAdvice(c, records))
 		return report(RenewalStateFailed, RenewalFailed, max(Warning, tier), msg)
 	}
 	if !now.Before(v.renewBy) {
@@ -227,7 +227,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 		if !now.Before(c.NotAfter.Add(-ACMRenewalWindow)) {
 			tier = Warning
 		}
-		msg := fmt.Sprintf("ACM renews certificate %s (it %s), but its next renewal will fail: a DNS validation record is missing or wrong. %s. ACM starts renewing on %s",
+		msg := fmt.Sprintf("ACM renews certificate %s, which %s, but its next renewal will fail: a DNS validation record is missing or wrong. %s. ACM starts renewing on %s",
 			it, expires, capitalize(strings.Join(bad, "; ")), stamp(c.NotAfter.Add(-ACMRenewalWindow)))
 		return report(RenewalAtRisk, ValidationRecordMissing, tier, msg)
 	}
@@ -551,7 +551,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			advice = "attach it in place of the old one; on servers outside AWS, export it again from ACM, install it and reload the server"
 		}
 		cands = append(cands, newer{
-			desc:  fmt.Sprintf("ACM certificate %s (serial %s, not after %s, %s)", acmLabel(c), acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
+			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
 			names: c.Names(), notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, keys: keys[fp], advice: advice,
 		})
 	}
@@ -580,15 +580,15 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		if drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
 			continue
 		}
-		var old newer // the certificate the finding is about
-		var what string
+		var old newer   // the certificate the finding is about
+		var what string // "%s" takes "which expires ..."
 		if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
 			old = newer{names: normalizeNames(c.DNSNames), notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, keys: keys[f.Certificate]}
-			what = fmt.Sprintf("the endpoints listed still serve %q", f.Subject)
+			what = fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
 		} else if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
 			c := &certs[j]
 			old = newer{names: c.Names(), notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
-			what = fmt.Sprintf("ACM certificate %s is still %s", acmLabel(c), usage(c, false))
+			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
 		} else {
 			continue
 		}
@@ -596,12 +596,12 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		if !ok {
 			continue
 		}
-		state := fmt.Sprintf("it expires in %s (%s)", humanDuration(old.notAfter.Sub(now)), stamp(old.notAfter))
+		state := fmt.Sprintf("expires in %s (%s)", humanDuration(old.notAfter.Sub(now)), stamp(old.notAfter))
 		if !old.notAfter.After(now) {
-			state = fmt.Sprintf("it expired %s ago (%s)", humanDuration(now.Sub(old.notAfter)), stamp(old.notAfter))
+			state = fmt.Sprintf("expired %s ago (%s)", humanDuration(now.Sub(old.notAfter)), stamp(old.notAfter))
 		}
 		f.Kind = StaleDeployment
-		f.Message = fmt.Sprintf("%s and %s, although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", capitalize(what), state, n.desc, n.advice)
+		f.Message = fmt.Sprintf(what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
 	}
 
 	final := make([]Finding, 0, len(out))
