@@ -433,8 +433,11 @@ func (s *LogSender) Send(ctx context.Context, n Notification) (string, error) {
 		if f.Name != "" {
 			attrs = append(attrs, slog.String("name", f.Name))
 		}
-		if !f.Deadline.IsZero() {
+		if HasDeadline(f) {
 			attrs = append(attrs, slog.Time("deadline", f.Deadline), slog.Int("days_left", f.DaysLeft(n.At)))
+		}
+		for _, a := range f.ACM {
+			attrs = append(attrs, slog.String("acm_arn", a.ARN))
 		}
 		attrs = append(attrs, slog.Int("endpoints", len(f.Endpoints)), slog.String("message", f.Message))
 	}

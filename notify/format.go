@@ -32,10 +32,30 @@ func Problem(f policy.Finding, at time.Time) string {
 		return "endpoint unreachable"
 	case policy.BundleExpired:
 		return "server sends an expired extra certificate"
+	case policy.RenewalOverdue:
+		return "ACM has not renewed the certificate, which expires " + In(f.Deadline, at)
+	case policy.RenewalFailed:
+		return "ACM renewal failed; the certificate expires " + In(f.Deadline, at)
+	case policy.ValidationRecordMissing:
+		return "DNS validation record missing; the next ACM renewal will fail"
+	case policy.StaleDeployment:
+		return "an old certificate is still deployed; it expires " + In(f.Deadline, at)
 	case KindChannelFailing:
 		return "notifications cannot be delivered"
 	}
 	return strings.ReplaceAll(string(f.Kind), "_", " ")
+}
+
+// HasDeadline reports whether f's deadline is a date someone must act by
+// (expiry, renewal), rather than the time of the scan, as it is for
+// problems that are broken now.
+func HasDeadline(f policy.Finding) bool {
+	switch f.Kind {
+	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
+		policy.Unreachable, KindChannelFailing, "discovery_failed":
+		return false
+	}
+	return !f.Deadline.IsZero()
 }
 
 // In says how far t is from at in whole days: "in 12 days", "in 1 day",

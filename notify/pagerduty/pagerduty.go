@@ -179,9 +179,12 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		if f.Name != "" {
 			d["name"] = f.Name
 		}
-		if !f.Deadline.IsZero() {
+		if notify.HasDeadline(f) {
 			d["deadline"] = f.Deadline.UTC().Format(time.RFC3339)
 			d["days_left"] = f.DaysLeft(n.At)
+		}
+		if len(f.ACM) > 0 {
+			d["acm"] = acmDetails(f.ACM)
 		}
 		if !n.Since.IsZero() {
 			d["first_raised"] = n.Since.UTC().Format(time.RFC3339)
@@ -205,6 +208,30 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		ev.Links = []link{{Href: s.RunbookURL, Text: "Runbook"}}
 	}
 	return ev
+}
+
+// acmDetails lists the ACM certificates of a finding: where they are, who
+// renews them and what uses them.
+func acmDetails(refs []policy.ACMRef) []map[string]any {
+	out := make([]map[string]any, 0, len(refs))
+	for _, r := range refs {
+		m := map[string]any{"arn": r.ARN, "region": r.Region, "type": string(r.Type), "renewal": string(r.Renewal)}
+		if r.Account != "" {
+			m["account"] = r.Account
+		}
+		if r.RenewalStatus != "" {
+			m["renewal_status"] = string(r.RenewalStatus)
+		}
+		if r.RenewalEligibility != "" {
+			m["renewal_eligibility"] = string(r.RenewalEligibility)
+		}
+		m["in_use_by_count"] = len(r.InUseBy)
+		if len(r.InUseBy) > 0 {
+			m["in_use_by"] = r.InUseBy[:min(len(r.InUseBy), maxEndpoints)]
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // post sends one event. Errors name the channel and action but never the

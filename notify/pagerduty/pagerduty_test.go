@@ -96,6 +96,29 @@ func TestTriggerEscalateResolve(t *testing.T) {
 	}
 }
 
+func TestACMAndBrokenNowDetails(t *testing.T) {
+	pd := pagerdutytest.New(t, routingKey)
+	s := newSender(t, pd.URL())
+	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "old.example.com", Deadline: now,
+		ACM: []policy.ACMRef{{ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/1", Region: "eu-west-1", Type: "IMPORTED", Renewal: policy.RenewalManual,
+			InUseBy: []string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/a/1"}}}}
+	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f}); err != nil {
+		t.Fatal(err)
+	}
+	d := pd.Events()[0].Payload.CustomDetails
+	if _, ok := d["days_left"]; ok {
+		t.Errorf("custom_details has days_left %v for a problem that is broken now", d["days_left"])
+	}
+	acm, _ := d["acm"].([]any)
+	if len(acm) != 1 {
+		t.Fatalf("custom_details acm = %v, want one certificate", d["acm"])
+	}
+	a := acm[0].(map[string]any)
+	if a["arn"] != f.ACM[0].ARN || a["renewal"] != "manual" || a["in_use_by_count"] != float64(1) {
+		t.Errorf("acm details = %v, want the ARN, manual renewal and its user", a)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -95,7 +95,7 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 		tier += " (was " + n.Previous.String() + ")"
 	}
 	fields := []*slack.TextBlockObject{mrkdwn("*Tier*\n" + tier)}
-	if !f.Deadline.IsZero() {
+	if notify.HasDeadline(f) {
 		fields = append(fields, mrkdwn(fmt.Sprintf("*Deadline*\n%s, %s", f.Deadline.UTC().Format(timeLayout), notify.In(f.Deadline, n.At))))
 	}
 	fields = append(fields, mrkdwn("*Kind*\n"+escape(strings.ReplaceAll(string(f.Kind), "_", " "))))
@@ -119,8 +119,50 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if len(f.Endpoints) > 0 {
 		blocks = append(blocks, section(blastRadius(f.Endpoints)))
 	}
+	if len(f.ACM) > 0 {
+		blocks = append(blocks, section(acmList(f.ACM)))
+	}
 	blocks = append(blocks, footer(n.Key, runbook))
 	return blocks
+}
+
+// acmList says which ACM certificates the finding concerns, who renews
+// them, and what uses them.
+func acmList(refs []policy.ACMRef) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*ACM: %d %s*", len(refs), plural(len(refs), "certificate", "certificates"))
+	for _, r := range refs[:min(len(refs), 5)] {
+		b.WriteString("\n• " + code(r.ARN))
+		var facts []string
+		if r.Type != "" {
+			facts = append(facts, strings.ToLower(strings.ReplaceAll(string(r.Type), "_", " ")))
+		}
+		if r.Renewal != "" {
+			renewal := "renewal: " + string(r.Renewal)
+			if r.RenewalStatus != "" {
+				renewal += " (" + string(r.RenewalStatus) + ")"
+			}
+			facts = append(facts, renewal)
+		}
+		if len(r.InUseBy) == 0 {
+			facts = append(facts, "not in use")
+		} else {
+			var users []string
+			for _, u := range r.InUseBy[:min(len(r.InUseBy), 3)] {
+				users = append(users, code(u))
+			}
+			use := fmt.Sprintf("in use by %d: %s", len(r.InUseBy), strings.Join(users, ", "))
+			if len(r.InUseBy) > 3 {
+				use += ", …"
+			}
+			facts = append(facts, use)
+		}
+		b.WriteString(" · " + strings.Join(facts, " · "))
+	}
+	if len(refs) > 5 {
+		fmt.Fprintf(&b, "\n… and %d more", len(refs)-5)
+	}
+	return b.String()
 }
 
 func blastRadius(eps []policy.Endpoint) string {
@@ -157,7 +199,7 @@ func threadBlocks(n notify.Notification) []slack.Block {
 	default:
 		text = escape(notify.Headline(n))
 	}
-	if n.Event != notify.EventResolved && !f.Deadline.IsZero() {
+	if n.Event != notify.EventResolved && notify.HasDeadline(f) {
 		text += fmt.Sprintf(" (deadline %s)", f.Deadline.UTC().Format(timeLayout))
 	}
 	if n.Event != notify.EventResolved && len(f.Endpoints) > 0 {
@@ -188,7 +230,7 @@ func itemLine(n notify.Notification) string {
 		return line
 	}
 	line := fmt.Sprintf("• %s · %s: %s", what, code(notify.Subject(f)), notify.Problem(f, n.At))
-	if !f.Deadline.IsZero() {
+	if notify.HasDeadline(f) {
 		line += " (" + f.Deadline.UTC().Format("2006-01-02") + ")"
 	}
 	if len(f.Endpoints) > 0 {

@@ -95,10 +95,25 @@ func TestRendering(t *testing.T) {
 		return policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat(name[:1], 64), Subject: name, Deadline: now.AddDate(0, 0, days),
 			Endpoints: []policy.Endpoint{{Name: name, Port: 443, Address: "10.1.0.1"}}}
 	}
+	acmFinding := policy.Finding{
+		Kind: policy.RenewalFailed, Tier: policy.Page, Certificate: strings.Repeat("ac", 32), Subject: "shop.example.com",
+		Deadline: now.AddDate(0, 0, 5), Endpoints: []policy.Endpoint{{Name: "shop.example.com", Port: 443, Address: "203.0.113.7"}},
+		Message: "ACM renewal is PENDING_VALIDATION: the DNS validation record _x1.shop.example.com is missing; add it to the public zone.",
+		ACM: []policy.ACMRef{{
+			ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/0f0e", Region: "eu-west-1", Account: "123456789012",
+			Type: "AMAZON_ISSUED", RenewalStatus: "PENDING_VALIDATION", RenewalEligibility: "ELIGIBLE", Renewal: policy.RenewalStateFailed,
+			InUseBy: []string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/shop/1", "arn:aws:cloudfront::123456789012:distribution/E1", "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/shop/2", "arn:aws:apigateway:eu-west-1::/domainnames/shop"},
+		}},
+	}
+	mismatch := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("0d", 32), Subject: "old.example.com",
+		Deadline: now, Endpoints: []policy.Endpoint{{Name: "new.example.com", Port: 443, Address: "10.9.0.1"}},
+		Message: `certificate "old.example.com" is valid for old.example.com, not for new.example.com; reissue it with new.example.com among its names or point the record elsewhere`}
 	tests := []struct {
 		name string
 		n    notify.Notification
 	}{
+		{"new_acm_renewal_failed", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: acmFinding.ID(), Finding: acmFinding, Since: now}},
+		{"new_hostname_mismatch", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: mismatch.ID(), Finding: mismatch, Since: now}},
 		{"new_warning", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: f.ID(), Finding: f, Since: now}},
 		{"new_channel_failing", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: failing.ID(), Finding: failing, Since: now.Add(-20 * time.Minute)}},
 		{"digest", notify.Notification{Event: notify.EventDigest, Channel: "certs", At: now, Key: "digest:certs", Total: 3, Items: []notify.Notification{
