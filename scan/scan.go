@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 )
@@ -59,13 +60,20 @@ type Pass struct {
 	// OnObservation, when set, is called for each observation as it is
 	// evaluated (serially), e.g. to feed metrics.
 	OnObservation func(*probes.Observation)
+
+	mu sync.Mutex
+	// certs are the inventories of CertificateSources by source name, from
+	// the last Discover (see fetchCertificates).
+	certs map[string][]acm.Certificate
 }
 
 // SourceResult says what one source contributed.
 type SourceResult struct {
 	Name    string `json:"name"`
 	Targets int    `json:"targets"`
-	Error   string `json:"error,omitempty"`
+	// Certificates is the size of a CertificateSource's inventory.
+	Certificates int    `json:"certificates,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // Endpoint is one probed (name, port, address) in the report.
@@ -90,6 +98,9 @@ type Report struct {
 	// Skipped lists targets that were found but cannot be probed (wildcard
 	// owners), with the reason.
 	Skipped []discovery.Target `json:"skipped,omitempty"`
+	// ACM lists the ACM certificates with their renewal state and the
+	// endpoints that serve them.
+	ACM []policy.ACMCertificate `json:"acm,omitempty"`
 }
 
 func (p *Pass) now() time.Time {
@@ -118,6 +129,9 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 			ts, err := s.Targets(ctx)
 			results[i] = SourceResult{Name: s.Name(), Targets: len(ts)}
 			lists[i] = ts
+			if cs, ok := s.(CertificateSource); ok {
+				results[i].Certificates, err = p.fetchCertificates(ctx, s.Name(), cs, err)
+			}
 			if err != nil {
 				results[i].Error = err.Error()
 				p.logger().Warn("source failed", "source", s.Name(), "err", err)
@@ -129,7 +143,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	failed := 0
 	var errs []error
 	for _, r := range results {
-		if r.Error != "" {
+		if r.Error != "" && r.Targets+r.Certificates == 0 { // partial results are not a failed source
 			failed++
 			errs = append(errs, errors.New(r.Error))
 		}
@@ -153,9 +167,12 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	r.Sources = sources
 	for _, s := range sources {
 		if s.Error != "" {
+			msg := fmt.Sprintf("source %s failed, so its targets were not probed: %s", s.Name, s.Error)
+			if s.Targets+s.Certificates > 0 {
+				msg = fmt.Sprintf("source %s partly failed: what it found is in the report, the rest is missing: %s", s.Name, s.Error)
+			}
 			r.Findings = append(r.Findings, policy.Finding{
-				Kind: DiscoveryFailed, Tier: policy.Warning, Name: s.Name, Deadline: start,
-				Message: fmt.Sprintf("source %s failed, so its targets were not probed: %s", s.Name, s.Error),
+				Kind: DiscoveryFailed, Tier: policy.Warning, Name: s.Name, Deadline: start, Message: msg,
 			})
 		}
 	}
@@ -207,8 +224,9 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 		})
 	}
 	_ = g.Wait() // every func returns nil: a failed probe is a result
+	p.addInventory(ev)
 	res := ev.Result()
-	r.Certificates, r.Findings = res.Certificates, res.Findings
+	r.Certificates, r.Findings, r.ACM = res.Certificates, res.Findings, res.ACM
 	slices.SortFunc(r.Endpoints, func(a, b Endpoint) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
 	})
