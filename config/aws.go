@@ -55,6 +55,11 @@ type AWS struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Timeout bounds one API call, its retries included.
 	Timeout Duration `yaml:"timeout"`
+	// RenewalMargin: an ACM certificate that ACM renews itself is quiet
+	// ("auto-renews") until less than this is left before it expires;
+	// still not renewed by then, it is renewal_overdue. ACM starts renewing
+	// 60 days before expiry, so the margin must be shorter.
+	RenewalMargin Duration `yaml:"renewal_margin"`
 }
 
 // AWSRole is an IAM role to assume for one account.
@@ -92,6 +97,11 @@ const (
 	DefaultAWSMaxAttempts = 10
 	// DefaultAWSTimeout bounds one API call with its retries.
 	DefaultAWSTimeout = 2 * time.Minute
+	// DefaultRenewalMargin leaves ACM 30 of its 60 days of managed renewal
+	// before a certificate it has not renewed is overdue.
+	DefaultRenewalMargin = 30 * 24 * time.Hour
+	// acmRenewalWindow is how long before expiry ACM starts renewing.
+	acmRenewalWindow = 60 * 24 * time.Hour
 )
 
 var (
@@ -116,6 +126,9 @@ func (a *AWS) applyDefaults() {
 	}
 	if a.Timeout == 0 {
 		a.Timeout = Duration(DefaultAWSTimeout)
+	}
+	if a.RenewalMargin == 0 {
+		a.RenewalMargin = Duration(DefaultRenewalMargin)
 	}
 }
 
@@ -182,6 +195,9 @@ func (a *AWS) validate() []error {
 	}
 	if a.Timeout <= 0 {
 		add("timeout must be positive, got %v", a.Timeout)
+	}
+	if a.RenewalMargin <= 0 || a.RenewalMargin >= Duration(acmRenewalWindow) {
+		add("renewal_margin must be more than 0 and less than the 60 days before expiry at which ACM starts renewing, got %v", a.RenewalMargin)
 	}
 	return errs
 }

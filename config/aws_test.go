@@ -28,6 +28,7 @@ aws:
   exclude: ["legacy.*"]
   route53_rate_limit: 2
   timeout: 30s
+  renewal_margin: 21d
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ aws:
 		ACMConcurrency:   config.DefaultACMConcurrency,
 		MaxAttempts:      config.DefaultAWSMaxAttempts,
 		Timeout:          config.Duration(30 * time.Second),
+		RenewalMargin:    config.Duration(21 * 24 * time.Hour),
 	}
 	if diff := cmp.Diff(want, c.AWS); diff != "" {
 		t.Errorf("aws (-want +got):\n%s", diff)
@@ -59,7 +61,7 @@ func TestAWSDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a := c.AWS; a.Route53 || a.ACM || a.Route53RateLimit != 4 || a.ACMRateLimit != 5 ||
-		a.MaxAttempts != 10 || time.Duration(a.Timeout) != 2*time.Minute {
+		a.MaxAttempts != 10 || time.Duration(a.Timeout) != 2*time.Minute || time.Duration(a.RenewalMargin) != 30*24*time.Hour {
 		t.Errorf("aws defaults = %+v", a)
 	}
 }
@@ -81,6 +83,7 @@ func TestDecodeAWSErrors(t *testing.T) {
 		{"bad rate limit", "aws: {route53_rate_limit: -1, acm_rate_limit: -2}\n", []string{"route53_rate_limit must be positive", "acm_rate_limit must be positive"}},
 		{"bad attempts", "aws: {max_attempts: 50}\n", []string{"max_attempts must be 1 to 20"}},
 		{"empty pattern", "aws: {include: ['']}\n", []string{"aws: include: empty name pattern"}},
+		{"renewal margin beyond ACM's window", "aws: {renewal_margin: 60d}\n", []string{"renewal_margin must be more than 0 and less than the 60 days"}},
 		{"unknown key", "aws:\n  regoins: [eu-west-1]\n", []string{"line 2", "regoins"}},
 	}
 	for _, tt := range tests {
