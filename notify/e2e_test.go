@@ -213,6 +213,9 @@ func TestEndToEndWalkAcrossRestarts(t *testing.T) {
 	if len(thread) != 9 || original.Edits != 9 || !strings.HasPrefix(thread[8].Text, "RESOLVED") {
 		t.Errorf("#certs thread has %d replies, original edited %d times, want 9 and 9 ending in the resolution", len(thread), original.Edits)
 	}
+	if !strings.Contains(original.Blocks, "*Issuer*\\nExample Test CA") {
+		t.Errorf("finding message does not name the issuer: %s", original.Blocks)
+	}
 	if !strings.Contains(top[0].Blocks, "notice") || !strings.Contains(top[1].Blocks, "still open") {
 		t.Errorf("digests do not show the notice and its reminder: %s / %s", top[0].Blocks, top[1].Blocks)
 	}

@@ -89,6 +89,8 @@ type Notification struct {
 	Finding policy.Finding `json:"finding,omitzero"`
 	// Since is when the alert was first raised.
 	Since time.Time `json:"since,omitzero"`
+	// Issuer is the certificate's issuer, when the run saw it.
+	Issuer string `json:"issuer,omitempty"`
 	// Previous is, for EventEscalated, the tier the channel was last told.
 	Previous policy.Tier `json:"previous,omitempty"`
 	// Reason says why: the resolution ("certificate replaced by ..."), or

@@ -88,17 +88,18 @@ type item struct {
 
 // planner holds one run's work.
 type planner struct {
-	n     *Notifier
-	now   time.Time
-	items []item
-	ch    state.Changes
-	rep   Report
+	n       *Notifier
+	now     time.Time
+	issuers map[string]string
+	items   []item
+	ch      state.Changes
+	rep     Report
 }
 
 func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, prev policy.Tier, reason string) {
 	p.items = append(p.items, item{digest: digest, n: Notification{
 		Event: ev, Channel: channel, At: p.now, Key: a.ID, Finding: a.Finding, Since: a.FirstRaised,
-		Previous: prev, Reason: reason,
+		Previous: prev, Reason: reason, Issuer: a.Issuer,
 	}})
 }
 
@@ -111,7 +112,10 @@ func (n *Notifier) labels(f policy.Finding) map[string]string {
 
 // plan is the pure part of Apply.
 func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Changes, Report, error) {
-	p := &planner{n: n, now: now}
+	p := &planner{n: n, now: now, issuers: map[string]string{}}
+	for _, c := range sw.Certificates {
+		p.issuers[c.SHA256] = c.Issuer
+	}
 
 	present := map[string]policy.Finding{}
 	for _, f := range sw.Findings {
@@ -200,7 +204,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 // it resolved).
 func (p *planner) fresh(f policy.Finding) {
 	a := &state.Alert{
-		ID: AlertID(f), Finding: f, Tier: f.Tier, Announced: f.Tier,
+		ID: AlertID(f), Finding: f, Issuer: p.issuers[f.Certificate], Tier: f.Tier, Announced: f.Tier,
 		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
 	}
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
@@ -215,6 +219,9 @@ func (p *planner) fresh(f policy.Finding) {
 // existing handles a finding that already has an open alert.
 func (p *planner) existing(a *state.Alert, f policy.Finding) {
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
+	if is := p.issuers[f.Certificate]; is != "" {
+		a.Issuer = is
+	}
 	if a.Channels == nil {
 		a.Channels = map[string]state.Announcement{}
 	}

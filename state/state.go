@@ -55,6 +55,8 @@ type Alert struct {
 	// Finding is the finding as last seen (its blast radius, message and
 	// deadline), so a resolution can say what was resolved.
 	Finding policy.Finding `json:"finding"`
+	// Issuer is the issuer of the finding's certificate, when known.
+	Issuer string `json:"issuer,omitempty"`
 	// Tier is the tier last seen; Announced the highest tier announced.
 	// A finding whose tier drops and rises again is not re-announced until
 	// it passes Announced.

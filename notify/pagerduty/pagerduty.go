@@ -176,6 +176,9 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		if f.Subject != "" {
 			d["subject"] = f.Subject
 		}
+		if n.Issuer != "" {
+			d["issuer"] = n.Issuer
+		}
 		if f.Name != "" {
 			d["name"] = f.Name
 		}

@@ -105,6 +105,9 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if f.Name != "" {
 		fields = append(fields, mrkdwn("*Name*\n"+code(f.Name)))
 	}
+	if n.Issuer != "" {
+		fields = append(fields, mrkdwn("*Issuer*\n"+escape(n.Issuer)))
+	}
 	if f.Certificate != "" {
 		fields = append(fields, mrkdwn("*Certificate (SHA-256)*\n`"+shortSHA(f.Certificate)+"`"))
 	}

@@ -114,7 +114,7 @@ func TestRendering(t *testing.T) {
 	}{
 		{"new_acm_renewal_failed", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: acmFinding.ID(), Finding: acmFinding, Since: now}},
 		{"new_hostname_mismatch", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: mismatch.ID(), Finding: mismatch, Since: now}},
-		{"new_warning", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: f.ID(), Finding: f, Since: now}},
+		{"new_warning", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: f.ID(), Finding: f, Since: now, Issuer: "Example Internal Issuing CA 2"}},
 		{"new_channel_failing", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: failing.ID(), Finding: failing, Since: now.Add(-20 * time.Minute)}},
 		{"digest", notify.Notification{Event: notify.EventDigest, Channel: "certs", At: now, Key: "digest:certs", Total: 3, Items: []notify.Notification{
 			item(notify.EventNew, notice("a.example", 29)), item(notify.EventReminder, notice("b.example", 21)), item(notify.EventResolved, notice("c.example", 25)),

@@ -186,6 +186,9 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_pending ON outbox(channel, id) WHERE delivered_at IS NULL AND failed_at IS NULL;
 CREATE INDEX outbox_alert ON outbox(alert_id, channel) WHERE delivered_at IS NULL AND failed_at IS NULL;
 `,
+	// 2: the issuer of an alert's certificate, for messages sent after the
+	// certificate is gone.
+	`ALTER TABLE alerts ADD COLUMN issuer TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -90,7 +90,7 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 		where = ""
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
-	COALESCE(a.resolved_at, 0), a.resolution, a.finding FROM alerts a `+where)
+	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer FROM alerts a `+where)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 		var a state.Alert
 		var first, last, res int64
 		var finding string
-		if err := rows.Scan(&a.ID, &a.Tier, &a.Announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding); err != nil {
+		if err := rows.Scan(&a.ID, &a.Tier, &a.Announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding, &a.Issuer); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -204,12 +204,12 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		return err
 	}
 	defer prev.Close()
-	up, err := tx.PrepareContext(ctx, `INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	up, err := tx.PrepareContext(ctx, `INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding, issuer)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, certificate = excluded.certificate, tier = excluded.tier,
 		announced_tier = excluded.announced_tier, first_raised = excluded.first_raised, last_seen = excluded.last_seen,
 		missing_runs = excluded.missing_runs, resolved_at = excluded.resolved_at, resolution = excluded.resolution,
-		finding = excluded.finding`)
+		finding = excluded.finding, issuer = excluded.issuer`)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
 		if _, err := up.ExecContext(ctx, a.ID, string(a.Finding.Kind), a.Finding.Certificate, a.Tier, a.Announced,
-			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding)); err != nil {
+			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {

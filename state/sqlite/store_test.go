@@ -40,7 +40,7 @@ func finding(cert string, tier policy.Tier) policy.Finding {
 
 func alert(cert string, tier policy.Tier, channels ...string) state.Alert {
 	f := finding(cert, tier)
-	a := state.Alert{ID: f.ID(), Finding: f, Tier: tier, Announced: tier, FirstRaised: t0, LastSeen: t0, Channels: map[string]state.Announcement{}}
+	a := state.Alert{ID: f.ID(), Finding: f, Issuer: "Example CA", Tier: tier, Announced: tier, FirstRaised: t0, LastSeen: t0, Channels: map[string]state.Announcement{}}
 	for _, c := range channels {
 		a.Channels[c] = state.Announcement{Tier: tier, At: t0}
 	}
@@ -258,6 +258,43 @@ func TestCertificatesKeepFirstSeen(t *testing.T) {
 	want := state.Certificate{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), FirstSeen: t0, LastSeen: t0.Add(time.Hour), Endpoints: eps}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Certificate (-want +got):\n%s", diff)
+	}
+}
+
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at INTEGER NOT NULL)`,
+		migrations[0],
+		`INSERT INTO schema_version VALUES (1, 0)`,
+		`INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, finding)
+			VALUES ('expiring:aa', 'expiring', 'aa', 3, 3, 1, 1, '{"kind":"expiring","tier":"warning","certificate":"aa"}')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	var version int
+	if err := s.db.QueryRow(`SELECT MAX(version) FROM schema_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != len(migrations) {
+		t.Errorf("schema version after open = %d, want %d", version, len(migrations))
+	}
+	alerts, err := s.Alerts(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 1 || alerts[0].ID != "expiring:aa" || alerts[0].Tier != policy.Warning || alerts[0].Issuer != "" {
+		t.Errorf("alerts after migration = %+v, want the version 1 alert kept", alerts)
 	}
 }
 
