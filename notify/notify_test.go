@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +331,37 @@ func TestDigestWaitsAndIsSupersededByEscalation(t *testing.T) {
 	h.run(at, sweep(at, a, b))
 	if diff := cmp.Diff(map[string][]string{"certs": {"digest 1 [new notice a.example.com]"}}, h.took()); diff != "" {
 		t.Errorf("digest (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemovedChannelHearsNothingMore(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	cfg := baseConfig(t.TempDir())
+	h := newHarness(t, cfg, c)
+	x := cert{subject: "x.example.com", notAfter: t0.Add(10 * day), eps: eps("x.example.com")}
+	h.run(t0, sweep(t0, x))
+	h.took()
+	// certs is removed; warnings now go to incidents.
+	h.cfg.Channels = slices.DeleteFunc(slices.Clone(cfg.Channels), func(ch config.Channel) bool { return ch.Name == "certs" })
+	h.cfg.Routes = []config.Route{{Tiers: []string{"warning", "page", "critical"}, Channels: []string{"incidents"}}}
+	delete(h.rec, "certs")
+	h.restart()
+	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), x))
+	h.run(t0.Add(2*time.Hour), notify.Sweep{})
+	h.run(t0.Add(3*time.Hour), notify.Sweep{})
+	want := map[string][]string{"incidents": {"new warning x.example.com", "resolved warning x.example.com (thread)"}}
+	if diff := cmp.Diff(want, h.took()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	stats, err := h.store.OutboxStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.Pending != 0 {
+			t.Errorf("outbox of %s has %d pending, want none", s.Channel, s.Pending)
+		}
 	}
 }
 

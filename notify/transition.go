@@ -216,8 +216,19 @@ func (p *planner) fresh(f policy.Finding) {
 	p.ch.Alerts = append(p.ch.Alerts, *a)
 }
 
+// forget drops what a since-removed channel was told: it will hear nothing
+// more about the alert.
+func (p *planner) forget(a *state.Alert) {
+	for c := range a.Channels {
+		if _, ok := p.n.byName[c]; !ok {
+			delete(a.Channels, c)
+		}
+	}
+}
+
 // existing handles a finding that already has an open alert.
 func (p *planner) existing(a *state.Alert, f policy.Finding) {
+	p.forget(a)
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
 	if is := p.issuers[f.Certificate]; is != "" {
 		a.Issuer = is
@@ -287,6 +298,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 }
 
 func (p *planner) resolve(a *state.Alert, reason string) {
+	p.forget(a)
 	a.ResolvedAt, a.Resolution = p.now, reason
 	for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
 		an := a.Channels[c]

@@ -1,0 +1,77 @@
+package notify
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/policy"
+)
+
+func TestRouterTargets(t *testing.T) {
+	r, err := newRouter([]config.Route{
+		{Tiers: []string{"notice"}, Channels: []string{"certs"}, Digest: true},
+		{Tiers: []string{"warning"}, Channels: []string{"certs"}},
+		{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}},
+		{Tiers: []string{"critical"}, Channels: []string{"incidents"}},
+		{Tiers: []string{"notice", "warning"}, Channels: []string{"team-a"}, Match: config.Match{Zones: []string{"a.example"}}},
+		{Tiers: []string{"notice"}, Channels: []string{"payments"}, Match: config.Match{Names: []string{"*.pay.*"}}},
+		{Tiers: []string{"notice"}, Channels: []string{"payments"}, Digest: true, Match: config.Match{Names: []string{"checkout.*"}}},
+		{Tiers: []string{"page"}, Channels: []string{"db-oncall"}, Match: config.Match{Labels: map[string]string{"team": "db"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(name string) policy.Finding {
+		return policy.Finding{Kind: policy.Expiring, Subject: name, Endpoints: []policy.Endpoint{{Name: name, Port: 443}}}
+	}
+	tests := []struct {
+		name   string
+		f      policy.Finding
+		tier   policy.Tier
+		labels map[string]string
+		want   map[string]bool
+	}{
+		{"notice goes to the digest", at("x.example"), policy.Notice, nil, map[string]bool{"certs": true}},
+		{"warning at once", at("x.example"), policy.Warning, nil, map[string]bool{"certs": false}},
+		{"critical to two channels", at("x.example"), policy.Critical, nil, map[string]bool{"oncall": false, "incidents": false}},
+		{"zone override replaces the default", at("api.a.example"), policy.Warning, nil, map[string]bool{"team-a": false}},
+		{"zone apex matches", at("a.example"), policy.Notice, nil, map[string]bool{"team-a": false}},
+		{"zone suffix is not a zone", at("xa.example"), policy.Warning, nil, map[string]bool{"certs": false}},
+		{"override only for its tiers", at("api.a.example"), policy.Page, nil, map[string]bool{"oncall": false}},
+		{"name pattern across dots", at("www.pay.eu.example"), policy.Notice, nil, map[string]bool{"payments": false}},
+		{"immediate wins over digest", policy.Finding{Subject: "checkout.pay.example", Endpoints: []policy.Endpoint{{Name: "checkout.pay.example"}}}, policy.Notice, nil, map[string]bool{"payments": false}},
+		{"name finding by host", policy.Finding{Kind: policy.Unreachable, Name: "db.pay.example:5432"}, policy.Notice, nil, map[string]bool{"payments": false}},
+		{"label match", at("x.example"), policy.Page, map[string]string{"team": "db", "env": "prod"}, map[string]bool{"db-oncall": false}},
+		{"label mismatch", at("x.example"), policy.Page, map[string]string{"team": "web"}, map[string]bool{"oncall": false}},
+		{"no route", at("x.example"), policy.Info, nil, map[string]bool{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.targets(tt.f, tt.tier, tt.labels)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	n := &Notifier{cfg: config.Notify{Retry: config.Retry{Initial: config.Duration(2e9), Max: config.Duration(60e9)}}}
+	n.Rand = func() float64 { return 1 }
+	var got []float64
+	for attempt := 1; attempt <= 7; attempt++ {
+		got = append(got, n.backoff(attempt, nil).Seconds())
+	}
+	if diff := cmp.Diff([]float64{2, 4, 8, 16, 32, 60, 60}, got); diff != "" {
+		t.Errorf("backoff ceilings (-want +got):\n%s", diff)
+	}
+	n.Rand = func() float64 { return 0 }
+	if d := n.backoff(3, RetryAfter(7e9, nil)); d != 7e9 {
+		t.Errorf("backoff with Retry-After 7s and no jitter = %v, want 7s", d)
+	}
+	if d := n.backoff(3, RetryAfter(5*3600e9, nil)); d != maxRetryAfter {
+		t.Errorf("backoff with Retry-After 5h = %v, want the cap %v", d, maxRetryAfter)
+	}
+}
