@@ -347,8 +347,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	offsets := d.offsets
 	d.mu.Unlock()
 	d.startDispatcher(r)
-	d.logger.Info("daemon started", "discovery_offset", offsets[JobDiscovery].Round(time.Millisecond),
-		"probe_offset", offsets[JobProbe].Round(time.Millisecond))
+	d.logger.Info("daemon started", "discovery_offset", offsets[JobDiscovery].Round(time.Millisecond).String(),
+		"probe_offset", offsets[JobProbe].Round(time.Millisecond).String())
 
 	var jobs sync.WaitGroup
 	jobs.Go(c.Run)
@@ -361,13 +361,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	})
 
 	<-ctx.Done()
-	d.logger.Info("daemon stopping: no new runs", "grace_period", d.grace())
+	d.logger.Info("daemon stopping: no new runs", "grace_period", d.grace().String())
 	stopped := c.Stop() // done when the scheduler's running jobs are
 	grace := time.NewTimer(d.grace())
 	select {
 	case <-stopped.Done():
 	case <-grace.C:
-		d.logger.Warn("grace period over: cancelling the running job", "grace_period", d.grace())
+		d.logger.Warn("grace period over: cancelling the running job", "grace_period", d.grace().String())
 		cancelWork(errors.New("shutdown grace period over"))
 	}
 	grace.Stop()
@@ -466,9 +466,9 @@ func (d *Daemon) job(stop, work context.Context, job string, fn func(context.Con
 			d.logger.Info("probe run skipped", "job", job, "reason", err)
 			return
 		case err != nil:
-			d.logger.Error("run failed", "job", job, "err", err, "duration", took.Round(time.Millisecond))
+			d.logger.Error("run failed", "job", job, "err", err, "duration", took.Round(time.Millisecond).String())
 		default:
-			d.logger.Debug("run finished", "job", job, "duration", took.Round(time.Millisecond))
+			d.logger.Debug("run finished", "job", job, "duration", took.Round(time.Millisecond).String())
 		}
 		d.record(job, start, took, err)
 	})
@@ -634,7 +634,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 		d.Recorder.RecordReport(r)
 	}
 	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints),
-		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", d.now().Sub(start).Round(time.Millisecond))
+		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", d.now().Sub(start).Round(time.Millisecond).String())
 	if n != nil {
 		if err := n.Notify(ctx, r); err != nil {
 			return fmt.Errorf("notify findings of probe run: %w", err)

@@ -89,6 +89,7 @@ Commands:
   inventory     discover targets only: what would be probed, and from where
   check-config  validate a config file and print the effective config
   demo          start a local lab (DNS + TLS on loopback) and scan it
+  run           run as a service: schedules, alerts, metrics, status page
   version       print the version
 
 Run 'certwatch <command> --help' for the flags of a command.
@@ -117,6 +118,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return e.checkConfig(rest)
 	case "demo":
 		return e.demo(ctx, rest)
+	case "run":
+		return e.run(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "certwatch", version())
 		return nil

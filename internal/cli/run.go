@@ -1,0 +1,320 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/notify/pagerduty"
+	"github.com/certwatch/certwatch/notify/slack"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/serve"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+const runUsage = `Usage:
+  certwatch run --config FILE [flags]
+
+Run certwatch as a service: discover targets and probe them on the
+schedules of the daemon section, announce findings through the channels
+and routes of the notify section (state and outbox in notify.state), and
+serve on daemon.listen (default 127.0.0.1:9814):
+
+  /               status page: every certificate by deadline, with filters
+  /metrics        Prometheus metrics
+  /healthz        the process is up
+  /readyz         the state store answers and the first inventory is loaded
+  /api/v1/report  the latest report, as 'certwatch scan --output json'
+
+Signals:
+  SIGTERM, SIGINT  stop: no new run starts, a running one gets
+                   daemon.grace_period, then the outbox as long again; exit 0
+  SIGHUP           reload --config; an invalid file is logged and the
+                   running configuration stays
+
+Logs are JSON on stderr unless stderr is a terminal.
+`
+
+// runNotifier hands the daemon's reports to a notify.Notifier and lets the
+// daemon run its outbox dispatcher.
+type runNotifier struct{ n *notify.Notifier }
+
+var (
+	_ daemon.Notifier   = runNotifier{}
+	_ daemon.Dispatcher = runNotifier{}
+	_ daemon.Recorder   = (*serve.Server)(nil)
+	_ daemon.Scanner    = (*scan.Pass)(nil)
+	_ notify.Store      = (*sqlite.Store)(nil)
+	_ serve.Outbox      = (*sqlite.Store)(nil)
+	_ notify.Sender     = (*slack.Sender)(nil)
+	_ notify.Sender     = (*pagerduty.Sender)(nil)
+)
+
+// Notify applies the report's findings at the time the report was made.
+func (r runNotifier) Notify(ctx context.Context, rep *scan.Report) error {
+	_, err := r.n.Apply(ctx, sweepOf(rep), rep.GeneratedAt)
+	return err
+}
+
+func (r runNotifier) Run(ctx context.Context) error   { return r.n.Run(ctx) }
+func (r runNotifier) Flush(ctx context.Context) error { return r.n.Flush(ctx) }
+
+// sweepOf is what notification needs from a report.
+func sweepOf(r *scan.Report) notify.Sweep {
+	sw := notify.Sweep{Findings: r.Findings, Certificates: r.Certificates, Endpoints: make([]notify.Served, 0, len(r.Endpoints))}
+	for _, ep := range r.Endpoints {
+		sw.Endpoints = append(sw.Endpoints, notify.Served{
+			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address},
+			Certificate: ep.Certificate,
+			Failed:      ep.Certificate == "",
+		})
+	}
+	return sw
+}
+
+// newSenders builds one sender per configured channel, reading each
+// channel's secret from its file or environment variable.
+func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[string]notify.Sender, error) {
+	senders := map[string]notify.Sender{}
+	var errs []error
+	for _, ch := range c.Channels {
+		switch ch.Kind {
+		case config.ChannelLog:
+			senders[ch.Name] = notify.NewLogSender(logger.With("component", "notify", "channel", ch.Name))
+			continue
+		}
+		secret, err := ch.Secret()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch ch.Kind {
+		case config.ChannelSlack:
+			s, err := slack.New(ch, secret, client)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.RunbookURL = c.RunbookURL
+			senders[ch.Name] = s
+		case config.ChannelPagerDuty:
+			s, err := pagerduty.New(ch, secret, client)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.RunbookURL = c.RunbookURL
+			senders[ch.Name] = s
+		default:
+			errs = append(errs, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind))
+		}
+	}
+	return senders, errors.Join(errs...)
+}
+
+// runParts are what a configuration builds for the daemon; a reload builds
+// them afresh.
+type runParts struct {
+	cfg      daemon.Config
+	pass     *scan.Pass
+	notifier *notify.Notifier
+}
+
+func (e *env) buildRun(c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
+	pass, err := newPass(c, logger.With("component", "scan"))
+	if err != nil {
+		return runParts{}, err
+	}
+	pass.OnObservation = srv.ObserveProbe
+	senders, err := newSenders(c.Notify, client, logger)
+	if err != nil {
+		return runParts{}, withCode(ExitUsage, err)
+	}
+	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	if err != nil {
+		return runParts{}, withCode(ExitUsage, err)
+	}
+	d := c.Daemon
+	dc := daemon.Config{
+		Discovery:        d.Schedules.Discovery,
+		Probe:            d.Schedules.Probe,
+		Jitter:           time.Duration(d.Jitter),
+		SweepTimeout:     time.Duration(d.SweepTimeout),
+		GracePeriod:      time.Duration(d.GracePeriod),
+		DropThreshold:    d.DropThreshold,
+		HeartbeatTimeout: time.Duration(d.Heartbeat.Timeout),
+	}
+	if d.Heartbeat.Enabled() {
+		u, err := config.ReadSecret("daemon: heartbeat: url", d.Heartbeat.URL, d.Heartbeat.URLFile, d.Heartbeat.URLEnv)
+		if err != nil {
+			return runParts{}, withCode(ExitUsage, err)
+		}
+		dc.HeartbeatURL = u.Reveal()
+	}
+	return runParts{cfg: dc, pass: pass, notifier: n}, nil
+}
+
+func (e *env) run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	configFile := fs.String("config", "", "the YAML configuration `file` (see config.example.yaml); required, re-read on SIGHUP")
+	verbose := fs.Bool("v", false, "log per-run and per-target detail")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, runUsage)
+			return nil
+		}
+		return err
+	}
+	if *configFile == "" {
+		return usageError("run: --config is required (see 'certwatch run --help')")
+	}
+	c, err := config.Load(*configFile)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := newLogger(e.stderr, level)
+
+	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	var current atomic.Pointer[notify.Notifier]
+	var d *daemon.Daemon
+	srv := serve.New(serve.Options{
+		Logger:      logger.With("component", "serve"),
+		SeriesLimit: c.Daemon.MetricsSeriesLimit,
+		Ready: []serve.Check{
+			{Name: "state", Check: func(ctx context.Context) error { _, err := store.OutboxStats(ctx); return err }},
+			{Name: "inventory", Check: func(context.Context) error { return d.Ready() }},
+		},
+		Outbox:   store,
+		Channels: func() []serve.ChannelStats { return channelStats(current.Load()) },
+		Pprof:    c.Daemon.Pprof,
+		Version:  version(),
+	})
+	client := &http.Client{}
+	parts, err := e.buildRun(c, store, srv, client, logger)
+	if err != nil {
+		return err
+	}
+	current.Store(parts.notifier)
+	d, err = daemon.New(parts.cfg, parts.pass, runNotifier{parts.notifier}, logger.With("component", "daemon"))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	d.Recorder = srv
+	d.HTTPClient = client
+
+	ln, err := net.Listen("tcp", c.Daemon.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (daemon.listen): %w", c.Daemon.Listen, err)
+	}
+	logger.Info("certwatch running", "version", version(), "config", *configFile, "listen", ln.Addr().String(),
+		"state", c.Notify.State, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
+
+	// HTTP stays up until the daemon has stopped, so the status page and
+	// metrics cover the shutdown.
+	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHTTP()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var wg sync.WaitGroup
+	var serveErr error
+	wg.Go(func() { serveErr = srv.Serve(httpCtx, ln) })
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				n, err := e.reload(*configFile, &c, store, srv, client, d, logger)
+				if err != nil {
+					logger.Error("config reload rejected: the running configuration stays", "config", *configFile, "err", err)
+					continue
+				}
+				current.Store(n)
+			}
+		}
+	})
+	err = d.Run(ctx)
+	stopHTTP()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	logger.Info("certwatch stopped")
+	return nil
+}
+
+// reload loads path and, when it is valid and its parts can be built,
+// hands them to d and returns the new notifier. Settings that only take
+// effect at start keep their running values, with a warning.
+func (e *env) reload(path string, cur *config.Config, store *sqlite.Store, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
+	logger.Info("reloading config", "config", path)
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	keep := func(key string, changed bool) {
+		if changed {
+			logger.Warn("config reload: this setting takes effect at the next start; the running value stays", "key", key)
+		}
+	}
+	keep("notify.state", c.Notify.State != cur.Notify.State)
+	keep("daemon.listen", c.Daemon.Listen != cur.Daemon.Listen)
+	keep("daemon.pprof", c.Daemon.Pprof != cur.Daemon.Pprof)
+	keep("daemon.metrics_series_limit", c.Daemon.MetricsSeriesLimit != cur.Daemon.MetricsSeriesLimit)
+	c.Notify.State, c.Daemon.Listen = cur.Notify.State, cur.Daemon.Listen
+	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
+	parts, err := e.buildRun(c, store, srv, client, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Reload(parts.cfg, parts.pass, runNotifier{parts.notifier}); err != nil {
+		return nil, err
+	}
+	*cur = c
+	logger.Info("config reloaded", "config", path, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
+	return parts.notifier, nil
+}
+
+// channelStats is the delivery health of n's channels for metrics and the
+// status page.
+func channelStats(n *notify.Notifier) []serve.ChannelStats {
+	if n == nil {
+		return nil
+	}
+	var out []serve.ChannelStats
+	for _, h := range n.Health() {
+		out = append(out, serve.ChannelStats{
+			Channel: h.Channel, Delivered: h.Delivered, Retried: h.Retried, Refused: h.Refused,
+			Failing: !h.FailingSince.IsZero(),
+		})
+	}
+	return out
+}

@@ -1,0 +1,457 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/internal/lab"
+	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/notify/slack/slacktest"
+)
+
+const (
+	slackToken = "xoxb-e2e-slack-token-7f3a"
+	pdKey      = "e2e0c81d2a7f3b9e4d10a5b6c7d8e9f0" // PagerDuty keys are 32 characters
+)
+
+// buildBinary builds cmd/certwatch into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "certwatch")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/certwatch")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is a running `certwatch run` whose JSON log lines are collected.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   bytes.Buffer
+	more  chan struct{} // closed and replaced on every new line
+}
+
+func startRun(t *testing.T, bin, cfg string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), more: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			p.mu.Lock()
+			p.raw.Write(sc.Bytes())
+			p.raw.WriteByte('\n')
+			if m != nil {
+				p.lines = append(p.lines, m)
+			}
+			close(p.more)
+			p.more = make(chan struct{})
+			p.mu.Unlock()
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("certwatch run log:\n%s", p.log())
+		}
+	})
+	return p
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw.String()
+}
+
+// count returns how many log lines match.
+func (p *proc) count(match func(map[string]any) bool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, l := range p.lines {
+		if match(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLog waits until at least n log lines match, and returns the last.
+func (p *proc) waitLog(t *testing.T, what string, n int, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		var found []map[string]any
+		for _, l := range p.lines {
+			if match(l) {
+				found = append(found, l)
+			}
+		}
+		more := p.more
+		p.mu.Unlock()
+		if len(found) >= n {
+			return found[len(found)-1]
+		}
+		select {
+		case <-more:
+		case <-p.done:
+			t.Fatalf("certwatch exited (%v) while waiting for %s", p.err, what)
+		case <-deadline.C:
+			t.Fatalf("no %s within 60s (%d of %d)", what, len(found), n)
+		}
+	}
+}
+
+func msg(m string) func(map[string]any) bool {
+	return func(l map[string]any) bool { return l["msg"] == m }
+}
+
+// waitExit waits for the process to exit and returns its exit code.
+func (p *proc) waitExit(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("certwatch did not exit within 60s")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// eventually polls cond until it holds, failing after 60 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within 60s", what)
+		}
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func runConfig(l *lab.Lab, dir, slackURL, pdURL string) string {
+	return fmt.Sprintf(`zones:
+  - name: %s
+    nameserver: %s
+targets: [%q]
+ports: [%d]
+ca_files: [%q]
+probe:
+  timeout: 1s
+  retries: 0
+notify:
+  state: %q
+  channels:
+    - name: certs
+      kind: slack
+      slack: {channel: "#certs", token_env: CW_E2E_SLACK_TOKEN, api_url: %q}
+    - name: oncall
+      kind: pagerduty
+      pagerduty: {routing_key_env: CW_E2E_PD_KEY, url: %q}
+  routes:
+    - tiers: [warning]
+      channels: [certs]
+    - tiers: [page, critical]
+      channels: [oncall, certs]
+daemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 4s"
+    probe: "@every 2s"
+  jitter: 500ms
+  grace_period: 5s
+`, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), slackURL, pdURL)
+}
+
+var (
+	rowSubjectRe  = regexp.MustCompile(`(?s)<tr class="tier-[a-z]+"[^>]*data-deadline="([^"]+)"[^>]*>.*?<span class="subject">([^<]*)</span>`)
+	wantLabOrder  = []string{"expired.internal.example", "*.internal.example", "legacy.internal.example", "mixed.internal.example", "ldap.internal.example", "www.internal.example"}
+	pagedSubjects = []string{"expired.internal.example", "*.internal.example", "nochain.internal.example", "printer.internal.example", "intranet.other.example"}
+)
+
+// labRows returns the status page's (deadline, subject) rows.
+func labRows(html string) (deadlines, subjects []string) {
+	for _, m := range rowSubjectRe.FindAllStringSubmatch(html, -1) {
+		deadlines = append(deadlines, m[1])
+		subjects = append(subjects, m[2])
+	}
+	return deadlines, subjects
+}
+
+// checkDeadlineOrder checks that rows are sorted by deadline and that the
+// lab's certificates appear in the order of their deadlines.
+func checkDeadlineOrder(t *testing.T, where, html string) {
+	t.Helper()
+	deadlines, subjects := labRows(html)
+	if len(subjects) < len(wantLabOrder) {
+		t.Fatalf("%s lists %d rows (%q), want at least the lab's %d certificates", where, len(subjects), subjects, len(wantLabOrder))
+	}
+	if !slices.IsSorted(deadlines) {
+		t.Errorf("%s rows are not in deadline order: %q", where, deadlines)
+	}
+	var got []string
+	for _, s := range subjects {
+		if slices.Contains(wantLabOrder, s) && !slices.Contains(got, s) {
+			got = append(got, s)
+		}
+	}
+	if !slices.Equal(got, wantLabOrder) {
+		t.Errorf("%s lists the lab's certificates as %q, want deadline order %q", where, got, wantLabOrder)
+	}
+}
+
+// metric returns the value of one sample line of /metrics, e.g.
+// `certwatch_job_runs_total{job="probe",result="ok"}`.
+func metric(t *testing.T, base, series string) float64 {
+	t.Helper()
+	_, body := httpGet(t, base+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	bin := buildBinary(t)
+	l := startLab(t)
+	sl := slacktest.New(t, slackToken, "#certs")
+	pd := pagerdutytest.New(t, pdKey)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	good := runConfig(l, dir, sl.URL(), pd.URL())
+	if err := os.WriteFile(cfg, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CW_E2E_SLACK_TOKEN=" + slackToken, "CW_E2E_PD_KEY=" + pdKey}
+
+	p := startRun(t, bin, cfg, env...)
+	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
+
+	// Findings flow to PagerDuty and Slack, each alert once, through
+	// several probe runs.
+	p.waitLog(t, "three probe runs applied", 3, msg("findings applied"))
+	eventually(t, "outbox drained", func() bool {
+		return metric(t, base, `certwatch_outbox_depth{channel="oncall"}`) == 0 && metric(t, base, `certwatch_outbox_depth{channel="certs"}`) == 0 &&
+			metric(t, base, `certwatch_notifications_total{channel="oncall",result="delivered"}`) > 0
+	})
+	alerts := pd.Alerts()
+	var paged []string
+	for _, a := range alerts {
+		if a.Opened != 1 || a.Triggers != 1 {
+			t.Errorf("PagerDuty alert %s (%s): opened %d times, %d triggers; want 1 and 1", a.DedupKey, a.Summary, a.Opened, a.Triggers)
+		}
+		paged = append(paged, a.Summary)
+	}
+	for _, s := range pagedSubjects {
+		if !slices.ContainsFunc(paged, func(sum string) bool { return strings.Contains(sum, s) }) {
+			t.Errorf("no PagerDuty alert for %s; alerts: %q", s, paged)
+		}
+	}
+	slackPosts := len(sl.TopLevel("#certs"))
+	if slackPosts < len(pagedSubjects)+3 { // paged ones, plus warnings: unreachable, legacy, mixed
+		t.Errorf("%d Slack posts in #certs, want one per page and warning finding (at least %d)", slackPosts, len(pagedSubjects)+3)
+	}
+	if n := p.count(func(l map[string]any) bool { return l["msg"] == "findings applied" && l["new"] != 0.0 }); n != 1 {
+		t.Errorf("%d probe runs announced new findings, want only the first", n)
+	}
+
+	// Status page, metrics and report are current.
+	code, page := httpGet(t, base+"/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d", code)
+	}
+	checkDeadlineOrder(t, "status page", page)
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz = %d %q, want 200", code, body)
+	}
+	code, body := httpGet(t, base+"/api/v1/report")
+	var report struct {
+		Certificates []struct{ Subject string }    `json:"certificates"`
+		Findings     []struct{ Kind, Tier string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(body), &report); code != http.StatusOK || err != nil || len(report.Certificates) < len(wantLabOrder) {
+		t.Errorf("GET /api/v1/report = %d, %d certificates (%v); want 200 with the lab's", code, len(report.Certificates), err)
+	}
+	for _, f := range report.Findings {
+		series := fmt.Sprintf("certwatch_findings{kind=%q,tier=%q}", f.Kind, f.Tier)
+		if v := metric(t, base, series); v < 1 {
+			t.Errorf("%s = %v, want at least 1 as in the report", series, v)
+		}
+	}
+
+	t.Run("chromium renders the status page", func(t *testing.T) {
+		screenshotStatusPage(t, base)
+	})
+
+	// SIGHUP with a broken config: logged, and the old config keeps running.
+	if err := os.WriteFile(cfg, []byte(good+"daemon_typo: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runsBefore := metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rejected := p.waitLog(t, "reload rejection", 1, msg("config reload rejected: the running configuration stays"))
+	if !strings.Contains(fmt.Sprint(rejected["err"]), "daemon_typo") || rejected["level"] != "ERROR" {
+		t.Errorf("reload rejection = %v, want an error naming the bad key", rejected)
+	}
+	eventually(t, "probe runs after the rejected reload", func() bool {
+		return metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`) >= runsBefore+2
+	})
+	if err := os.WriteFile(cfg, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// SIGTERM: clean exit with nothing left in the outbox.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.waitExit(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+	p.waitLog(t, "stop line", 1, msg("certwatch stopped"))
+	for _, secret := range []string{slackToken, pdKey} {
+		if strings.Contains(p.log(), secret) {
+			t.Errorf("the log contains the secret %q", secret)
+		}
+	}
+
+	// A restart on the same state announces nothing again.
+	eventsBefore := len(pd.Events())
+	p2 := startRun(t, bin, cfg, env...)
+	p2.waitLog(t, "two probe runs after restart", 2, msg("findings applied"))
+	if n := p2.count(func(l map[string]any) bool {
+		return l["msg"] == "findings applied" && (l["new"] != 0.0 || l["escalated"] != 0.0 || l["queued"] != 0.0)
+	}); n > 0 {
+		t.Errorf("after restart, %d probe runs announced something, want none", n)
+	}
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p2.waitExit(t); code != 0 {
+		t.Errorf("second process: exit code %d after SIGTERM, want 0", code)
+	}
+	if got := len(pd.Events()); got != eventsBefore {
+		t.Errorf("PagerDuty got %d events after the restart, want none", got-eventsBefore)
+	}
+	if got := len(sl.TopLevel("#certs")); got != slackPosts {
+		t.Errorf("Slack got %d new posts after the restart, want none", got-slackPosts)
+	}
+}
+
+// screenshotStatusPage renders the status page in headless Chromium: a
+// PNG must come out, and the DOM (after scripts ran) must list the lab's
+// certificates in deadline order.
+func screenshotStatusPage(t *testing.T, base string) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CERTWATCH_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal("chromium not found and CERTWATCH_REQUIRE_CHROMIUM=1")
+		}
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "status.png")
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"),
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+		"--window-size=1280,2000", "--screenshot="+shot, "--dump-dom", base+"/")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, stderr.String())
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10000 {
+		t.Errorf("screenshot is %d bytes and not a plausible PNG", len(png))
+	}
+	dom := stdout.String()
+	checkDeadlineOrder(t, "chromium's DOM", dom)
+	if !strings.Contains(dom, `<output id="shown" form="filters">`) {
+		t.Error("chromium's DOM lacks the filter form")
+	}
+	if out := os.Getenv("CERTWATCH_SCREENSHOT"); out != "" {
+		if err := os.WriteFile(out, png, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
