@@ -18,7 +18,7 @@ import (
 const day = 24 * time.Hour
 
 // TestWalkToExpiryAndRenewal follows one certificate from 40 days before
-// expiry, through expiry, to its renewal, with a run every six hours, and
+// expiry, through expiry, to its renewal, with a run every twelve hours, and
 // checks exactly which channel hears what: the notice in the next daily
 // digest, the warning once, the page once, critical to PagerDuty and
 // #incidents (with #certs's thread updated), nothing between steps, and the
@@ -35,7 +35,7 @@ func TestWalkToExpiryAndRenewal(t *testing.T) {
 		want map[string][]string
 	}
 	var got []step
-	for at := t0; at.Before(t0.Add(40*day + 12*time.Hour)); at = at.Add(6 * time.Hour) {
+	for at := t0; at.Before(t0.Add(40*day + 12*time.Hour)); at = at.Add(12 * time.Hour) {
 		h.run(at, sweep(at, old))
 		if m := h.took(); len(m) > 0 {
 			got = append(got, step{at, m})
@@ -48,7 +48,7 @@ func TestWalkToExpiryAndRenewal(t *testing.T) {
 		got = append(got, step{at, m})
 	}
 	// And quiet afterwards.
-	for at := at.Add(6 * time.Hour); at.Before(t0.Add(44 * day)); at = at.Add(6 * time.Hour) {
+	for at := at.Add(12 * time.Hour); at.Before(t0.Add(44 * day)); at = at.Add(12 * time.Hour) {
 		h.run(at, sweep(at, renewed))
 		if m := h.took(); len(m) > 0 {
 			got = append(got, step{at, m})
@@ -56,11 +56,12 @@ func TestWalkToExpiryAndRenewal(t *testing.T) {
 	}
 
 	want := []step{
-		// Notice from day 10 (30 days left): in the digest after midnight.
-		{t0.Add(10*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [new notice api.example.com]"}}},
+		// Notice from day 10 (30 days left): in the digest, due at
+		// midnight, sent by the first run after it.
+		{t0.Add(11 * day), map[string][]string{"certs": {"digest 1 [new notice api.example.com]"}}},
 		// Weekly notice reminders, in the digest.
-		{t0.Add(17*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
-		{t0.Add(24*day + 18*time.Hour), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
+		{t0.Add(18 * day), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
+		{t0.Add(25 * day), map[string][]string{"certs": {"digest 1 [reminder notice api.example.com]"}}},
 		// Warning at 14 days left: its own message in #certs (the notice was
 		// only a digest line, so there is no thread to continue).
 		{t0.Add(26 * day), map[string][]string{"certs": {"escalated warning api.example.com"}}},
