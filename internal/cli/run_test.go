@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/lab"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
@@ -453,5 +456,53 @@ func screenshotStatusPage(t *testing.T, base string) {
 		if err := os.WriteFile(out, png, 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestDeployConfigValidates checks that the configuration shipped in the
+// Kubernetes example is valid and that the Deployment runs it.
+func TestDeployConfigValidates(t *testing.T) {
+	f, err := os.Open("../../deploy/kubernetes/certwatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	var cfg, args string
+	for {
+		var doc struct {
+			Kind string            `yaml:"kind"`
+			Data map[string]string `yaml:"data"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Args []string `yaml:"args"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch doc.Kind {
+		case "ConfigMap":
+			cfg = doc.Data["config.yaml"]
+		case "Deployment":
+			args = strings.Join(doc.Spec.Template.Spec.Containers[0].Args, " ")
+		}
+	}
+	c, err := config.Decode(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatalf("the ConfigMap's config.yaml does not validate: %v", err)
+	}
+	if c.Daemon.Listen != "0.0.0.0:9814" || c.Notify.State != "/var/lib/certwatch/state.db" {
+		t.Errorf("listen %q, state %q: want the pod IP on 9814 and state on the volume", c.Daemon.Listen, c.Notify.State)
+	}
+	if args != "run --config /etc/certwatch/config.yaml" {
+		t.Errorf("Deployment args = %q, want certwatch run with the ConfigMap", args)
 	}
 }
