@@ -67,6 +67,18 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 			}
 			return nil
 		}
+		if u := w.unrecorded; u != nil {
+			// An outcome the store could not take: record it before sending
+			// anything, or the same notification would go out again.
+			if err := n.store.Settle(ctx, u.ids, u.s); err != nil {
+				if flush {
+					return fmt.Errorf("notify: channel %s: record delivery outcome: %w", w.name, err)
+				}
+				n.sleep(ctx, w, n.poll())
+				continue
+			}
+			w.unrecorded = nil
+		}
 		rows, err := n.store.Pending(ctx, w.name, batch)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -250,7 +262,8 @@ func (n *Notifier) settle(ctx context.Context, w *worker, ids []int64, s state.S
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := n.store.Settle(sctx, ids, s); err != nil {
-		n.logger.Error("cannot record delivery outcome; the notification may be sent again", "channel", w.name, "delivered", s.Delivered, "err", err)
+		n.logger.Error("cannot record delivery outcome; holding the channel until it is recorded", "channel", w.name, "delivered", s.Delivered, "err", err)
+		w.unrecorded = &settlement{ids: ids, s: s}
 	}
 }
 

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/sqlite"
 )
 
@@ -28,6 +30,10 @@ type bubble struct {
 }
 
 func startBubble(t *testing.T, retry config.Retry) *bubble {
+	return startBubbleWith(t, retry, nil)
+}
+
+func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) notify.Store) *bubble {
 	t.Helper()
 	cfg := config.Notify{
 		State: filepath.Join(t.TempDir(), "state.db"),
@@ -46,7 +52,11 @@ func startBubble(t *testing.T, retry config.Retry) *bubble {
 		t.Fatal(err)
 	}
 	b := &bubble{store: store, rec: map[string]*recorder{"certs": {}, "oncall": {}}}
-	b.n, err = notify.New(cfg, store, map[string]notify.Sender{"certs": b.rec["certs"], "oncall": b.rec["oncall"]}, nil)
+	var st notify.Store = store
+	if wrap != nil {
+		st = wrap(store)
+	}
+	b.n, err = notify.New(cfg, st, map[string]notify.Sender{"certs": b.rec["certs"], "oncall": b.rec["oncall"]}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +204,43 @@ func TestRunDeliversWhatApplyWrites(t *testing.T) {
 		got := b.rec["oncall"].take()
 		if len(got) != 1 || got[0].at != start {
 			t.Errorf("oncall got %v, want the page at once", describe(got))
+		}
+	})
+}
+
+// flakySettle fails the first few attempts to record an outcome, as a disk
+// briefly full would.
+type flakySettle struct {
+	notify.Store
+	mu    *sync.Mutex
+	fails *int
+}
+
+func (f flakySettle) Settle(ctx context.Context, ids []int64, s state.Settlement) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if *f.fails > 0 {
+		*f.fails--
+		return fmt.Errorf("record delivery: %w", state.ErrFull)
+	}
+	return f.Store.Settle(ctx, ids, s)
+}
+
+func TestUnrecordedDeliveryIsNotSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fails := 3
+		b := startBubbleWith(t, config.Retry{}, func(s notify.Store) notify.Store {
+			return flakySettle{Store: s, mu: &sync.Mutex{}, fails: &fails}
+		})
+		defer b.stop()
+		b.apply(t, warning("a.example"), warning("b.example"))
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := describe(b.rec["certs"].take()); !cmp.Equal(got, []string{"new warning a.example", "new warning b.example"}) {
+			t.Errorf("certs got %v, want each once despite the store failing to record", got)
+		}
+		if p, err := b.store.Pending(context.Background(), "certs", 10); err != nil || len(p) != 0 {
+			t.Errorf("pending after recovery = %v, %v, want none", p, err)
 		}
 	})
 }

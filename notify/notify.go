@@ -338,6 +338,14 @@ type worker struct {
 	// raised: whether a channel_failing alert is open for this channel;
 	// unknown until checked after start.
 	raised raisedState
+	// unrecorded is an attempt's outcome the store failed to record; it is
+	// recorded before anything else is sent.
+	unrecorded *settlement
+}
+
+type settlement struct {
+	ids []int64
+	s   state.Settlement
 }
 
 type raisedState int

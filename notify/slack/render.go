@@ -14,6 +14,7 @@ import (
 const (
 	maxHeader       = 150
 	maxSectionText  = 3000
+	maxFieldText    = 2000
 	maxBlocks       = 50
 	listedEndpoints = 10
 )
@@ -40,6 +41,11 @@ func header(text string) slack.Block {
 
 func mrkdwn(text string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, truncate(text, maxSectionText), false, false)
+}
+
+// field is one of a section's two-column fields.
+func field(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, truncate(text, maxFieldText), false, false)
 }
 
 func section(text string) slack.Block {
@@ -94,25 +100,25 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if n.Event == notify.EventEscalated && n.Previous > 0 {
 		tier += " (was " + n.Previous.String() + ")"
 	}
-	fields := []*slack.TextBlockObject{mrkdwn("*Tier*\n" + tier)}
+	fields := []*slack.TextBlockObject{field("*Tier*\n" + tier)}
 	if notify.HasDeadline(f) {
-		fields = append(fields, mrkdwn(fmt.Sprintf("*Deadline*\n%s, %s", f.Deadline.UTC().Format(timeLayout), notify.In(f.Deadline, n.At))))
+		fields = append(fields, field(fmt.Sprintf("*Deadline*\n%s, %s", f.Deadline.UTC().Format(timeLayout), notify.In(f.Deadline, n.At))))
 	}
-	fields = append(fields, mrkdwn("*Kind*\n"+escape(strings.ReplaceAll(string(f.Kind), "_", " "))))
+	fields = append(fields, field("*Kind*\n"+escape(strings.ReplaceAll(string(f.Kind), "_", " "))))
 	if f.Subject != "" {
-		fields = append(fields, mrkdwn("*Subject*\n"+code(f.Subject)))
+		fields = append(fields, field("*Subject*\n"+code(f.Subject)))
 	}
 	if f.Name != "" {
-		fields = append(fields, mrkdwn("*Name*\n"+code(f.Name)))
+		fields = append(fields, field("*Name*\n"+code(f.Name)))
 	}
 	if n.Issuer != "" {
-		fields = append(fields, mrkdwn("*Issuer*\n"+escape(n.Issuer)))
+		fields = append(fields, field("*Issuer*\n"+escape(n.Issuer)))
 	}
 	if f.Certificate != "" {
-		fields = append(fields, mrkdwn("*Certificate (SHA-256)*\n`"+shortSHA(f.Certificate)+"`"))
+		fields = append(fields, field("*Certificate (SHA-256)*\n`"+shortSHA(f.Certificate)+"`"))
 	}
 	if !n.Since.IsZero() {
-		fields = append(fields, mrkdwn("*Open since*\n"+n.Since.UTC().Format(timeLayout)))
+		fields = append(fields, field("*Open since*\n"+n.Since.UTC().Format(timeLayout)))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 
