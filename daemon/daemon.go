@@ -600,7 +600,9 @@ func fromSource(targets []discovery.Target, source string) []discovery.Target {
 }
 
 // probe probes the last good inventory and hands the report to the
-// notifier; a complete, delivered run pings the heartbeat.
+// notifier; a complete, delivered run pings the heartbeat. Before any
+// source has produced an inventory, the report (of discovery_degraded
+// findings only) is recorded but not notified.
 func (d *Daemon) probe(ctx context.Context) error {
 	d.mu.Lock()
 	s, n := d.scanner, d.notifier
@@ -635,6 +637,13 @@ func (d *Daemon) probe(ctx context.Context) error {
 	}
 	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints),
 		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", d.now().Sub(start).Round(time.Millisecond).String())
+	if !loaded {
+		// Without any inventory, every alert still open from before would
+		// look fixed to the notifier and resolve. The degraded sources are
+		// on the status page and in the metrics, readiness fails, and the
+		// heartbeat stays silent, so the dead-man's switch fires.
+		return errors.New("no discovery source has produced an inventory since start: nothing probed, nothing notified, no heartbeat")
+	}
 	if n != nil {
 		if err := n.Notify(ctx, r); err != nil {
 			return fmt.Errorf("notify findings of probe run: %w", err)

@@ -699,3 +699,67 @@ func TestReloadReplacesDispatcher(t *testing.T) {
 		}
 	})
 }
+
+// reportRecorder keeps the reports and runs it is given.
+type reportRecorder struct {
+	fakeRecorder
+	mu      sync.Mutex
+	reports []*scan.Report
+}
+
+func (r *reportRecorder) RecordReport(rep *scan.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, rep)
+}
+
+func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		pings := 0
+		ln := newPipeListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			mu.Lock()
+			pings++
+			mu.Unlock()
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+
+		s := &fakeScanner{sources: map[string]int{"dnszone:a.example": -1, "route53": -1}}
+		n := &fakeNotifier{}
+		rec := &reportRecorder{}
+		c := config(0)
+		c.HeartbeatURL = "http://hc.example/ping/x"
+		d, err := daemon.New(c, s, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Recorder = rec
+		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		stop := start(t, d)
+		time.Sleep(25 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		if err := d.Ready(); err == nil {
+			t.Error("Ready = nil with every source failing since start, want an error")
+		}
+		if len(n.reports) != 0 {
+			t.Errorf("%d reports notified without any inventory, want none (open alerts would resolve)", len(n.reports))
+		}
+		if pings != 0 {
+			t.Errorf("%d heartbeats without any inventory, want none", pings)
+		}
+		if len(rec.reports) == 0 {
+			t.Fatal("no report recorded for the status page")
+		}
+		deg := findingsOf(rec.reports[len(rec.reports)-1], daemon.DiscoveryDegraded)
+		if len(deg) != 2 || deg[0].Tier != policy.Page || !strings.Contains(deg[0].Message, "has not produced an inventory since certwatch started") {
+			t.Errorf("recorded findings = %+v, want both sources degraded at page", deg)
+		}
+		if got := rec.count("probe:error"); got < 3 {
+			t.Errorf("%d failed probe runs recorded, want one per run (at least 3)", got)
+		}
+	})
+}
