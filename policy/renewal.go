@@ -390,14 +390,15 @@ func refOf(c *acm.Certificate, state RenewalState) ACMRef {
 // newer is a certificate that may have replaced an older one: in ACM, or
 // served by probed endpoints.
 type newer struct {
-	desc     string
-	advice   string
-	names    []string
-	notAfter time.Time
-	serial   string
-	fp       string
-	arn      string
-	keys     map[string]bool // name:port that serve it
+	desc      string
+	advice    string
+	names     []string
+	notBefore time.Time
+	notAfter  time.Time
+	serial    string
+	fp        string
+	arn       string
+	keys      map[string]bool // name:port that serve it
 }
 
 // judgeInventory judges the ACM inventory, merges its findings with the
@@ -537,12 +538,17 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		})
 	}
 
-	// Newer certificates: valid ACM certificates and served certificates
-	// whose chain verifies.
+	// Newer certificates: ACM certificates and served certificates whose
+	// chain verifies, valid now and fresh (outside every expiry tier), as a
+	// renewal is; a certificate that is itself about to expire is no
+	// replacement.
+	fresh := func(notBefore, notAfter time.Time) bool {
+		return !notBefore.After(now) && TierFor(notBefore, notAfter, e.rules.Tiers, now) == None
+	}
 	var cands []newer
 	for i := range certs {
 		c := &certs[i]
-		if c.Status != acm.StatusIssued || c.Partial || c.NotBefore.After(now) || !c.NotAfter.After(now) {
+		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
 			continue
 		}
 		fp := report[i].SHA256
@@ -552,17 +558,17 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		cands = append(cands, newer{
 			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
-			names: c.Names(), notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, keys: keys[fp], advice: advice,
+			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, keys: keys[fp], advice: advice,
 		})
 	}
 	for fp, c := range e.certs {
-		if broken[fp] || c.NotBefore.After(now) || !c.NotAfter.After(now) || len(c.DNSNames) == 0 {
+		if broken[fp] || !fresh(c.NotBefore, c.NotAfter) || len(c.DNSNames) == 0 {
 			continue
 		}
 		eps := served[fp]
 		cands = append(cands, newer{
 			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(eps, 3)),
-			names: normalizeNames(c.DNSNames), notAfter: c.NotAfter, serial: c.Serial, fp: fp, keys: keys[fp],
+			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp, keys: keys[fp],
 			advice: "install it on the endpoints listed and reload them",
 		})
 	}
@@ -583,11 +589,11 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		var old newer   // the certificate the finding is about
 		var what string // "%s" takes "which expires ..."
 		if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
-			old = newer{names: normalizeNames(c.DNSNames), notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, keys: keys[f.Certificate]}
+			old = newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, keys: keys[f.Certificate]}
 			what = fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
 		} else if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
 			c := &certs[j]
-			old = newer{names: c.Names(), notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
+			old = newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
 			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
 		} else {
 			continue
@@ -619,8 +625,9 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	return final, report
 }
 
-// newestFor returns the newest candidate that replaces old: it outlives
-// old, is another certificate, covers every name of old, and is not served
+// newestFor returns the newest candidate that replaces old: it was issued
+// after old and outlives it, is another certificate, covers every name of
+// old, and is not served
 // on a name:port that serves old too (inconsistent_deployment reports
 // that). cands are sorted newest first; idx maps a name to the candidates
 // carrying it.
@@ -639,7 +646,7 @@ func newestFor(old newer, cands []newer, idx map[string][]int) (newer, bool) {
 		if !n.notAfter.After(old.notAfter) {
 			break // newest first: no later candidate outlives old either
 		}
-		if (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
+		if !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
 			(old.serial != "" && n.serial == old.serial) || overlaps(n.keys, old.keys) || !covers(n.names, old.names) {
 			continue
 		}

@@ -85,8 +85,11 @@ func TestRenewal(t *testing.T) {
 	selfSigned := certtest.MustSelfSigned(certtest.LeafOptions{DNSNames: []string{"shop.example.com"}, NotBefore: now.AddDate(0, 0, -1), NotAfter: in(400)})
 
 	shopOld := leaf(in(5), "shop.example.com")
-	shopNew := leaf(in(300), "shop.example.com", "www.example.com")
-	wildNew := leaf(in(200), "*.example.com")
+	renewed := func(notAfter time.Time, names ...string) *certtest.Leaf {
+		return inter.MustLeaf(certtest.LeafOptions{DNSNames: names, NotBefore: now.AddDate(0, 0, -10), NotAfter: notAfter})
+	}
+	shopNew := renewed(in(300), "shop.example.com", "www.example.com")
+	wildNew := renewed(in(200), "*.example.com")
 	api := leaf(in(20), "api.example.com")
 	www := leaf(in(25), "www.example.com")
 	legacy := leaf(in(10), "legacy.example.com")
@@ -289,6 +292,19 @@ func TestRenewal(t *testing.T) {
 			name: "a wildcard covers the old names",
 			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", shopOld), serve("cdn.example.com", "10.0.0.2", wildNew)},
 			want: []want{{policy.StaleDeployment, policy.Page, "shop.example.com", "", []string{"\"*.example.com\""}}},
+		},
+		{
+			name: "a certificate that expires soon itself is no replacement",
+			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", leaf(in(-3), "shop.example.com")), serve("cdn.example.com", "10.0.0.2", renewed(in(5), "*.example.com"))},
+			want: []want{
+				{policy.Expired, policy.Critical, "shop.example.com", "", nil},
+				{policy.Expiring, policy.Page, "cdn.example.com", "", nil},
+			},
+		},
+		{
+			name: "a longer-lived certificate issued before the old one is no renewal of it",
+			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", shopOld), serve("cdn.example.com", "10.0.0.2", inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.example.com"}, NotBefore: now.AddDate(0, 0, -301), NotAfter: in(200)}))},
+			want: []want{{policy.Expiring, policy.Page, "shop.example.com", "", nil}},
 		},
 		{
 			name: "newer certificate on another address of the same name is inconsistency, not staleness",
