@@ -51,6 +51,11 @@ var ErrSkipped = errors.New("skipped: the previous run is still going")
 // errNoInventory marks a probe run that had nothing to probe yet.
 var errNoInventory = errors.New("no inventory yet: the first discovery has not finished")
 
+// errAwaitDiscovery marks a probe run skipped because the scanner given by
+// Reload has not run a discovery yet (it may hold per-discovery state, such
+// as ACM inventories, that its probe runs need).
+var errAwaitDiscovery = errors.New("waiting for the first discovery with the reloaded configuration")
+
 // Scanner discovers targets and probes them. Implemented by *scan.Pass.
 type Scanner interface {
 	Discover(ctx context.Context) ([]discovery.Target, []scan.SourceResult, error)
@@ -158,7 +163,10 @@ type Daemon struct {
 	// shrunk marks degraded sources that answered with too few targets
 	// (rather than failing); Reload accepts their new size.
 	shrunk map[string]bool
-	active *running // set while Run is running
+	// undiscovered: the scanner given by Reload has not completed a
+	// discovery yet.
+	undiscovered bool
+	active       *running // set while Run is running
 }
 
 // dispatching is a Dispatcher's Run in progress.
@@ -168,11 +176,21 @@ type dispatching struct {
 	done   chan struct{}
 }
 
-// goodRun is a source's last good result.
+// goodRun is a source's last good result: the targets it contributes to
+// the inventory, and how many targets and certificates it reported.
 type goodRun struct {
-	targets []discovery.Target
-	count   int
-	at      time.Time
+	list           []discovery.Target
+	targets, certs int
+	at             time.Time
+}
+
+// items says how much a source found: "12 targets", "3 targets and 40
+// certificates".
+func items(targets, certs int) string {
+	if certs > 0 {
+		return fmt.Sprintf("%d targets and %d certificates", targets, certs)
+	}
+	return fmt.Sprintf("%d targets", targets)
 }
 
 // running is the state of one Run: the scheduler, its entries and the
@@ -182,7 +200,8 @@ type running struct {
 	jobs    map[string]cron.Job
 	entries map[string]cron.EntryID
 	base    context.Context // parent of the dispatcher's context
-	wg      *sync.WaitGroup
+	wg      *sync.WaitGroup // dispatchers
+	extra   *sync.WaitGroup // job runs started outside the scheduler
 
 	// dmu serialises dispatcher changes; it is never taken with d.mu held.
 	dmu      sync.Mutex
@@ -227,8 +246,11 @@ func (d *Daemon) Reload(c Config, s Scanner, n Notifier) error {
 		return err
 	}
 	d.mu.Lock()
-	old := d.cfg
+	old, oldScanner := d.cfg, d.scanner
 	d.cfg, d.sched, d.scanner, d.notifier = c, sched, s, n
+	if s != oldScanner {
+		d.undiscovered = true
+	}
 	if c.Jitter != old.Jitter {
 		d.pickOffsets()
 	}
@@ -237,6 +259,9 @@ func (d *Daemon) Reload(c Config, s Scanner, n Notifier) error {
 	}
 	r := d.active
 	if r != nil {
+		if d.undiscovered {
+			r.extra.Go(r.jobs[JobDiscovery].Run) // rediscover now, not at the next scheduled time
+		}
 		for job, spec := range map[string][2]string{
 			JobDiscovery: {old.Discovery, c.Discovery},
 			JobProbe:     {old.Probe, c.Probe},
@@ -329,8 +354,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancelWork(nil)
 
 	c := cron.New(cron.WithLogger(cronLogger{l: d.logger}))
-	var wg sync.WaitGroup
-	r := &running{cron: c, jobs: map[string]cron.Job{}, entries: map[string]cron.EntryID{}, base: work, wg: &wg}
+	var wg, extra sync.WaitGroup
+	r := &running{cron: c, jobs: map[string]cron.Job{}, entries: map[string]cron.EntryID{}, base: work, wg: &wg, extra: &extra}
 	for job, fn := range map[string]func(context.Context) error{
 		JobDiscovery: d.discover,
 		JobProbe:     d.probe,
@@ -350,33 +375,39 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.logger.Info("daemon started", "discovery_offset", offsets[JobDiscovery].Round(time.Millisecond).String(),
 		"probe_offset", offsets[JobProbe].Round(time.Millisecond).String())
 
-	var jobs sync.WaitGroup
-	jobs.Go(c.Run)
+	var scheduler sync.WaitGroup
+	scheduler.Go(c.Run)
 	// The first discovery and probe run at once (after their offsets)
 	// rather than at the first scheduled time, through the same guarded
 	// jobs, so they cannot overlap a scheduled run either.
-	jobs.Go(func() {
+	extra.Go(func() {
 		r.jobs[JobDiscovery].Run()
 		r.jobs[JobProbe].Run()
 	})
 
 	<-ctx.Done()
 	d.logger.Info("daemon stopping: no new runs", "grace_period", d.grace().String())
+	d.mu.Lock()
+	d.active = nil // Reload starts no more runs and dispatchers
+	d.mu.Unlock()
 	stopped := c.Stop() // done when the scheduler's running jobs are
+	idle := make(chan struct{})
+	go func() {
+		extra.Wait()
+		<-stopped.Done()
+		close(idle)
+	}()
 	grace := time.NewTimer(d.grace())
 	select {
-	case <-stopped.Done():
+	case <-idle:
 	case <-grace.C:
 		d.logger.Warn("grace period over: cancelling the running job", "grace_period", d.grace().String())
 		cancelWork(errors.New("shutdown grace period over"))
+		<-idle
 	}
 	grace.Stop()
-	jobs.Wait()
-	<-stopped.Done()
+	scheduler.Wait()
 
-	d.mu.Lock()
-	d.active = nil // Reload no longer touches r
-	d.mu.Unlock()
 	r.dmu.Lock()
 	disp := r.dispatch
 	r.dispatch = nil
@@ -462,7 +493,7 @@ func (d *Daemon) job(stop, work context.Context, job string, fn func(context.Con
 		err := fn(ctx)
 		took := d.now().Sub(start)
 		switch {
-		case errors.Is(err, errNoInventory):
+		case errors.Is(err, errNoInventory), errors.Is(err, errAwaitDiscovery):
 			d.logger.Info("probe run skipped", "job", job, "reason", err)
 			return
 		case err != nil:
@@ -492,7 +523,7 @@ func (d *Daemon) discover(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
 	}
-	inventory, degraded := d.judge(targets, results, start)
+	inventory, degraded := d.judge(s, targets, results, start)
 	if d.Recorder != nil {
 		d.Recorder.RecordDiscovery(slices.Clone(results), inventory)
 	}
@@ -508,40 +539,56 @@ func (d *Daemon) discover(ctx context.Context) error {
 // judge updates each source's last good run and discovery_degraded
 // finding from one discovery's results, rebuilds the inventory and returns
 // its size and the number of degraded sources.
-func (d *Daemon) judge(targets []discovery.Target, results []scan.SourceResult, start time.Time) (inventory, degraded int) {
+func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.SourceResult, start time.Time) (inventory, degraded int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if s == d.scanner {
+		d.undiscovered = false
+	}
 	threshold := d.cfg.DropThreshold
 	current := map[string]bool{}
-	failed := 0
+	failed := 0 // sources that failed without returning anything
 	for _, r := range results {
 		current[r.Name] = true
 		last, hasLast := d.sources[r.Name]
+		got := fromSource(targets, r.Name)
+		n := r.Targets + r.Certificates
 		switch {
 		case r.Error != "":
-			failed++
+			if n == 0 {
+				failed++
+			}
 			msg := fmt.Sprintf("Discovery source %s failed: %s.", r.Name, r.Error)
-			if hasLast {
-				msg += fmt.Sprintf(" Its last good inventory (%d targets from %s) is still probed.", last.count, last.at.UTC().Format(time.RFC3339))
-			} else {
+			if n > 0 {
+				msg = fmt.Sprintf("Discovery source %s partly failed (%s found): %s.", r.Name, items(r.Targets, r.Certificates), r.Error)
+			}
+			switch {
+			case hasLast:
+				msg += fmt.Sprintf(" Its last good inventory (%s from %s) is still probed.", items(last.targets, last.certs), last.at.UTC().Format(time.RFC3339))
+				last.list = discovery.Merge(last.list, got)
+				d.sources[r.Name] = last
+			case n > 0:
+				msg += " What it found is probed."
+				d.sources[r.Name] = goodRun{list: got, targets: r.Targets, certs: r.Certificates, at: start}
+			default:
 				msg += " It has not produced an inventory since certwatch started, so none of its endpoints are probed."
 			}
 			d.raise(r.Name, start, msg+" Fix the source's access or configuration.")
 			delete(d.shrunk, r.Name)
-		case hasLast && threshold > 0 && float64(r.Targets) < threshold*float64(last.count):
-			d.raise(r.Name, start, fmt.Sprintf("Discovery source %s returned %d targets, fewer than %.0f%% of the %d of its last good run at %s. "+
+		case hasLast && threshold > 0 && float64(n) < threshold*float64(last.targets+last.certs):
+			d.raise(r.Name, start, fmt.Sprintf("Discovery source %s returned %s, fewer than %.0f%% of the %s of its last good run at %s. "+
 				"Its last good targets are still probed. If the drop is intended, reload certwatch (SIGHUP) to accept it.",
-				r.Name, r.Targets, threshold*100, last.count, last.at.UTC().Format(time.RFC3339)))
+				r.Name, items(r.Targets, r.Certificates), threshold*100, items(last.targets, last.certs), last.at.UTC().Format(time.RFC3339)))
 			d.shrunk[r.Name] = true
-			last.targets = discovery.Merge(last.targets, fromSource(targets, r.Name))
+			last.list = discovery.Merge(last.list, got)
 			d.sources[r.Name] = last
 		default:
 			if _, was := d.degraded[r.Name]; was {
-				d.logger.Info("discovery source recovered", "source", r.Name, "targets", r.Targets)
+				d.logger.Info("discovery source recovered", "source", r.Name, "targets", r.Targets, "certificates", r.Certificates)
 			}
 			delete(d.degraded, r.Name)
 			delete(d.shrunk, r.Name)
-			d.sources[r.Name] = goodRun{targets: fromSource(targets, r.Name), count: r.Targets, at: start}
+			d.sources[r.Name] = goodRun{list: got, targets: r.Targets, certs: r.Certificates, at: start}
 		}
 	}
 	for name := range d.sources {
@@ -557,7 +604,7 @@ func (d *Daemon) judge(targets []discovery.Target, results []scan.SourceResult, 
 	}
 	lists := make([][]discovery.Target, 0, len(d.sources))
 	for _, g := range d.sources {
-		lists = append(lists, g.targets)
+		lists = append(lists, g.list)
 	}
 	d.inventory = discovery.Merge(lists...)
 	d.results = results
@@ -606,7 +653,7 @@ func fromSource(targets []discovery.Target, source string) []discovery.Target {
 func (d *Daemon) probe(ctx context.Context) error {
 	d.mu.Lock()
 	s, n := d.scanner, d.notifier
-	loaded, inventory := d.loaded, d.inventory
+	loaded, inventory, undiscovered := d.loaded, d.inventory, d.undiscovered
 	results := slices.Clone(d.results)
 	var degraded []policy.Finding
 	for _, f := range d.degraded {
@@ -616,6 +663,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 	d.mu.Unlock()
 	if !loaded && len(degraded) == 0 {
 		return errNoInventory
+	}
+	if undiscovered {
+		return errAwaitDiscovery
 	}
 	start := d.now()
 	var r *scan.Report

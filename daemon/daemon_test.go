@@ -763,3 +763,94 @@ func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
 		}
 	})
 }
+
+func TestReloadedScannerDiscoversBeforeItProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s1 := &fakeScanner{sources: map[string]int{"static": 1}}
+		s2 := &fakeScanner{sources: map[string]int{"static": 1, "acm:eu-west-1": 2}}
+		n := &fakeNotifier{}
+		d, err := daemon.New(config(0), s1, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		defer stop()
+		synctest.Wait()
+		time.Sleep(5 * time.Minute)
+		reloaded := time.Now()
+		if err := d.Reload(config(0), s2, n); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		s2.mu.Lock()
+		discovered := slices.Clone(s2.discoveries)
+		s2.mu.Unlock()
+		if len(discovered) != 1 || !discovered[0].Equal(reloaded) {
+			t.Fatalf("new scanner's discoveries at %v, want one at the reload (%v), not at the next scheduled hour", discovered, reloaded)
+		}
+		time.Sleep(5*time.Minute + time.Second) // the next probe run
+		synctest.Wait()
+		runs := s2.probeRuns()
+		if len(runs) != 1 || runs[0].start.Before(discovered[0]) {
+			t.Errorf("new scanner's probe runs %+v, want one, after its discovery", runs)
+		}
+		if got := n.last().Targets; got != 3 {
+			t.Errorf("report after reload has %d targets, want the new scanner's 3", got)
+		}
+	})
+}
+
+func TestShutdownCancelsFirstRunAfterGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The first probe run starts outside the scheduler; it gets the
+		// same grace period as a scheduled one.
+		s := &fakeScanner{sources: map[string]int{"static": 1}, probeTime: time.Hour}
+		d, err := daemon.New(config(0), s, &fakeNotifier{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		time.Sleep(time.Second)
+		t0 := time.Now()
+		stop()
+		if took := time.Since(t0); took != 30*time.Second {
+			t.Errorf("shutdown took %v, want the 30s grace period", took)
+		}
+		if runs := s.probeRuns(); len(runs) != 1 || !runs[0].cancelled {
+			t.Errorf("probe runs %+v, want the first one cancelled", runs)
+		}
+	})
+}
+
+func TestPartlyFailedSourceKeepsWhatItFound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &partialScanner{}
+		n := &fakeNotifier{}
+		d, err := daemon.New(config(0), s, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, d)
+		defer stop()
+		synctest.Wait()
+		r := n.last()
+		if r == nil || r.Targets != 2 {
+			t.Fatalf("report = %+v, want the 2 targets the partly failed source found", r)
+		}
+		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		if len(deg) != 1 || !strings.Contains(deg[0].Message, "partly failed (2 targets and 5 certificates found)") {
+			t.Errorf("discovery_degraded = %+v, want one saying what the source found", deg)
+		}
+	})
+}
+
+// partialScanner's one source returns some targets and an error.
+type partialScanner struct{ fakeScanner }
+
+func (p *partialScanner) Discover(context.Context) ([]discovery.Target, []scan.SourceResult, error) {
+	ts := []discovery.Target{
+		{Name: "a.example", Port: 443, Sources: []string{"route53"}},
+		{Name: "b.example", Port: 443, Sources: []string{"route53"}},
+	}
+	return ts, []scan.SourceResult{{Name: "route53", Targets: 2, Certificates: 5, Error: "zone Z2: throttled"}}, nil
+}
