@@ -70,8 +70,14 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 			if n := len(f.Endpoints); n > 0 {
 				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, endpointList(f.Endpoints, 8))
 			}
+			if len(f.ACM) > 0 {
+				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
+			}
 		}
 		fmt.Fprintln(w)
+	}
+	if err := writeACM(w, r.ACM, now, true); err != nil {
+		return err
 	}
 	writeSummary(w, r)
 	return nil
@@ -181,16 +187,17 @@ func endpointList(eps []policy.Endpoint, n int) string {
 
 // inventoryReport is the JSON shape of `certwatch inventory --output json`.
 type inventoryReport struct {
-	Targets []discovery.Target  `json:"targets"`
-	Sources []scan.SourceResult `json:"sources"`
+	Targets []discovery.Target      `json:"targets"`
+	Sources []scan.SourceResult     `json:"sources"`
+	ACM     []policy.ACMCertificate `json:"acm,omitempty"`
 }
 
-func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, format string) error {
+func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, acm []policy.ACMCertificate, now time.Time, format string) error {
 	if format == "json" {
 		if targets == nil {
 			targets = []discovery.Target{}
 		}
-		return writeJSON(w, inventoryReport{Targets: targets, Sources: sources})
+		return writeJSON(w, inventoryReport{Targets: targets, Sources: sources, ACM: acm})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
@@ -214,11 +221,21 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(acm) > 0 {
+		fmt.Fprintln(w)
+		if err := writeACM(w, acm, now, false); err != nil {
+			return err
+		}
+	}
 	for _, s := range sources {
+		certs := ""
+		if s.Certificates > 0 {
+			certs = fmt.Sprintf(", %d certificate(s)", s.Certificates)
+		}
 		if s.Error != "" {
 			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
 		} else {
-			fmt.Fprintf(w, "Source %s: %d target(s)\n", s.Name, s.Targets)
+			fmt.Fprintf(w, "Source %s: %d target(s)%s\n", s.Name, s.Targets, certs)
 		}
 	}
 	return nil

@@ -33,6 +33,7 @@ Examples:
       --tsig-file /run/secrets/tsig --ca-file internal-root.pem
   certwatch scan --target vault.internal.example:8200 --output json
   certwatch scan --config /etc/certwatch/config.yaml --fail-on warning
+  certwatch scan --route53 --acm --region eu-west-1 --region us-east-1
 
 Flags override the same settings in --config. Without --nameserver, the
 zone is transferred from its SOA MNAME (then its NS names), looked up through
@@ -49,7 +50,8 @@ const inventoryUsage = `Usage:
 
 Run discovery only and list every target that 'certwatch scan' would probe,
 with its known addresses and the sources that reported it. Targets that are
-listed but not probed (wildcard owners) say why.
+listed but not probed (wildcard owners) say why. With --acm, ACM certificates
+are listed too, with their renewal state.
 `
 
 // scanFlags are the flags shared by scan and inventory.
@@ -70,6 +72,7 @@ type scanFlags struct {
 	include     listFlag
 	exclude     listFlag
 	verbose     bool
+	aws         awsFlags
 }
 
 func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
@@ -84,6 +87,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.include, "include", "only keep zone names matching this `glob` (\"*\" spans dots); repeatable")
 	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
 	fs.BoolVar(&f.verbose, "v", false, "log progress and per-source detail to stderr")
+	f.aws.register(fs)
 	if inventory {
 		fs.StringVar(&f.output, "output", "", "output format: `table` or json (default table)")
 		return
@@ -185,6 +189,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	if set["fail-on"] {
 		c.FailOn = f.failOn
 	}
+	if err := f.aws.apply(&c, set); err != nil {
+		return c, err
+	}
 	if err := c.Validate(); err != nil {
 		return c, withCode(ExitUsage, err)
 	}
@@ -247,7 +254,11 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 
 // runScan is the one code path behind `certwatch scan` and `certwatch demo`.
 func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	pass, err := newPass(c, logger)
+	aws, err := newAWSSources(ctx, c, logger)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	pass, err := newPass(c, logger, aws...)
 	if err != nil {
 		return err
 	}
@@ -289,7 +300,11 @@ func (f *findingsError) Error() string {
 }
 
 func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	pass, err := newPass(c, logger)
+	aws, err := newAWSSources(ctx, c, logger)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	pass, err := newPass(c, logger, aws...)
 	if err != nil {
 		return err
 	}
@@ -298,20 +313,24 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 		writeSourceErrors(e.stderr, sources)
 		return withCode(ExitUsage, err)
 	}
-	if werr := writeInventory(e.stdout, targets, sources, c.Output); werr != nil {
+	now := time.Now()
+	acmCerts := pass.Probe(ctx, nil, now).ACM // renewal state only: nothing is probed
+	if werr := writeInventory(e.stdout, targets, sources, acmCerts, now, c.Output); werr != nil {
 		return fmt.Errorf("write inventory: %w", werr)
 	}
 	return err
 }
 
-// newPass wires sources, prober and rules from c.
-func newPass(c config.Config, logger *slog.Logger) (*scan.Pass, error) {
+// newPass wires sources, prober and rules from c, with extra sources (see
+// newAWSSources) besides the zones and targets of c.
+func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
 	sources, err := newSources(c, logger)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
+	sources = append(sources, extra...)
 	if len(sources) == 0 {
-		return nil, usageError("nothing to scan: give --zone, --target or a --config with zones or targets (try 'certwatch demo' for a local lab)")
+		return nil, usageError("nothing to scan: give --zone, --target, --route53, --acm or a --config with zones, targets or aws (try 'certwatch demo' for a local lab)")
 	}
 	prober, err := newProber(c, logger)
 	if err != nil {
@@ -320,7 +339,7 @@ func newPass(c config.Config, logger *slog.Logger) (*scan.Pass, error) {
 	return &scan.Pass{
 		Sources:     sources,
 		Prober:      prober,
-		Rules:       rules(c.Policy),
+		Rules:       renewalRules(rules(c.Policy), c.AWS),
 		Parallelism: c.Probe.Concurrency,
 		Logger:      logger,
 	}, nil

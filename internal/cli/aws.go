@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+var (
+	_ scan.Source            = (*route53.Source)(nil)
+	_ scan.ZoneSource        = (*route53.Source)(nil)
+	_ scan.Source            = (*acm.Source)(nil)
+	_ scan.CertificateSource = (*acm.Source)(nil)
+)
+
+// awsFlags are the AWS flags shared by scan and inventory.
+type awsFlags struct {
+	route53 bool
+	acm     bool
+	regions listFlag
+	roles   listFlag
+}
+
+func (f *awsFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.route53, "route53", false, "discover every Route 53 hosted zone, public and private, and probe its names (private-zone names resolve through --resolver: in a VPC, the VPC resolver)")
+	fs.BoolVar(&f.acm, "acm", false, "list the ACM certificates of every --region, judge their renewal and link them to the endpoints serving them")
+	fs.Var(&f.regions, "region", "AWS `region` whose ACM certificates are listed, e.g. eu-west-1 (CloudFront's live in us-east-1); repeatable or comma-separated")
+	fs.Var(&f.roles, "role-arn", "assume this IAM role `ARN` and inventory its account instead of the default credentials' own; repeatable, one per account")
+}
+
+// apply lays the AWS flags that were set over c.
+func (f *awsFlags) apply(c *config.Config, set map[string]bool) error {
+	if set["route53"] {
+		c.AWS.Route53 = f.route53
+	}
+	if set["acm"] {
+		c.AWS.ACM = f.acm
+	}
+	if set["region"] {
+		c.AWS.Regions = f.regions
+	}
+	if set["role-arn"] {
+		known := map[string]config.AWSRole{}
+		for _, r := range c.AWS.Roles {
+			known[r.ARN] = r
+		}
+		c.AWS.Roles = nil
+		for _, arn := range f.roles {
+			r, ok := known[arn] // keeps external_id and session_name from --config
+			if !ok {
+				r = config.AWSRole{ARN: arn}
+			}
+			c.AWS.Roles = append(c.AWS.Roles, r)
+		}
+	}
+	if (set["region"] || set["role-arn"]) && !c.AWS.Route53 && !c.AWS.ACM {
+		return usageError("--region and --role-arn apply to AWS discovery: give --route53 or --acm")
+	}
+	return nil
+}
+
+// newAWSSources returns one Route 53 and one ACM source per account, as
+// c.AWS enables them: the default credentials' account, or each role's.
+// Building them does no network I/O; credentials are fetched (and roles
+// assumed) on first use.
+func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([]scan.Source, error) {
+	a := c.AWS
+	if !a.Route53 && !a.ACM {
+		return nil, nil
+	}
+	zones, err := discovery.NewFilter(a.Route53Zones, nil)
+	if err != nil {
+		return nil, fmt.Errorf("aws: route53_zones: %w", err)
+	}
+	names, err := discovery.NewFilter(a.Include, a.Exclude)
+	if err != nil {
+		return nil, fmt.Errorf("aws: %w", err)
+	}
+	accounts := []awsaccount.Config{{}}
+	if len(a.Roles) > 0 {
+		accounts = accounts[:0]
+		for _, r := range a.Roles {
+			accounts = append(accounts, awsaccount.Config{Role: awsaccount.Role{ARN: r.ARN, ExternalID: r.ExternalID, SessionName: r.SessionName}})
+		}
+	}
+	var out []scan.Source
+	for _, ac := range accounts {
+		if len(a.Regions) > 0 {
+			ac.Region = a.Regions[0]
+		}
+		ac.STSEndpoint = a.Endpoints.STS
+		ac.MaxAttempts = a.MaxAttempts
+		cfg, err := awsaccount.Load(ctx, ac)
+		if err != nil {
+			return nil, fmt.Errorf("aws account %s: %w", cmpOr(ac.Label(), "(default credentials)"), err)
+		}
+		if a.Route53 {
+			s, err := route53.New(route53.Config{
+				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports,
+				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout),
+			}, cfg, logger)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		if a.ACM {
+			s, err := acm.New(acm.Config{
+				Regions: a.Regions, Account: ac.Label(), Endpoint: a.Endpoints.ACM,
+				RateLimit: a.ACMRateLimit, Concurrency: a.ACMConcurrency, Timeout: time.Duration(a.Timeout),
+			}, cfg, logger)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// renewalRules sets the ACM renewal margin of c on r.
+func renewalRules(r policy.Rules, c config.AWS) policy.Rules {
+	r.RenewalMargin = time.Duration(c.RenewalMargin)
+	return r
+}
+
+// writeACM writes the ACM certificates, soonest expiry first, with their
+// renewal state and, when endpoints were probed, the ones that serve them.
+func writeACM(w io.Writer, certs []policy.ACMCertificate, now time.Time, probed bool) error {
+	if len(certs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "ACM certificates (%d):\n", len(certs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	served := "\tSERVED BY"
+	if !probed {
+		served = ""
+	}
+	fmt.Fprintf(tw, "RENEWAL\tNOT AFTER\tLEFT\tTYPE\tDOMAIN\tREGION\tIN USE BY%s\tARN\n", served)
+	for _, c := range certs {
+		notAfter, remaining := "-", "-"
+		if !c.NotAfter.IsZero() {
+			notAfter, remaining = c.NotAfter.UTC().Format(time.DateOnly), left(c.NotAfter.Sub(now))
+		}
+		renewal := string(c.Renewal)
+		if status := strings.ToLower(string(c.RenewalStatus)); status != "" && status != renewal {
+			renewal += " (" + status + ")" // ACM's own word, when it says more
+		}
+		inUse := "-"
+		if n := len(c.InUseBy); n > 0 {
+			inUse = fmt.Sprintf("%d resource(s)", n)
+		} else if c.InUse {
+			inUse = "in use"
+		}
+		if probed {
+			inUse += "\t" + orDash(endpointList(c.Endpoints, 2))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", renewal, notAfter, remaining, c.Type, c.DomainName, c.Region, inUse, c.ARN)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// acmRefs renders the ACM certificates a finding is linked to.
+func acmRefs(refs []policy.ACMRef) string {
+	parts := make([]string, 0, len(refs))
+	for _, r := range refs {
+		s := fmt.Sprintf("%s (%s, %s", r.ARN, r.Type, r.Renewal)
+		if n := len(r.InUseBy); n > 0 {
+			s += fmt.Sprintf(", in use by %d resource(s)", n)
+		}
+		parts = append(parts, s+")")
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,386 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+)
+
+const (
+	awsZone   = "corp.example"
+	albARN    = "arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/app/web/1"
+	acmTarget = "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"
+)
+
+// awsEstate is an AWS account in the fakes: a public and a private Route 53
+// zone whose names point at TLS listeners on loopback, and ACM certificates
+// in eu-west-1, some of them the very certificates the listeners serve.
+type awsEstate struct {
+	srv    *awstest.Server
+	port   int
+	caFile string
+	zoneID string
+	arn    map[string]string // by short name
+	fp     map[string]string // served certificate fingerprint, by short name
+}
+
+// acmSerial renders a serial number as ACM shows it: colon-separated
+// octets.
+func acmSerial(l *certtest.Leaf) string {
+	var parts []string
+	for _, b := range l.Cert.SerialNumber.Bytes() {
+		parts = append(parts, fmt.Sprintf("%02x", b))
+	}
+	return strings.Join(parts, ":")
+}
+
+func startAWSEstate(t *testing.T) *awsEstate {
+	t.Helper()
+	awstest.Isolate(t)
+	srv := awstest.NewServer()
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+
+	now := time.Now()
+	days := func(d int) time.Time { return now.Add(time.Duration(d) * 24 * time.Hour) }
+	root := certtest.MustCA("Corp Root CA", days(-1000), days(3000))
+	issuing := root.MustIntermediate("Corp Issuing CA", days(-500), days(1000))
+	leaf := func(notAfter time.Time, names ...string) *certtest.Leaf {
+		return issuing.MustLeaf(certtest.LeafOptions{DNSNames: names, NotBefore: notAfter.Add(-395 * 24 * time.Hour), NotAfter: notAfter})
+	}
+	name := func(n string) string { return n + "." + awsZone }
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+
+	e := &awsEstate{srv: srv, port: port, arn: map[string]string{}, fp: map[string]string{}}
+	e.caFile = filepath.Join(t.TempDir(), "root.pem")
+	if err := os.WriteFile(e.caFile, root.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the listeners serve.
+	served := map[string]*certtest.Leaf{
+		"www":    leaf(days(45), name("www")),
+		"api":    leaf(days(20), name("api")),
+		"login":  leaf(days(50), name("login")),
+		"legacy": leaf(days(10), name("legacy")),
+		"shop":   leaf(days(5), name("shop")), // renewed in ACM, not rolled out
+		"db":     leaf(days(200), "db.internal."+awsZone),
+	}
+	addr := map[string]string{"www": "127.0.0.41", "api": "127.0.0.42", "login": "127.0.0.43", "legacy": "127.0.0.44", "shop": "127.0.0.45", "db": "127.0.0.46"}
+	var public, private []awstest.RecordSet
+	for short, l := range served {
+		s, err := certtest.Serve(net.JoinHostPort(addr[short], fmt.Sprint(port)), l.FullChain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		e.fp[short] = probes.Fingerprint(l.Cert)
+		rs := awstest.RecordSet{Name: l.Cert.DNSNames[0], Type: "A", TTL: 60, Values: []string{addr[short]}}
+		if short == "db" {
+			private = append(private, rs)
+		} else {
+			public = append(public, rs)
+		}
+	}
+
+	validation := func(n, status string) []awstest.DomainValidation {
+		return []awstest.DomainValidation{{
+			DomainName: name(n), ValidationDomain: name(n), ValidationStatus: status, ValidationMethod: "DNS",
+			Record: &awstest.ResourceRecord{Name: "_3639ac514e785e898d2646601fa951d5." + name(n) + ".", Type: "CNAME", Value: acmTarget + "."},
+		}}
+	}
+	// The validation records in the zone: www's is right, docs' points to
+	// an old value, login's is missing.
+	public = append(public,
+		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("www"), Type: "CNAME", TTL: 300, Values: []string{acmTarget + "."}},
+		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("docs"), Type: "CNAME", TTL: 300, Values: []string{"_0000.old.acm-validations.aws."}},
+	)
+	ids := srv.Route53.AddZone(
+		awstest.Zone{Name: awsZone, Records: public},
+		awstest.Zone{Name: "internal." + awsZone, Private: true, VPCs: []awstest.VPC{{ID: "vpc-0abc", Region: "eu-west-1"}}, Records: private},
+	)
+	e.zoneID = ids[0]
+
+	linked := func(short string) awstest.Certificate {
+		l := served[short]
+		return awstest.Certificate{Region: "eu-west-1", DomainName: l.Cert.DNSNames[0], Serial: acmSerial(l),
+			NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, InUseBy: []string{albARN}, RenewalEligibility: "ELIGIBLE"}
+	}
+	other := func(n string, notAfter time.Time, serial string) awstest.Certificate {
+		return awstest.Certificate{Region: "eu-west-1", DomainName: name(n), Serial: serial,
+			NotBefore: notAfter.Add(-395 * 24 * time.Hour), NotAfter: notAfter, InUseBy: []string{albARN}, RenewalEligibility: "ELIGIBLE"}
+	}
+	www := linked("www")
+	www.Validations = validation("www", "SUCCESS")
+	www.Renewal = &awstest.Renewal{Status: "PENDING_AUTO_RENEWAL", UpdatedAt: now, Validations: validation("www", "SUCCESS")}
+	api := linked("api")
+	api.Renewal = &awstest.Renewal{Status: "PENDING_AUTO_RENEWAL", UpdatedAt: days(-30)}
+	login := linked("login")
+	login.Validations = validation("login", "SUCCESS")
+	login.Renewal = &awstest.Renewal{Status: "PENDING_VALIDATION", UpdatedAt: days(-10), Validations: validation("login", "PENDING_VALIDATION")}
+	legacy := linked("legacy")
+	legacy.Type, legacy.RenewalEligibility, legacy.InUseBy = "IMPORTED", "INELIGIBLE", nil
+	shop := other("shop", days(300), "0a:0b:0c:0d")
+	shop.NotBefore = days(-30)
+	shop.Renewal = &awstest.Renewal{Status: "SUCCESS", UpdatedAt: days(-30)}
+	docs := other("docs", days(90), "0d:0c")
+	docs.Validations = validation("docs", "SUCCESS")
+	pay := other("pay", days(6), "0e:0f")
+	pay.Renewal = &awstest.Renewal{Status: "FAILED", Reason: "CAA_ERROR", UpdatedAt: days(-20)}
+	spare := other("spare", days(10), "1a")
+	spare.InUseBy, spare.RenewalEligibility = nil, "INELIGIBLE"
+	gone := other("gone", days(-3), "1b")
+	gone.Status, gone.InUseBy, gone.RenewalEligibility = "EXPIRED", nil, "INELIGIBLE"
+
+	order := []string{"www", "api", "login", "legacy", "shop", "docs", "pay", "spare", "gone"}
+	arns := srv.ACM.Add(www, api, login, legacy, shop, docs, pay, spare, gone)
+	for i, short := range order {
+		e.arn[short] = arns[i]
+	}
+	return e
+}
+
+func (e *awsEstate) args(cmd string, extra ...string) []string {
+	return append([]string{cmd, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}, extra...)
+}
+
+// TestScanAWS is the end-to-end scan of an AWS estate: the real CLI lists
+// the Route 53 zones (public and private) and the ACM inventory through the
+// real SDK against the wire-protocol fakes, probes every name on loopback,
+// links each served certificate to its ACM certificate by serial, and
+// reports every renewal-aware finding with what to do.
+func TestScanAWS(t *testing.T) {
+	e := startAWSEstate(t)
+	stdout, stderr, code := run(t, e.args("scan", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want %d (findings at page); stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("decode JSON report: %v\n%s", err, stdout)
+	}
+	for _, s := range r.Sources {
+		if s.Error != "" {
+			t.Errorf("source %s failed: %s", s.Name, s.Error)
+		}
+	}
+
+	// Every Route 53 name was probed, the private zone's included.
+	probed := map[string]string{}
+	for _, ep := range r.Endpoints {
+		probed[strings.TrimSuffix(ep.Name, "."+awsZone)] = ep.Certificate
+	}
+	for _, short := range []string{"www", "api", "login", "legacy", "shop", "db.internal"} {
+		if probed[short] == "" {
+			t.Errorf("%s.%s: not probed or no certificate; endpoints %+v", short, awsZone, r.Endpoints)
+		}
+	}
+
+	// The ACM section lists every certificate with its renewal state, and
+	// the served ones with the endpoints serving them.
+	states := map[string]policy.RenewalState{
+		"www": policy.AutoRenews, "api": policy.RenewalStateOverdue, "login": policy.RenewalStateFailed,
+		"legacy": policy.RenewalManual, "shop": policy.AutoRenews, "docs": policy.RenewalAtRisk,
+		"pay": policy.RenewalStateFailed, "spare": policy.RenewalIneligible, "gone": policy.RenewalExpired,
+	}
+	if len(r.ACM) != len(states) {
+		t.Errorf("ACM section has %d certificates, want %d", len(r.ACM), len(states))
+	}
+	for short, want := range states {
+		i := slices.IndexFunc(r.ACM, func(c policy.ACMCertificate) bool { return c.ARN == e.arn[short] })
+		if i < 0 {
+			t.Errorf("ACM section lacks %s (%s)", short, e.arn[short])
+			continue
+		}
+		c := r.ACM[i]
+		if c.Renewal != want {
+			t.Errorf("%s: renewal = %q, want %q", short, c.Renewal, want)
+		}
+		if fp := e.fp[short]; short != "shop" && fp != "" && (c.SHA256 != fp || len(c.Endpoints) != 1 || c.Endpoints[0].Name != short+"."+awsZone) {
+			t.Errorf("%s: linked to %q on %+v, want the served certificate %q on %s.%s", short, c.SHA256, c.Endpoints, fp, short, awsZone)
+		}
+	}
+
+	type want struct {
+		kind     policy.Kind
+		tier     policy.Tier
+		endpoint string // short name, "" for none
+		acm      string // short name of the linked ACM certificate, "" for none
+		contains []string
+	}
+	wants := []want{
+		{policy.RenewalOverdue, policy.Warning, "api", "api", []string{"should have renewed", "PENDING_AUTO_RENEWAL", "in use by " + albARN}},
+		{policy.RenewalFailed, policy.Warning, "login", "login", []string{
+			"waits for domain validation of login." + awsZone,
+			fmt.Sprintf("create this record in Route 53 zone %s (%s): name _3639ac514e785e898d2646601fa951d5.login.%s, type CNAME, value %s", awsZone, e.zoneID, awsZone, acmTarget)}},
+		{policy.Expiring, policy.Warning, "legacy", "legacy", []string{"imported", "manual renewal required", "reimport", "--certificate-arn " + e.arn["legacy"]}},
+		{policy.StaleDeployment, policy.Page, "shop", "", []string{"still serve \"shop." + awsZone + "\"", "expires in", e.arn["shop"], "the rollout did not"}},
+		{policy.ValidationRecordMissing, policy.Notice, "", "docs", []string{
+			fmt.Sprintf("Change CNAME _3639ac514e785e898d2646601fa951d5.docs.%s in Route 53 zone %s (%s) from _0000.old.acm-validations.aws to %s", awsZone, awsZone, e.zoneID, acmTarget)}},
+		{policy.RenewalFailed, policy.Page, "", "pay", []string{"its renewal failed (CAA_ERROR)", "CAA record allowing amazon.com"}},
+		{policy.Expiring, policy.Notice, "", "spare", []string{"not in use, so ACM will not renew it"}},
+		{policy.Expired, policy.Info, "", "gone", []string{"not in use", "delete it"}},
+	}
+	matched := make([]bool, len(r.Findings))
+	for _, w := range wants {
+		found := false
+		for i, f := range r.Findings {
+			if matched[i] || f.Kind != w.kind || f.Tier != w.tier {
+				continue
+			}
+			var eps []string
+			for _, ep := range f.Endpoints {
+				eps = append(eps, strings.TrimSuffix(ep.Name, "."+awsZone))
+			}
+			var arns []string
+			for _, ref := range f.ACM {
+				arns = append(arns, ref.ARN)
+			}
+			if strings.Join(eps, ",") != w.endpoint || (w.acm != "" && strings.Join(arns, ",") != e.arn[w.acm]) || (w.acm == "" && len(arns) > 0) {
+				continue
+			}
+			matched[i], found = true, true
+			for _, s := range w.contains {
+				if !strings.Contains(f.Message, s) {
+					t.Errorf("%s on %q: message lacks %q:\n  %s", f.Kind, w.endpoint+w.acm, s, f.Message)
+				}
+			}
+			break
+		}
+		if !found {
+			t.Errorf("missing finding %s/%s on endpoint %q linked to ACM %q", w.kind, w.tier, w.endpoint, w.acm)
+		}
+	}
+	for i, f := range r.Findings {
+		if !matched[i] {
+			t.Errorf("unexpected finding (false alarm?): %s %s %v: %s", f.Tier, f.Kind, f.Endpoints, f.Message)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", stdout)
+	}
+}
+
+func TestScanAWSTable(t *testing.T) {
+	e := startAWSEstate(t)
+	stdout, stderr, code := run(t, e.args("scan", "--ca-file", e.caFile, "--timeout", "2s")...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	for _, want := range []string{
+		"stale_deployment", "renewal_overdue",
+		"ACM: " + e.arn["api"] + " (AMAZON_ISSUED, overdue, in use by 1 resource(s))",
+		"ACM certificates (9):", "RENEWAL", "auto-renews (pending_auto_renewal)", "manual", "www." + awsZone + ":" + fmt.Sprint(e.port),
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestInventoryAWS(t *testing.T) {
+	e := startAWSEstate(t)
+	stdout, stderr, code := run(t, e.args("inventory")...)
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("www.%s:%d", awsZone, e.port), fmt.Sprintf("db.internal.%s:%d", awsZone, e.port), "route53",
+		"ACM certificates (9):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
+		"Source acm: 0 target(s), 9 certificate(s)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "SERVED BY") {
+		t.Errorf("inventory probes nothing, yet shows a SERVED BY column:\n%s", stdout)
+	}
+
+	stdout, stderr, code = run(t, e.args("inventory", "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("json: exit code = %d; stderr:\n%s", code, stderr)
+	}
+	var inv struct {
+		ACM []policy.ACMCertificate `json:"acm"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.ACM) != 9 || !slices.ContainsFunc(inv.ACM, func(c policy.ACMCertificate) bool {
+		return c.ARN == e.arn["login"] && c.Renewal == policy.RenewalStateFailed && c.RenewalStatus == "PENDING_VALIDATION"
+	}) {
+		t.Errorf("inventory JSON acm = %+v, want 9 certificates with login's failed renewal", inv.ACM)
+	}
+}
+
+// TestScanAWSRegionDenied denies one region: it is reported as a partial
+// failure naming the region and the permission, and the rest of the scan
+// goes on.
+func TestScanAWSRegionDenied(t *testing.T) {
+	e := startAWSEstate(t)
+	e.srv.ACM.DenyRegion("eu-central-1")
+	stdout, stderr, code := run(t, e.args("scan", "--region", "eu-central-1", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want 1; stderr:\n%s", code, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ACM) != 9 {
+		t.Errorf("ACM section has %d certificates, want eu-west-1's 9", len(r.ACM))
+	}
+	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
+	if i < 0 {
+		t.Fatalf("no discovery_failed finding: %+v", r.Findings)
+	}
+	for _, want := range []string{"eu-central-1", "acm:ListCertificates"} {
+		if !strings.Contains(r.Findings[i].Message, want) {
+			t.Errorf("discovery_failed message lacks %q: %s", want, r.Findings[i].Message)
+		}
+	}
+}
+
+func TestAWSUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"region without acm", []string{"scan", "--region", "eu-west-1", "--target", "a.example"}, "give --route53 or --acm"},
+		{"acm without region", []string{"scan", "--acm"}, "at least one region is required"},
+		{"bad region", []string{"scan", "--acm", "--region", "Ireland"}, `invalid region "Ireland"`},
+		{"bad role", []string{"scan", "--route53", "--role-arn", "arn:aws:iam::1:user/me"}, "invalid role arn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := run(t, tt.args...)
+			if code != cli.ExitUsage {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr = %q, want it to mention %q", stderr, tt.want)
+			}
+		})
+	}
+}
