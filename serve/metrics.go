@@ -30,7 +30,7 @@ type metrics struct {
 	jobDuration   *prometheus.HistogramVec
 
 	expiry, probeSuccess, probeDurationLast, findings, endpoints,
-	discoveryTargets, inventory, lastSuccess, reportTime, dropped,
+	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	buildInfo *prometheus.Desc
 }
@@ -61,6 +61,7 @@ func newMetrics(s *Server) *metrics {
 		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
 		endpoints:         d("endpoints", "Endpoints in the latest probe run by result: ok or the failure class.", "result"),
 		discoveryTargets:  d("discovery_targets", "Targets each discovery source returned in the latest discovery run.", "source"),
+		discoveryCerts:    d("discovery_certificates", "Certificates each inventory source (ACM) returned in the latest discovery run.", "source"),
 		inventory:         d("inventory_targets", "Targets in the inventory probe runs use (last good result of every source)."),
 		lastSuccess:       d("last_success_timestamp_seconds", "When each daemon job last finished successfully, as a Unix time.", "job"),
 		reportTime:        d("report_timestamp_seconds", "When the latest report was generated, as a Unix time."),
@@ -80,7 +81,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.expiry, m.probeSuccess, m.probeDurationLast, m.findings, m.endpoints,
-		m.discoveryTargets, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
+		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
 		ch <- d
 	}
@@ -101,6 +102,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	v := s.view
 	for _, r := range s.discovery {
 		gauge(m.discoveryTargets, float64(r.Targets), r.Name)
+		if r.Certificates > 0 {
+			gauge(m.discoveryCerts, float64(r.Certificates), r.Name)
+		}
 	}
 	if s.discovery != nil {
 		gauge(m.inventory, float64(s.inventory))

@@ -481,3 +481,52 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Error("server still answers after Serve returned")
 	}
 }
+
+func TestStatusPageACM(t *testing.T) {
+	const (
+		servedARN   = "arn:aws:acm:eu-west-1:123456789012:certificate/11111111-aaaa"
+		unservedARN = "arn:aws:acm:us-east-1:123456789012:certificate/22222222-bbbb"
+		albARN      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/shop/abc"
+		cfARN       = "arn:aws:cloudfront::123456789012:distribution/E2ABC"
+	)
+	r, _ := testReport()
+	r.Sources = append(r.Sources, scan.SourceResult{Name: "acm:123456789012", Certificates: 2})
+	r.ACM = []policy.ACMCertificate{
+		{SHA256: shaWildcard, Renewal: policy.AutoRenews, RenewBy: now.Add(-25 * 24 * time.Hour)},
+		{Renewal: policy.RenewalManual},
+	}
+	r.ACM[0].ARN, r.ACM[0].InUseBy = servedARN, []string{albARN}
+	a := &r.ACM[1]
+	a.ARN, a.Account, a.DomainName, a.Issuer, a.NotAfter, a.InUseBy = unservedARN, "123456789012", "cdn.example.com", "Amazon RSA 2048 M02", now.Add(3*24*time.Hour), []string{cfARN}
+	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Name: unservedARN, Subject: "cdn.example.com",
+		Deadline: now.Add(3 * 24 * time.Hour), Message: "imported certificate expires in 3 days; ACM never renews it"})
+
+	s := serve.New(serve.Options{Now: func() time.Time { return now }})
+	s.RecordReport(r)
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	_, _, body := get(t, hs.URL+"/")
+
+	var subjects []string
+	for _, row := range pageRows(t, body) {
+		subjects = append(subjects, row.subject)
+	}
+	want := []string{"expired.internal.example", "route53", "vault.internal.example:8200", "cdn.example.com", "*.internal.example", "www.internal.example"}
+	if !cmp.Equal(subjects, want) {
+		t.Errorf("rows %q, want %q (the ACM certificate no endpoint serves in deadline order)", subjects, want)
+	}
+	for _, s := range []string{
+		cfARN, albARN, unservedARN, // blast radius and identity
+		"ACM: manual",                            // renewal of the imported one
+		"imported certificate expires in 3 days", // its finding, on its row
+		`0 endpoints, 0 names, 1 AWS resource`,   // the unserved one
+		`<option value="acm:123456789012">`,
+	} {
+		if !strings.Contains(body, s) {
+			t.Errorf("status page lacks %q", s)
+		}
+	}
+	if strings.Count(body, unservedARN) < 1 || strings.Contains(body, `<span class="subject">`+unservedARN) {
+		t.Error("the unserved ACM certificate's finding got a row of its own instead of joining the certificate's")
+	}
+}

@@ -46,6 +46,10 @@ type row struct {
 	Names     []string
 	Sources   []string
 	Renewal   string
+	// ACM are the ACM certificates of the row (by ARN) and Resources the
+	// AWS resources that use them (InUseBy).
+	ACM       []string
+	Resources []string
 	search    string
 }
 
@@ -106,6 +110,14 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		}
 	}
 
+	acmBySHA := map[string][]policy.ACMCertificate{}
+	acmByARN := map[string]int{} // ARN -> row of an ACM certificate no endpoint serves
+	for _, a := range r.ACM {
+		if a.SHA256 != "" {
+			acmBySHA[a.SHA256] = append(acmBySHA[a.SHA256], a)
+		}
+	}
+
 	allKinds, allSources := map[string]bool{}, map[string]bool{}
 	for _, c := range r.Certificates {
 		fs := byCert[c.SHA256]
@@ -122,6 +134,13 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
 		}
 		rw.Renewal = renewal(c, fs, r, served)
+		for _, a := range acmBySHA[c.SHA256] {
+			rw.ACM = append(rw.ACM, a.ARN)
+			rw.Resources = append(rw.Resources, a.InUseBy...)
+			if !slices.ContainsFunc(fs, func(f policy.Finding) bool { return strings.Contains(string(f.Kind), "renewal") }) {
+				rw.Renewal = acmRenewal(a)
+			}
+		}
 		for _, s := range rw.Sources {
 			v.certSeries = append(v.certSeries, certSeries{sha: short(c.SHA256), subject: c.Subject, issuer: c.Issuer, source: s, notAfter: c.NotAfter})
 		}
@@ -130,7 +149,27 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		}
 		v.rows = append(v.rows, rw)
 	}
+	for _, a := range r.ACM {
+		if a.SHA256 != "" {
+			continue
+		}
+		acmByARN[a.ARN] = len(v.rows)
+		v.rows = append(v.rows, row{
+			Tier: policy.None, Deadline: cmp.Or(a.NotAfter, r.GeneratedAt), Subject: a.DomainName, Issuer: a.Issuer,
+			NotAfter: a.NotAfter, Renewal: acmRenewal(a), ACM: []string{a.ARN}, Resources: a.InUseBy,
+			Sources: acmSource(r.Sources, a.Account),
+		})
+	}
 	for _, f := range loose {
+		if i, ok := acmByARN[f.Name]; ok {
+			rw := &v.rows[i]
+			rw.Findings = append(rw.Findings, f)
+			rw.Tier = max(rw.Tier, f.Tier)
+			if f.Deadline.Before(rw.Deadline) {
+				rw.Deadline = f.Deadline
+			}
+			continue
+		}
 		v.rows = append(v.rows, row{
 			Tier: f.Tier, Deadline: f.Deadline, Subject: cmp.Or(f.Name, f.Subject, string(f.Kind)),
 			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f),
@@ -164,6 +203,8 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		for _, f := range rw.Findings {
 			parts = append(parts, f.Name)
 		}
+		parts = append(parts, rw.ACM...)
+		parts = append(parts, rw.Resources...)
 		rw.search = strings.ToLower(strings.Join(parts, " "))
 	}
 	slices.SortStableFunc(v.rows, func(a, b row) int {
@@ -235,6 +276,29 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served m
 		return "due: not renewed yet"
 	}
 	return ""
+}
+
+// acmRenewal describes an ACM certificate's renewal for the status page.
+func acmRenewal(a policy.ACMCertificate) string {
+	s := "ACM: " + string(a.Renewal)
+	if !a.RenewBy.IsZero() {
+		s += ", renew by " + a.RenewBy.UTC().Format(time.DateOnly)
+	}
+	if a.RenewalStatus != "" {
+		s += " (" + strings.ToLower(strings.ReplaceAll(string(a.RenewalStatus), "_", " ")) + ")"
+	}
+	return s
+}
+
+// acmSource names the discovery source of an ACM certificate: "acm:<account>"
+// when that source exists, else "acm".
+func acmSource(sources []scan.SourceResult, account string) []string {
+	for _, s := range sources {
+		if account != "" && s.Name == "acm:"+account {
+			return []string{s.Name}
+		}
+	}
+	return []string{"acm"}
 }
 
 // covers reports whether every name in want is in have.
