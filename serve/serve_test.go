@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -528,5 +529,41 @@ func TestStatusPageACM(t *testing.T) {
 	}
 	if strings.Count(body, unservedARN) < 1 || strings.Contains(body, `<span class="subject">`+unservedARN) {
 		t.Error("the unserved ACM certificate's finding got a row of its own instead of joining the certificate's")
+	}
+}
+
+func TestStatusPageRenewal(t *testing.T) {
+	day := 24 * time.Hour
+	old := policy.Certificate{SHA256: shaExpired, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(4 * day)}
+	renewed := policy.Certificate{SHA256: shaHealthy, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(300 * day)}
+	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}
+	tests := []struct {
+		name     string
+		certs    []policy.Certificate
+		findings []policy.Finding
+		want     string
+	}{
+		{"due", []policy.Certificate{old}, []policy.Finding{expiring}, "due: not renewed yet"},
+		{"renewed elsewhere", []policy.Certificate{old, renewed}, []policy.Finding{expiring}, "renewed: bbbb2222bbbb2222… valid until 2030-10-28 is served on 0 endpoint(s); this one is still served here"},
+		{"stale deployment", []policy.Certificate{old}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewed, but not deployed on these endpoints"},
+		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewal failed"},
+		{"healthy", []policy.Certificate{renewed}, nil, "–"},
+	}
+	cell := regexp.MustCompile(`<td data-label="Renewal" class="renewal">([^<]*)</td>`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := serve.New(serve.Options{Now: func() time.Time { return now }})
+			s.RecordReport(&scan.Report{GeneratedAt: now, Certificates: tt.certs, Findings: tt.findings})
+			hs := httptest.NewServer(s.Handler())
+			defer hs.Close()
+			_, _, body := get(t, hs.URL+"/")
+			m := cell.FindStringSubmatch(body)
+			if m == nil {
+				t.Fatal("no renewal cell")
+			}
+			if got := html.UnescapeString(m[1]); got != tt.want {
+				t.Errorf("renewal = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -251,7 +251,10 @@ func sourcesOfFinding(f policy.Finding) []string {
 // same names seen in the same run; then what the deadline implies.
 func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served map[string][]policy.Endpoint) string {
 	for _, f := range fs {
-		if strings.Contains(string(f.Kind), "renewal") {
+		switch {
+		case f.Kind == policy.StaleDeployment:
+			return "renewed, but not deployed on these endpoints"
+		case strings.Contains(string(f.Kind), "renewal"):
 			return strings.ReplaceAll(string(f.Kind), "_", " ")
 		}
 	}
