@@ -90,6 +90,8 @@ Commands:
   check-config  validate a config file and print the effective config
   demo          start a local lab (DNS + TLS on loopback) and scan it
   run           run as a service: schedules, alerts, metrics, status page
+  alerts        list alert state from the state file
+  notify test   send a test message to one configured channel
   version       print the version
 
 Run 'certwatch <command> --help' for the flags of a command.
@@ -120,6 +122,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return e.demo(ctx, rest)
 	case "run":
 		return e.run(ctx, rest)
+	case "alerts":
+		return e.alerts(ctx, rest)
+	case "notify":
+		return e.notifyCmd(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "certwatch", version())
 		return nil

@@ -72,6 +72,7 @@ type scanFlags struct {
 	include     listFlag
 	exclude     listFlag
 	verbose     bool
+	notify      bool
 	aws         awsFlags
 }
 
@@ -96,6 +97,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
+	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical")
 }
 
@@ -249,11 +251,16 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 	if inventory {
 		return e.runInventory(ctx, c, logger)
 	}
-	return e.runScan(ctx, c, logger)
+	if f.notify && len(c.Notify.Channels) == 0 {
+		return usageError("--notify: no channels configured; add notify.channels to the --config file (see config.example.yaml)")
+	}
+	return e.runScan(ctx, c, logger, f.notify)
 }
 
 // runScan is the one code path behind `certwatch scan` and `certwatch demo`.
-func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger) error {
+// With notify set, the report's findings also go through the configured
+// channels, after the report is printed.
+func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify bool) error {
 	aws, err := newAWSSources(ctx, c, logger)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -274,6 +281,11 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger)
 	}
 	if err != nil {
 		return err
+	}
+	if notify {
+		if err := e.notifyReport(ctx, c, report, logger); err != nil {
+			return err
+		}
 	}
 	failOn, _ := policy.ParseTier(c.FailOn)
 	n := 0

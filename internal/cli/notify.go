@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+const alertsUsage = `Usage:
+  certwatch alerts --config FILE [flags]
+
+List the alert state kept in the state file (notify.state): every open
+alert with its tier, the tier last announced, when it was first raised and
+what each channel was told. With --all, resolved alerts too.
+`
+
+const notifyUsage = `Usage:
+  certwatch notify test --config FILE --channel NAME
+
+Send a test message to one configured channel at once (bypassing the
+outbox), to check its token or routing key, channel name and network path.
+Exit code 0 when the service accepted it, 1 when not.
+`
+
+// notifyTimeout bounds how long 'scan --notify' waits for the outbox to
+// drain before it gives up and leaves the rest for the next run.
+const notifyTimeout = 2 * time.Minute
+
+func (e *env) alerts(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("alerts", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `file` whose notify.state names the state file")
+	all := fs.Bool("all", false, "include resolved alerts")
+	output := fs.String("output", "table", "`table` or json")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, alertsUsage)
+			return nil
+		}
+		return err
+	}
+	c, err := loadConfigFlag(*configFile)
+	if err != nil {
+		return err
+	}
+	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	alerts, err := store.Alerts(ctx, *all)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		return writeJSON(e.stdout, alerts)
+	}
+	if len(alerts) == 0 {
+		fmt.Fprintf(e.stdout, "No alerts in %s.\n", c.Notify.State)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIER\tANNOUNCED\tKIND\tSUBJECT\tDEADLINE\tFIRST RAISED\tSTATE\tCHANNELS")
+	for _, a := range alerts {
+		st := "open"
+		if !a.ResolvedAt.IsZero() {
+			st = "resolved " + a.ResolvedAt.UTC().Format(time.DateOnly)
+		}
+		var chans []string
+		for name := range a.Channels {
+			chans = append(chans, name)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Tier, a.Announced, a.Finding.Kind,
+			orDash(cmpOr(a.Finding.Subject, a.Finding.Name)), a.Finding.Deadline.UTC().Format("2006-01-02 15:04"),
+			a.FirstRaised.UTC().Format("2006-01-02 15:04"), st, orDash(strings.Join(chans, ",")))
+	}
+	return tw.Flush()
+}
+
+func (e *env) notifyCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "test" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(e.stdout, notifyUsage)
+			return nil
+		}
+		fmt.Fprint(e.stderr, notifyUsage)
+		return usageError("notify: want 'notify test --channel NAME'")
+	}
+	fs := flag.NewFlagSet("notify test", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `file` with the notify channels")
+	channel := fs.String("channel", "", "`name` of the channel to test (see notify.channels)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, notifyUsage)
+			return nil
+		}
+		return err
+	}
+	c, err := loadConfigFlag(*configFile)
+	if err != nil {
+		return err
+	}
+	if *channel == "" {
+		return usageError("notify test: --channel is required (configured: %s)", strings.Join(channelNames(c.Notify), ", "))
+	}
+	if !containsChannel(c.Notify, *channel) {
+		return usageError("notify test: no channel %q in the config (configured: %s)", *channel, strings.Join(channelNames(c.Notify), ", "))
+	}
+	logger := newLogger(e.stderr, slog.LevelWarn)
+	senders, err := newSenders(c.Notify, &http.Client{}, logger)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := n.Test(ctx, *channel); err != nil {
+		return fmt.Errorf("notify test %s: %w", *channel, err)
+	}
+	fmt.Fprintf(e.stdout, "Test message delivered to %s.\n", *channel)
+	return nil
+}
+
+// notifyReport hands a scan's report to the configured channels and waits
+// (bounded) until the outbox is delivered.
+func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report, logger *slog.Logger) error {
+	if len(c.Notify.Channels) == 0 {
+		return usageError("--notify: no channels configured; add notify.channels to the --config file")
+	}
+	senders, err := newSenders(c.Notify, &http.Client{}, logger)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	rep, err := n.Apply(ctx, sweepOf(r), r.GeneratedAt)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, notifyTimeout, fmt.Errorf("outbox not drained within %v; the rest is delivered on the next run", notifyTimeout))
+	defer cancel()
+	if err := n.Flush(ctx); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "Notified: %d new, %d escalated, %d reminded, %d resolved (%d message(s) delivered).\n",
+		rep.New, rep.Escalated, rep.Reminded, rep.Resolved, rep.Queued)
+	return nil
+}
+
+func loadConfigFlag(path string) (config.Config, error) {
+	if path == "" {
+		return config.Config{}, usageError("--config FILE is required: the notify section names the channels and the state file")
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		return c, withCode(ExitUsage, err)
+	}
+	return c, nil
+}
+
+func channelNames(n config.Notify) []string {
+	var out []string
+	for _, ch := range n.Channels {
+		out = append(out, ch.Name)
+	}
+	if len(out) == 0 {
+		out = []string{"none"}
+	}
+	return out
+}
+
+func containsChannel(n config.Notify, name string) bool {
+	for _, ch := range n.Channels {
+		if ch.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,105 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/notify/slack/slacktest"
+)
+
+// TestScanNotify runs 'certwatch scan --notify' twice against the lab with
+// Slack and PagerDuty fakes: the first run pages once per paging finding, the
+// second announces nothing new, and 'alerts' lists what is open.
+func TestScanNotify(t *testing.T) {
+	l := startLab(t)
+	sl := slacktest.New(t, slackToken, "#certs")
+	pd := pagerdutytest.New(t, pdKey)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(runConfig(l, dir, sl.URL(), pd.URL())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CW_E2E_SLACK_TOKEN", slackToken)
+	t.Setenv("CW_E2E_PD_KEY", pdKey)
+
+	_, stderr, code := run(t, "scan", "--config", cfg, "--notify", "--output", "json")
+	if code != cli.ExitFindings {
+		t.Fatalf("first scan exit code = %d, want 1; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "Notified:") {
+		t.Errorf("stderr lacks the notification summary:\n%s", stderr)
+	}
+	alerts := pd.Alerts()
+	if len(alerts) < len(pagedSubjects) {
+		t.Errorf("%d PagerDuty alerts, want at least %d (one per paging finding)", len(alerts), len(pagedSubjects))
+	}
+	for _, s := range pagedSubjects {
+		found := false
+		for _, a := range alerts {
+			found = found || strings.Contains(a.Summary, s)
+		}
+		if !found {
+			t.Errorf("no PagerDuty alert for %s", s)
+		}
+	}
+	posts := len(sl.TopLevel("#certs"))
+	if posts == 0 {
+		t.Fatal("no Slack post in #certs")
+	}
+
+	// A second run of the same state announces nothing new.
+	if _, stderr, code = run(t, "scan", "--config", cfg, "--notify", "--output", "json"); code != cli.ExitFindings {
+		t.Fatalf("second scan exit code = %d; stderr:\n%s", code, stderr)
+	}
+	for _, a := range pd.Alerts() {
+		if a.Opened != 1 {
+			t.Errorf("PagerDuty alert %q opened %d times, want once", a.Summary, a.Opened)
+		}
+	}
+	if got := len(sl.TopLevel("#certs")); got != posts {
+		t.Errorf("Slack posts after the second run = %d, want still %d", got, posts)
+	}
+	if secret := slackToken + pdKey; strings.Contains(stderr, slackToken) || strings.Contains(stderr, pdKey) {
+		t.Errorf("a secret of %q appears in stderr", secret)
+	}
+
+	stdout, stderr, code := run(t, "alerts", "--config", cfg, "--output", "json")
+	if code != 0 {
+		t.Fatalf("alerts exit code = %d; stderr: %s", code, stderr)
+	}
+	var open []struct {
+		Tier    string `json:"tier"`
+		Finding struct {
+			Kind string `json:"kind"`
+		} `json:"finding"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &open); err != nil {
+		t.Fatalf("alerts JSON: %v\n%s", err, stdout)
+	}
+	if len(open) < len(pagedSubjects) {
+		t.Errorf("alerts lists %d open alerts, want at least %d", len(open), len(pagedSubjects))
+	}
+
+	// notify test reaches the channel at once.
+	if _, stderr, code := run(t, "notify", "test", "--config", cfg, "--channel", "certs"); code != 0 {
+		t.Fatalf("notify test exit code = %d; stderr: %s", code, stderr)
+	}
+	if got := len(sl.TopLevel("#certs")); got != posts+1 {
+		t.Errorf("Slack posts after notify test = %d, want %d", got, posts+1)
+	}
+	if _, stderr, code := run(t, "notify", "test", "--config", cfg, "--channel", "nope"); code != cli.ExitUsage || !strings.Contains(stderr, "certs, oncall") {
+		t.Errorf("notify test of an unknown channel: code %d, stderr %q; want 2 naming the configured channels", code, stderr)
+	}
+}
+
+func TestScanNotifyNeedsChannels(t *testing.T) {
+	_, stderr, code := run(t, "scan", "--target", "127.0.0.1:1", "--notify")
+	if code != cli.ExitUsage || !strings.Contains(stderr, "no channels configured") {
+		t.Errorf("code %d, stderr %q; want 2 and a hint about notify.channels", code, stderr)
+	}
+}
