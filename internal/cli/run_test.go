@@ -373,6 +373,21 @@ func TestRunEndToEnd(t *testing.T) {
 	eventually(t, "probe runs after the rejected reload", func() bool {
 		return metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`) >= runsBefore+2
 	})
+
+	// SIGHUP with a valid config: applied without a restart.
+	if err := os.WriteFile(cfg, []byte(strings.Replace(good, `probe: "@every 2s"`, `probe: "@every 3s"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if reloaded := p.waitLog(t, "reload", 1, msg("config reloaded")); reloaded["probe"] != "@every 3s" {
+		t.Errorf("reloaded config = %v, want the new probe schedule", reloaded)
+	}
+	runsBefore = metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`)
+	eventually(t, "probe runs after the reload", func() bool {
+		return metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`) >= runsBefore+1
+	})
 	if err := os.WriteFile(cfg, []byte(good), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -504,5 +519,34 @@ func TestDeployConfigValidates(t *testing.T) {
 	}
 	if args != "run --config /etc/certwatch/config.yaml" {
 		t.Errorf("Deployment args = %q, want certwatch run with the ConfigMap", args)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("daemon:\n  schedules:\n    probe: every so often\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no config", []string{"run"}, "--config is required"},
+		{"invalid schedule", []string{"run", "--config", bad}, "daemon: schedules: probe"},
+		{"missing file", []string{"run", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := run(t, tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("certwatch %v: exit %d, stderr %q; want 2 mentioning %q", tt.args, code, stderr, tt.want)
+			}
+		})
+	}
+	stdout, _, code := run(t, "run", "--help")
+	if code != 0 || !strings.Contains(stdout, "SIGHUP") || !strings.Contains(stdout, "/readyz") {
+		t.Errorf("certwatch run --help: exit %d, %q; want the signals and endpoints explained", code, stdout)
 	}
 }
