@@ -299,14 +299,19 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	env := []string{"CW_E2E_SLACK_TOKEN=" + slackToken, "CW_E2E_PD_KEY=" + pdKey}
 
+	// Slack is down for the first process: its notifications wait in the
+	// outbox, across the shutdown, for the second.
+	sl.SetHook(func(slacktest.Call) (slacktest.Response, bool) {
+		return slacktest.Response{Status: http.StatusInternalServerError}, true
+	})
 	p := startRun(t, bin, cfg, env...)
 	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
 
-	// Findings flow to PagerDuty and Slack, each alert once, through
-	// several probe runs.
+	// Findings flow to PagerDuty, each alert once, through several probe
+	// runs.
 	p.waitLog(t, "three probe runs applied", 3, msg("findings applied"))
-	eventually(t, "outbox drained", func() bool {
-		return metric(t, base, `certwatch_outbox_depth{channel="oncall"}`) == 0 && metric(t, base, `certwatch_outbox_depth{channel="certs"}`) == 0 &&
+	eventually(t, "PagerDuty outbox drained", func() bool {
+		return metric(t, base, `certwatch_outbox_depth{channel="oncall"}`) == 0 &&
 			metric(t, base, `certwatch_notifications_total{channel="oncall",result="delivered"}`) > 0
 	})
 	alerts := pd.Alerts()
@@ -322,9 +327,12 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("no PagerDuty alert for %s; alerts: %q", s, paged)
 		}
 	}
-	slackPosts := len(sl.TopLevel("#certs"))
-	if slackPosts < len(pagedSubjects)+3 { // paged ones, plus warnings: unreachable, legacy, mixed
-		t.Errorf("%d Slack posts in #certs, want one per page and warning finding (at least %d)", slackPosts, len(pagedSubjects)+3)
+	queued := metric(t, base, `certwatch_outbox_depth{channel="certs"}`)
+	if queued < float64(len(pagedSubjects)+3) { // paged ones, plus warnings: unreachable, legacy, mixed
+		t.Errorf("%v Slack notifications queued while Slack is down, want one per page and warning finding (at least %d)", queued, len(pagedSubjects)+3)
+	}
+	if v := metric(t, base, `certwatch_notifications_total{channel="certs",result="retried"}`); v < 1 {
+		t.Errorf("no Slack delivery retried while Slack is down (retried = %v)", v)
 	}
 	if n := p.count(func(l map[string]any) bool { return l["msg"] == "findings applied" && l["new"] != 0.0 }); n != 1 {
 		t.Errorf("%d probe runs announced new findings, want only the first", n)
@@ -392,7 +400,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// SIGTERM: clean exit with nothing left in the outbox.
+	// SIGTERM: clean exit; what Slack could not take stays in the outbox.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -400,16 +408,26 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
 	p.waitLog(t, "stop line", 1, msg("certwatch stopped"))
+	p.waitLog(t, "undelivered outbox warning", 1, msg("outbox not fully delivered at shutdown; it is kept for the next start"))
+	if n := len(sl.TopLevel("#certs")); n != 0 {
+		t.Fatalf("%d Slack posts while Slack answered 500, want none", n)
+	}
 	for _, secret := range []string{slackToken, pdKey} {
 		if strings.Contains(p.log(), secret) {
 			t.Errorf("the log contains the secret %q", secret)
 		}
 	}
 
-	// A restart on the same state announces nothing again.
+	// A restart on the same state delivers the kept Slack notifications
+	// once, and announces nothing again.
+	sl.SetHook(nil)
 	eventsBefore := len(pd.Events())
 	p2 := startRun(t, bin, cfg, env...)
+	base2 := "http://" + p2.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
 	p2.waitLog(t, "two probe runs after restart", 2, msg("findings applied"))
+	eventually(t, "Slack outbox drained after restart", func() bool {
+		return metric(t, base2, `certwatch_outbox_depth{channel="certs"}`) == 0
+	})
 	if n := p2.count(func(l map[string]any) bool {
 		return l["msg"] == "findings applied" && (l["new"] != 0.0 || l["escalated"] != 0.0 || l["queued"] != 0.0)
 	}); n > 0 {
@@ -424,8 +442,16 @@ func TestRunEndToEnd(t *testing.T) {
 	if got := len(pd.Events()); got != eventsBefore {
 		t.Errorf("PagerDuty got %d events after the restart, want none", got-eventsBefore)
 	}
-	if got := len(sl.TopLevel("#certs")); got != slackPosts {
-		t.Errorf("Slack got %d new posts after the restart, want none", got-slackPosts)
+	posts := sl.TopLevel("#certs")
+	if float64(len(posts)) != queued {
+		t.Errorf("Slack got %d posts after the restart, want the %v kept in the outbox", len(posts), queued)
+	}
+	seen := map[string]bool{}
+	for _, m := range posts {
+		if seen[m.Text] {
+			t.Errorf("Slack got %q twice", m.Text)
+		}
+		seen[m.Text] = true
 	}
 }
 
