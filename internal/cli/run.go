@@ -182,6 +182,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if *configFile == "" {
 		return usageError("run: --config is required (see 'certwatch run --help')")
 	}
+	// Catch SIGHUP from the start: its default action would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	c, err := config.Load(*configFile)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -236,10 +240,6 @@ func (e *env) run(ctx context.Context, args []string) error {
 	// metrics cover the shutdown.
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHTTP()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
 	var wg sync.WaitGroup
 	var serveErr error
 	wg.Go(func() { serveErr = srv.Serve(httpCtx, ln) })
