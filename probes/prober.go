@@ -85,13 +85,16 @@ type Config struct {
 // Prober probes targets. It is safe for concurrent use; the connection
 // limits in its Config apply across all concurrent Probe calls.
 //
-// A Prober caches chain verification results and parsed certificates, so
-// that endpoints serving the same chain share one verification and one
-// *x509.Certificate per certificate. Cached results are reused only while
-// every certificate involved stays on the same side of its validity dates,
-// so reuse across sweeps stays correct; the caches are bounded, but the
-// intended use is one Prober per sweep (or per daemon, where the limits
-// must hold across overlapping callers).
+// A Prober caches chain verifications: endpoints serving the same chain
+// share one verification, and a new leaf under an issuer already verified
+// costs one signature check (see verifyCache). Observations made while
+// another holds the same certificate share one *x509.Certificate (crypto/tls
+// keeps one per DER encoding while it is in use). Cached results are reused
+// only while every certificate involved stays on the same side of its
+// validity dates, so reuse across sweeps stays correct; the caches are
+// bounded and hold no leaf certificate, so a long-lived Prober (one per
+// daemon, where the limits must hold across overlapping callers) keeps no
+// sweep's chains alive.
 type Prober struct {
 	roots     *x509.CertPool
 	resolver  Resolver
@@ -126,13 +129,15 @@ func New(c Config) *Prober {
 		tlsConfig: clientConfig(),
 		global:    semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
 		perAddr:   newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
-		cache:     newVerifyCache(),
+		cache:     newVerifyCache(c.Roots),
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
 	}
 	if p.dial == nil {
-		var d net.Dialer
+		// No keep-alive: a probe's connection lives for one handshake, and
+		// enabling keep-alive costs several setsockopt calls per dial.
+		d := net.Dialer{KeepAlive: -1}
 		p.dial = d.DialContext
 	}
 	if p.now == nil {
@@ -198,8 +203,8 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
 			now := o.At
-			o.Chain = p.cache.intern(res.certs)
-			v := p.cache.verifyChain(o.Chain, p.roots, now)
+			o.Chain = res.certs
+			v := p.cache.verify(o.Chain, now)
 			o.Trust, o.TrustError, o.Paths = v.trust, v.msg, v.paths
 			o.NameMatch = o.Chain[0].VerifyHostname(t.Name) == nil
 			break

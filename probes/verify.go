@@ -3,13 +3,11 @@ package probes
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -209,82 +207,6 @@ func certName(c *x509.Certificate) string {
 		return c.Subject.CommonName
 	}
 	return c.Subject.String()
-}
-
-// Bounds on the verification cache; when a table is full it is emptied.
-// A sweep over tens of thousands of endpoints shares far fewer chains.
-const (
-	maxCachedChains = 1 << 14
-	maxInternedCert = 1 << 16
-)
-
-// verifyCache shares parsed certificates and chain verifications between
-// the endpoints of one Prober. It is safe for concurrent use.
-type verifyCache struct {
-	// mu guards certs and chains.
-	mu     sync.Mutex
-	certs  map[[sha256.Size]byte]*x509.Certificate
-	chains map[[sha256.Size]byte]*chainResult
-}
-
-func newVerifyCache() *verifyCache {
-	return &verifyCache{
-		certs:  make(map[[sha256.Size]byte]*x509.Certificate),
-		chains: make(map[[sha256.Size]byte]*chainResult),
-	}
-}
-
-// intern returns a new chain holding, for each certificate of served, the
-// first *x509.Certificate seen with the same DER bytes.
-func (vc *verifyCache) intern(served []*x509.Certificate) []*x509.Certificate {
-	out := make([]*x509.Certificate, len(served))
-	sums := make([][sha256.Size]byte, len(served))
-	for i, c := range served {
-		sums[i] = sha256.Sum256(c.Raw)
-	}
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	if len(vc.certs)+len(served) > maxInternedCert {
-		clear(vc.certs)
-	}
-	for i, c := range served {
-		if have, ok := vc.certs[sums[i]]; ok {
-			out[i] = have
-			continue
-		}
-		vc.certs[sums[i]] = c
-		out[i] = c
-	}
-	return out
-}
-
-// verifyChain is verifyChain with a cache keyed by the served chain's
-// bytes. An entry is reused only while now lies in the interval over which
-// no certificate it involves changes validity.
-func (vc *verifyCache) verifyChain(chain []*x509.Certificate, roots *x509.CertPool, now time.Time) *chainResult {
-	h := sha256.New()
-	for _, c := range chain {
-		sum := sha256.Sum256(c.Raw)
-		h.Write(sum[:])
-	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-
-	vc.mu.Lock()
-	r, ok := vc.chains[key]
-	vc.mu.Unlock()
-	if ok && !now.Before(r.from) && now.Before(r.until) {
-		return r
-	}
-	res := verifyChain(chain, roots, now)
-	res.from, res.until = stableInterval(chain, res.paths, now)
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	if len(vc.chains) >= maxCachedChains {
-		clear(vc.chains)
-	}
-	vc.chains[key] = &res
-	return &res
 }
 
 // stableInterval returns the interval around now in which none of the
