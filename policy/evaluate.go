@@ -2,9 +2,13 @@ package policy
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
+	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,30 +28,58 @@ type Result struct {
 
 // Evaluator accumulates observations one at a time and reduces them as they
 // arrive, so a scan need not keep every observation (or chain) until the end.
-// It is not safe for concurrent use; the zero value is not usable, see
-// NewEvaluator.
+// It keeps no *x509.Certificate: per endpoint it holds the endpoint and the
+// fingerprint of its leaf, per certificate its description, and per finding
+// the finding. It is not safe for concurrent use; the zero value is not
+// usable, see NewEvaluator.
 type Evaluator struct {
 	rules    Rules
 	now      time.Time
-	findings map[string]*Finding
-	certs    map[string]*Certificate
-	fps      map[*x509.Certificate]string
-	// leaves per "name:port": fingerprint -> endpoints, for inconsistency.
-	byName map[string]map[string][]Endpoint
+	findings map[findingKey]*Finding
+	// certs describes each leaf seen, by fingerprint (lower-case hex
+	// SHA-256). The key is the same string as Certificate.SHA256.
+	certs map[string]*Certificate
+	// served lists every endpoint that completed a handshake, with its
+	// leaf's fingerprint; Result sorts it by name, port and fingerprint.
+	served []servedLeaf
+	// byName ranges over served as "name:port" -> fingerprint -> endpoints
+	// (inconsistent deployments, and which endpoints serve a certificate).
+	// Only valid within Result, once served is sorted.
+	byName func(yield func(string, iter.Seq2[string, []Endpoint]) bool)
+	// issuers interns issuer names, which thousands of leaves share.
+	issuers map[string]string
+	// last remembers the fingerprint of the leaf last added, for
+	// Fingerprint called right after Add.
+	lastLeaf *x509.Certificate
+	lastFP   string
 	// inv is the cloud inventory (AddACM, SetZones), judged in Result.
 	inv inventory
 }
 
+// findingKey identifies a finding while evaluating: its kind and the
+// fingerprint or "name:port" it is about.
+type findingKey struct {
+	kind Kind
+	key  string
+}
+
+// servedLeaf is one endpoint that served the leaf with fingerprint fp.
+type servedLeaf struct {
+	ep Endpoint
+	fp string
+}
+
 // NewEvaluator returns an Evaluator judging at time now.
 func NewEvaluator(rules Rules, now time.Time) *Evaluator {
-	return &Evaluator{
+	e := &Evaluator{
 		rules:    rules,
 		now:      now,
-		findings: make(map[string]*Finding),
+		findings: make(map[findingKey]*Finding),
 		certs:    make(map[string]*Certificate),
-		fps:      make(map[*x509.Certificate]string),
-		byName:   make(map[string]map[string][]Endpoint),
+		issuers:  make(map[string]string),
 	}
+	e.byName = e.servedByName
+	return e
 }
 
 // Evaluate judges a whole set of observations at time now.
@@ -59,24 +91,33 @@ func Evaluate(obs []probes.Observation, rules Rules, now time.Time) Result {
 	return e.Result()
 }
 
-func (e *Evaluator) fingerprint(c *x509.Certificate) string {
-	if fp, ok := e.fps[c]; ok {
-		return fp
+// Fingerprint returns the SHA-256 of c in lower-case hex. For a leaf already
+// added it is the string the findings and certificates hold, so endpoints
+// that share the string cost no copy of it.
+func (e *Evaluator) Fingerprint(c *x509.Certificate) string {
+	if c == e.lastLeaf {
+		return e.lastFP
 	}
-	fp := probes.Fingerprint(c)
-	e.fps[c] = fp
+	fp, _ := e.lookup(c)
 	return fp
 }
 
-// Fingerprint returns the SHA-256 of c, memoised for certificates shared
-// between observations.
-func (e *Evaluator) Fingerprint(c *x509.Certificate) string { return e.fingerprint(c) }
+// lookup returns c's fingerprint and description, if c was seen.
+func (e *Evaluator) lookup(c *x509.Certificate) (string, *Certificate) {
+	sum := sha256.Sum256(c.Raw)
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	if d, ok := e.certs[string(buf[:])]; ok {
+		return d.SHA256, d
+	}
+	return string(buf[:]), nil
+}
 
 func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Time, ep Endpoint, msg func() string) {
 	if tier == None {
 		return
 	}
-	id := string(kind) + ":" + key
+	id := findingKey{kind, key}
 	f, ok := e.findings[id]
 	if !ok {
 		f = &Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: msg()}
@@ -89,29 +130,33 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 }
 
 // Add folds one observation into the result.
-func (e *Evaluator) Add(o *probes.Observation) {
+func (e *Evaluator) Add(o *probes.Observation) { e.Observe(o) }
+
+// Observe folds one observation into the result, like Add, and returns the
+// endpoint as findings list it and the fingerprint of the leaf served there
+// (empty when there was no handshake). The strings are the ones the result
+// holds, so a caller that keeps them (a report's endpoint list) shares them.
+func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
 	ep := Endpoint{Name: o.Name, Port: o.Port}
 	if o.Address.IsValid() {
 		ep.Address = o.Address.String()
 	}
-	nameKey := fmt.Sprintf("%s:%d", o.Name, o.Port)
 	leaf := o.Leaf()
 	if leaf == nil {
 		if o.Explicit {
+			nameKey := o.Name + ":" + strconv.Itoa(o.Port)
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
 				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
 			})
 		}
-		return
+		return ep, ""
 	}
-	fp := e.fingerprint(leaf)
-	if _, ok := e.certs[fp]; !ok {
-		e.certs[fp] = describe(leaf, fp)
+	fp, desc := e.lookup(leaf)
+	if desc == nil {
+		e.certs[fp] = e.describe(leaf, fp)
 	}
-	if e.byName[nameKey] == nil {
-		e.byName[nameKey] = make(map[string][]Endpoint)
-	}
-	e.byName[nameKey][fp] = append(e.byName[nameKey][fp], ep)
+	e.lastLeaf, e.lastFP = leaf, fp
+	e.served = append(e.served, servedLeaf{ep: ep, fp: fp})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:
@@ -129,6 +174,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		})
 	}
 	e.judgeExpiry(o, leaf, fp, ep)
+	return ep, fp
 }
 
 // judgeExpiry rates expiry along the verified path that lives longest, so an
@@ -214,38 +260,15 @@ func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
 
 // Result returns the findings so far, with inconsistent deployments added.
 func (e *Evaluator) Result() Result {
-	for nameKey, byFP := range e.byName {
-		if len(byFP) < 2 {
-			continue
-		}
-		fps := make([]string, 0, len(byFP))
-		for fp := range byFP {
-			fps = append(fps, fp)
-		}
-		slices.SortFunc(fps, func(a, b string) int {
-			return cmp.Or(e.certs[a].NotAfter.Compare(e.certs[b].NotAfter), strings.Compare(a, b))
-		})
-		var parts []string
-		var eps []Endpoint
-		for _, fp := range fps {
-			c := e.certs[fp]
-			var addrs []string
-			for _, ep := range byFP[fp] {
-				addrs = append(addrs, ep.Address)
-				eps = append(eps, ep)
+	slices.SortFunc(e.served, func(a, b servedLeaf) int {
+		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), cmp.Compare(a.ep.Port, b.ep.Port),
+			strings.Compare(a.fp, b.fp), strings.Compare(a.ep.Address, b.ep.Address))
+	})
+	if e.rules.Inconsistent != None {
+		for run := range e.nameRuns() {
+			if run[0].fp != run[len(run)-1].fp {
+				e.inconsistent(run)
 			}
-			slices.Sort(addrs)
-			parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs, ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
-		}
-		oldest := e.certs[fps[0]]
-		f := &Finding{
-			Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
-			Deadline:  oldest.NotAfter,
-			Endpoints: eps,
-			Message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
-		}
-		if f.Tier != None {
-			e.findings[f.ID()] = f
 		}
 	}
 	out := Result{Findings: make([]Finding, 0, len(e.findings)), Certificates: make([]Certificate, 0, len(e.certs))}
@@ -268,11 +291,88 @@ func (e *Evaluator) Result() Result {
 	return out
 }
 
+// nameRuns yields the runs of the sorted served list that share a name and
+// port.
+func (e *Evaluator) nameRuns() iter.Seq[[]servedLeaf] {
+	return func(yield func([]servedLeaf) bool) {
+		for i := 0; i < len(e.served); {
+			j := i + 1
+			for j < len(e.served) && e.served[j].ep.Name == e.served[i].ep.Name && e.served[j].ep.Port == e.served[i].ep.Port {
+				j++
+			}
+			if !yield(e.served[i:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+// servedByName ranges over the sorted served list as "name:port" ->
+// fingerprint -> endpoints; it is the Evaluator's byName.
+func (e *Evaluator) servedByName(yield func(string, iter.Seq2[string, []Endpoint]) bool) {
+	for run := range e.nameRuns() {
+		byFP := func(yield func(string, []Endpoint) bool) {
+			for i := 0; i < len(run); {
+				j := i + 1
+				for j < len(run) && run[j].fp == run[i].fp {
+					j++
+				}
+				eps := make([]Endpoint, j-i)
+				for k := range eps {
+					eps[k] = run[i+k].ep
+				}
+				if !yield(run[i].fp, eps) {
+					return
+				}
+				i = j
+			}
+		}
+		if !yield(nameKeyOf(run[0].ep), byFP) {
+			return
+		}
+	}
+}
+
+func nameKeyOf(ep Endpoint) string { return ep.Name + ":" + strconv.Itoa(ep.Port) }
+
+// inconsistent records that the addresses of one name and port (run, sorted
+// by fingerprint) serve different leaves.
+func (e *Evaluator) inconsistent(run []servedLeaf) {
+	nameKey := nameKeyOf(run[0].ep)
+	addrs := map[string][]string{}
+	var fps []string
+	eps := make([]Endpoint, len(run))
+	for i, s := range run {
+		if len(addrs[s.fp]) == 0 {
+			fps = append(fps, s.fp)
+		}
+		addrs[s.fp] = append(addrs[s.fp], s.ep.Address)
+		eps[i] = s.ep
+	}
+	slices.SortFunc(fps, func(a, b string) int {
+		return cmp.Or(e.certs[a].NotAfter.Compare(e.certs[b].NotAfter), strings.Compare(a, b))
+	})
+	var parts []string
+	for _, fp := range fps {
+		c := e.certs[fp]
+		parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
+	}
+	e.findings[findingKey{InconsistentDeployment, nameKey}] = &Finding{
+		Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
+		Deadline:  e.certs[fps[0]].NotAfter,
+		Endpoints: eps,
+		Message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
+	}
+}
+
 // SortFindings orders findings most urgent first: by tier, then deadline,
 // then kind and identity, so output is stable.
 func SortFindings(fs []Finding) {
 	slices.SortFunc(fs, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.ID(), b.ID()))
+		// Kinds compare first, so comparing what the IDs are about orders
+		// as comparing the IDs would, without building them.
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.subjectOfID(), b.subjectOfID()))
 	})
 }
 
@@ -282,11 +382,23 @@ func sortEndpoints(eps []Endpoint) {
 	})
 }
 
-func describe(c *x509.Certificate, fp string) *Certificate {
+// describe returns the description of leaf c. It shares what it can: the
+// subject with an equal first DNS name, the issuer with other leaves.
+func (e *Evaluator) describe(c *x509.Certificate, fp string) *Certificate {
+	subject := subjectOf(c)
+	if len(c.DNSNames) > 0 && c.DNSNames[0] == subject {
+		subject = c.DNSNames[0]
+	}
+	issuer := issuerOf(c)
+	if is, ok := e.issuers[issuer]; ok {
+		issuer = is
+	} else {
+		e.issuers[issuer] = issuer
+	}
 	return &Certificate{
 		SHA256:    fp,
-		Subject:   subjectOf(c),
-		Issuer:    issuerOf(c),
+		Subject:   subject,
+		Issuer:    issuer,
 		Serial:    c.SerialNumber.Text(16),
 		DNSNames:  c.DNSNames,
 		NotBefore: c.NotBefore.UTC(),

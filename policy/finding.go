@@ -146,10 +146,16 @@ type Finding struct {
 // ID identifies the finding across runs: its kind and the certificate (or
 // name) it is about. Notification state and dedup keys are derived from it.
 func (f Finding) ID() string {
+	return string(f.Kind) + ":" + f.subjectOfID()
+}
+
+// subjectOfID is what ID says the finding is about: its certificate, or
+// its name.
+func (f *Finding) subjectOfID() string {
 	if f.Certificate != "" && f.Kind != InconsistentDeployment {
-		return string(f.Kind) + ":" + f.Certificate
+		return f.Certificate
 	}
-	return string(f.Kind) + ":" + f.Name
+	return f.Name
 }
 
 // DaysLeft is the whole number of days from now to the deadline, negative

@@ -188,7 +188,8 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 // Probe probes targets (with bounded parallelism) and evaluates the
 // observations at time now as they complete.
 func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.Time) *Report {
-	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: []Endpoint{}}
+	// One address per target is the common case; more grow the list.
+	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: make([]Endpoint, 0, len(targets))}
 	ev := policy.NewEvaluator(p.Rules, now)
 	var mu sync.Mutex
 	var g errgroup.Group
@@ -207,18 +208,16 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 			defer mu.Unlock()
 			for i := range obs {
 				o := &obs[i]
-				ev.Add(o)
+				// The report's endpoint shares its strings with the
+				// evaluation's (address, fingerprint): one copy each.
+				ep, fp := ev.Observe(o)
 				if p.OnObservation != nil {
 					p.OnObservation(o)
 				}
-				ep := Endpoint{Name: o.Name, Port: o.Port, Error: o.Error, Failure: string(o.Failure)}
-				if o.Address.IsValid() {
-					ep.Address = o.Address.String()
-				}
-				if leaf := o.Leaf(); leaf != nil {
-					ep.Certificate = ev.Fingerprint(leaf)
-				}
-				r.Endpoints = append(r.Endpoints, ep)
+				r.Endpoints = append(r.Endpoints, Endpoint{
+					Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp,
+					Error: o.Error, Failure: string(o.Failure),
+				})
 			}
 			return nil
 		})

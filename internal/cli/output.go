@@ -22,7 +22,13 @@ func writeReport(w io.Writer, r *scan.Report, format string, color bool) error {
 	return writeTable(w, r, color)
 }
 
+// writeJSON writes v as indented JSON. A value that can stream itself (a
+// scan report: one element of its long lists at a time) does; anything else
+// is encoded whole.
 func writeJSON(w io.Writer, v any) error {
+	if s, ok := v.(interface{ WriteJSON(io.Writer) error }); ok {
+		return s.WriteJSON(w)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
