@@ -116,20 +116,11 @@ func (e *env) notifyCmd(ctx context.Context, args []string) error {
 	if !containsChannel(c.Notify, *channel) {
 		return usageError("notify test: no channel %q in the config (configured: %s)", *channel, strings.Join(channelNames(c.Notify), ", "))
 	}
-	logger := newLogger(e.stderr, slog.LevelWarn)
-	senders, err := newSenders(c.Notify, &http.Client{}, logger)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	n, closeStore, err := openNotifier(ctx, c, newLogger(e.stderr, slog.LevelWarn))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
+	defer closeStore()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := n.Test(ctx, *channel); err != nil {
@@ -145,19 +136,11 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 	if len(c.Notify.Channels) == 0 {
 		return usageError("--notify: no channels configured; add notify.channels to the --config file")
 	}
-	senders, err := newSenders(c.Notify, &http.Client{}, logger)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	n, closeStore, err := openNotifier(ctx, c, logger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
+	defer closeStore()
 	rep, err := n.Apply(ctx, sweepOf(r), r.GeneratedAt)
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
@@ -170,6 +153,25 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 	fmt.Fprintf(e.stderr, "Notified: %d new, %d escalated, %d reminded, %d resolved (%d message(s) delivered).\n",
 		rep.New, rep.Escalated, rep.Reminded, rep.Resolved, rep.Queued)
 	return nil
+}
+
+// openNotifier builds the configured senders and a notifier on the state
+// file; the caller closes the store with the returned func.
+func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*notify.Notifier, func(), error) {
+	senders, err := newSenders(c.Notify, &http.Client{}, logger)
+	if err != nil {
+		return nil, nil, withCode(ExitUsage, err)
+	}
+	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	if err != nil {
+		store.Close()
+		return nil, nil, withCode(ExitUsage, err)
+	}
+	return n, func() { store.Close() }, nil
 }
 
 func loadConfigFlag(path string) (config.Config, error) {
