@@ -113,7 +113,8 @@ func (vc *verifyCache) verify(chain []*x509.Certificate, now time.Time) chainRes
 	res.from, res.until = stableInterval(chain, res.paths, now)
 	e = &chainEntry{trust: res.trust, msg: res.msg, from: res.from, until: res.until}
 	for _, p := range res.paths {
-		e.tails = append(e.tails, p[1:])
+		// A copy: p[1:] would share p's array, which holds the leaf.
+		e.tails = append(e.tails, slices.Clone(p[1:]))
 	}
 	vc.mu.Lock()
 	if len(vc.chains) >= chainGeneration {

@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/certwatch/certwatch/internal/certtest"
 )
@@ -164,31 +166,44 @@ func TestCacheAgreesWithVerify(t *testing.T) {
 	}
 }
 
-// TestCacheHoldsNoLeaf checks that cache entries keep no leaf alive and
-// that a cached result is not reused once a certificate's validity changes.
+// TestCacheHoldsNoLeaf checks that the cache keeps no leaf alive once its
+// observation is gone (a sweep of unique leaves must not accumulate them),
+// and that a cached result is not reused once a certificate's validity
+// changes.
 func TestCacheHoldsNoLeaf(t *testing.T) {
 	t.Parallel()
 	root := mintCA(t, "Root", nil, nil)
 	inter := mintCA(t, "Intermediate", root, nil)
-	roots := certtest.CertPool(root.Cert)
-	vc := newVerifyCache(roots)
-	leaf := mintLeaf(t, inter, "a.example", cacheNow.Add(-time.Hour), cacheNow.Add(time.Hour))
-	chain := []*x509.Certificate{leaf, inter.Cert}
+	vc := newVerifyCache(certtest.CertPool(root.Cert))
 
-	if r := vc.verify(chain, cacheNow); r.trust != Trusted {
-		t.Fatalf("trust = %q (%s), want trusted", r.trust, r.msg)
+	// Each leaf is verified, and its result (the paths, holding the
+	// leaf) dropped, inside verifyOnce; only a weak pointer leaves it.
+	verifyOnce := func(notAfter time.Time, at time.Time) (weak.Pointer[x509.Certificate], Trust) {
+		leaf := mintLeaf(t, inter, "a.example", cacheNow.Add(-time.Hour), notAfter)
+		r := vc.verify([]*x509.Certificate{leaf, inter.Cert}, at)
+		return weak.Make(leaf), r.trust
 	}
-	for _, e := range vc.chains {
-		for _, tail := range e.tails {
-			for _, c := range tail {
-				if c == leaf {
-					t.Error("a cached chain holds the leaf")
-				}
-			}
+	var leaves []weak.Pointer[x509.Certificate]
+	for _, at := range []time.Time{cacheNow, cacheNow, cacheNow.Add(2 * time.Hour)} {
+		wp, trust := verifyOnce(cacheNow.Add(time.Hour), at)
+		want := Trusted
+		if at.After(cacheNow) {
+			want = TrustExpired // the leaf expired: no stale cached result
+		}
+		if trust != want {
+			t.Errorf("verify at %v: trust = %q, want %q", at, trust, want)
+		}
+		leaves = append(leaves, wp)
+	}
+	runtime.GC()
+	runtime.GC()
+	for i, wp := range leaves {
+		if wp.Value() != nil {
+			t.Errorf("leaf %d is still reachable after its verification: the cache holds it", i)
 		}
 	}
-	if r := vc.verify(chain, cacheNow.Add(2*time.Hour)); r.trust != TrustExpired {
-		t.Errorf("after the leaf expired: trust = %q, want %q (stale cache?)", r.trust, TrustExpired)
+	if n := len(vc.chains); n != len(leaves) {
+		t.Errorf("cache holds %d chains, want %d: the results must stay cached", n, len(leaves))
 	}
 }
 
