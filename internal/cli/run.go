@@ -134,8 +134,12 @@ type runParts struct {
 	notifier *notify.Notifier
 }
 
-func (e *env) buildRun(c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
-	pass, err := newPass(c, logger.With("component", "scan"))
+func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
+	aws, err := newAWSSources(ctx, c, logger)
+	if err != nil {
+		return runParts{}, withCode(ExitUsage, err)
+	}
+	pass, err := newPass(c, logger.With("component", "scan"), aws...)
 	if err != nil {
 		return runParts{}, err
 	}
@@ -217,7 +221,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Version:  version(),
 	})
 	client := &http.Client{}
-	parts, err := e.buildRun(c, store, srv, client, logger)
+	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return err
 	}
@@ -249,7 +253,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				n, err := e.reload(*configFile, &c, store, srv, client, d, logger)
+				n, err := e.reload(ctx, *configFile, &c, store, srv, client, d, logger)
 				if err != nil {
 					logger.Error("config reload rejected: the running configuration stays", "config", *configFile, "err", err)
 					continue
@@ -274,7 +278,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // reload loads path and, when it is valid and its parts can be built,
 // hands them to d and returns the new notifier. Settings that only take
 // effect at start keep their running values, with a warning.
-func (e *env) reload(path string, cur *config.Config, store *sqlite.Store, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store *sqlite.Store, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {
@@ -291,7 +295,7 @@ func (e *env) reload(path string, cur *config.Config, store *sqlite.Store, srv *
 	keep("daemon.metrics_series_limit", c.Daemon.MetricsSeriesLimit != cur.Daemon.MetricsSeriesLimit)
 	c.Notify.State, c.Daemon.Listen = cur.Notify.State, cur.Daemon.Listen
 	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
-	parts, err := e.buildRun(c, store, srv, client, logger)
+	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return nil, err
 	}
