@@ -543,3 +543,37 @@ func BenchmarkDeliveryUnder429(b *testing.B) {
 		b.ReportMetric(float64(limited), "429s")
 	}
 }
+
+// TestEndToEndFleetRenewalResolvesEveryIncident: certificates paged one by
+// one (each run under the storm cap) and then renewed together resolve
+// their own PagerDuty incidents; a wave of resolutions is never turned into
+// a summary, which PagerDuty would take as a new incident.
+func TestEndToEndFleetRenewalResolvesEveryIncident(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var certs []cert
+	for i := range 30 {
+		name := fmt.Sprintf("fleet%02d.internal.example", i)
+		certs = append(certs, cert{subject: name, notAfter: t0.Add(5 * day), eps: eps(name)})
+	}
+	w.run(t0, sweep(t0, certs[:15]...))
+	w.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), certs...))
+	if a := w.pd.Alerts(); len(a) != 30 {
+		t.Fatalf("pagerduty has %d alerts before the renewal, want 30 paged one by one", len(a))
+	}
+	for i := range certs {
+		certs[i].notAfter = certs[i].notAfter.Add(400 * day)
+	}
+	at := t0.Add(2 * time.Hour)
+	w.run(at, sweep(at, certs...))
+	alerts := w.pd.Alerts()
+	open := 0
+	for _, a := range alerts {
+		if a.Status != "resolved" {
+			open++
+		}
+	}
+	if len(alerts) != 30 || open != 0 {
+		t.Errorf("after the fleet renewal pagerduty has %d alerts, %d still open; want the 30, all resolved", len(alerts), open)
+	}
+}

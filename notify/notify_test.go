@@ -400,3 +400,40 @@ func TestTestMessage(t *testing.T) {
 		t.Errorf("Test(nope) = %v, want an error listing the channels", err)
 	}
 }
+
+// TestAlertEscalatedInASummaryResolvesInItsThread: a channel that had its
+// own message about an alert, and then heard of its escalation only in a
+// summary, still gets the resolution in that message's thread.
+func TestAlertEscalatedInASummaryResolvesInItsThread(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	var certs []cert
+	for i := range 30 {
+		certs = append(certs, cert{subject: fmt.Sprintf("b%02d.example.com", i), notAfter: t0.Add(10*day + time.Duration(i)*time.Minute), eps: eps(fmt.Sprintf("b%02d.example.com", i))})
+	}
+	h.run(t0, sweep(t0, certs[:15]...))
+	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), certs...))
+	at := t0.Add(3*day + 2*time.Hour) // all 30 reach page together: summaries
+	h.run(at, sweep(at, certs...))
+	h.took()
+
+	// Five are renewed.
+	for i := range 5 {
+		certs[i].notAfter = certs[i].notAfter.Add(400 * day)
+	}
+	at = at.Add(time.Hour)
+	h.run(at, sweep(at, certs...))
+	got := h.took()
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("resolved page b%02d.example.com (thread)", i))
+	}
+	slices.Sort(got["certs"])
+	if diff := cmp.Diff(want, got["certs"]); diff != "" {
+		t.Errorf("certs, which had a message for each (-want +got):\n%s", diff)
+	}
+	if len(got["oncall"]) != 0 {
+		t.Errorf("oncall, told only in a summary, got %v; want nothing", got["oncall"])
+	}
+}

@@ -84,6 +84,10 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 type item struct {
 	n      Notification
 	digest bool
+	// own is set when the channel already has a message of its own about
+	// the alert (not a digest line or a summary item), which a summary
+	// does not replace: the resolution still goes there.
+	own bool
 }
 
 // planner holds one run's work.
@@ -97,7 +101,13 @@ type planner struct {
 }
 
 func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, prev policy.Tier, reason string) {
-	p.items = append(p.items, item{digest: digest, n: Notification{
+	p.addOwn(ev, channel, a, digest, false, prev, reason)
+}
+
+// addOwn is add for a channel that may already have its own message about
+// the alert.
+func (p *planner) addOwn(ev Event, channel string, a *state.Alert, digest, own bool, prev policy.Tier, reason string) {
+	p.items = append(p.items, item{digest: digest, own: own, n: Notification{
 		Event: ev, Channel: channel, At: p.now, Key: a.ID, Finding: a.Finding, Since: a.FirstRaised,
 		Previous: prev, Reason: reason, Issuer: a.Issuer,
 	}})
@@ -259,7 +269,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 				if before.Digest && !digest {
 					p.ch.Cancel = append(p.ch.Cancel, state.Key{AlertID: a.ID, Channel: c})
 				}
-				p.add(EventEscalated, c, a, digest, before.Tier, "")
+				p.addOwn(EventEscalated, c, a, digest, !before.Digest && !before.Summary, before.Tier, "")
 			} else {
 				p.add(EventNew, c, a, digest, 0, "")
 			}
@@ -284,7 +294,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 				if p.now.Sub(an.At) < every {
 					continue
 				}
-				p.add(EventReminder, c, a, an.Digest, 0, "")
+				p.addOwn(EventReminder, c, a, an.Digest, !an.Digest && !an.Summary, 0, "")
 				an.At, an.Summary = p.now, false
 				a.Channels[c] = an
 				reminded = true
@@ -313,9 +323,11 @@ func (p *planner) resolve(a *state.Alert, reason string) {
 
 // storm replaces each channel's immediate notifications that pick selects
 // with one summary per channel listing the most urgent, and marks the
-// alerts as told only in a summary.
+// alerts the channel had no message of its own about as told only in a
+// summary (no resolution follows for those).
 func (p *planner) storm(reason func(channel string, n int) string, pick func(item) bool) {
 	byChannel := map[string][]Notification{}
+	summarised := map[state.Key]bool{}
 	var keep []item
 	for _, it := range p.items {
 		if it.digest || !pick(it) {
@@ -323,17 +335,12 @@ func (p *planner) storm(reason func(channel string, n int) string, pick func(ite
 			continue
 		}
 		byChannel[it.n.Channel] = append(byChannel[it.n.Channel], it.n)
+		if it.n.Event != EventResolved && !it.own {
+			summarised[state.Key{AlertID: it.n.Key, Channel: it.n.Channel}] = true
+		}
 	}
 	if len(byChannel) == 0 {
 		return
-	}
-	summarised := map[state.Key]bool{}
-	for c, ns := range byChannel {
-		for _, x := range ns {
-			if x.Event != EventResolved {
-				summarised[state.Key{AlertID: x.Key, Channel: c}] = true
-			}
-		}
 	}
 	for i := range p.ch.Alerts {
 		a := &p.ch.Alerts[i]
@@ -356,7 +363,10 @@ func (p *planner) storm(reason func(channel string, n int) string, pick func(ite
 
 // capPerChannel summarises, per channel, immediate notifications of one
 // event beyond the storm cap: a fleet of certificates issued together
-// escalates, is reminded of and renewed together.
+// escalates and is reminded of together. Resolutions are never summarised:
+// each goes where its alert was announced (a thread reply, a PagerDuty
+// resolve), and a summary would leave those open (on PagerDuty, it would
+// even open a new incident).
 func (p *planner) capPerChannel() {
 	type key struct {
 		channel string
@@ -372,7 +382,7 @@ func (p *planner) capPerChannel() {
 	p.storm(func(c string, n int) string {
 		return fmt.Sprintf("%d notifications for channel %s in one run (more than %d)", n, c, limit)
 	}, func(it item) bool {
-		return it.n.Event != EventSummary && count[key{it.n.Channel, it.n.Event}] > limit
+		return it.n.Event != EventSummary && it.n.Event != EventResolved && count[key{it.n.Channel, it.n.Event}] > limit
 	})
 }
 
