@@ -316,3 +316,40 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestTSIGFromEnvironment: $CERTWATCH_TSIG is ambient, so it must not break
+// a scan without zones, and a zone's own key in --config wins over it,
+// while --tsig wins over both.
+func TestTSIGFromEnvironment(t *testing.T) {
+	const zoneKey = "em9uZS1vd24ta2V5LXNlY3JldA=="
+	srv, err := dnstest.Start(dnstest.Zone{Name: "signed.example", Text: "www A 127.0.0.2\n",
+		TSIG: &dnstest.TSIG{Name: "zone-key", Secret: zoneKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("CERTWATCH_TSIG", "env-key:hmac-sha256:ZW52aXJvbm1lbnQta2V5LXNlY3JldA==")
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("zones:\n  - name: signed.example\n    nameserver: %q\n    tsig: {name: zone-key, algorithm: hmac-sha256, secret: %s}\n", srv.Addr(), zoneKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no zones", []string{"inventory", "--target", "127.0.0.1:1"}, 0},
+		{"zone key in config", []string{"inventory", "--config", cfg}, 0},
+		{"--nameserver over config zones", []string{"inventory", "--config", cfg, "--nameserver", srv.Addr()}, 0},
+		{"--tsig over config", []string{"inventory", "--config", cfg, "--tsig", "env-key:hmac-sha256:ZW52aXJvbm1lbnQta2V5LXNlY3JldA=="}, cli.ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := run(t, tt.args...)
+			if code != tt.want {
+				t.Errorf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.want, stdout, stderr)
+			}
+		})
+	}
+}

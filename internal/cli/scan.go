@@ -39,7 +39,8 @@ Flags override the same settings in --config. Without --nameserver, the
 zone is transferred from its SOA MNAME (then its NS names), looked up through
 the system resolver. The TSIG secret can come from --tsig, --tsig-file or
 the CERTWATCH_TSIG environment variable, as NAME:ALGORITHM:BASE64SECRET; it
-is never printed.
+is never printed. A flag signs every zone; the environment variable only
+zones without a tsig key of their own in --config.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage or config error, or every discovery source failed.
@@ -139,25 +140,31 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 			c.Zones = append(c.Zones, z)
 		}
 	}
-	if set["nameserver"] || set["tsig"] || set["tsig-file"] || getenv("CERTWATCH_TSIG") != "" || set["include"] || set["exclude"] {
-		if len(f.zones) == 0 {
-			return c, usageError("--nameserver, --tsig, --include and --exclude apply to --zone zones: give at least one --zone")
-		}
+	// $CERTWATCH_TSIG is ambient (a container's environment), so unlike the
+	// flags it is no usage error without zones.
+	if (set["nameserver"] || set["tsig"] || set["tsig-file"] || set["include"] || set["exclude"]) && len(c.Zones) == 0 {
+		return c, usageError("--nameserver, --tsig, --tsig-file, --include and --exclude apply to zones: give at least one --zone (or zones in --config)")
 	}
 	if set["nameserver"] {
 		if err := config.CheckHostPort(f.nameserver); err != nil {
 			return c, usageError("--nameserver: %v", err)
 		}
 	}
-	tsig, err := f.tsigKey(getenv)
-	if err != nil {
-		return c, err
+	var tsig *config.TSIG
+	fromFlag := false
+	if len(c.Zones) > 0 {
+		var err error
+		if tsig, fromFlag, err = f.tsigKey(getenv); err != nil {
+			return c, err
+		}
 	}
 	for i := range c.Zones {
 		if set["nameserver"] {
 			c.Zones[i].Nameserver = config.HostPort(f.nameserver)
 		}
-		if tsig != nil {
+		// A flag signs every zone; the environment only those without a
+		// key of their own in --config.
+		if tsig != nil && (fromFlag || c.Zones[i].TSIG == nil) {
 			c.Zones[i].TSIG = tsig
 		}
 		if set["include"] {
@@ -201,27 +208,28 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 }
 
 // tsigKey reads NAME:ALGORITHM:SECRET from --tsig, --tsig-file or
-// $CERTWATCH_TSIG, in that order.
-func (f *scanFlags) tsigKey(getenv func(string) string) (*config.TSIG, error) {
+// $CERTWATCH_TSIG, in that order; fromFlag says it came from a flag.
+func (f *scanFlags) tsigKey(getenv func(string) string) (key *config.TSIG, fromFlag bool, err error) {
 	raw, from := f.tsig, "--tsig"
 	if raw == "" && f.tsigFile != "" {
 		b, err := os.ReadFile(f.tsigFile)
 		if err != nil {
-			return nil, usageError("--tsig-file: %v", err)
+			return nil, false, usageError("--tsig-file: %v", err)
 		}
 		raw, from = strings.TrimSpace(string(b)), "--tsig-file "+f.tsigFile
 	}
+	fromFlag = raw != ""
 	if raw == "" {
 		raw, from = getenv("CERTWATCH_TSIG"), "$CERTWATCH_TSIG"
 	}
 	if raw == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	parts := strings.SplitN(raw, ":", 3)
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return nil, usageError("%s: want NAME:ALGORITHM:SECRET, e.g. transfer-key:hmac-sha256:<base64>", from)
+		return nil, false, usageError("%s: want NAME:ALGORITHM:SECRET, e.g. transfer-key:hmac-sha256:<base64>", from)
 	}
-	return &config.TSIG{Name: parts[0], Algorithm: parts[1], Secret: config.Secret(parts[2])}, nil
+	return &config.TSIG{Name: parts[0], Algorithm: parts[1], Secret: config.Secret(parts[2])}, fromFlag, nil
 }
 
 func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
