@@ -36,7 +36,8 @@ type Notify struct {
 	Reminders map[string]Duration `yaml:"reminders,omitempty"`
 	// ResolveAfter is how many consecutive runs a finding must be absent
 	// before it resolves, to ride out a flapping probe. A replaced
-	// certificate resolves at once.
+	// certificate resolves at once; a run in which every endpoint of the
+	// finding failed to answer does not count.
 	ResolveAfter int `yaml:"resolve_after"`
 	// DigestInterval is how often digest routes deliver, aligned to UTC
 	// (24h: once a day just after midnight UTC).

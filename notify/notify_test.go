@@ -437,3 +437,44 @@ func TestAlertEscalatedInASummaryResolvesInItsThread(t *testing.T) {
 		t.Errorf("oncall, told only in a summary, got %v; want nothing", got["oncall"])
 	}
 }
+
+// TestUnreachableEndpointIsNotAResolution: a certificate whose only
+// endpoint cannot be probed for a while is not thereby fixed; its alert
+// stays open, and nothing is announced again when the endpoint answers.
+// An endpoint that is gone from the inventory does resolve.
+func TestUnreachableEndpointIsNotAResolution(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	x := cert{subject: "x.example.com", notAfter: t0.Add(10 * day), eps: eps("x.example.com")}
+	healthy := cert{subject: "ok.example.com", notAfter: t0.Add(300 * day), eps: []policy.Endpoint{{Name: "ok.example.com", Port: 443, Address: "10.0.1.1"}}}
+	h.run(t0, sweep(t0, x, healthy))
+	h.took()
+	var got []string
+	for r := 1; r <= 4; r++ {
+		at := t0.Add(time.Duration(r) * time.Hour)
+		sw := sweep(at, healthy)
+		sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: x.eps[0], Failed: true})
+		h.run(at, sw)
+		for _, l := range h.took()["certs"] {
+			got = append(got, fmt.Sprintf("run %d: %s", r, l))
+		}
+	}
+	at := t0.Add(5 * time.Hour)
+	h.run(at, sweep(at, x, healthy))
+	for _, l := range h.took()["certs"] {
+		got = append(got, "back: "+l)
+	}
+	// Decommissioned: no longer in the inventory at all.
+	for r := 6; r <= 7; r++ {
+		at := t0.Add(time.Duration(r) * time.Hour)
+		h.run(at, sweep(at, healthy))
+		for _, l := range h.took()["certs"] {
+			got = append(got, fmt.Sprintf("run %d: %s", r, l))
+		}
+	}
+	want := []string{"run 7: resolved warning x.example.com (thread)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("certs (-want +got):\n%s", diff)
+	}
+}

@@ -154,7 +154,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		}
 	}
 
-	served := servedBy(sw)
+	served, failed := servedBy(sw), failedIn(sw)
 	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 		a := snap.Alerts[id]
 		if _, ok := present[id]; ok || a.Finding.Kind == KindChannelFailing {
@@ -163,7 +163,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		reason := replacedBy(a.Finding, served, sw.Certificates)
 		switch {
 		case reason != "":
-		case outage:
+		case outage, unseen(a.Finding, failed):
 			// Absent because certwatch cannot see, not because it is fixed.
 			continue
 		case a.MissingRuns+1 >= n.cfg.ResolveAfter:
@@ -433,6 +433,35 @@ func servedBy(sw Sweep) map[endpointKey]string {
 		m[endpointKey{e.Name, e.Port, ""}] = s.Certificate
 	}
 	return m
+}
+
+// failedIn is the set of endpoints whose probe failed in the sweep, by
+// (name, port, address).
+func failedIn(sw Sweep) map[endpointKey]bool {
+	m := map[endpointKey]bool{}
+	for _, s := range sw.Endpoints {
+		if s.Failed {
+			m[endpointKey{s.Endpoint.Name, s.Endpoint.Port, s.Endpoint.Address}] = true
+		}
+	}
+	return m
+}
+
+// unseen reports whether f's absence says nothing: every endpoint of its
+// blast radius was probed in the sweep and failed to answer, so a host that
+// is briefly down neither resolves its alert nor has it announced again
+// when it answers. (Endpoints gone from the inventory, e.g. decommissioned,
+// resolve the alert in the usual number of runs.)
+func unseen(f policy.Finding, failed map[endpointKey]bool) bool {
+	if len(failed) == 0 || len(f.Endpoints) == 0 {
+		return false
+	}
+	for _, e := range f.Endpoints {
+		if !failed[endpointKey{e.Name, e.Port, e.Address}] {
+			return false
+		}
+	}
+	return true
 }
 
 // replacedBy returns a resolution reason when f's certificate is gone from
