@@ -8,6 +8,11 @@ import (
 	"github.com/certwatch/certwatch/policy"
 )
 
+// kindDiscoveryDegraded is the daemon's finding for a discovery source that
+// failed or shrank (daemon.DiscoveryDegraded, which this package does not
+// import). Its deadline is when it was first raised, not a date to act by.
+const kindDiscoveryDegraded policy.Kind = "discovery_degraded"
+
 // Problem says in a few words what is wrong, relative to at:
 // "certificate expires in 12 days", "certificate expired 3 days ago",
 // "hostname mismatch".
@@ -42,6 +47,8 @@ func Problem(f policy.Finding, at time.Time) string {
 		return "an old certificate is still deployed; it expires " + In(f.Deadline, at)
 	case KindChannelFailing:
 		return "notifications cannot be delivered"
+	case kindDiscoveryDegraded:
+		return "discovery source failed or shrank"
 	}
 	return strings.ReplaceAll(string(f.Kind), "_", " ")
 }
@@ -52,7 +59,7 @@ func Problem(f policy.Finding, at time.Time) string {
 func HasDeadline(f policy.Finding) bool {
 	switch f.Kind {
 	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
-		policy.Unreachable, KindChannelFailing, "discovery_failed":
+		policy.Unreachable, KindChannelFailing, kindDiscoveryDegraded:
 		return false
 	}
 	return !f.Deadline.IsZero()
