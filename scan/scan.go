@@ -148,11 +148,59 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 			errs = append(errs, errors.New(r.Error))
 		}
 	}
-	targets := discovery.Merge(lists...)
+	targets := merge(lists)
 	if len(p.Sources) > 0 && failed == len(p.Sources) {
 		return targets, results, fmt.Errorf("%w: %w", ErrNoSource, errors.Join(errs...))
 	}
 	return targets, results, nil
+}
+
+// merge merges the sources' targets (discovery.Merge). A single non-empty
+// list that is already merged (a zone's, a static list's) is used as it is
+// rather than copied: a zone of a million names would otherwise be held
+// twice. Its slices then alias the source's, which nothing downstream
+// modifies.
+func merge(lists [][]discovery.Target) []discovery.Target {
+	var only []discovery.Target
+	for _, l := range lists {
+		if len(l) == 0 {
+			continue
+		}
+		if only != nil {
+			return discovery.Merge(lists...)
+		}
+		only = l
+	}
+	if only == nil || !merged(only) {
+		return discovery.Merge(lists...)
+	}
+	return only
+}
+
+// merged reports whether ts is in the form discovery.Merge returns:
+// normalised names, sorted by name and port without duplicates, addresses
+// and sources sorted without duplicates.
+func merged(ts []discovery.Target) bool {
+	for i := range ts {
+		t := &ts[i]
+		if discovery.NormalizeName(t.Name) != t.Name {
+			return false
+		}
+		if i > 0 && cmp.Or(strings.Compare(ts[i-1].Name, t.Name), cmp.Compare(ts[i-1].Port, t.Port)) >= 0 {
+			return false
+		}
+		for j := 1; j < len(t.Addresses); j++ {
+			if t.Addresses[j-1].Compare(t.Addresses[j]) >= 0 {
+				return false
+			}
+		}
+		for j := 1; j < len(t.Sources); j++ {
+			if t.Sources[j-1] >= t.Sources[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Run discovers, probes and evaluates. The only error is ErrNoSource (wrapped)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -22,16 +21,11 @@ func writeReport(w io.Writer, r *scan.Report, format string, color bool) error {
 	return writeTable(w, r, color)
 }
 
-// writeJSON writes v as indented JSON. A value that can stream itself (a
-// scan report: one element of its long lists at a time) does; anything else
-// is encoded whole.
+// writeJSON writes v as indented JSON, streaming the long lists of a struct
+// (a report's endpoints, an inventory's targets) one element at a time; see
+// streamJSON.
 func writeJSON(w io.Writer, v any) error {
-	if s, ok := v.(interface{ WriteJSON(io.Writer) error }); ok {
-		return s.WriteJSON(w)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return streamJSON(w, v)
 }
 
 var tierColor = map[policy.Tier]string{

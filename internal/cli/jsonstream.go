@@ -1,0 +1,381 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// streamJSON writes v to w exactly as json.Encoder with SetIndent("", "  ")
+// writes it, but as it goes: a report of a hundred thousand endpoints, or
+// an inventory of a million names, is never held as one encoded document,
+// so memory stays flat whatever the size.
+//
+// Structs, slices, strings, booleans, integers, pointers, time.Time and
+// encoding.TextMarshaler values (addresses, tiers) are encoded here, with
+// encoding/json's rules (field names and omitempty from json tags, HTML-safe
+// string escaping); any other value (maps, floats, custom MarshalJSON, ...)
+// is handed to encoding/json whole, so the output never differs from it.
+func streamJSON(w io.Writer, v any) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	e := &jsonEncoder{w: bw, plans: make(map[reflect.Type]*typePlan)}
+	e.value(reflect.ValueOf(v), 0)
+	e.buf = append(e.buf, '\n')
+	e.flush()
+	if e.err != nil {
+		return e.err
+	}
+	return bw.Flush()
+}
+
+// jsonEncoder writes one document; the first error sticks.
+type jsonEncoder struct {
+	w     *bufio.Writer
+	buf   []byte
+	err   error
+	plans map[reflect.Type]*typePlan
+	// fallback encodes what is left to encoding/json.
+	fbBuf bytes.Buffer
+	fbEnc *json.Encoder
+}
+
+// typePlan says how a type is encoded.
+type typePlan struct {
+	kind   planKind
+	fields []fieldPlan // structs
+}
+
+type planKind int
+
+const (
+	planFallback planKind = iota // encoding/json
+	planStruct
+	planSlice
+	planPointer
+	planString
+	planBool
+	planInt
+	planUint
+	planTime
+	planText // encoding.TextMarshaler with a value receiver
+)
+
+type fieldPlan struct {
+	index     int
+	key       string // `"name": ` escaped
+	omitEmpty bool
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	timeType          = reflect.TypeFor[time.Time]()
+)
+
+func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
+	if p, ok := e.plans[t]; ok {
+		return p
+	}
+	p := &typePlan{}
+	e.plans[t] = p // before the fields: recursive types find it
+	switch {
+	case t == timeType:
+		p.kind = planTime
+	case t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType):
+		p.kind = planFallback
+	case t.Implements(textMarshalerType) && !reflect.PointerTo(t).Implements(jsonMarshalerType):
+		if t.Kind() == reflect.Pointer {
+			p.kind = planFallback // nil handling differs; rare
+		} else {
+			p.kind = planText
+		}
+	case reflect.PointerTo(t).Implements(textMarshalerType):
+		p.kind = planFallback
+	default:
+		switch t.Kind() {
+		case reflect.String:
+			p.kind = planString
+		case reflect.Bool:
+			p.kind = planBool
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			p.kind = planInt
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			p.kind = planUint
+		case reflect.Pointer:
+			p.kind = planPointer
+		case reflect.Slice:
+			if t.Elem().Kind() != reflect.Uint8 { // []byte is base64
+				p.kind = planSlice
+			}
+		case reflect.Struct:
+			p.fields, p.kind = structFields(t)
+		}
+	}
+	return p
+}
+
+// structFields plans a struct's fields, or falls back for what it does
+// not lay out as encoding/json would (embedded fields, ",string").
+func structFields(t reflect.Type) ([]fieldPlan, planKind) {
+	var fields []fieldPlan
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil, planFallback
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if !validTagName(name) {
+			name = ""
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if strings.Contains(","+opts+",", ",string,") {
+			return nil, planFallback
+		}
+		if names[name] {
+			return nil, planFallback // encoding/json drops or picks among them
+		}
+		names[name] = true
+		key := appendJSONString(nil, name)
+		fields = append(fields, fieldPlan{index: i, key: string(key) + ": ", omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+	}
+	return fields, planStruct
+}
+
+// validTagName is encoding/json's isValidTag: names with other characters
+// are ignored there, so the field name is used.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !isLetterOrDigit(c):
+			return false
+		}
+	}
+	return true
+}
+
+func isLetterOrDigit(c rune) bool {
+	return c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') || c > utf8.RuneSelf
+}
+
+// value appends v, whose first line is already indented, at nesting depth.
+func (e *jsonEncoder) value(v reflect.Value, depth int) {
+	if e.err != nil {
+		return
+	}
+	if !v.IsValid() {
+		e.buf = append(e.buf, "null"...)
+		return
+	}
+	p := e.plan(v.Type())
+	switch p.kind {
+	case planString:
+		e.buf = appendJSONString(e.buf, v.String())
+	case planBool:
+		e.buf = strconv.AppendBool(e.buf, v.Bool())
+	case planInt:
+		e.buf = strconv.AppendInt(e.buf, v.Int(), 10)
+	case planUint:
+		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
+	case planTime:
+		b, err := v.Interface().(time.Time).MarshalJSON()
+		if err != nil {
+			e.fallback(v, depth) // let encoding/json word the error
+			return
+		}
+		e.buf = append(e.buf, b...)
+	case planText:
+		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			e.fallback(v, depth)
+			return
+		}
+		e.buf = appendJSONString(e.buf, string(b))
+	case planPointer:
+		if v.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return
+		}
+		e.value(v.Elem(), depth)
+	case planSlice:
+		e.slice(v, depth)
+	case planStruct:
+		e.object(v, p, depth)
+	default:
+		e.fallback(v, depth)
+	}
+}
+
+func (e *jsonEncoder) slice(v reflect.Value, depth int) {
+	if v.IsNil() {
+		e.buf = append(e.buf, "null"...)
+		return
+	}
+	if v.Len() == 0 {
+		e.buf = append(e.buf, "[]"...)
+		return
+	}
+	e.buf = append(e.buf, '[')
+	for i := range v.Len() {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.newline(depth + 1)
+		e.value(v.Index(i), depth+1)
+		if len(e.buf) >= 32<<10 {
+			e.flush()
+		}
+	}
+	e.newline(depth)
+	e.buf = append(e.buf, ']')
+}
+
+func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int) {
+	n := 0
+	for _, f := range p.fields {
+		fv := v.Field(f.index)
+		if f.omitEmpty && isEmptyValue(fv) {
+			continue
+		}
+		if n == 0 {
+			e.buf = append(e.buf, '{')
+		} else {
+			e.buf = append(e.buf, ',')
+		}
+		n++
+		e.newline(depth + 1)
+		e.buf = append(e.buf, f.key...)
+		e.value(fv, depth+1)
+	}
+	if n == 0 {
+		e.buf = append(e.buf, "{}"...)
+		return
+	}
+	e.newline(depth)
+	e.buf = append(e.buf, '}')
+}
+
+func (e *jsonEncoder) newline(depth int) {
+	e.buf = append(e.buf, '\n')
+	for range depth {
+		e.buf = append(e.buf, ' ', ' ')
+	}
+}
+
+// fallback appends v as encoding/json encodes it at this depth.
+func (e *jsonEncoder) fallback(v reflect.Value, depth int) {
+	if e.fbEnc == nil {
+		e.fbEnc = json.NewEncoder(&e.fbBuf)
+	}
+	e.fbBuf.Reset()
+	e.fbEnc.SetIndent(strings.Repeat("  ", depth), "  ")
+	x := v.Interface()
+	if v.CanAddr() {
+		// encoding/json uses pointer-receiver marshallers of addressable
+		// values (slice elements, fields reached through a pointer).
+		x = v.Addr().Interface()
+	}
+	if err := e.fbEnc.Encode(x); err != nil {
+		e.err = err
+		return
+	}
+	e.buf = append(e.buf, bytes.TrimSuffix(e.fbBuf.Bytes(), []byte("\n"))...)
+}
+
+func (e *jsonEncoder) flush() {
+	if e.err == nil {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
+}
+
+// isEmptyValue is encoding/json's notion of empty, for omitempty.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64,
+		reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted as encoding/json does with HTML
+// escaping on: <, > and & as \u003c..., control characters, invalid UTF-8
+// as \ufffd, and U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
