@@ -69,15 +69,33 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
 	s := &Store{db: db, path: path}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, s.wrap("open state", err)
+	// Switching a new file to WAL, or recovering one, can answer "busy"
+	// without waiting for the busy timeout when another process does the
+	// same at that moment: retry within the timeout.
+	deadline := time.Now().Add(busy)
+	for {
+		err = db.PingContext(ctx)
+		if err != nil {
+			err = s.wrap("open state", err)
+		} else {
+			err = s.migrate(ctx)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, state.ErrLocked) || !time.Now().Before(deadline) {
+			db.Close()
+			return nil, err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			db.Close()
+			return nil, err
+		case <-t.C:
+		}
 	}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
 }
 
 // Path returns the file the store was opened on.
@@ -198,25 +216,34 @@ func (s *Store) migrate(ctx context.Context) error {
 )`); err != nil {
 		return s.wrap("prepare state", err)
 	}
-	var have int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
-		return s.wrap("read state schema version", err)
-	}
-	if have > len(migrations) {
-		return fmt.Errorf("open state %s: %w: schema version %d, this certwatch knows up to %d; upgrade certwatch or point notify.state at another file",
-			s.path, state.ErrTooNew, have, len(migrations))
-	}
-	for v := have + 1; v <= len(migrations); v++ {
-		err := s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+	// The version is read inside the write transaction that migrates, so
+	// that processes opening a new file together do not both migrate it.
+	var have, at int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+			return err
+		}
+		if have > len(migrations) {
+			return nil
+		}
+		for at = have + 1; at <= len(migrations); at++ {
+			if _, err := tx.ExecContext(ctx, migrations[at-1]); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixNano())
-			return err
-		})
-		if err != nil {
-			return s.wrap(fmt.Sprintf("migrate state to schema version %d", v), err)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, at, time.Now().UnixNano()); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	switch {
+	case err != nil && at > have:
+		return s.wrap(fmt.Sprintf("migrate state to schema version %d", at), err)
+	case err != nil:
+		return s.wrap("read state schema version", err)
+	case have > len(migrations):
+		return fmt.Errorf("open state %s: %w: schema version %d, this certwatch knows up to %d; upgrade certwatch or point notify.state at another file",
+			s.path, state.ErrTooNew, have, len(migrations))
 	}
 	return nil
 }

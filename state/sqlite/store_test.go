@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,5 +423,31 @@ func BenchmarkStateSize100k(b *testing.B) {
 		}
 		b.ReportMetric(float64(size), "bytes")
 		b.ReportMetric(float64(size)/n, "bytes/cert")
+	}
+}
+
+// TestConcurrentFirstOpen: processes starting together on a new state
+// file (a daemon and `certwatch alerts`, say) all open it; only one applies
+// the migrations.
+func TestConcurrentFirstOpen(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "state.db")
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				s, err := Open(context.Background(), path, Options{})
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d: open %d: %v", round, i, err)
+			}
+		}
 	}
 }
