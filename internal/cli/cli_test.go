@@ -161,20 +161,24 @@ func TestScanRefusedTransferExits2(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	stdout, stderr, code := run(t, "scan", "--zone", "locked.example", "--nameserver", srv.Addr())
-	if code != cli.ExitUsage {
-		t.Errorf("exit code = %d, want 2", code)
-	}
-	if stdout != "" {
-		t.Errorf("stdout = %q, want nothing", stdout)
-	}
-	for _, want := range []string{"locked.example", srv.Addr(), "REFUSED"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("stderr lacks %q: %s", want, stderr)
-		}
-	}
-	if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
-		t.Errorf("stderr has %d lines, want one clear line:\n%s", n+1, stderr)
+	for _, cmd := range []string{"scan", "inventory"} {
+		t.Run(cmd, func(t *testing.T) {
+			stdout, stderr, code := run(t, cmd, "--zone", "locked.example", "--nameserver", srv.Addr())
+			if code != cli.ExitUsage {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+			for _, want := range []string{"locked.example", srv.Addr(), "REFUSED"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q: %s", want, stderr)
+				}
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
+				t.Errorf("stderr has %d lines, want one clear line:\n%s", n+1, stderr)
+			}
+		})
 	}
 }
 

@@ -330,8 +330,7 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 	}
 	targets, sources, err := pass.Discover(ctx)
 	if errors.Is(err, scan.ErrNoSource) {
-		writeSourceErrors(e.stderr, sources)
-		return withCode(ExitUsage, err)
+		return withCode(ExitUsage, err) // it names every source and why it failed
 	}
 	now := time.Now()
 	acmCerts := pass.Probe(ctx, nil, now).ACM // renewal state only: nothing is probed
