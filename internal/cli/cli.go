@@ -172,6 +172,11 @@ var errHelp = errors.New("help requested")
 // printUsage writes the command's help text and every flag's description.
 func printUsage(w io.Writer, fs *flag.FlagSet, head string) {
 	fmt.Fprint(w, head)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
 	fmt.Fprintln(w, "\nFlags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()

@@ -273,6 +273,10 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 			t.Errorf("scan --help lacks %s", flag)
 		}
 	}
+	usage, _, _ := run(t, "check-config", "--help")
+	if !strings.Contains(usage, "certwatch check-config FILE") || strings.Contains(usage, "Flags:") {
+		t.Errorf("check-config --help, a command without flags, = %q; want its usage and no empty Flags: section", usage)
+	}
 	top, _, _ := run(t, "--help")
 	for _, cmd := range []string{"scan", "inventory", "check-config", "demo", "version", "Exit codes"} {
 		if !strings.Contains(top, cmd) {
