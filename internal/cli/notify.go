@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,10 +78,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 		if !a.ResolvedAt.IsZero() {
 			st = "resolved " + a.ResolvedAt.UTC().Format(time.DateOnly)
 		}
-		var chans []string
-		for name := range a.Channels {
-			chans = append(chans, name)
-		}
+		chans := slices.Sorted(maps.Keys(a.Channels))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Tier, a.Announced, a.Finding.Kind,
 			orDash(cmpOr(a.Finding.Subject, a.Finding.Name)), a.Finding.Deadline.UTC().Format("2006-01-02 15:04"),
 			a.FirstRaised.UTC().Format("2006-01-02 15:04"), st, orDash(strings.Join(chans, ",")))
@@ -124,7 +123,7 @@ func (e *env) notifyCmd(ctx context.Context, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := n.Test(ctx, *channel); err != nil {
-		return fmt.Errorf("notify test %s: %w", *channel, err)
+		return err // names the channel already
 	}
 	fmt.Fprintf(e.stdout, "Test message delivered to %s.\n", *channel)
 	return nil
@@ -150,7 +149,7 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 	if err := n.Flush(ctx); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "Notified: %d new, %d escalated, %d reminded, %d resolved (%d message(s) delivered).\n",
+	fmt.Fprintf(e.stderr, "Notified: %d new, %d escalated, %d reminded, %d resolved (%d notification(s) queued; digest items wait for the next digest).\n",
 		rep.New, rep.Escalated, rep.Reminded, rep.Resolved, rep.Queued)
 	return nil
 }

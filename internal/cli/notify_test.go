@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,14 @@ func TestScanNotify(t *testing.T) {
 		t.Errorf("alerts lists %d open alerts, want at least %d", len(open), len(pagedSubjects))
 	}
 
+	// The table names each alert's channels in a stable order.
+	table, _, _ := run(t, "alerts", "--config", cfg)
+	for _, line := range strings.Split(table, "\n") {
+		if strings.Contains(line, "expired.internal.example") && !strings.HasSuffix(strings.TrimSpace(line), "certs,oncall") {
+			t.Errorf("alerts row %q, want channels listed as certs,oncall", line)
+		}
+	}
+
 	// notify test reaches the channel at once.
 	if _, stderr, code := run(t, "notify", "test", "--config", cfg, "--channel", "certs"); code != 0 {
 		t.Fatalf("notify test exit code = %d; stderr: %s", code, stderr)
@@ -101,5 +110,34 @@ func TestScanNotifyNeedsChannels(t *testing.T) {
 	_, stderr, code := run(t, "scan", "--target", "127.0.0.1:1", "--notify")
 	if code != cli.ExitUsage || !strings.Contains(stderr, "no channels configured") {
 		t.Errorf("code %d, stderr %q; want 2 and a hint about notify.channels", code, stderr)
+	}
+}
+
+// TestNotifyTestRefused: a channel that refuses the test message exits 1
+// with one error line naming the channel once and the service's answer.
+func TestNotifyTestRefused(t *testing.T) {
+	pd := pagerdutytest.New(t, pdKey)
+	pd.Script(pagerdutytest.Response{Status: 400})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	conf := fmt.Sprintf(`notify:
+  state: %q
+  channels:
+    - name: oncall
+      kind: pagerduty
+      pagerduty: {routing_key_env: CW_E2E_PD_KEY, url: %q}
+  routes:
+    - {tiers: [page], channels: [oncall]}
+`, filepath.Join(dir, "state.db"), pd.URL())
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CW_E2E_PD_KEY", pdKey)
+	_, stderr, code := run(t, "notify", "test", "--config", cfg, "--channel", "oncall")
+	if code != 1 || strings.Count(stderr, "notify test oncall") != 1 || !strings.Contains(stderr, "http 400") {
+		t.Errorf("notify test refused: code %d, stderr %q; want 1 and one error naming the channel once", code, stderr)
+	}
+	if strings.Contains(stderr, pdKey) {
+		t.Error("stderr contains the routing key")
 	}
 }
