@@ -175,9 +175,9 @@ func (n *Notifier) leftover(ctx context.Context, w *worker) error {
 		return nil
 	}
 	if last != "" {
-		return fmt.Errorf("notify: channel %s: %d notifications still queued (last error: %s); they are kept for the next run: %w", w.name, due, last, ctx.Err())
+		return fmt.Errorf("notify: channel %s: %d notifications still queued (last error: %s); they are kept for the next run: %w", w.name, due, last, context.Cause(ctx))
 	}
-	return fmt.Errorf("notify: channel %s: %d notifications still queued; they are kept for the next run: %w", w.name, due, ctx.Err())
+	return fmt.Errorf("notify: channel %s: %d notifications still queued; they are kept for the next run: %w", w.name, due, context.Cause(ctx))
 }
 
 // deliver makes one attempt to deliver rows (one notification, or a
@@ -232,7 +232,7 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	delay := n.backoff(attempt, err)
 	n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error(), Retry: now.Add(delay)})
 	n.logger.Warn("delivery failed, will retry", "channel", w.name, "event", note.Event, "key", note.Key,
-		"attempt", attempt, "retry_in", delay, "err", err)
+		"attempt", attempt, "retry_in", delay.Round(time.Millisecond).String(), "err", err)
 	w.mu.Lock()
 	w.health.Retried++
 	w.health.LastError = err.Error()

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -347,6 +348,10 @@ func TestEndToEndRateLimitsAndServerErrorsAreRetried(t *testing.T) {
 	if !strings.Contains(w.logs.String(), `"msg":"delivery failed, will retry"`) {
 		t.Error("retries were not logged")
 	}
+	// The delay is logged for humans ("22s"), not in nanoseconds.
+	if !regexp.MustCompile(`"retry_in":"[0-9.]+[mµn]?s"`).MatchString(w.logs.String()) {
+		t.Errorf("retry delays not logged as durations:\n%s", w.logs.String())
+	}
 }
 
 func TestEndToEndLongOutageLosesNothing(t *testing.T) {
@@ -382,12 +387,12 @@ func TestEndToEndLongOutageLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The flush gives up after a quarter of an hour (on the test clock).
-		ctx, cancel := context.WithCancel(context.Background())
-		w.clock.Alarm(at.Add(15*time.Minute), cancel)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		w.clock.Alarm(at.Add(15*time.Minute), func() { cancel(errors.New("flush budget of 15m spent")) })
 		err := w.n.Flush(ctx)
-		cancel()
-		if err == nil || !strings.Contains(err.Error(), "still queued") {
-			t.Fatalf("run %d: Flush during the outage = %v, want it to report what is still queued", i, err)
+		cancel(nil)
+		if err == nil || !strings.Contains(err.Error(), "still queued") || !strings.Contains(err.Error(), "flush budget of 15m spent") {
+			t.Fatalf("run %d: Flush during the outage = %v, want it to report what is still queued and why it stopped", i, err)
 		}
 		w.stop()
 	}
