@@ -526,6 +526,40 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
+func TestTSIGCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		key  dnszone.TSIG
+		want string // "" for no error
+	}{
+		{"complete key", dnszone.TSIG{Name: "k", Algorithm: "hmac-sha512", Secret: testSecret}, ""},
+		{"secret read later", dnszone.TSIG{Name: "k", Algorithm: "hmac-sha256"}, ""},
+		{"default algorithm", dnszone.TSIG{Name: "k"}, ""},
+		{"bad algorithm", dnszone.TSIG{Name: "k", Algorithm: "hmac-sha257"}, `unsupported algorithm "hmac-sha257"`},
+		{"bad name", dnszone.TSIG{Name: "a..b", Secret: testSecret}, `key name "a..b" is not a valid domain name`},
+		{"bad secret", dnszone.TSIG{Name: "k", Secret: "not*base64!"}, "tsig key k: secret is not valid base64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.key.Check()
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("Check() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "not*base64!") || strings.Contains(err.Error(), testSecret) {
+				t.Errorf("error %q contains the TSIG secret", err)
+			}
+		})
+	}
+}
+
 func TestNameAndDefaults(t *testing.T) {
 	t.Parallel()
 	for _, ns := range []string{"ns1.example", "ns1.example:53", "192.0.2.1", "2001:db8::1", "[2001:db8::1]:5353"} {

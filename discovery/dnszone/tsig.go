@@ -40,6 +40,18 @@ var tsigAlgorithms = map[string]string{
 	"hmac-md5.sig-alg.reg.int": hmacMD5,
 }
 
+// Check reports what New would reject in t: a bad key name, an unsupported
+// algorithm, a secret that is not base64. An empty Secret passes, for a
+// configuration whose secret is read later (from a file or the
+// environment). Messages never show the secret.
+func (t TSIG) Check() error {
+	if strings.TrimSpace(t.Secret) == "" {
+		t.Secret = "AA==" // any valid base64: only name and algorithm are checked
+	}
+	_, err := newTSIGKey(t)
+	return err
+}
+
 func newTSIGKey(t TSIG) (*tsigKey, error) {
 	var errs []error
 	name := strings.TrimSpace(t.Name)
