@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -176,7 +177,7 @@ func Decode(r io.Reader) (Config, error) {
 			return Config{}, cleanYAMLError(err)
 		}
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(positionsOf(data)); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -198,7 +199,11 @@ func cleanYAMLError(err error) error {
 }
 
 // Validate reports every problem in c at once, joined.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(nil) }
+
+// validate is Validate with the lines of the decoded file, when known, so
+// that problems found after decoding still name their line.
+func (c *Config) validate(pos positions) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -231,6 +236,7 @@ func (c *Config) Validate() error {
 		if _, err := discovery.NewFilter(z.Include, z.Exclude); err != nil {
 			add("%s: %v", where, err)
 		}
+		errs = append(errs, checkZone(z, i, where, pos)...)
 		if t := z.TSIG; t != nil {
 			if t.Name == "" || t.Algorithm == "" {
 				add("%s: tsig: name and algorithm are required", where)
@@ -246,11 +252,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for _, t := range c.Targets {
-		if strings.TrimSpace(t) == "" {
-			add("targets: empty target")
-		}
-	}
+	errs = append(errs, checkTargets(c.Targets, pos)...)
 	if d := c.Probe.Timeout; d <= 0 {
 		add("probe: timeout must be positive, got %v", d)
 	}
@@ -286,7 +288,10 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.AWS.validate()...)
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	// By line (in file order) where known, then alphabetically.
+	slices.SortFunc(errs, func(a, b error) int {
+		return cmp.Or(cmp.Compare(lineOf(a.Error()), lineOf(b.Error())), strings.Compare(a.Error(), b.Error()))
+	})
 	return errors.Join(errs...)
 }
 

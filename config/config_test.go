@@ -24,6 +24,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"tsig needs one secret", "zones:\n  - name: a.example\n    tsig: {name: k, algorithm: hmac-sha256}\n", []string{"set exactly one of"}},
 		{"fraction out of range", "policy:\n  tiers:\n    warning: {lifetime_fraction: 1.5}\n", []string{"lifetime_fraction must be between 0 and 1"}},
 		{"several problems at once", "output: xml\nfail_on: loud\nprobe:\n  concurrency: 0\n", []string{"output", "fail_on", "concurrency"}},
+		{"bad target port", "targets:\n  - a.example\n  - a.example:99999\n", []string{"line 3: ", `invalid port "99999"`}},
+		{"url as target", "targets: [\"https://a.example/\"]\n", []string{"line 1: ", "not a URL"}},
+		{"wildcard target", "targets:\n  - \"*.a.example\"\n", []string{"line 2: ", "wildcard"}},
+		{"empty target", "targets: [a.example, \" \"]\n", []string{"line 1: ", "empty entry"}},
+		{"bad zone name", "zones:\n  - name: bad..example\n", []string{"line 2: ", `"bad..example" is not a valid domain name`}},
+		{"bad tsig algorithm", "zones:\n  - name: a.example\n    tsig: {name: k, algorithm: hmac-sha257, secret_env: TSIG}\n", []string{"line 3: ", `unsupported algorithm "hmac-sha257"`}},
+		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,5 +78,39 @@ func TestSecretNeverPrints(t *testing.T) {
 func TestExampleConfigValidates(t *testing.T) {
 	if _, err := config.Load("../config.example.yaml"); err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
+	}
+}
+
+// TestValidateOrdersByLine: problems found after decoding name their line
+// and come in file order, so the first line printed is the first to fix.
+func TestValidateOrdersByLine(t *testing.T) {
+	yaml := "targets:\n  - a.example:0\n" + strings.Repeat("# padding\n", 8) + "zones:\n  - name: x..example\n"
+	_, err := config.Decode(strings.NewReader(yaml))
+	if err == nil {
+		t.Fatal("Decode = nil error, want a bad target and a bad zone name")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "line 2: ") || !strings.HasPrefix(lines[1], "line 12: ") {
+		t.Errorf("Decode error =\n%s\nwant the line 2 problem, then the line 12 one", err)
+	}
+}
+
+// TestValidateWithoutFile: a config built without a file (flags) is
+// checked the same way, just without lines.
+func TestValidateWithoutFile(t *testing.T) {
+	c := config.Default()
+	c.Targets = []string{"a.example:99999"}
+	c.Zones = []config.Zone{{Name: "a.example", TSIG: &config.TSIG{Name: "k", Algorithm: "hmac-sha256", Secret: "c2VjcmV0!"}}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate = nil error, want a bad target and a bad TSIG secret")
+	}
+	for _, want := range []string{`static target "a.example:99999": invalid port`, "zone a.example: tsig key k: secret is not valid base64"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error = %q, want it to mention %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "c2VjcmV0") || strings.Contains(err.Error(), "line ") {
+		t.Errorf("Validate error = %q: shows the secret or a line it cannot know", err)
 	}
 }

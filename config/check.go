@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/discovery/static"
+)
+
+// positions maps a value's path in the YAML document ("targets[1]",
+// "zones[0].tsig") to its line, so that checks made after decoding can
+// still point at the line. A nil positions knows no lines (a config built
+// from flags).
+type positions map[string]int
+
+// positionsOf returns the positions of every value in the YAML document
+// data, or nil if it does not parse (the decoder reports that).
+func positionsOf(data []byte) positions {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
+		return nil
+	}
+	p := positions{}
+	p.walk(root.Content[0], "", root.Content[0].Line)
+	return p
+}
+
+func (p positions) walk(n *yaml.Node, path string, line int) {
+	if path != "" {
+		p[path] = line
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if path != "" {
+				key = path + "." + key
+			}
+			p.walk(n.Content[i+1], key, n.Content[i].Line)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p.walk(c, path+"["+strconv.Itoa(i)+"]", c.Line)
+		}
+	}
+}
+
+// at returns "line N: " for path, or "" when its line is unknown.
+func (p positions) at(path string) string {
+	if line, ok := p[path]; ok {
+		return fmt.Sprintf("line %d: ", line)
+	}
+	return ""
+}
+
+// checkTargets parses every target as the static source will, so that a
+// target scan would reject fails validation (and check-config) instead.
+func checkTargets(targets []string, pos positions) []error {
+	var errs []error
+	for i, t := range targets {
+		// The ports only fill in targets without one; any valid list will do.
+		if _, err := static.New([]string{t}, nil); err != nil {
+			errs = append(errs, fmt.Errorf("%s%w", pos.at(fmt.Sprintf("targets[%d]", i)), err))
+		}
+	}
+	return errs
+}
+
+// checkZone checks what the zone transfer will need of z: a domain name
+// and a usable TSIG key. where names the zone in messages.
+func checkZone(z Zone, i int, where string, pos positions) []error {
+	var errs []error
+	if name := discovery.NormalizeName(z.Name); name != "" {
+		if _, ok := dns.IsDomainName(name); !ok {
+			errs = append(errs, fmt.Errorf("%s%s: name %q is not a valid domain name", pos.at(fmt.Sprintf("zones[%d].name", i)), where, z.Name))
+		}
+	}
+	if t := z.TSIG; t != nil && t.Name != "" {
+		key := dnszone.TSIG{Name: t.Name, Algorithm: t.Algorithm, Secret: t.Secret.Reveal()}
+		if err := key.Check(); err != nil {
+			for _, e := range splitJoined(err) {
+				errs = append(errs, fmt.Errorf("%s%s: %w", pos.at(fmt.Sprintf("zones[%d].tsig", i)), where, e))
+			}
+		}
+	}
+	return errs
+}
+
+// splitJoined returns the errors joined in err, or err itself.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// lineOf returns N for an error message starting "line N: ", or 0.
+func lineOf(msg string) int {
+	rest, ok := strings.CutPrefix(msg, "line ")
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(rest, ":")
+	line, err := strconv.Atoi(n)
+	if err != nil {
+		return 0
+	}
+	return line
+}
