@@ -16,6 +16,9 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"unknown key with line", "zones:\n  - name: a.example\n    nameservr: 127.0.0.1:53\n", []string{"line 3", "nameservr"}},
 		{"bad duration", "probe:\n  timeout: 5 seconds\n", []string{"line 2", `invalid duration "5 seconds"`}},
+		{"NaN days", "probe:\n  timeout: NaNd\n", []string{"line 2", `invalid duration "NaNd"`}},
+		{"infinite weeks", "policy:\n  tiers:\n    notice: {within: Infw}\n", []string{"line 3", `invalid duration "Infw"`}},
+		{"days beyond a Duration", "policy:\n  tiers:\n    notice: {within: 1e300d}\n", []string{"line 3", `invalid duration "1e300d"`}},
 		{"bad address", "zones:\n  - name: a.example\n    nameserver: 127.0.0.1\n", []string{"line 3", "want HOST:PORT"}},
 		{"bad port in address", "resolver: 127.0.0.1:99999\n", []string{"line 1", "invalid port"}},
 		{"bad tier name", "fail_on: loud\n", []string{"fail_on", `unknown tier "loud"`}},

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -56,7 +57,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if num, ok := strings.CutSuffix(s, suffix); ok {
 			f, err := strconv.ParseFloat(num, 64)
-			if err != nil {
+			// ParseFloat also takes "NaN", "Inf" and 1e300, none of which
+			// converts to a Duration.
+			if err != nil || math.IsNaN(f) || math.Abs(f*float64(unit)) > math.MaxInt64 {
 				return 0, fmt.Errorf("invalid duration %q (want e.g. 30s, 5m, 12h, 30d)", s)
 			}
 			return time.Duration(f * float64(unit)), nil
