@@ -13,6 +13,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/knottest"
 	"github.com/certwatch/certwatch/internal/lab"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
@@ -55,6 +56,40 @@ func TestScanLab(t *testing.T) {
 	if code != cli.ExitFindings {
 		t.Fatalf("exit code = %d, want %d (findings at or above page); stderr:\n%s", code, cli.ExitFindings, stderr)
 	}
+	checkLabReport(t, l, stdout)
+}
+
+// TestScanLabFromKnot scans the lab's zone served by a real authoritative
+// server (Knot) that only transfers it with TSIG: the same findings, the
+// same endpoints, no false alarm.
+func TestScanLabFromKnot(t *testing.T) {
+	l := startLab(t)
+	k := knottest.Start(t, knottest.Zone{Name: lab.Zone, Text: l.ZoneText, Transfer: knottest.TransferTSIG})
+	keyFile := filepath.Join(t.TempDir(), "tsig")
+	if err := os.WriteFile(keyFile, []byte(k.Key.Name+":"+k.Key.Algorithm+":"+k.Key.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"scan", "--zone", lab.Zone, "--nameserver", k.Addr, "--ports", fmt.Sprint(l.Port),
+		"--ca-file", l.CAFile, "--timeout", "500ms", "--output", "json"}
+
+	_, stderr, code := run(t, args...)
+	if code != cli.ExitUsage || !strings.Contains(stderr, "NOTAUTH") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("without the key: exit code %d, stderr %q; want 2 and one line saying NOTAUTH", code, stderr)
+	}
+	stdout, stderr, code := run(t, append(args, "--target", l.Unreachable, "--tsig-file", keyFile)...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want %d (findings at or above page); stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	if strings.Contains(stdout+stderr, k.Key.Secret) {
+		t.Errorf("TSIG secret printed")
+	}
+	checkLabReport(t, l, stdout)
+}
+
+// checkLabReport checks a JSON report of a scan of the lab: every planted
+// problem found once, with all its endpoints, and nothing healthy flagged.
+func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
+	t.Helper()
 	var r scan.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("decode JSON report: %v\n%s", err, stdout)

@@ -35,6 +35,10 @@ type Lab struct {
 	CAFile string
 	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
 	Unreachable string
+	// ZoneText is the zone DNS serves, as zone-file records relative to
+	// Zone (SOA and NS at the apex included), for serving it from another
+	// authoritative server.
+	ZoneText string
 	// Planted describes what the lab serves, one line per endpoint.
 	Planted []string
 
@@ -159,7 +163,7 @@ func Start(now time.Time) (l *Lab, err error) {
 	}
 
 	var zone strings.Builder
-	fmt.Fprintf(&zone, "@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
+	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
 	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
 	for _, ep := range eps {
 		port := ep.port
@@ -193,7 +197,8 @@ func Start(now time.Time) (l *Lab, err error) {
 	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
 	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
 
-	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: zone.String()}); err != nil {
+	l.ZoneText = zone.String()
+	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: l.ZoneText}); err != nil {
 		return nil, fmt.Errorf("lab dns: %w", err)
 	}
 	l.DNS = l.dns.Addr()
