@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -476,5 +477,34 @@ func TestUnreachableEndpointIsNotAResolution(t *testing.T) {
 	want := []string{"run 7: resolved warning x.example.com (thread)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("certs (-want +got):\n%s", diff)
+	}
+}
+
+// TestRemindersDoNotPileUpWhileAChannelIsDown: a channel down for most of
+// a week gets, when it is back, the alert and one reminder, not one
+// reminder per day it missed.
+func TestRemindersDoNotPileUpWhileAChannelIsDown(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	x := cert{subject: "x.example.com", notAfter: t0.Add(13*day + 12*time.Hour), eps: eps("x.example.com")}
+	h.rec["certs"].setFailing(errors.New("slack certs chat.postMessage #certs: http 503"))
+	for d := range 6 {
+		at := t0.Add(time.Duration(d) * day)
+		c.Set(at)
+		if _, err := h.n.Apply(context.Background(), sweep(at, x), at); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c.Alarm(at.Add(time.Hour), cancel)
+		_ = h.n.Flush(ctx) // gives up: certs is down
+		cancel()
+	}
+	h.rec["certs"].setFailing(nil)
+	at := t0.Add(6 * day)
+	h.run(at, sweep(at, x))
+	want := []string{"new warning x.example.com", "reminder warning x.example.com (thread)"}
+	if diff := cmp.Diff(want, h.took()["certs"]); diff != "" {
+		t.Errorf("certs after a week down (-want +got):\n%s", diff)
 	}
 }

@@ -201,6 +201,11 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		if it.n.Event != EventSummary {
 			o.AlertID = it.n.Key
 		}
+		if it.n.Event == EventReminder {
+			// A channel that missed earlier reminders (it was down) gets
+			// this one only, not one for every run it missed.
+			p.ch.Supersede = append(p.ch.Supersede, state.Key{AlertID: o.AlertID, Channel: o.Channel})
+		}
 		if it.digest {
 			o.NextAttempt = n.nextDigest(now)
 		}

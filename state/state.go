@@ -114,6 +114,11 @@ type Changes struct {
 	// Cancel drops undelivered digest notifications of these alerts on these
 	// channels, superseded by a message sent at once.
 	Cancel []Key
+	// Supersede drops undelivered reminders (event "reminder") of these
+	// alerts on these channels, before Outbox is appended: a newer reminder
+	// replaces them, so a channel that was down does not get one for every
+	// run it missed.
+	Supersede []Key
 	// PruneBefore, when set, deletes notifications delivered or failed
 	// before it, resolved alerts resolved before it, and certificates last
 	// seen before it.

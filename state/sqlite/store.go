@@ -162,6 +162,12 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			return err
 		}
 	}
+	for _, k := range ch.Supersede {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE alert_id = ? AND channel = ? AND event = 'reminder'
+	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel); err != nil {
+			return err
+		}
+	}
 	if len(ch.Outbox) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?)`)

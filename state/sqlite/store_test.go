@@ -199,6 +199,43 @@ func TestCancelDropsOnlyPendingDigests(t *testing.T) {
 	}
 }
 
+func TestSupersedeDropsOnlyPendingReminders(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	a, b := alert("ee", policy.Warning, "certs"), alert("ff", policy.Warning, "certs")
+	out := func(alertID, channel, event string, at time.Time) state.Outbound {
+		return state.Outbound{Channel: channel, AlertID: alertID, Event: event, Payload: []byte("{}"), Created: at}
+	}
+	update(t, s, state.Changes{Alerts: []state.Alert{a, b}, Outbox: []state.Outbound{
+		out(a.ID, "certs", "new", t0),
+		out(a.ID, "certs", "reminder", t0.Add(24*time.Hour)),
+		out(b.ID, "certs", "reminder", t0.Add(24*time.Hour)),
+		out(a.ID, "other", "reminder", t0.Add(24*time.Hour)),
+	}})
+	delivered := pending(t, s, "certs")[0]
+	update(t, s, state.Changes{Outbox: []state.Outbound{out(a.ID, "certs", "reminder", t0.Add(47*time.Hour))}})
+	if err := s.Settle(context.Background(), []int64{delivered.ID}, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, state.Changes{
+		Supersede: []state.Key{{AlertID: a.ID, Channel: "certs"}},
+		Outbox:    []state.Outbound{out(a.ID, "certs", "reminder", t0.Add(48*time.Hour))},
+	})
+	var got []string
+	for _, p := range pending(t, s, "certs") {
+		got = append(got, fmt.Sprintf("%s %s %s", p.AlertID, p.Event, p.Created.Format(time.DateTime)))
+	}
+	want := []string{
+		b.ID + " reminder 2030-01-02 00:00:00",
+		a.ID + " reminder 2030-01-03 00:00:00",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pending(certs) (-want +got):\n%s", diff)
+	}
+	if p := pending(t, s, "other"); len(p) != 1 {
+		t.Errorf("Pending(other) = %+v, want its reminder kept", p)
+	}
+}
+
 func TestUpdateErrorWritesNothing(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "state.db"))
 	boom := errors.New("boom")
