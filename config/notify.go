@@ -204,7 +204,12 @@ func (n *Notify) applyDefaults() {
 		n.State = DefaultNotifyState
 	}
 	if n.Reminders == nil {
-		n.Reminders = DefaultReminders()
+		n.Reminders = map[string]Duration{}
+	}
+	for tier, d := range DefaultReminders() {
+		if _, set := n.Reminders[tier]; !set {
+			n.Reminders[tier] = d
+		}
 	}
 	if n.ResolveAfter == 0 {
 		n.ResolveAfter = DefaultResolveAfter

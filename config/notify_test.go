@@ -107,3 +107,16 @@ func TestChannelSecret(t *testing.T) {
 		t.Errorf("Secret() with unset variable: err = %v, want it to name the variable", err)
 	}
 }
+
+// TestNotifyDefaultsKeepRemindersLeftOut: a hand-built Notify that sets
+// one tier's reminder keeps the default of the others, as it does when
+// loaded from a file.
+func TestNotifyDefaultsKeepRemindersLeftOut(t *testing.T) {
+	n := config.Notify{Reminders: map[string]config.Duration{"warning": config.Duration(12 * time.Hour)}}.Defaults()
+	want := map[string]time.Duration{"notice": 7 * 24 * time.Hour, "warning": 12 * time.Hour, "page": 0, "critical": 0}
+	for tier, d := range want {
+		if got, ok := n.Reminders[tier]; !ok || time.Duration(got) != d {
+			t.Errorf("reminders[%s] = %v (set %v), want %v", tier, time.Duration(got), ok, d)
+		}
+	}
+}
