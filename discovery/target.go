@@ -7,9 +7,10 @@ package discovery
 
 import (
 	"cmp"
-	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,9 +43,10 @@ type Target struct {
 	Skip string `json:"skip,omitempty"`
 }
 
-// Key identifies the endpoint: "name:port".
+// Key identifies the endpoint as "name:port", or "[address]:port" when the
+// name is an IPv6 literal, so that it reads (and parses) as an address.
 func (t Target) Key() string {
-	return fmt.Sprintf("%s:%d", t.Name, t.Port)
+	return net.JoinHostPort(t.Name, strconv.Itoa(t.Port))
 }
 
 // ResolveName is the name whose addresses should be looked up for t.

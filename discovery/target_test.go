@@ -1,0 +1,89 @@
+package discovery_test
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/discovery"
+)
+
+func TestKey(t *testing.T) {
+	tests := []struct {
+		name string
+		t    discovery.Target
+		want string
+	}{
+		{"host name", discovery.Target{Name: "www.example", Port: 443}, "www.example:443"},
+		{"IPv4 literal", discovery.Target{Name: "192.0.2.7", Port: 8443}, "192.0.2.7:8443"},
+		{"IPv6 literal", discovery.Target{Name: "2001:db8::7", Port: 8443}, "[2001:db8::7]:8443"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.t.Key()
+			if got != tt.want {
+				t.Errorf("Key() = %q, want %q", got, tt.want)
+			}
+			if host, _, err := net.SplitHostPort(got); err != nil || host != tt.t.Name {
+				t.Errorf("Key() = %q does not split back into host %q: %v", got, tt.t.Name, err)
+			}
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	a1, a2 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	zone := []discovery.Target{
+		{Name: "WWW.example.", Port: 443, Addresses: []netip.Addr{a2}, Sources: []string{"dnszone:example"}},
+		{Name: "*.dyn.example", Port: 443, Sources: []string{"dnszone:example"}, Skip: "wildcard owner"},
+		{Name: "api.example", Port: 443, Resolve: "api.cdn.example", Sources: []string{"dnszone:example"}},
+	}
+	static := []discovery.Target{
+		{Name: "www.example", Port: 443, Addresses: []netip.Addr{a1, a2}, Sources: []string{"static"}, Explicit: true},
+		{Name: "www.example", Port: 8443, Sources: []string{"static"}, Explicit: true},
+	}
+	got := discovery.Merge(zone, static)
+	want := []discovery.Target{
+		{Name: "*.dyn.example", Port: 443, Sources: []string{"dnszone:example"}, Skip: "wildcard owner"},
+		{Name: "api.example", Port: 443, Resolve: "api.cdn.example", Sources: []string{"dnszone:example"}},
+		{Name: "www.example", Port: 443, Addresses: []netip.Addr{a1, a2}, Sources: []string{"dnszone:example", "static"}, Explicit: true},
+		{Name: "www.example", Port: 8443, Sources: []string{"static"}, Explicit: true},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })); diff != "" {
+		t.Errorf("Merge (-want +got):\n%s", diff)
+	}
+	if zone[0].Name != "WWW.example." || len(static[0].Sources) != 1 {
+		t.Errorf("Merge modified its inputs: %+v %+v", zone[0], static[0])
+	}
+}
+
+func TestFilter(t *testing.T) {
+	f, err := discovery.NewFilter([]string{"*.prod.example", "vault.example"}, []string{"legacy-*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		keep bool
+	}{
+		{"a.b.prod.example", true},
+		{"API.Prod.Example.", true},
+		{"vault.example", true},
+		{"vault.example.org", false},
+		{"legacy-db.prod.example", false},
+		{"prod.example", false},
+	}
+	for _, tt := range tests {
+		if got := f.Keep(tt.name); got != tt.keep {
+			t.Errorf("Keep(%q) = %v, want %v", tt.name, got, tt.keep)
+		}
+	}
+	if !(discovery.Filter{}).Keep("anything.example") {
+		t.Error("the zero Filter drops a name")
+	}
+	if _, err := discovery.NewFilter([]string{" "}, nil); err == nil {
+		t.Error("NewFilter accepted an empty pattern")
+	}
+}
