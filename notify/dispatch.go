@@ -35,7 +35,8 @@ func (n *Notifier) Run(ctx context.Context) error {
 
 // Flush delivers every notification that is due, waiting out retries, and
 // returns once nothing is left but digest notifications scheduled for
-// later. Give ctx a deadline: a channel that is down keeps Flush waiting
+// later. A channel another process is delivering (see Leaser) is left to
+// it; Flush waits until that process has delivered what is due. Give ctx a deadline: a channel that is down keeps Flush waiting
 // until it is done, and the error then says how much is still queued (it
 // stays in the outbox for the next Flush or Run).
 func (n *Notifier) Flush(ctx context.Context) error {
@@ -60,6 +61,7 @@ func (n *Notifier) Flush(ctx context.Context) error {
 // holds back the ones after it (except digest ones), so a resolution never
 // overtakes its announcement and a channel that is down is not hammered.
 func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
+	defer n.release(ctx, w)
 	for {
 		if ctx.Err() != nil {
 			if flush {
@@ -111,12 +113,24 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 				}
 			}
 		}
-		if len(digest) > 0 {
-			n.deliver(ctx, w, digest)
-			continue
-		}
-		if head != nil && !head.NextAttempt.After(now) {
-			n.deliver(ctx, w, []state.Outbound{*head})
+		if len(digest) > 0 || (head != nil && !head.NextAttempt.After(now)) {
+			wait, err := n.hold(ctx, w)
+			switch {
+			case err != nil && ctx.Err() != nil:
+			case err != nil && flush:
+				return fmt.Errorf("notify: channel %s: %w", w.name, err)
+			case err != nil:
+				n.logger.Error("cannot take the outbox delivery lease", "channel", w.name, "err", err)
+				n.sleep(ctx, w, n.poll())
+			case wait > 0:
+				// Another process delivers this channel: wait for it to
+				// finish (or for its lease to end, should it have died).
+				n.sleep(ctx, w, wait)
+			case len(digest) > 0:
+				n.deliver(ctx, w, digest)
+			default:
+				n.deliver(ctx, w, []state.Outbound{*head})
+			}
 			continue
 		}
 		var wait time.Duration
@@ -135,6 +149,50 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 			wait = min(wait, nextDigest.Sub(now))
 		}
 		n.sleep(ctx, w, wait)
+	}
+}
+
+// leaseTTL is how long a delivery lease lasts: longer than one delivery
+// attempt (rate wait and send), which renews it.
+func (n *Notifier) leaseTTL() time.Duration { return n.sendTimeout() + 30*time.Second }
+
+// hold takes or renews w's delivery lease when the store has leases. It
+// returns 0 when w may deliver, and otherwise how long to wait before trying
+// again.
+func (n *Notifier) hold(ctx context.Context, w *worker) (time.Duration, error) {
+	l, ok := n.store.(Leaser)
+	if !ok {
+		return 0, nil
+	}
+	now := n.now()
+	held, other, err := l.Lease(ctx, w.name, n.holder, now, now.Add(n.leaseTTL()))
+	if err != nil {
+		return 0, err
+	}
+	if held {
+		w.leased = true
+		return 0, nil
+	}
+	if w.leased {
+		w.leased = false
+		n.logger.Warn("another certwatch process took over delivering this channel", "channel", w.name)
+	}
+	return max(min(other.Sub(now), n.poll()), time.Millisecond), nil
+}
+
+// release gives up w's delivery lease, if it may hold it, so that another
+// process can deliver at once.
+func (n *Notifier) release(ctx context.Context, w *worker) {
+	l, ok := n.store.(Leaser)
+	if !ok || !w.leased {
+		return
+	}
+	w.leased = false
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	now := n.now()
+	if _, _, err := l.Lease(rctx, w.name, n.holder, now, now); err != nil {
+		n.logger.Warn("cannot give up the outbox delivery lease; another process may wait for it to end", "channel", w.name, "err", err)
 	}
 }
 

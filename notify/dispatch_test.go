@@ -244,3 +244,75 @@ func TestUnrecordedDeliveryIsNotSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// gate is a Sender that holds every delivery until opened, and counts what
+// it delivered per key: the outside world shared by two processes.
+type gate struct {
+	open chan struct{}
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (g *gate) Send(ctx context.Context, n notify.Notification) (string, error) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sent[n.Key]++
+	return "", nil
+}
+
+// TestTwoProcessesDeliverEachNotificationOnce: `certwatch scan --notify`
+// flushing the outbox while the daemon is delivering it must not send what
+// the daemon is sending; it waits until the daemon has delivered it.
+func TestTwoProcessesDeliverEachNotificationOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config.Notify{
+			State:    filepath.Join(t.TempDir(), "state.db"),
+			Channels: []config.Channel{{Name: "certs", Kind: config.ChannelLog}},
+			Routes:   []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs"}}},
+		}
+		g := &gate{open: make(chan struct{}), sent: map[string]int{}}
+		process := func() *notify.Notifier {
+			store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			n, err := notify.New(cfg, store, map[string]notify.Sender{"certs": g}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		daemon, scan := process(), process()
+		if _, err := daemon.Apply(context.Background(), notify.Sweep{Findings: []policy.Finding{warning("a.example")}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { daemon.Run(ctx) })
+		synctest.Wait() // the daemon is sending a.example
+		var flushErr error
+		wg.Go(func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			flushErr = scan.Flush(fctx)
+		})
+		synctest.Wait()
+		close(g.open)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		if flushErr != nil {
+			t.Errorf("Flush while the daemon delivers = %v, want nil once the daemon has delivered", flushErr)
+		}
+		if got := g.sent[notify.AlertID(warning("a.example"))]; got != 1 {
+			t.Errorf("a.example delivered %d times, want once", got)
+		}
+	})
+}

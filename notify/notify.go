@@ -15,7 +15,9 @@
 // honouring a service's Retry-After, and at most at the channel's rate. A
 // notification that cannot be delivered stays in the outbox across restarts
 // until it is; a channel that keeps failing is reported on every other
-// channel.
+// channel. With a Store that is also a Leaser, one process at a time
+// delivers a channel, so processes sharing a state file never send the same
+// notification twice.
 //
 // Channels live in sub-packages (notify/slack, notify/pagerduty); LogSender
 // writes notifications to the log.
@@ -23,6 +25,7 @@ package notify
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,6 +132,18 @@ type Store interface {
 	Settle(ctx context.Context, ids []int64, s state.Settlement) error
 }
 
+// Leaser is a Store that hands the delivery of a channel's outbox to one
+// process at a time (state/sqlite does). With it, a second certwatch on the
+// same state file (`certwatch scan --notify` next to `certwatch run`) waits
+// while the other delivers, instead of sending the same notifications too.
+type Leaser interface {
+	// Lease takes or renews holder's lease on channel until until, unless
+	// another holder's lease lasts past now; an until not after now gives
+	// it up. It reports whether holder holds it, and else when the other
+	// lease ends.
+	Lease(ctx context.Context, channel, holder string, now, until time.Time) (held bool, other time.Time, err error)
+}
+
 // Notifier turns findings into notifications and delivers them. Create it
 // with New and set the exported fields before first use. Apply may be
 // called while Run is running; Run and Flush must not run at the same time.
@@ -150,8 +165,10 @@ type Notifier struct {
 	// process; 0 means 30s.
 	Poll time.Duration
 
-	cfg       config.Notify
-	store     Store
+	cfg   config.Notify
+	store Store
+	// holder names this Notifier in delivery leases.
+	holder    string
 	logger    *slog.Logger
 	router    router
 	reminders map[policy.Tier]time.Duration
@@ -188,6 +205,7 @@ func New(cfg config.Notify, store Store, senders map[string]Sender, logger *slog
 	n := &Notifier{
 		cfg:       cfg,
 		store:     store,
+		holder:    crand.Text(),
 		logger:    logger,
 		router:    r,
 		reminders: map[policy.Tier]time.Duration{},
@@ -341,6 +359,9 @@ type worker struct {
 	// unrecorded is an attempt's outcome the store failed to record; it is
 	// recorded before anything else is sent.
 	unrecorded *settlement
+	// leased is set while this worker may hold the channel's delivery
+	// lease; only the worker's goroutine uses it.
+	leased bool
 }
 
 type settlement struct {

@@ -508,3 +508,21 @@ func TestRemindersDoNotPileUpWhileAChannelIsDown(t *testing.T) {
 		t.Errorf("certs after a week down (-want +got):\n%s", diff)
 	}
 }
+
+// TestLeaseOfADeadProcessIsWaitedOut: a process that died while delivering
+// a channel keeps its lease until the lease ends; the next one waits that
+// out and then delivers.
+func TestLeaseOfADeadProcessIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	if held, _, err := h.store.Lease(context.Background(), "certs", "dead process", t0, t0.Add(time.Minute)); err != nil || !held {
+		t.Fatalf("lease for the dead process = %v, %v", held, err)
+	}
+	x := cert{subject: "x.example.com", notAfter: t0.Add(10 * day), eps: eps("x.example.com")}
+	h.run(t0, sweep(t0, x))
+	got := h.rec["certs"].take()
+	if len(got) != 1 || got[0].at.Before(t0.Add(time.Minute)) {
+		t.Errorf("certs got %v at %v, want the warning once, after the dead process's lease ended at %v", describe(got), got, t0.Add(time.Minute))
+	}
+}

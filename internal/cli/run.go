@@ -59,6 +59,7 @@ var (
 	_ daemon.Recorder   = (*serve.Server)(nil)
 	_ daemon.Scanner    = (*scan.Pass)(nil)
 	_ notify.Store      = (*sqlite.Store)(nil)
+	_ notify.Leaser     = (*sqlite.Store)(nil)
 	_ serve.Outbox      = (*sqlite.Store)(nil)
 	_ notify.Sender     = (*slack.Sender)(nil)
 	_ notify.Sender     = (*pagerduty.Sender)(nil)

@@ -207,6 +207,15 @@ CREATE INDEX outbox_alert ON outbox(alert_id, channel) WHERE delivered_at IS NUL
 	// 2: the issuer of an alert's certificate, for messages sent after the
 	// certificate is gone.
 	`ALTER TABLE alerts ADD COLUMN issuer TEXT NOT NULL DEFAULT '';`,
+	// 3: which process delivers each channel's outbox, so that two never
+	// send the same notification.
+	`
+CREATE TABLE dispatch_leases (
+	channel    TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -365,6 +365,42 @@ func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) er
 	return s.wrap("record delivery", err)
 }
 
+// Lease takes or renews holder's lease on delivering channel's outbox,
+// until until, unless another holder's lease lasts past now; an until not
+// after now gives holder's lease up. It reports whether holder holds the
+// lease and, when another does, when that lease ends. Leases are kept in
+// the file, so they hold across processes; a process that dies keeps its
+// lease until it ends.
+func (s *Store) Lease(ctx context.Context, channel, holder string, now, until time.Time) (bool, time.Time, error) {
+	var held bool
+	var other time.Time
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if !until.After(now) {
+			_, err := tx.ExecContext(ctx, `DELETE FROM dispatch_leases WHERE channel = ? AND holder = ?`, channel, holder)
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO dispatch_leases (channel, holder, expires_at) VALUES (?, ?, ?)
+	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+	WHERE dispatch_leases.holder = excluded.holder OR dispatch_leases.expires_at <= ?`, channel, holder, ts(until), ts(now)); err != nil {
+			return err
+		}
+		var h string
+		var exp int64
+		if err := tx.QueryRowContext(ctx, `SELECT holder, expires_at FROM dispatch_leases WHERE channel = ?`, channel).Scan(&h, &exp); err != nil {
+			return err
+		}
+		held = h == holder
+		if !held {
+			other = fromTS(exp)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, time.Time{}, s.wrap("lease outbox of "+channel, err)
+	}
+	return held, other, nil
+}
+
 // OutboxStats summarises the outbox per channel, by channel name.
 func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT channel,

@@ -488,3 +488,35 @@ func TestConcurrentFirstOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestLease(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	ctx := context.Background()
+	steps := []struct {
+		name       string
+		holder     string
+		at, until  time.Time
+		held       bool
+		otherUntil time.Time
+	}{
+		{"a takes it", "a", t0, t0.Add(time.Minute), true, time.Time{}},
+		{"b waits for a", "b", t0.Add(time.Second), t0.Add(time.Minute), false, t0.Add(time.Minute)},
+		{"a renews", "a", t0.Add(30 * time.Second), t0.Add(90 * time.Second), true, time.Time{}},
+		{"b still waits", "b", t0.Add(time.Minute), t0.Add(2 * time.Minute), false, t0.Add(90 * time.Second)},
+		{"a's lease ended: b takes it", "b", t0.Add(90 * time.Second), t0.Add(3 * time.Minute), true, time.Time{}},
+		{"b gives it up", "b", t0.Add(2 * time.Minute), t0.Add(2 * time.Minute), false, time.Time{}},
+		{"a takes it at once", "a", t0.Add(2 * time.Minute), t0.Add(3 * time.Minute), true, time.Time{}},
+	}
+	for _, st := range steps {
+		held, other, err := s.Lease(ctx, "certs", st.holder, st.at, st.until)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if held != st.held || !other.Equal(st.otherUntil) {
+			t.Errorf("%s: Lease = %v, %v; want %v, %v", st.name, held, other, st.held, st.otherUntil)
+		}
+	}
+	if held, _, err := s.Lease(ctx, "other", "b", t0.Add(2*time.Minute), t0.Add(3*time.Minute)); err != nil || !held {
+		t.Errorf("lease of another channel = %v, %v; want held: leases are per channel", held, err)
+	}
+}
