@@ -20,6 +20,10 @@ import (
 // stays in the latency histogram and in certwatch_endpoints{result}
 // whatever the cap.
 
+// Daemon jobs are labelled daemon_job, not job: Prometheus attaches job
+// (and instance) to every series of a target, and would rename ours to
+// exported_job.
+
 // metrics is the Server's collector: series derived from the latest view
 // at scrape time, plus counters and histograms updated as things happen.
 type metrics struct {
@@ -49,12 +53,12 @@ func newMetrics(s *Server) *metrics {
 		jobRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certwatch_job_runs_total",
 			Help: "Runs of each daemon job by result: ok, error, or skipped because the previous run was still going.",
-		}, []string{"job", "result"}),
+		}, []string{"daemon_job", "result"}),
 		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "certwatch_job_duration_seconds",
 			Help:    "Duration of each daemon job run.",
 			Buckets: []float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800},
-		}, []string{"job"}),
+		}, []string{"daemon_job"}),
 		expiry:            d("certificate_expiry_timestamp_seconds", "NotAfter of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
 		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
 		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
@@ -63,7 +67,7 @@ func newMetrics(s *Server) *metrics {
 		discoveryTargets:  d("discovery_targets", "Targets each discovery source returned in the latest discovery run.", "source"),
 		discoveryCerts:    d("discovery_certificates", "Certificates each inventory source (ACM) returned in the latest discovery run.", "source"),
 		inventory:         d("inventory_targets", "Targets in the inventory probe runs use (last good result of every source)."),
-		lastSuccess:       d("last_success_timestamp_seconds", "When each daemon job last finished successfully, as a Unix time.", "job"),
+		lastSuccess:       d("last_success_timestamp_seconds", "When each daemon job last finished successfully, as a Unix time.", "daemon_job"),
 		reportTime:        d("report_timestamp_seconds", "When the latest report was generated, as a Unix time."),
 		dropped:           d("metrics_series_dropped", "Series left out of a per-certificate or per-endpoint family by the series limit.", "family"),
 		outboxDepth:       d("outbox_depth", "Notifications waiting in the outbox, per channel.", "channel"),

@@ -194,9 +194,9 @@ func TestMetrics(t *testing.T) {
 		{"certwatch_discovery_targets", map[string]string{"source": "dnszone:internal.example"}, 5},
 		{"certwatch_discovery_targets", map[string]string{"source": "route53"}, 0},
 		{"certwatch_inventory_targets", map[string]string{}, 5},
-		{"certwatch_last_success_timestamp_seconds", map[string]string{"job": "probe"}, float64(now.Add(-30 * time.Second).Unix())},
-		{"certwatch_job_runs_total", map[string]string{"job": "probe", "result": "skipped"}, 1},
-		{"certwatch_job_runs_total", map[string]string{"job": "discovery", "result": "error"}, 1},
+		{"certwatch_last_success_timestamp_seconds", map[string]string{"daemon_job": "probe"}, float64(now.Add(-30 * time.Second).Unix())},
+		{"certwatch_job_runs_total", map[string]string{"daemon_job": "probe", "result": "skipped"}, 1},
+		{"certwatch_job_runs_total", map[string]string{"daemon_job": "discovery", "result": "error"}, 1},
 		{"certwatch_outbox_depth", map[string]string{"channel": "certs"}, 3},
 		{"certwatch_outbox_failed", map[string]string{"channel": "certs"}, 1},
 		{"certwatch_state_up", map[string]string{}, 1},
@@ -216,7 +216,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
 		}
 	}
-	if _, ok := value(fams, "certwatch_last_success_timestamp_seconds", map[string]string{"job": "discovery"}); ok {
+	if _, ok := value(fams, "certwatch_last_success_timestamp_seconds", map[string]string{"daemon_job": "discovery"}); ok {
 		t.Error("discovery has a last success timestamp, but its only run failed")
 	}
 	h := fams["certwatch_probe_latency_seconds"]
@@ -233,6 +233,24 @@ func TestMetrics(t *testing.T) {
 	for _, global := range []string{"go_goroutines", "process_resident_memory_bytes"} {
 		if fams[global] == nil {
 			t.Errorf("%s missing: runtime collectors not registered", global)
+		}
+	}
+}
+
+// TestMetricsAvoidTargetLabels: Prometheus attaches job and instance to
+// every scraped series; a series exposing one of them has it renamed to
+// exported_job, and rules written against the documented name never match.
+func TestMetricsAvoidTargetLabels(t *testing.T) {
+	srv, base := newServer(t, serve.Options{})
+	srv.RecordRun("probe", now, time.Second, nil)
+	srv.RecordRun("discovery", now, time.Second, errors.New("boom"))
+	for name, f := range scrape(t, base) {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "job" || l.GetName() == "instance" {
+					t.Errorf("%s has the label %q, which Prometheus reserves for the scrape target", name, l.GetName())
+				}
+			}
 		}
 	}
 }

@@ -269,7 +269,7 @@ func checkDeadlineOrder(t *testing.T, where, html string) {
 }
 
 // metric returns the value of one sample line of /metrics, e.g.
-// `certwatch_job_runs_total{job="probe",result="ok"}`.
+// `certwatch_job_runs_total{daemon_job="probe",result="ok"}`.
 func metric(t *testing.T, base, series string) float64 {
 	t.Helper()
 	_, body := httpGet(t, base+"/metrics")
@@ -370,7 +370,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(good+"daemon_typo: true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runsBefore := metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`)
+	runsBefore := metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`)
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("reload rejection = %v, want an error naming the bad key", rejected)
 	}
 	eventually(t, "probe runs after the rejected reload", func() bool {
-		return metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`) >= runsBefore+2
+		return metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`) >= runsBefore+2
 	})
 
 	// SIGHUP with a valid config: applied without a restart.
@@ -392,9 +392,9 @@ func TestRunEndToEnd(t *testing.T) {
 	if reloaded := p.waitLog(t, "reload", 1, msg("config reloaded")); reloaded["probe"] != "@every 3s" {
 		t.Errorf("reloaded config = %v, want the new probe schedule", reloaded)
 	}
-	runsBefore = metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`)
+	runsBefore = metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`)
 	eventually(t, "probe runs after the reload", func() bool {
-		return metric(t, base, `certwatch_job_runs_total{job="probe",result="ok"}`) >= runsBefore+1
+		return metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`) >= runsBefore+1
 	})
 	if err := os.WriteFile(cfg, []byte(good), 0o600); err != nil {
 		t.Fatal(err)
