@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +188,34 @@ func TestScanTableOutput(t *testing.T) {
 	}
 	if strings.Contains(stdout, "\x1b[") {
 		t.Error("table output to a non-terminal contains colour escapes")
+	}
+}
+
+// TestScanFailOn: the exit code follows --fail-on; none reports without
+// ever failing on findings.
+func TestScanFailOn(t *testing.T) {
+	l := startLab(t)
+	tests := []struct {
+		failOn string
+		want   int
+	}{
+		{"critical", cli.ExitFindings}, // the expired certificate
+		{"none", cli.ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.failOn, func(t *testing.T) {
+			stdout, stderr, code := run(t, labArgs(l, "--fail-on", tt.failOn, "--output", "json")...)
+			if code != tt.want {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.want, stderr)
+			}
+			var r scan.Report
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+				t.Fatalf("decode JSON report: %v\n%s", err, stdout)
+			}
+			if !slices.ContainsFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == policy.Expired }) {
+				t.Errorf("report lacks the expired certificate: %+v", r.Findings)
+			}
+		})
 	}
 }
 

@@ -99,7 +99,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
-	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical")
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
 }
 
 // effectiveConfig loads --config (or defaults) and lays the flags that were
@@ -298,7 +298,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	failOn, _ := policy.ParseTier(c.FailOn)
 	n := 0
 	for _, f := range report.Findings {
-		if f.Tier >= failOn {
+		if failOn != policy.None && f.Tier >= failOn { // none: report only, never exit 1
 			n++
 		}
 	}
