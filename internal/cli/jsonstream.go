@@ -39,6 +39,7 @@ func streamJSON(w io.Writer, v any) error {
 type jsonEncoder struct {
 	w     *bufio.Writer
 	buf   []byte
+	text  []byte // scratch for AppendText
 	err   error
 	plans map[reflect.Type]*typePlan
 	// fallback encodes what is left to encoding/json.
@@ -205,7 +206,15 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 		}
 		e.buf = append(e.buf, b...)
 	case planText:
-		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		var b []byte
+		var err error
+		if a, ok := v.Interface().(encoding.TextAppender); ok {
+			// The same text as MarshalText, into reused memory.
+			e.text, err = a.AppendText(e.text[:0])
+			b = e.text
+		} else {
+			b, err = v.Interface().(encoding.TextMarshaler).MarshalText()
+		}
 		if err != nil {
 			e.fallback(v, depth)
 			return
