@@ -332,9 +332,27 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
-	for _, flag := range []string{"-zone", "-nameserver", "-tsig", "-tsig-file", "-target", "-ports", "-ca-file", "-resolver", "-timeout", "-concurrency", "-output", "-fail-on", "-config", "-include", "-exclude", "Exit codes"} {
-		if !strings.Contains(stdout, flag) {
+	for _, flag := range []string{"-zone", "-nameserver", "-tsig", "-tsig-file", "-target", "-ports", "-ca-file", "-resolver", "-timeout", "-concurrency", "-output", "-fail-on", "-config", "-include", "-exclude",
+		"-route53", "-acm", "-region", "-role-arn", "-notify", "-v"} {
+		if !strings.Contains(stdout, "\n  "+flag) {
 			t.Errorf("scan --help lacks %s", flag)
+		}
+	}
+	if !strings.Contains(stdout, "Exit codes") {
+		t.Error("scan --help lacks the exit codes")
+	}
+	for cmd, flags := range map[string][]string{
+		"inventory": {"-zone", "-nameserver", "-tsig-file", "-target", "-ports", "-resolver", "-output", "-config", "-route53", "-acm", "-region", "-role-arn"},
+		"demo":      {"-keep", "-output", "-v"},
+	} {
+		usage, _, code := run(t, cmd, "--help")
+		if code != 0 {
+			t.Errorf("%s --help: exit code = %d, want 0", cmd, code)
+		}
+		for _, flag := range flags {
+			if !strings.Contains(usage, "\n  "+flag) {
+				t.Errorf("%s --help lacks %s", cmd, flag)
+			}
 		}
 	}
 	usage, _, _ := run(t, "check-config", "--help")
