@@ -8,8 +8,9 @@
 # /etc/hosts only inside it. Needs root (or CAP_SYS_ADMIN for unshare),
 # Go, knotd, kdig, curl and GNU time (/usr/bin/time).
 #
-# Usage: bench/run.sh [-n "1000 10000 100000"] [-r 3] [-o DIR] [-s] [-A] [-S]
+# Usage: bench/run.sh [-n "1000 10000 100000"] [-c 100] [-r 3] [-o DIR] [-s] [-A] [-S]
 #   -n SIZES   endpoint counts to scan (default "1000 10000 100000")
+#   -c CONCS   --concurrency values to scan with (default 100)
 #   -r REPS    scans per size; the table shows medians (default 3)
 #   -o DIR     keep binaries, farm files, reports and raw figures in DIR
 #              (default: a new directory under /tmp)
@@ -24,20 +25,22 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 shared=${SHARED:-$repo/../shared}
 sizes="1000 10000 100000"
+concs=100
 reps=3
 out=""
 static=0
 axfr=1
 scans=1
-while getopts "n:r:o:sAS" opt; do
+while getopts "n:c:r:o:sAS" opt; do
 	case $opt in
 	n) sizes=$OPTARG ;;
+	c) concs=$OPTARG ;;
 	r) reps=$OPTARG ;;
 	o) out=$OPTARG ;;
 	s) static=1 ;;
 	A) axfr=0 ;;
 	S) scans=0 ;;
-	*) sed -n '2,22p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
 	esac
 done
 
@@ -55,7 +58,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 KNOTD="$knotd" unshare --net --mount -- \
-		bash "$0" -n "$sizes" -r "$reps" -o "$out" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
+		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
 fi
 
 # ---- inside the namespace ----
@@ -134,7 +137,7 @@ stop_pid() {
 }
 
 results=$out/results.tsv
-printf 'mode\tendpoints\trep\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfarm_cpu_s\thandshakes\tfailed_endpoints\tload1\n' >"$results"
+printf 'mode\tendpoints\tconcurrency\trep\twall_s\tuser_s\tsys_s\tmaxrss_kib\tfarm_cpu_s\thandshakes\tfailed_endpoints\tload1\n' >"$results"
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 if [ $scans = 1 ]; then
@@ -177,20 +180,23 @@ if [ $scans = 1 ]; then
 			} >"$farm/static.yaml"
 		fi
 		for mode in $modes; do
-			for r in $(seq "$reps"); do
-				if [ "$mode" = zone ]; then
-					cmd=("$out/certwatch" scan --zone farm.test --nameserver 127.0.0.1:53 --ca-file "$farm/ca.pem" --output json)
-				else
-					cmd=("$out/certwatch" scan --config "$farm/static.yaml" --ca-file "$farm/ca.pem" --output json)
-				fi
-				read -r cpu0 hs0 < <(farm_totals)
-				/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "${cmd[@]}" >"$out/report-$mode-$n.json" 2>"$out/scan-$mode-$n.err" || true
-				read -r cpu1 hs1 < <(farm_totals)
-				read -r wall user sys rss < <(tail -n 1 "$out/time.txt")
-				failed=$(grep -c '"failure": ' "$out/report-$mode-$n.json" || true)
-				farm_cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b-a}')
-				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$r" "$wall" "$user" "$sys" "$rss" "$farm_cpu" "$((hs1 - hs0))" "$failed" "$(load1)" >>"$results"
-				echo "bench: $mode n=$n rep $r: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN {print u+s}')s rss $((rss / 1024))MiB farm ${farm_cpu}s failed $failed" >&2
+			for c in $concs; do
+				for r in $(seq "$reps"); do
+					if [ "$mode" = zone ]; then
+						cmd=("$out/certwatch" scan --zone farm.test --nameserver 127.0.0.1:53)
+					else
+						cmd=("$out/certwatch" scan --config "$farm/static.yaml")
+					fi
+					cmd+=(--ca-file "$farm/ca.pem" --concurrency "$c" --output json)
+					read -r cpu0 hs0 < <(farm_totals)
+					/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "${cmd[@]}" >"$out/report-$mode-$n.json" 2>"$out/scan-$mode-$n.err" || true
+					read -r cpu1 hs1 < <(farm_totals)
+					read -r wall user sys rss < <(tail -n 1 "$out/time.txt")
+					failed=$(grep -c '"failure": ' "$out/report-$mode-$n.json" || true)
+					farm_cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b-a}')
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$n" "$c" "$r" "$wall" "$user" "$sys" "$rss" "$farm_cpu" "$((hs1 - hs0))" "$failed" "$(load1)" >>"$results"
+					echo "bench: $mode n=$n concurrency $c rep $r: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN {print u+s}')s rss $((rss / 1024))MiB farm ${farm_cpu}s failed $failed" >&2
+				done
 			done
 		done
 		stop_pid "$knot_pid"
@@ -219,10 +225,10 @@ if [ $axfr = 1 ]; then
 	for r in $(seq "$reps"); do
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" kdig @127.0.0.1 AXFR big.test. >"$out/kdig-axfr.txt"
 		read -r wall user sys rss < <(tail -n 1 "$out/time.txt")
-		printf 'kdig-axfr\t%s\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n' "$records" "$r" "$wall" "$user" "$sys" "$rss" "$(load1)" >>"$results"
+		printf 'kdig-axfr\t%s\t-\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n' "$records" "$r" "$wall" "$user" "$sys" "$rss" "$(load1)" >>"$results"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "$out/certwatch" inventory --zone big.test --nameserver 127.0.0.1:53 --output json >"$out/inventory-big.json" || true
 		read -r wall2 user sys rss2 < <(tail -n 1 "$out/time.txt")
-		printf 'inventory\t%s\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n' "$records" "$r" "$wall2" "$user" "$sys" "$rss2" "$(load1)" >>"$results"
+		printf 'inventory\t%s\t-\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n' "$records" "$r" "$wall2" "$user" "$sys" "$rss2" "$(load1)" >>"$results"
 		echo "bench: axfr rep $r: kdig ${wall}s, certwatch inventory ${wall2}s $((rss2 / 1024))MiB" >&2
 	done
 	stop_pid "$knot_pid"
@@ -230,26 +236,28 @@ fi
 
 # ---- the table: medians per mode and size ----
 echo
-echo "certwatch bench ($(nproc) CPUs, $(go version 2>/dev/null | awk '{print $3}'), $(date -u +%Y-%m-%d); medians of $reps; load average after each run (1 min, the benchmark itself adds about 2) $(awk -F'\t' 'NR > 1 {print $11}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
+echo "certwatch bench ($(nproc) CPUs, $(go version 2>/dev/null | awk '{print $3}'), $(date -u +%Y-%m-%d); medians of $reps; load average after each run (1 min, the benchmark itself adds about 2) $(awk -F'\t' 'NR > 1 {print $12}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
 echo
-printf '| %-6s | %9s | %6s | %22s | %12s | %12s | %10s | %6s |\n' mode endpoints "wall s" "client CPU ms/endpoint" "peak RSS MiB" "handshakes/s" "farm CPU s" failed
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------- ----------: -------: -----------------------: -------------: -------------: -----------: -------:
+printf '| %-6s | %9s | %11s | %6s | %22s | %12s | %12s | %10s | %6s |\n' mode endpoints concurrency "wall s" "client CPU ms/endpoint" "peak RSS MiB" "handshakes/s" "farm CPU s" failed
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------- ----------: ------------: -------: -----------------------: -------------: -------------: -----------: -------:
 for mode in zone static; do
 	for n in $(awk -F'\t' -v m="$mode" '$1 == m {print $2}' "$results" | sort -nu); do
-		col() { awk -F'\t' -v m="$mode" -v n="$n" "\$1 == m && \$2 == n {print $1}" "$results" | median; }
-		wall=$(col '$4')
-		cpu=$(col "(\$5+\$6)*1000/\$2")
-		rss=$(col '$7/1024')
-		hs=$(col '$9/$4')
-		farm=$(col '$8')
-		failed=$(col '$10')
-		printf '| %-6s | %9s | %6.2f | %22.3f | %12.1f | %12.0f | %10.2f | %6s |\n' "$mode" "$n" "$wall" "$cpu" "$rss" "$hs" "$farm" "$failed"
+		for c in $(awk -F'\t' -v m="$mode" -v n="$n" '$1 == m && $2 == n {print $3}' "$results" | sort -nu); do
+			col() { awk -F'\t' -v m="$mode" -v n="$n" -v c="$c" "\$1 == m && \$2 == n && \$3 == c {print $1}" "$results" | median; }
+			wall=$(col '$5')
+			cpu=$(col "(\$6+\$7)*1000/\$2")
+			rss=$(col '$8/1024')
+			hs=$(col '$10/$5')
+			farm=$(col '$9')
+			failed=$(col '$11')
+			printf '| %-6s | %9s | %11s | %6.2f | %22.3f | %12.1f | %12.0f | %10.2f | %6s |\n' "$mode" "$n" "$c" "$wall" "$cpu" "$rss" "$hs" "$farm" "$failed"
+		done
 	done
 done
 if awk -F'\t' '$1 == "inventory"' "$results" | grep -q .; then
-	kw=$(awk -F'\t' '$1 == "kdig-axfr" {print $4}' "$results" | median)
-	iw=$(awk -F'\t' '$1 == "inventory" {print $4}' "$results" | median)
-	ir=$(awk -F'\t' '$1 == "inventory" {print $7/1024}' "$results" | median)
+	kw=$(awk -F'\t' '$1 == "kdig-axfr" {print $5}' "$results" | median)
+	iw=$(awk -F'\t' '$1 == "inventory" {print $5}' "$results" | median)
+	ir=$(awk -F'\t' '$1 == "inventory" {print $8/1024}' "$results" | median)
 	n=$(awk -F'\t' '$1 == "inventory" {print $2; exit}' "$results")
 	echo
 	printf 'Zone transfer of %s records from knotd: kdig AXFR %.2f s; certwatch inventory --output json %.2f s (%.2fx kdig), peak RSS %.0f MiB\n' \
