@@ -47,6 +47,8 @@ _https._tcp  SRV   0 0 443 www
 _imaps._tcp  SRV   0 0 993 mail.outside.example.
 _gone._tcp   SRV   0 0 0 .
 _http._tcp   SRV   0 0 8080 .
+_ldap._tcp   SRV   0 0 389 ldap
+_kerberos._udp SRV 0 0 88 ldap
 mailonly     MX    10 www
 txtonly      TXT   "only text"
 sub          NS    ns.sub
@@ -274,7 +276,7 @@ func TestTargetsErrors(t *testing.T) {
 		},
 		{
 			name: "truncated transfer", zone: "truncated.example", server: srv.Addr(), wantIs: dnszone.ErrIncomplete,
-			wantSubstr: []string{"incomplete: connection closed after 31 records without the closing SOA"},
+			wantSubstr: []string{"incomplete: connection closed after 33 records without the closing SOA"},
 		},
 		{
 			name: "connection refused", zone: "refused.example", server: closedAddr, wantIs: syscall.ECONNREFUSED,

@@ -155,7 +155,7 @@ func (s *Source) transfer(ctx context.Context, server string, z *zoneIndex) (tra
 		st.messages++
 		if st.messages == 1 && (len(m.Answer) == 0 || m.Answer[0].Header().Rrtype != dns.TypeSOA) {
 			return fail(nil, fmt.Sprintf("AXFR from %s: response does not start with the zone's SOA", server),
-				fmt.Sprintf("is %s authoritative for %s? check nameserver:", server, s.zone))
+				fmt.Sprintf("is %s authoritative for %s? check --nameserver (nameserver: in the config)", server, s.zone))
 		}
 		for _, rr := range m.Answer {
 			if soa, ok := rr.(*dns.SOA); ok && dns.CanonicalName(soa.Hdr.Name) == s.fqdn {
@@ -180,7 +180,7 @@ func (s *Source) dialError(ctx context.Context, server string, started time.Time
 		return transferStats{}, s.contextError(ctx, e, time.Since(started))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.what = fmt.Sprintf("AXFR from %s: connection refused", server)
-		e.hint = "nothing listens there on TCP; check nameserver:"
+		e.hint = "nothing listens there on TCP; check --nameserver (nameserver: in the config)"
 	case errors.As(err, &ne) && ne.Timeout():
 		e.Err = context.DeadlineExceeded
 		e.what = fmt.Sprintf("AXFR from %s: TCP connect timed out after %s", server, s.dialTimeout)
@@ -267,17 +267,17 @@ func (s *Source) rcodeError(server string, m *dns.Msg, records int) error {
 			e.hint = fmt.Sprintf("check the TSIG key name, algorithm and secret, and that the server's transfer ACL for the zone lists key %s", s.key.display)
 		default:
 			// Knot answers NOTAUTH, not REFUSED, when its ACL denies a transfer.
-			e.hint = "allow transfers from this host or set tsig: (or the server is not authoritative for the zone: check nameserver:)"
+			e.hint = "allow transfers from this host or set tsig: (or the server is not authoritative for the zone: check --nameserver)"
 		}
 	case dns.RcodeNotImplemented:
 		e.what = fmt.Sprintf("AXFR not implemented by %s (%s)", server, code)
-		e.hint = "the server does not offer zone transfers; point nameserver: at one that does"
+		e.hint = "the server does not offer zone transfers; point --nameserver (nameserver: in the config) at one that does"
 	case dns.RcodeServerFailure:
 		e.what = fmt.Sprintf("AXFR failed at %s (%s)", server, code)
 		e.hint = "the server cannot serve the zone right now; check its logs"
 	case dns.RcodeNameError:
 		e.what = fmt.Sprintf("AXFR from %s: no such zone (%s)", server, code)
-		e.hint = "check the zone name and nameserver:"
+		e.hint = "check the zone name and --nameserver (nameserver: in the config)"
 	default:
 		e.what = fmt.Sprintf("AXFR from %s failed (%s)", server, code)
 	}

@@ -141,6 +141,9 @@ func (z *zoneIndex) add(rr dns.RR) {
 		if target == "" || v.Port == 0 {
 			return // "." means the service is not offered here (RFC 2782)
 		}
+		if !discovery.TLSService(owner) {
+			return
+		}
 		z.srvs = append(z.srvs, srvTarget{id: z.intern(target), port: v.Port})
 	case *dns.NS:
 		if owner != z.apex {

@@ -508,7 +508,7 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 			}
 			port, err := strconv.Atoi(f[2])
 			target := discovery.NormalizeName(unescape(f[3]))
-			if err == nil && port > 0 && port <= 65535 && target != "" {
+			if err == nil && port > 0 && port <= 65535 && target != "" && discovery.TLSService(name) {
 				b.srv = append(b.srv, srvTarget{name: target, port: port})
 			}
 		}
