@@ -126,14 +126,24 @@ func listen(addr string, handle func(ctx context.Context, c net.Conn)) (*Server,
 }
 
 func (s *Server) acceptLoop() {
+	var delay time.Duration
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			// Out of file descriptors and the like: back off as net/http
+			// does instead of spinning.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(delay):
+			case <-s.ctx.Done():
+				return
+			}
 			continue
 		}
+		delay = 0
 		if !s.track(c) {
 			c.Close()
 			return
