@@ -67,6 +67,9 @@ type Zone struct {
 	Include []string `yaml:"include,omitempty"`
 	// Exclude drops names matching any of these globs.
 	Exclude []string `yaml:"exclude,omitempty"`
+	// Timeout bounds the whole transfer, fallbacks to other servers
+	// included. Zero means 60s; raise it for very large zones on slow links.
+	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
 // TSIG is a transaction signature key. The secret comes from SecretFile,
@@ -223,6 +226,9 @@ func (c *Config) validate(pos positions) error {
 			add("%s: name is required", where)
 		} else {
 			where = fmt.Sprintf("zone %s", name)
+		}
+		if z.Timeout < 0 {
+			add("%s: timeout must not be negative", where)
 		}
 		if seen[name] && name != "" {
 			add("%s: listed twice", where)

@@ -330,7 +330,7 @@ func TestTargetsTimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
 	}
-	for _, sub := range []string{"zone hang.example: AXFR from " + srv.Addr() + " timed out after", "raise the zone timeout (300ms)"} {
+	for _, sub := range []string{"zone hang.example: AXFR from " + srv.Addr() + " timed out after", "raise the zone's timeout: in the config (now 300ms)"} {
 		if !strings.Contains(err.Error(), sub) {
 			t.Errorf("error = %q\nwant it to contain %q", err, sub)
 		}

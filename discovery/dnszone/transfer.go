@@ -230,7 +230,7 @@ func (s *Source) contextError(ctx context.Context, e *TransferError, elapsed tim
 		e.what = fmt.Sprintf("AXFR from %s timed out after %s with %d records received", e.Server, elapsed.Round(time.Millisecond), e.Records)
 		e.hint = "the server accepted the connection but did not finish the transfer; check it and any firewall between"
 		if context.Cause(ctx) == errBudget {
-			e.hint += fmt.Sprintf(", or raise the zone timeout (%s)", s.timeout)
+			e.hint += fmt.Sprintf(", or raise the zone's timeout: in the config (now %s)", s.timeout)
 		}
 		return e
 	}

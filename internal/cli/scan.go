@@ -384,6 +384,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 			Zone:       z.Name,
 			Nameserver: string(z.Nameserver),
 			Ports:      c.Ports,
+			Timeout:    time.Duration(z.Timeout),
 		}
 		if len(z.Ports) > 0 {
 			zc.Ports = z.Ports
