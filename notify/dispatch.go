@@ -36,10 +36,17 @@ func (n *Notifier) Run(ctx context.Context) error {
 // Flush delivers every notification that is due, waiting out retries, and
 // returns once nothing is left but digest notifications scheduled for
 // later. A channel another process is delivering (see Leaser) is left to
-// it; Flush waits until that process has delivered what is due. Give ctx a deadline: a channel that is down keeps Flush waiting
-// until it is done, and the error then says how much is still queued (it
-// stays in the outbox for the next Flush or Run).
+// it; Flush waits until that process has delivered what is due. A channel
+// that refuses delivery (ChannelDown) is not waited for: the error, which
+// matches IsChannelDown, says so and how much it keeps. Give ctx a
+// deadline: a channel failing otherwise (unreachable, 5xx) keeps Flush
+// waiting until it is done, and the error then says how much is still
+// queued (it stays in the outbox for the next Flush or Run).
 func (n *Notifier) Flush(ctx context.Context) error {
+	// down keeps the error of each channel that refuses delivery: it is not
+	// tried again in this Flush, but the others still deliver (including
+	// the news that it is failing).
+	down := make([]error, len(n.workers))
 	for {
 		// A round can queue notifications for channels whose worker is
 		// already done (a channel failing or recovering tells the others),
@@ -48,11 +55,18 @@ func (n *Notifier) Flush(ctx context.Context) error {
 		errs := make([]error, len(n.workers))
 		var wg sync.WaitGroup
 		for i, w := range n.workers {
-			wg.Go(func() { errs[i] = n.work(ctx, w, true) })
+			if down[i] == nil {
+				wg.Go(func() { errs[i] = n.work(ctx, w, true) })
+			}
 		}
 		wg.Wait()
+		for i, err := range errs {
+			if IsChannelDown(err) {
+				down[i], errs[i] = err, nil
+			}
+		}
 		if err := errors.Join(errs...); err != nil || n.queued.Load() == before {
-			return err
+			return errors.Join(append(down, err)...)
 		}
 	}
 }
@@ -126,10 +140,15 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 				// Another process delivers this channel: wait for it to
 				// finish (or for its lease to end, should it have died).
 				n.sleep(ctx, w, wait)
-			case len(digest) > 0:
-				n.deliver(ctx, w, digest)
 			default:
-				n.deliver(ctx, w, []state.Outbound{*head})
+				send := digest
+				if len(send) == 0 {
+					send = []state.Outbound{*head}
+				}
+				if err := n.deliver(ctx, w, send); err != nil && flush {
+					// Waiting retry.max would not help a one-off flush.
+					return n.held(ctx, w, err)
+				}
 			}
 			continue
 		}
@@ -212,6 +231,18 @@ func (n *Notifier) sleep(ctx context.Context, w *worker, d time.Duration) {
 	}
 }
 
+// held describes, for Flush, a channel that refuses delivery: what it
+// keeps and why.
+func (n *Notifier) held(ctx context.Context, w *worker, err error) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	rows, qerr := n.store.Pending(qctx, w.name, batch)
+	if qerr != nil {
+		return ChannelDown(fmt.Errorf("notify: channel %s refuses delivery, its notifications are kept in the outbox: %w", w.name, err))
+	}
+	return ChannelDown(fmt.Errorf("notify: channel %s refuses delivery, %d notifications kept in the outbox until it is fixed: %w", w.name, len(rows), err))
+}
+
 // leftover describes what a cancelled Flush left queued for w.
 func (n *Notifier) leftover(ctx context.Context, w *worker) error {
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -239,8 +270,10 @@ func (n *Notifier) leftover(ctx context.Context, w *worker) error {
 }
 
 // deliver makes one attempt to deliver rows (one notification, or a
-// channel's due digest rows as one message) and records the outcome.
-func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound) {
+// channel's due digest rows as one message) and records the outcome. It
+// returns an error matching IsChannelDown when the service refused the
+// channel, and nil otherwise.
+func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound) error {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -249,10 +282,10 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	if err != nil {
 		n.settle(ctx, w, ids, state.Settlement{At: n.now(), Err: err.Error()})
 		n.logger.Error("notification cannot be decoded, dropped", "channel", w.name, "id", ids[0], "err", err)
-		return
+		return nil
 	}
 	if !n.waitRate(ctx, w) {
-		return
+		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
 	ref, err := w.sender.Send(sctx, note)
@@ -266,11 +299,14 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 		n.settle(ctx, w, ids, state.Settlement{At: now, Delivered: true, Ref: ref})
 		n.logger.Debug("notification delivered", "channel", w.name, "event", note.Event, "key", note.Key)
 		n.recovered(ctx, w, now)
-		return
+		return nil
 	}
 	if ctx.Err() != nil {
 		// Shutting down: not the channel's fault; the row stays due.
-		return
+		return nil
+	}
+	if IsChannelDown(err) {
+		return n.down(ctx, w, rows, ids, err, now)
 	}
 	if IsPermanent(err) {
 		n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error()})
@@ -283,8 +319,8 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 		}
 		since := w.health.FailingSince
 		w.mu.Unlock()
-		n.raise(ctx, w, since, fmt.Sprintf("it refused a notification: %v", err))
-		return
+		n.failing(ctx, w, since, fmt.Sprintf("it refused a notification: %v", err))
+		return nil
 	}
 	attempt := rows[0].Attempts + 1
 	delay := n.backoff(attempt, err)
@@ -305,8 +341,45 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	since := w.health.FailingSince
 	w.mu.Unlock()
 	if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
-		n.raise(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
+		n.failing(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
 	}
+	return nil
+}
+
+// down holds w after the service refused the channel itself (credentials,
+// channel settings): the rows stay pending and are tried again after
+// retry.max, the other channels hear at once that w is failing, and the
+// refusal is logged at Error level when it first appears (again only if it
+// changes). It returns err, for Flush to report.
+func (n *Notifier) down(ctx context.Context, w *worker, rows []state.Outbound, ids []int64, err error, now time.Time) error {
+	delay := time.Duration(n.cfg.Retry.Max)
+	if d, ok := RetryDelay(err); ok {
+		delay = max(delay, min(d, maxRetryAfter))
+	}
+	// A little jitter, never below retry.max, so that channels sharing a
+	// token do not return in lockstep.
+	delay += time.Duration(n.rand() * 0.1 * float64(delay))
+	n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error(), Retry: now.Add(delay)})
+	w.mu.Lock()
+	w.health.Retried++
+	w.health.LastError = err.Error()
+	if w.health.FailingSince.IsZero() {
+		w.health.FailingSince = now
+		if rows[0].Attempts > 0 {
+			w.health.FailingSince = rows[0].Created
+		}
+	}
+	since := w.health.FailingSince
+	w.mu.Unlock()
+	n.raise(ctx, w, since, fmt.Sprintf("it refuses every notification: %v", err))
+	if msg := err.Error(); msg != w.downErr {
+		w.downErr = msg
+		n.logger.Error("notification channel refuses delivery; its notifications are held until it is fixed",
+			"channel", w.name, "since", since, "err", err, "retry_every", delay.Round(time.Second).String())
+	} else {
+		n.logger.Debug("notification channel still refuses delivery", "channel", w.name, "retry_in", delay.Round(time.Second).String())
+	}
+	return err
 }
 
 func (n *Notifier) settle(ctx context.Context, w *worker, ids []int64, s state.Settlement) {
@@ -389,9 +462,10 @@ func channelAlertID(channel string) string {
 }
 
 // raise opens the channel_failing alert for w on every other channel, once.
-func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why string) {
+// It reports whether it opened it now; the caller logs that.
+func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why string) bool {
 	if w.raised == raisedYes {
-		return
+		return false
 	}
 	now := n.now()
 	id := channelAlertID(w.name)
@@ -420,15 +494,22 @@ func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why st
 	})
 	if err != nil {
 		n.logger.Error("cannot raise channel failure alert", "channel", w.name, "err", err)
-		return
+		return false
 	}
 	w.raised = raisedYes
 	n.queued.Add(1)
-	n.logger.Error("notification channel failing", "channel", w.name, "since", since, "reason", why)
 	for _, o := range n.workers {
 		if o != w {
 			o.poke()
 		}
+	}
+	return true
+}
+
+// failing raises w's channel_failing alert and logs it when it opens.
+func (n *Notifier) failing(ctx context.Context, w *worker, since time.Time, why string) {
+	if n.raise(ctx, w, since, why) {
+		n.logger.Error("notification channel failing", "channel", w.name, "since", since, "reason", why)
 	}
 }
 
@@ -438,6 +519,7 @@ func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
 	w.mu.Lock()
 	w.health.FailingSince, w.health.LastError = time.Time{}, ""
 	w.mu.Unlock()
+	w.downErr = ""
 	if w.raised == raisedNo {
 		return
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,10 +32,10 @@ type bubble struct {
 }
 
 func startBubble(t *testing.T, retry config.Retry) *bubble {
-	return startBubbleWith(t, retry, nil)
+	return startBubbleWith(t, retry, nil, nil)
 }
 
-func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) notify.Store) *bubble {
+func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) notify.Store, logger *slog.Logger) *bubble {
 	t.Helper()
 	cfg := config.Notify{
 		State: filepath.Join(t.TempDir(), "state.db"),
@@ -56,7 +58,7 @@ func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) n
 	if wrap != nil {
 		st = wrap(store)
 	}
-	b.n, err = notify.New(cfg, st, map[string]notify.Sender{"certs": b.rec["certs"], "oncall": b.rec["oncall"]}, nil)
+	b.n, err = notify.New(cfg, st, map[string]notify.Sender{"certs": b.rec["certs"], "oncall": b.rec["oncall"]}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +195,76 @@ func TestRefusedNotificationDoesNotBlockTheChannel(t *testing.T) {
 	})
 }
 
+// TestChannelDownHoldsItsNotifications: a channel the service refuses as
+// a whole (a revoked token, a bot not in the channel) loses nothing: its
+// notifications wait, are tried again every retry.max, the other channels
+// hear at once, the refusal is logged at Error once, and everything goes
+// out when the channel is fixed.
+func TestChannelDownHoldsItsNotifications(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &syncBuffer{}
+		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		b := startBubbleWith(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(5 * time.Minute), AlertAfter: config.Duration(time.Hour)}, nil, logger)
+		defer b.stop()
+		start := time.Now()
+		refusal := notify.ChannelDown(errors.New("slack certs chat.postMessage #certs: not_in_channel: invite the bot to the channel (/invite @bot)"))
+		b.rec["certs"].setFailing(refusal)
+		b.apply(t, warning("a.example"), warning("b.example"))
+		synctest.Wait()
+		got := b.rec["oncall"].take()
+		if len(got) != 1 || got[0].n.Finding.Kind != notify.KindChannelFailing || !strings.Contains(got[0].n.Finding.Message, "invite the bot") {
+			t.Fatalf("oncall got %v at once, want one channel_failing alert about certs that says what to do", describe(got))
+		}
+		if got[0].at != start {
+			t.Errorf("channel_failing sent %v after the refusal, want at once", got[0].at.Sub(start))
+		}
+
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		r := b.rec["certs"]
+		r.mu.Lock()
+		attempts := slices.Clone(r.attempts)
+		r.mu.Unlock()
+		if len(attempts) < 2 || len(attempts) > 13 {
+			t.Errorf("%d attempts in an hour, want one every retry.max (5m)", len(attempts))
+		}
+		for i := 1; i < len(attempts); i++ {
+			if gap := attempts[i].Sub(attempts[i-1]); gap < 5*time.Minute {
+				t.Errorf("attempt %d came %v after the previous one, want at least retry.max (5m)", i, gap)
+			}
+		}
+		stats, err := b.store.OutboxStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stats {
+			if s.Channel == "certs" && (s.Pending != 2 || s.Failed != 0 || !strings.Contains(s.LastError, "not_in_channel")) {
+				t.Errorf("certs outbox = %+v, want both notifications pending, none failed", s)
+			}
+		}
+		if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "invite the bot") {
+			t.Errorf("%d Error lines, want the refusal logged once with its hint; logs:\n%s", n, logs.String())
+		}
+		if got := b.rec["oncall"].take(); len(got) != 0 {
+			t.Errorf("oncall got %v while certs was down, want the one alert only", describe(got))
+		}
+
+		b.rec["certs"].setFailing(nil)
+		time.Sleep(6 * time.Minute)
+		synctest.Wait()
+		if got := describe(b.rec["certs"].take()); !cmp.Equal(got, []string{"new warning a.example", "new warning b.example"}) {
+			t.Errorf("certs after the fix got %v, want both held notifications", got)
+		}
+		got = b.rec["oncall"].take()
+		if len(got) != 1 || got[0].n.Event != notify.EventResolved || got[0].n.Key != "channel_failing:certs" {
+			t.Errorf("oncall after the fix got %v, want the alert resolved", describe(got))
+		}
+		if h := b.n.Health()[0]; h.Refused != 0 || h.Delivered != 2 || !h.FailingSince.IsZero() {
+			t.Errorf("certs health = %+v, want nothing refused, both delivered, healthy", h)
+		}
+	})
+}
+
 func TestRunDeliversWhatApplyWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := startBubble(t, config.Retry{})
@@ -231,7 +303,7 @@ func TestUnrecordedDeliveryIsNotSentAgain(t *testing.T) {
 		fails := 3
 		b := startBubbleWith(t, config.Retry{}, func(s notify.Store) notify.Store {
 			return flakySettle{Store: s, mu: &sync.Mutex{}, fails: &fails}
-		})
+		}, nil)
 		defer b.stop()
 		b.apply(t, warning("a.example"), warning("b.example"))
 		time.Sleep(5 * time.Minute)
@@ -315,4 +387,48 @@ func TestTwoProcessesDeliverEachNotificationOnce(t *testing.T) {
 			t.Errorf("a.example delivered %d times, want once", got)
 		}
 	})
+}
+
+// TestFlushDoesNotWaitForAChannelThatIsDown: `certwatch scan --notify`
+// does not wait retry.max for a channel the service refuses; it says so,
+// still tells the other channels, and the next run after the fix delivers
+// what was held.
+func TestFlushDoesNotWaitForAChannelThatIsDown(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	h.rec["oncall"].setFailing(notify.ChannelDown(errors.New("pagerduty oncall trigger: http 400: invalid event: 'routing_key' is invalid: check the routing key")))
+	p := cert{subject: "p.example.com", notAfter: t0.Add(5 * day), eps: eps("p.example.com")}
+	h.clock.Set(t0)
+	if _, err := h.n.Apply(context.Background(), sweep(t0, p), t0); err != nil {
+		t.Fatal(err)
+	}
+	err := h.n.Flush(context.Background())
+	if !notify.IsChannelDown(err) || !strings.Contains(err.Error(), "channel oncall refuses delivery, 1 notifications kept") || !strings.Contains(err.Error(), "check the routing key") {
+		t.Errorf("Flush = %v, want oncall reported down with what it keeps and the hint", err)
+	}
+	if d := c.Now().Sub(t0); d > time.Minute {
+		t.Errorf("Flush waited %v for a channel that is down", d)
+	}
+	want := map[string][]string{
+		"certs":     {"new warning notification channel oncall"},
+		"incidents": {"new warning notification channel oncall"},
+		"team-a":    {"new warning notification channel oncall"},
+	}
+	if diff := cmp.Diff(want, h.took()); diff != "" {
+		t.Errorf("while oncall is down (-want +got):\n%s", diff)
+	}
+
+	h.rec["oncall"].setFailing(nil)
+	h.restart()
+	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), p))
+	want = map[string][]string{
+		"oncall":    {"new page p.example.com"},
+		"certs":     {"resolved warning notification channel oncall (thread)"},
+		"incidents": {"resolved warning notification channel oncall (thread)"},
+		"team-a":    {"resolved warning notification channel oncall (thread)"},
+	}
+	if diff := cmp.Diff(want, h.took()); diff != "" {
+		t.Errorf("after the fix (-want +got):\n%s", diff)
+	}
 }

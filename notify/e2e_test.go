@@ -462,14 +462,22 @@ func assertNoSecrets(t *testing.T, w *world) {
 func TestSecretsNeverReachLogsOrState(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	// Every failure path: rate limit, server errors, a refusal that echoes
-	// the routing key in its body.
-	w.slack.Script(slacktest.Response{Status: 429, RetryAfter: "1"}, slacktest.Response{Status: 500}, slacktest.Response{Error: "not_in_channel"})
-	w.pd.Script(pagerdutytest.Response{Status: 400, Body: `{"status":"invalid event","message":"routing key ` + routingKey + ` is disabled"}`}, pagerdutytest.Response{Status: 500})
+	// Every failure path: rate limit, server errors, a refused message, a
+	// refused channel whose answer echoes the routing key.
+	w.slack.Script(slacktest.Response{Status: 429, RetryAfter: "1"}, slacktest.Response{Status: 500}, slacktest.Response{Error: "msg_too_long"})
+	w.pd.Script(pagerdutytest.Response{Status: 400, Body: `{"status":"invalid event","message":"routing key ` + routingKey + ` is disabled"}`})
 	c := cert{subject: "s.example.com", notAfter: t0.Add(36 * time.Hour), eps: eps("s.example.com")}
 	d := cert{subject: "t.example.com", notAfter: t0.Add(36 * time.Hour), eps: eps("t.example.com")}
-	w.run(t0, sweep(t0, c, d))
 	w.start()
+	if _, err := w.n.Apply(context.Background(), sweep(t0, c, d), t0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := w.n.Flush(ctx)
+	if !notify.IsChannelDown(err) || strings.Contains(err.Error(), routingKey) {
+		t.Errorf("Flush = %v, want oncall reported down, without the routing key", err)
+	}
 	if err := w.n.Test(context.Background(), "oncall"); err != nil {
 		t.Fatal(err)
 	}
@@ -478,8 +486,10 @@ func TestSecretsNeverReachLogsOrState(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.stop()
-	if !strings.Contains(w.logs.String(), "notification refused") {
-		t.Fatalf("the refusal was not logged; logs:\n%s", w.logs.String())
+	for _, msg := range []string{"notification refused", "notification channel refuses delivery"} {
+		if !strings.Contains(w.logs.String(), msg) {
+			t.Fatalf("%q was not logged; logs:\n%s", msg, w.logs.String())
+		}
 	}
 	for _, s := range stats {
 		if strings.Contains(s.LastError, routingKey) || strings.Contains(s.LastError, slackToken) {

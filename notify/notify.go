@@ -19,6 +19,20 @@
 // delivers a channel, so processes sharing a state file never send the same
 // notification twice.
 //
+// Senders sort failures three ways. Retryable (network errors, 408, 429,
+// 5xx): retried with backoff. Refusals of one notification (Permanent: a
+// payload the service rejects, such as Slack's invalid_blocks or
+// msg_too_long, or a PagerDuty 400 about the event): that notification is
+// marked failed, the rest go on. Refusals of the whole channel (ChannelDown:
+// Slack's invalid_auth, not_authed, account_inactive, token_revoked,
+// not_in_channel, channel_not_found, is_archived, missing_scope; HTTP 401,
+// 403 and 404; a PagerDuty 400 about the routing key): nothing is dropped;
+// the channel is held, its notifications stay pending and are tried again
+// every retry.max, the other channels are told at once that it is failing,
+// and the refusal, which says what to fix, is logged at Error level once
+// per change. Once an operator fixes the channel, everything held goes out
+// in order and the channel_failing alert resolves.
+//
 // Channels live in sub-packages (notify/slack, notify/pagerduty); LogSender
 // writes notifications to the log.
 package notify
@@ -362,6 +376,10 @@ type worker struct {
 	// leased is set while this worker may hold the channel's delivery
 	// lease; only the worker's goroutine uses it.
 	leased bool
+	// downErr is the refusal last logged while the channel is down, so
+	// that it is logged once, not at every attempt; only the worker's
+	// goroutine uses it.
+	downErr string
 }
 
 type settlement struct {

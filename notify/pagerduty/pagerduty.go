@@ -6,6 +6,10 @@
 // into the same alert instead of paging twice; an escalation re-triggers it
 // with the higher severity and a resolution resolves it. The routing key is
 // held as a config.Secret and appears in no error or log line.
+//
+// A 400 that names the routing key, and 401, 403 and 404, refuse the whole
+// channel (notify.ChannelDown); any other 400 refuses one event
+// (notify.Permanent); 429 and 5xx are retried.
 package pagerduty
 
 import (
@@ -266,13 +270,27 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 		return nil
 	}
 	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey.Reveal())}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return notify.RetryAfter(d, serr)
 		}
+	case http.StatusBadRequest:
+		if d := strings.ToLower(serr.Detail); strings.Contains(d, "routing_key") || strings.Contains(d, "routing key") {
+			// The key, not this event, is refused: every event would be.
+			serr.Hint = keyHint
+			return notify.ChannelDown(serr)
+		}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		serr.Hint = keyHint
+	case http.StatusNotFound:
+		serr.Hint = "check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint)"
 	}
 	return notify.Classify(serr)
 }
+
+// keyHint is what to check when PagerDuty refuses the routing key.
+const keyHint = "check the routing key (routing_key_env or routing_key_file): the 32-character integration key of an Events API v2 integration on the service"
 
 // detail extracts PagerDuty's message and errors from a response body,
 // with anything resembling the routing key removed.

@@ -119,19 +119,34 @@ func TestACMAndBrokenNowDetails(t *testing.T) {
 	}
 }
 
+// errClass is how the dispatcher treats a sender's error.
+func errClass(err error) string {
+	switch {
+	case notify.IsChannelDown(err):
+		return "down"
+	case notify.IsPermanent(err):
+		return "refused"
+	}
+	return "retry"
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
-		name      string
-		script    pagerdutytest.Response
-		permanent bool
-		retryIn   time.Duration
+		name    string
+		script  pagerdutytest.Response
+		class   string // retry, refused (this event) or down (the channel)
+		retryIn time.Duration
+		mention string
 	}{
-		{"invalid event", pagerdutytest.Response{Status: 400}, true, 0},
-		{"throttled with retry-after", pagerdutytest.Response{Status: 429, RetryAfter: "7"}, false, 7 * time.Second},
-		{"throttled", pagerdutytest.Response{Status: 429}, false, 0},
-		{"server error", pagerdutytest.Response{Status: 500}, false, 0},
-		{"unavailable", pagerdutytest.Response{Status: 503, RetryAfter: "2"}, false, 2 * time.Second},
-		{"forbidden", pagerdutytest.Response{Status: 403, Body: `{"status":"forbidden","message":"key ` + routingKey + ` disabled"}`}, true, 0},
+		{"invalid event", pagerdutytest.Response{Status: 400}, "refused", 0, "scripted failure"},
+		{"invalid routing key", pagerdutytest.Response{Status: 400, Body: `{"status":"invalid event","message":"Event object is invalid","errors":["'routing_key' is invalid"]}`}, "down", 0, "check the routing key"},
+		{"throttled with retry-after", pagerdutytest.Response{Status: 429, RetryAfter: "7"}, "retry", 7 * time.Second, "http 429"},
+		{"throttled", pagerdutytest.Response{Status: 429}, "retry", 0, "http 429"},
+		{"server error", pagerdutytest.Response{Status: 500}, "retry", 0, "http 500"},
+		{"unavailable", pagerdutytest.Response{Status: 503, RetryAfter: "2"}, "retry", 2 * time.Second, "http 503"},
+		{"unauthorized", pagerdutytest.Response{Status: 401, Body: `{"status":"unauthorized","message":"bad key"}`}, "down", 0, "check the routing key"},
+		{"forbidden", pagerdutytest.Response{Status: 403, Body: `{"status":"forbidden","message":"key ` + routingKey + ` disabled"}`}, "down", 0, "check the routing key"},
+		{"wrong url", pagerdutytest.Response{Status: 404, Body: `{"status":"not found"}`}, "down", 0, "pagerduty.url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,8 +157,8 @@ func TestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Send = nil, want an error")
 			}
-			if got := notify.IsPermanent(err); got != tt.permanent {
-				t.Errorf("IsPermanent(%v) = %v, want %v", err, got, tt.permanent)
+			if got := errClass(err); got != tt.class {
+				t.Errorf("Send = %v, treated as %s, want %s", err, got, tt.class)
 			}
 			d, ok := notify.RetryDelay(err)
 			if tt.retryIn > 0 && (!ok || d != tt.retryIn) {
@@ -152,8 +167,8 @@ func TestErrors(t *testing.T) {
 			if strings.Contains(err.Error(), routingKey) || strings.Contains(err.Error(), "127.0.0.1") {
 				t.Errorf("error %q reveals the routing key or the URL", err)
 			}
-			if !strings.Contains(err.Error(), "pagerduty oncall trigger") {
-				t.Errorf("error %q does not name the channel and action", err)
+			if !strings.Contains(err.Error(), "pagerduty oncall trigger") || !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("error %q does not name the channel and action or mention %q", err, tt.mention)
 			}
 		})
 	}
@@ -163,8 +178,8 @@ func TestRefusedByRealValidation(t *testing.T) {
 	pd := pagerdutytest.New(t, "SOMEOTHERKEY00000000000000000000")
 	f := finding(policy.Page)
 	_, err := newSender(t, pd.URL()).Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
-	if !notify.IsPermanent(err) || !strings.Contains(err.Error(), "routing_key") || strings.Contains(err.Error(), routingKey) {
-		t.Errorf("Send with an unknown key = %v, want a permanent error about the routing key that does not show it", err)
+	if !notify.IsChannelDown(err) || !strings.Contains(err.Error(), "routing_key") || strings.Contains(err.Error(), routingKey) {
+		t.Errorf("Send with an unknown key = %v, want a channel-down error about the routing key that does not show it", err)
 	}
 }
 

@@ -7,7 +7,9 @@
 // edited (chat.update) to show the current tier or that it was resolved, so
 // the channel shows one line per problem in its current state. Digests and
 // storm summaries are single messages. A 429 answer is returned with its
-// Retry-After for the dispatcher to honour.
+// Retry-After for the dispatcher to honour; refusals of the token, app or
+// channel (invalid_auth, not_in_channel, ...) are marked notify.ChannelDown
+// with a hint, and refusals of one message notify.Permanent.
 package slack
 
 import (
@@ -165,9 +167,18 @@ func (s *Sender) edit(ctx context.Context, channel, ts, text string, blocks []sl
 	return nil
 }
 
-// retryable are Slack error codes that may succeed on a later attempt;
-// every other ok:false answer is permanent.
+// retryable are Slack error codes that may succeed on a later attempt.
 var retryable = []string{"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
+
+// channelDown are Slack error codes that refuse every message to the
+// channel until an operator fixes the token, the app or the channel: the
+// dispatcher holds the channel rather than dropping notifications. Every
+// other ok:false answer refuses one message (its payload) for good.
+var channelDown = []string{
+	"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
+	"not_allowed_token_type", "team_access_not_granted", "ekm_access_denied", "access_denied", "org_login_required",
+	"not_in_channel", "channel_not_found", "is_archived", "missing_scope", "restricted_action",
+}
 
 // hints for errors an operator must fix.
 var hints = map[string]string{
@@ -181,14 +192,17 @@ var hints = map[string]string{
 	"not_in_channel":    "invite the bot to the channel (/invite @bot)",
 	"is_archived":       "the channel is archived: unarchive it or configure another",
 	"missing_scope":     "the bot token needs the chat:write scope",
+	"no_permission":     "the bot token lacks a permission: check the app's scopes and installation",
 	"msg_too_long":      "the message is too long",
 	"invalid_blocks":    "Slack rejected the message layout",
 	"restricted_action": "the workspace does not let the bot post in this channel",
 }
 
 // classify turns a slack-go error into one the dispatcher understands:
-// Retry-After for 429, permanent for refusals, retryable otherwise. The
-// token is never part of slack-go's errors; URLs are stripped anyway.
+// Retry-After for 429, channel down for refusals of the token or channel
+// (and HTTP 401, 403, 404), permanent for refusals of one message,
+// retryable otherwise. The token is never part of slack-go's errors; URLs
+// are stripped anyway.
 func classify(ctx context.Context, op string, err error) error {
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
@@ -196,17 +210,28 @@ func classify(ctx context.Context, op string, err error) error {
 	}
 	var sc slack.StatusCodeError
 	if errors.As(err, &sc) {
-		return notify.Classify(&notify.StatusError{Op: op, Status: sc.Code})
+		se := &notify.StatusError{Op: op, Status: sc.Code}
+		switch sc.Code {
+		case 401, 403:
+			se.Hint = "check the bot token (token_env or token_file)"
+		case 404:
+			se.Hint = "check slack.api_url in the channel's configuration"
+		}
+		return notify.Classify(se)
 	}
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
 		if slices.Contains(retryable, se.Err) {
 			return fmt.Errorf("%s: %s", op, se.Err)
 		}
+		refusal := fmt.Errorf("%s: %s", op, se.Err)
 		if h, ok := hints[se.Err]; ok {
-			return notify.Permanent(fmt.Errorf("%s: %s: %s", op, se.Err, h))
+			refusal = fmt.Errorf("%s: %s: %s", op, se.Err, h)
 		}
-		return notify.Permanent(fmt.Errorf("%s: %s", op, se.Err))
+		if slices.Contains(channelDown, se.Err) {
+			return notify.ChannelDown(refusal)
+		}
+		return notify.Permanent(refusal)
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

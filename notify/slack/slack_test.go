@@ -215,20 +215,43 @@ func TestUpdateOfDeletedOriginalPostsAnew(t *testing.T) {
 	}
 }
 
+// errClass is how the dispatcher treats a sender's error.
+func errClass(err error) string {
+	switch {
+	case notify.IsChannelDown(err):
+		return "down"
+	case notify.IsPermanent(err):
+		return "refused"
+	}
+	return "retry"
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
-		name      string
-		script    slacktest.Response
-		permanent bool
-		retryIn   time.Duration
-		mention   string
+		name    string
+		script  slacktest.Response
+		class   string // retry, refused (this message) or down (the channel)
+		retryIn time.Duration
+		mention string
 	}{
-		{"rate limited", slacktest.Response{Status: 429, RetryAfter: "3"}, false, 3 * time.Second, "rate limited"},
-		{"server error", slacktest.Response{Status: 500}, false, 0, "http 500"},
-		{"bad gateway", slacktest.Response{Status: 502}, false, 0, "http 502"},
-		{"ratelimited body", slacktest.Response{Error: "ratelimited"}, false, 0, "ratelimited"},
-		{"not in channel", slacktest.Response{Error: "not_in_channel"}, true, 0, "invite the bot"},
-		{"bad request", slacktest.Response{Status: 400}, true, 0, "http 400"},
+		{"rate limited", slacktest.Response{Status: 429, RetryAfter: "3"}, "retry", 3 * time.Second, "rate limited"},
+		{"server error", slacktest.Response{Status: 500}, "retry", 0, "http 500"},
+		{"bad gateway", slacktest.Response{Status: 502}, "retry", 0, "http 502"},
+		{"ratelimited body", slacktest.Response{Error: "ratelimited"}, "retry", 0, "ratelimited"},
+		{"bad request", slacktest.Response{Status: 400}, "refused", 0, "http 400"},
+		{"invalid blocks", slacktest.Response{Error: "invalid_blocks"}, "refused", 0, "layout"},
+		{"message too long", slacktest.Response{Error: "msg_too_long"}, "refused", 0, "too long"},
+		{"not in channel", slacktest.Response{Error: "not_in_channel"}, "down", 0, "invite the bot"},
+		{"invalid auth", slacktest.Response{Error: "invalid_auth"}, "down", 0, "check the bot token"},
+		{"not authed", slacktest.Response{Error: "not_authed"}, "down", 0, "check the bot token"},
+		{"account inactive", slacktest.Response{Error: "account_inactive"}, "down", 0, "deactivated"},
+		{"token revoked", slacktest.Response{Error: "token_revoked"}, "down", 0, "install the app again"},
+		{"channel not found", slacktest.Response{Error: "channel_not_found"}, "down", 0, "check the channel name"},
+		{"archived", slacktest.Response{Error: "is_archived"}, "down", 0, "unarchive"},
+		{"missing scope", slacktest.Response{Error: "missing_scope"}, "down", 0, "chat:write"},
+		{"http unauthorized", slacktest.Response{Status: 401}, "down", 0, "check the bot token"},
+		{"http forbidden", slacktest.Response{Status: 403}, "down", 0, "check the bot token"},
+		{"http not found", slacktest.Response{Status: 404}, "down", 0, "api_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,8 +262,8 @@ func TestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Send = nil, want an error")
 			}
-			if got := notify.IsPermanent(err); got != tt.permanent {
-				t.Errorf("IsPermanent(%v) = %v, want %v", err, got, tt.permanent)
+			if got := errClass(err); got != tt.class {
+				t.Errorf("Send = %v, treated as %s, want %s", err, got, tt.class)
 			}
 			if d, ok := notify.RetryDelay(err); tt.retryIn > 0 && (!ok || d != tt.retryIn) {
 				t.Errorf("RetryDelay(%v) = %v, %v, want %v", err, d, ok, tt.retryIn)
@@ -259,13 +282,13 @@ func TestWrongTokenAndChannel(t *testing.T) {
 	api := slacktest.New(t, "xoxb-the-right-one", "#other")
 	f := wildcard(policy.Warning, 1)
 	_, err := newSender(t, api).Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
-	if !notify.IsPermanent(err) || !strings.Contains(err.Error(), "invalid_auth") || strings.Contains(err.Error(), token) {
-		t.Errorf("Send with a wrong token = %v, want a permanent invalid_auth error without the token", err)
+	if !notify.IsChannelDown(err) || !strings.Contains(err.Error(), "invalid_auth") || strings.Contains(err.Error(), token) {
+		t.Errorf("Send with a wrong token = %v, want a channel-down invalid_auth error without the token", err)
 	}
 	api = slacktest.New(t, token, "#other")
 	_, err = newSender(t, api).Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
-	if !notify.IsPermanent(err) || !strings.Contains(err.Error(), "channel_not_found") {
-		t.Errorf("Send to a missing channel = %v, want a permanent channel_not_found error", err)
+	if !notify.IsChannelDown(err) || !strings.Contains(err.Error(), "channel_not_found") {
+		t.Errorf("Send to a missing channel = %v, want a channel-down channel_not_found error", err)
 	}
 }
 
