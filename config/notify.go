@@ -153,12 +153,16 @@ type Storm struct {
 
 // Retry tunes delivery: exponential backoff from Initial to Max with full
 // jitter, or the delay a service asks for (429 Retry-After). A notification
-// is retried until delivered or refused outright; nothing is dropped for
-// taking long.
+// is retried until delivered or its payload is refused outright; nothing is
+// dropped for taking long. A channel the service refuses as a whole (a bad
+// token, a bot not in the channel, a wrong routing key) is held and tried
+// again every Max until it is fixed, and reported on the other channels at
+// once.
 type Retry struct {
 	// Initial is the first backoff ceiling.
 	Initial Duration `yaml:"initial"`
-	// Max caps one backoff.
+	// Max caps one backoff, and is how often a channel the service refuses
+	// is tried again.
 	Max Duration `yaml:"max"`
 	// AlertAfter is how long a channel may fail to deliver before it is
 	// reported as failing on every other channel.
