@@ -435,6 +435,86 @@ func TestEndToEndStormIsOneMessage(t *testing.T) {
 	if n := len(w.slack.Calls()); n != 0 {
 		t.Errorf("slack got %d calls, want none (pages go to PagerDuty only)", n)
 	}
+	openIncidents := func() []string {
+		var out []string
+		for _, a := range w.pd.Alerts() {
+			if a.Status != "resolved" {
+				out = append(out, a.Summary)
+			}
+		}
+		return out
+	}
+	// The summary's incident stands for the 500 pages: it stays open
+	// through quiet runs and while any of them is open.
+	w.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), certs...))
+	for i := range certs[:499] {
+		certs[i].notAfter = certs[i].notAfter.Add(400 * day)
+	}
+	w.run(t0.Add(2*time.Hour), sweep(t0.Add(2*time.Hour), certs...))
+	if got := openIncidents(); len(got) != 1 || !strings.HasPrefix(got[0], "certwatch: 500 notifications at once") {
+		t.Errorf("open incidents with one page left = %q, want the summary's", got)
+	}
+	// The last one renewed: the summary's incident resolves.
+	certs[499].notAfter = certs[499].notAfter.Add(400 * day)
+	w.run(t0.Add(3*time.Hour), sweep(t0.Add(3*time.Hour), certs...))
+	if got := openIncidents(); len(got) != 0 {
+		t.Errorf("open incidents after every page resolved = %q, want none", got)
+	}
+	evs := w.pd.Events()
+	if last := evs[len(evs)-1]; last.EventAction != "resolve" || last.DedupKey != evs[0].DedupKey {
+		t.Errorf("last event = %s %s, want a resolve of the summary's dedup_key %s", last.EventAction, last.DedupKey, evs[0].DedupKey)
+	}
+	if n := len(evs); n != 2 {
+		t.Errorf("pagerduty got %d events, want the summary's trigger and resolve only", n)
+	}
+	// Nothing more: the summary's alert is closed.
+	w.run(t0.Add(4*time.Hour), sweep(t0.Add(4*time.Hour), certs...))
+	if n := len(w.pd.Events()); n != 2 {
+		t.Errorf("pagerduty got %d events after a quiet run, want still 2", n)
+	}
+}
+
+// TestStormSummaryResolvesWhenItsAlertsHaveTheirOwn: alerts told only in a
+// summary that later escalate get incidents of their own, and the summary's
+// incident, which no longer stands for anything, resolves.
+func TestStormSummaryResolvesWhenItsAlertsHaveTheirOwn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var certs []cert
+	for i := range 25 {
+		// 15 expire a day before the other 10.
+		name := fmt.Sprintf("node%03d.internal.example", i)
+		certs = append(certs, cert{subject: name, notAfter: t0.Add(time.Duration(5+i/15) * day), eps: eps(name)})
+	}
+	w.run(t0, sweep(t0, certs...))
+	open := func() (summary bool, own int) {
+		for _, a := range w.pd.Alerts() {
+			switch {
+			case a.Status == "resolved":
+			case strings.HasPrefix(a.Summary, "certwatch:"):
+				summary = true
+			default:
+				own++
+			}
+		}
+		return summary, own
+	}
+	if summary, own := open(); !summary || own != 0 {
+		t.Fatalf("after the storm: summary open %v, %d incidents of their own, want only the summary", summary, own)
+	}
+	// 15 escalate to critical, each with an incident of its own; the
+	// summary still stands for the other 10.
+	at := t0.Add(3*day + 12*time.Hour)
+	w.run(at, sweep(at, certs...))
+	if summary, own := open(); !summary || own != 15 {
+		t.Errorf("after 15 escalations: summary open %v, %d incidents of their own, want the summary and 15", summary, own)
+	}
+	// The other 10 escalate: the summary stands for nothing any more.
+	at = at.Add(day)
+	w.run(at, sweep(at, certs...))
+	if summary, own := open(); summary || own != 25 {
+		t.Errorf("after all escalated: summary open %v, %d incidents of their own, want the summary resolved and 25", summary, own)
+	}
 }
 
 // assertNoSecrets checks the logs and the state file for the token and the

@@ -47,6 +47,8 @@ func Problem(f policy.Finding, at time.Time) string {
 		return "an old certificate is still deployed; it expires " + In(f.Deadline, at)
 	case KindChannelFailing:
 		return "notifications cannot be delivered"
+	case KindStormSummary:
+		return "many notifications at once, summarised"
 	case kindDiscoveryDegraded:
 		return "discovery source failed or shrank"
 	}
@@ -59,7 +61,7 @@ func Problem(f policy.Finding, at time.Time) string {
 func HasDeadline(f policy.Finding) bool {
 	switch f.Kind {
 	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
-		policy.Unreachable, KindChannelFailing, kindDiscoveryDegraded:
+		policy.Unreachable, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded:
 		return false
 	}
 	return !f.Deadline.IsZero()

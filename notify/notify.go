@@ -8,7 +8,10 @@
 // certificate was replaced, is resolved. Each transition is routed to
 // channels by tier and match rules, and written to the outbox in the same
 // transaction that updates the state, so a crash can never lose or repeat a
-// transition.
+// transition. A run with too many notifications for a channel sends it one
+// summary instead; on a channel that keeps incidents open (PagerDuty) the
+// summary is an incident of its own, resolved in the first run in which no
+// open alert is known there only through it.
 //
 // The dispatcher (Run, Flush) delivers the outbox through one Sender per
 // channel, in order per channel, with exponential backoff and full jitter,
@@ -81,6 +84,13 @@ const (
 // KindChannelFailing is the kind of the alert raised on the other channels
 // when a channel keeps failing. Its Finding.Name is the failing channel.
 const KindChannelFailing policy.Kind = "channel_failing"
+
+// KindStormSummary is the kind of the alert that stands for a storm summary
+// sent to a channel that keeps incidents open (PagerDuty). Its ID is the
+// summary's key; it resolves, and the incident with it, once every alert
+// the summary stood for on that channel has resolved or been announced on
+// its own.
+const KindStormSummary policy.Kind = "storm_summary"
 
 // AlertID is the identity of a finding's alert: its ID, except that an
 // expired certificate continues the alert of its expiry (the same problem,

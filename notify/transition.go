@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
@@ -98,6 +99,9 @@ type planner struct {
 	items   []item
 	ch      state.Changes
 	rep     Report
+	// summarised is the alert standing for this run's storm summaries on
+	// channels that keep incidents open, nil if there are none.
+	summarised *state.Alert
 }
 
 func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, prev policy.Tier, reason string) {
@@ -157,7 +161,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	served, failed := servedBy(sw), failedIn(sw)
 	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 		a := snap.Alerts[id]
-		if _, ok := present[id]; ok || a.Finding.Kind == KindChannelFailing {
+		if _, ok := present[id]; ok || a.Finding.Kind == KindChannelFailing || a.Finding.Kind == KindStormSummary {
 			continue
 		}
 		reason := replacedBy(a.Finding, served, sw.Certificates)
@@ -186,6 +190,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		})
 	}
 	p.capPerChannel()
+	p.closeSummaries(snap)
 
 	p.ch.Certificates = inventory(sw, now)
 	p.ch.PruneBefore = now.Add(-Retention)
@@ -300,7 +305,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 					continue
 				}
 				p.addOwn(EventReminder, c, a, an.Digest, !an.Digest && !an.Summary, 0, "")
-				an.At, an.Summary = p.now, false
+				an.At, an.Summary, an.SummaryKey = p.now, false, ""
 				a.Channels[c] = an
 				reminded = true
 			}
@@ -328,8 +333,9 @@ func (p *planner) resolve(a *state.Alert, reason string) {
 
 // storm replaces each channel's immediate notifications that pick selects
 // with one summary per channel listing the most urgent, and marks the
-// alerts the channel had no message of its own about as told only in a
-// summary (no resolution follows for those).
+// alerts the channel had no message of its own about as told only in that
+// summary (no resolution of their own follows for those; on channels that
+// keep incidents open, the summary's resolves once they all have).
 func (p *planner) storm(reason func(channel string, n int) string, pick func(item) bool) {
 	byChannel := map[string][]Notification{}
 	summarised := map[state.Key]bool{}
@@ -347,23 +353,122 @@ func (p *planner) storm(reason func(channel string, n int) string, pick func(ite
 	if len(byChannel) == 0 {
 		return
 	}
+	key := summaryKey(p.now)
 	for i := range p.ch.Alerts {
 		a := &p.ch.Alerts[i]
 		for c, an := range a.Channels {
 			if summarised[state.Key{AlertID: a.ID, Channel: c}] {
-				an.Summary = true
+				an.Summary, an.SummaryKey = true, key
 				a.Channels[c] = an
 			}
 		}
 	}
 	for _, c := range slices.Sorted(maps.Keys(byChannel)) {
 		r := reason(c, len(byChannel[c]))
-		keep = append(keep, item{n: p.summary(c, r, byChannel[c])})
+		sum := p.summary(c, r, byChannel[c])
+		keep = append(keep, item{n: sum})
 		if !p.rep.Storm {
 			p.rep.Storm, p.rep.Reason = true, r
 		}
+		if p.n.keepsIncidents(c) {
+			p.openSummary(sum)
+		}
 	}
 	p.items = keep
+}
+
+func summaryKey(now time.Time) string { return "summary:" + now.UTC().Format(time.RFC3339) }
+
+// keepsIncidents reports whether channel keeps what it is sent open until
+// resolved (PagerDuty), so that a storm summary sent there must be resolved
+// too.
+func (n *Notifier) keepsIncidents(channel string) bool {
+	c, ok := n.cfg.Channel(channel)
+	return ok && c.Kind == config.ChannelPagerDuty
+}
+
+// openSummary records that summary went to its channel, as an alert that
+// closeSummaries resolves in a later run. One run's summaries (a storm and
+// a per-channel cap, on several channels) share one key and one alert.
+func (p *planner) openSummary(sum Notification) {
+	top := policy.Tier(0)
+	for _, it := range sum.Items {
+		top = max(top, it.Finding.Tier)
+	}
+	if p.summarised == nil {
+		f := policy.Finding{Kind: KindStormSummary, Tier: top, Name: sum.Key, Subject: "storm summary of " + p.now.UTC().Format(time.RFC3339), Message: sum.Reason}
+		p.summarised = &state.Alert{ID: sum.Key, Finding: f, Tier: top, Announced: top, FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{}}
+	}
+	s := p.summarised
+	if top > s.Tier {
+		s.Tier, s.Announced, s.Finding.Tier = top, top, top
+	}
+	an := s.Channels[sum.Channel]
+	s.Channels[sum.Channel] = state.Announcement{Tier: max(an.Tier, top), At: p.now}
+}
+
+// closeSummaries resolves, on each channel, the storm summaries of earlier
+// runs that no open alert is told of only through them any more: every
+// alert they stood for has resolved, or has since been announced on its
+// own (an escalation, a reminder). On PagerDuty that resolves the summary's
+// incident, which stood for those alerts. It runs after storm handling, so
+// that it sees this run's announcements.
+func (p *planner) closeSummaries(snap state.Snapshot) {
+	if p.summarised != nil {
+		p.ch.Alerts = append(p.ch.Alerts, *p.summarised)
+	}
+	var open []*state.Alert
+	for _, a := range snap.Alerts {
+		if a.Finding.Kind == KindStormSummary && a.ID != summaryKey(p.now) {
+			open = append(open, a)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	// What each alert is now: as this run leaves it, else as stored.
+	now := map[string]*state.Alert{}
+	for id, a := range snap.Alerts {
+		now[id] = a
+	}
+	for i := range p.ch.Alerts {
+		now[p.ch.Alerts[i].ID] = &p.ch.Alerts[i]
+	}
+	covered := map[state.Key]bool{}
+	for _, a := range now {
+		if !a.Open() {
+			continue
+		}
+		for c, an := range a.Channels {
+			if an.Summary && an.SummaryKey != "" {
+				covered[state.Key{AlertID: an.SummaryKey, Channel: c}] = true
+			}
+		}
+	}
+	slices.SortFunc(open, func(a, b *state.Alert) int { return strings.Compare(a.ID, b.ID) })
+	for _, s := range open {
+		before := len(s.Channels)
+		p.forget(s)
+		reason := "every alert it stood for is resolved or has been announced on its own"
+		changed := len(s.Channels) != before
+		for _, c := range slices.Sorted(maps.Keys(s.Channels)) {
+			if covered[state.Key{AlertID: s.ID, Channel: c}] {
+				continue
+			}
+			p.items = append(p.items, item{n: Notification{
+				Event: EventResolved, Channel: c, At: p.now, Key: s.ID, Finding: s.Finding, Since: s.FirstRaised, Reason: reason,
+			}})
+			delete(s.Channels, c)
+			changed = true
+		}
+		if len(s.Channels) == 0 {
+			s.ResolvedAt, s.Resolution, changed = p.now, reason, true
+		}
+		if changed {
+			s.LastSeen = p.now
+			p.ch.Alerts = append(p.ch.Alerts, *s)
+		}
+	}
 }
 
 // capPerChannel summarises, per channel, immediate notifications of one
@@ -398,7 +503,7 @@ func (p *planner) summary(channel, reason string, ns []Notification) Notificatio
 	top := ns[:min(len(ns), p.n.cfg.Storm.Top)]
 	return Notification{
 		Event: EventSummary, Channel: channel, At: p.now,
-		Key:    "summary:" + p.now.UTC().Format(time.RFC3339),
+		Key:    summaryKey(p.now),
 		Reason: reason, Items: slices.Clone(top), Total: len(ns),
 	}
 }

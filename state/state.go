@@ -90,6 +90,9 @@ type Announcement struct {
 	// Summary is set when the channel heard about the alert only as one
 	// item of a storm summary, so no per-finding resolution follows.
 	Summary bool `json:"summary,omitempty"`
+	// SummaryKey names that summary (its notification key), so that the
+	// summary can be resolved once every alert it stood for is.
+	SummaryKey string `json:"summary_key,omitempty"`
 	// Ref is the sender's handle on the message it posted for the alert
 	// (for Slack, the channel and ts of the thread). Stores fill it from
 	// delivered notifications; it is read-only in Changes.

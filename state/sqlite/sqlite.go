@@ -216,6 +216,9 @@ CREATE TABLE dispatch_leases (
 	expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 4: which storm summary a channel heard of an alert in, so that the
+	// summary resolves once every alert it stood for has.
+	`ALTER TABLE alert_channels ADD COLUMN summary_key TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

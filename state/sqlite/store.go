@@ -118,7 +118,7 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, COALESCE(r.ref, '')
+	rows, err = tx.QueryContext(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, c.summary_key, COALESCE(r.ref, '')
 	FROM alert_channels c JOIN alerts a ON a.id = c.alert_id
 	LEFT JOIN message_refs r ON r.alert_id = c.alert_id AND r.channel = c.channel `+where)
 	if err != nil {
@@ -129,7 +129,7 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 		var id, channel string
 		var an state.Announcement
 		var at int64
-		if err := rows.Scan(&id, &channel, &an.Tier, &at, &an.Digest, &an.Summary, &an.Ref); err != nil {
+		if err := rows.Scan(&id, &channel, &an.Tier, &at, &an.Digest, &an.Summary, &an.SummaryKey, &an.Ref); err != nil {
 			return nil, err
 		}
 		an.At = fromTS(at)
@@ -220,7 +220,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		return err
 	}
 	defer up.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary) VALUES (?, ?, ?, ?, ?, ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		}
 		for _, name := range sortedKeys(a.Channels) {
 			an := a.Channels[name]
-			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, ts(an.At), an.Digest, an.Summary); err != nil {
+			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, ts(an.At), an.Digest, an.Summary, an.SummaryKey); err != nil {
 				return err
 			}
 		}

@@ -76,6 +76,7 @@ func TestAlertsAndOutboxRoundTrip(t *testing.T) {
 	s := open(t, path)
 
 	a := alert("aa", policy.Warning, "certs")
+	a.Channels["oncall"] = state.Announcement{Tier: policy.Warning, At: t0, Summary: true, SummaryKey: "summary:2030-01-01T00:00:00Z"}
 	update(t, s, state.Changes{
 		Alerts: []state.Alert{a},
 		Outbox: []state.Outbound{
