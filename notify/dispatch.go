@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,11 +22,13 @@ const batch = 500
 const maxRetryAfter = time.Hour
 
 // Run delivers the outbox, one goroutine per channel, until ctx is done;
-// then it returns nil. Notifications written by Apply in this process are
+// then it returns nil. The first Run or Flush of a Notifier gives up what
+// the outbox holds for channels no longer configured (see forgetRemoved). Notifications written by Apply in this process are
 // picked up at once, those written by another process within Poll. A
 // delivery in flight when ctx is cancelled is abandoned and retried by the
 // next Run or Flush.
 func (n *Notifier) Run(ctx context.Context) error {
+	n.forgetRemoved(ctx)
 	var wg sync.WaitGroup
 	for _, w := range n.workers {
 		wg.Go(func() { _ = n.work(ctx, w, false) })
@@ -43,6 +47,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 // waiting until it is done, and the error then says how much is still
 // queued (it stays in the outbox for the next Flush or Run).
 func (n *Notifier) Flush(ctx context.Context) error {
+	n.forgetRemoved(ctx)
 	// down keeps the error of each channel that refuses delivery: it is not
 	// tried again in this Flush, but the others still deliver (including
 	// the news that it is failing).
@@ -169,6 +174,73 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 		}
 		n.sleep(ctx, w, wait)
 	}
+}
+
+// removedReason is the error recorded on notifications of a channel that
+// is no longer configured.
+const removedReason = "channel removed from the configuration"
+
+// forgetRemoved, once per Notifier, gives up the undelivered notifications
+// of channels no longer configured (with an Abandoner store), logging how
+// many per channel, and resolves their channel_failing alerts on the
+// channels that were told. Otherwise they would wait in the outbox, and
+// count in its depth, for ever. A failure is logged and tried again by the
+// next Run or Flush.
+func (n *Notifier) forgetRemoved(ctx context.Context) {
+	n.startMu.Lock()
+	defer n.startMu.Unlock()
+	if n.started {
+		return
+	}
+	now := n.now()
+	if a, ok := n.store.(Abandoner); ok {
+		dropped, err := a.Abandon(ctx, n.Channels(), now, removedReason)
+		if err != nil {
+			n.logger.Error("cannot drop the outbox of channels no longer configured", "err", err)
+			return
+		}
+		for _, c := range slices.Sorted(maps.Keys(dropped)) {
+			n.logger.Warn("channel no longer configured: its undelivered notifications are dropped", "channel", c, "notifications", dropped[c])
+		}
+	}
+	resolved := 0
+	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+		var ch state.Changes
+		resolved = 0
+		for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
+			a := snap.Alerts[id]
+			if a.Finding.Kind != KindChannelFailing {
+				continue
+			}
+			if _, ok := n.byName[a.Finding.Name]; ok {
+				continue
+			}
+			reason := "channel " + a.Finding.Name + " was removed from the configuration"
+			a.ResolvedAt, a.Resolution, a.LastSeen = now, reason, now
+			for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
+				if _, ok := n.byName[c]; !ok {
+					delete(a.Channels, c)
+					continue
+				}
+				payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason})
+				if err != nil {
+					return state.Changes{}, err
+				}
+				ch.Outbox = append(ch.Outbox, state.Outbound{Channel: c, AlertID: id, Event: string(EventResolved), Payload: payload, Created: now, NextAttempt: now})
+			}
+			ch.Alerts = append(ch.Alerts, *a)
+			resolved++
+		}
+		return ch, nil
+	})
+	if err != nil {
+		n.logger.Error("cannot resolve the failure alerts of channels no longer configured", "err", err)
+		return
+	}
+	if resolved > 0 {
+		n.logger.Info("failure alerts of channels no longer configured resolved", "alerts", resolved)
+	}
+	n.started = true
 }
 
 // leaseTTL is how long a delivery lease lasts: longer than one delivery

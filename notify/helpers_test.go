@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -200,11 +201,13 @@ type harness struct {
 	store *sqlite.Store
 	n     *notify.Notifier
 	rec   map[string]*recorder
+	// logs receives the Notifier's log, at Debug level.
+	logs *syncBuffer
 }
 
 func newHarness(t *testing.T, cfg config.Notify, c *clock) *harness {
 	t.Helper()
-	h := &harness{t: t, cfg: cfg, clock: c, rec: map[string]*recorder{}}
+	h := &harness{t: t, cfg: cfg, clock: c, rec: map[string]*recorder{}, logs: &syncBuffer{}}
 	for _, ch := range cfg.Channels {
 		h.rec[ch.Name] = &recorder{now: c.Now}
 	}
@@ -224,7 +227,8 @@ func (h *harness) restart() {
 	for name, r := range h.rec {
 		senders[name] = r
 	}
-	n, err := notify.New(h.cfg, h.store, senders, nil)
+	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n, err := notify.New(h.cfg, h.store, senders, logger)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -313,3 +317,9 @@ func eps(names ...string) []policy.Endpoint {
 	}
 	return out
 }
+
+// The tests rely on the SQLite store's optional capabilities.
+var (
+	_ notify.Leaser    = (*sqlite.Store)(nil)
+	_ notify.Abandoner = (*sqlite.Store)(nil)
+)

@@ -168,6 +168,16 @@ type Leaser interface {
 	Lease(ctx context.Context, channel, holder string, now, until time.Time) (held bool, other time.Time, err error)
 }
 
+// Abandoner is a Store that can give up the undelivered notifications of
+// channels that are no longer configured (state/sqlite can). Without it,
+// they stay in the outbox, undelivered, until they are pruned.
+type Abandoner interface {
+	// Abandon marks the undelivered notifications of every channel not in
+	// keep as failed at at, with reason as their error, and returns how
+	// many it marked, by channel.
+	Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error)
+}
+
 // Notifier turns findings into notifications and delivers them. Create it
 // with New and set the exported fields before first use. Apply may be
 // called while Run is running; Run and Flush must not run at the same time.
@@ -201,6 +211,11 @@ type Notifier struct {
 	// queued counts notifications the dispatcher itself queued (channel
 	// failure alerts), so Flush knows to go round again.
 	queued atomic.Int64
+
+	// startMu guards started: whether the first Run or Flush has dealt
+	// with channels removed from the configuration.
+	startMu sync.Mutex
+	started bool
 }
 
 // Default rates per channel kind, deliveries per second.

@@ -367,6 +367,60 @@ func TestRemovedChannelHearsNothingMore(t *testing.T) {
 	}
 }
 
+// TestRemovedChannelLeavesNothingBehind: a channel removed while it was
+// down leaves neither notifications waiting in the outbox for ever nor its
+// channel_failing alert open on the others.
+func TestRemovedChannelLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	cfg := baseConfig(t.TempDir())
+	h := newHarness(t, cfg, c)
+	h.rec["certs"].setFailing(notify.ChannelDown(errors.New("slack certs chat.postMessage #certs: is_archived")))
+	x := cert{subject: "x.example.com", notAfter: t0.Add(10 * day), eps: eps("x.example.com")}
+	y := cert{subject: "y.example.com", notAfter: t0.Add(11 * day), eps: eps("y.example.com")}
+	if _, err := h.n.Apply(context.Background(), sweep(t0, x, y), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.n.Flush(context.Background()); !notify.IsChannelDown(err) {
+		t.Fatalf("Flush = %v, want certs down", err)
+	}
+	if got := h.took()["oncall"]; !cmp.Equal(got, []string{"new warning notification channel certs"}) {
+		t.Fatalf("oncall got %v, want told that certs fails", got)
+	}
+
+	// certs is removed: warnings now go to incidents.
+	h.cfg.Channels = slices.DeleteFunc(slices.Clone(cfg.Channels), func(ch config.Channel) bool { return ch.Name == "certs" })
+	h.cfg.Routes = []config.Route{{Tiers: []string{"warning", "page", "critical"}, Channels: []string{"incidents"}}}
+	delete(h.rec, "certs")
+	h.restart()
+	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), x, y))
+	want := map[string][]string{
+		"incidents": {"new warning x.example.com", "new warning y.example.com", "resolved warning notification channel certs (thread)"},
+		"oncall":    {"resolved warning notification channel certs (thread)"},
+		"team-a":    {"resolved warning notification channel certs (thread)"},
+	}
+	if diff := cmp.Diff(want, h.took()); diff != "" {
+		t.Errorf("after certs was removed (-want +got):\n%s", diff)
+	}
+	stats, err := h.store.OutboxStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.Channel == "certs" && (s.Pending != 0 || s.Failed != 2) {
+			t.Errorf("outbox of the removed channel = %+v, want its 2 notifications given up, none pending", s)
+		}
+	}
+	if n := strings.Count(h.logs.String(), "its undelivered notifications are dropped"); n != 1 || !strings.Contains(h.logs.String(), "channel=certs notifications=2") {
+		t.Errorf("drop logged %d times, want once with the count; logs:\n%s", n, h.logs.String())
+	}
+	// Later runs of the same process do not drop or log again.
+	h.run(t0.Add(2*time.Hour), sweep(t0.Add(2*time.Hour), x, y))
+	if n := strings.Count(h.logs.String(), "its undelivered notifications are dropped"); n != 1 {
+		t.Errorf("drop logged %d times after another run, want once", n)
+	}
+}
+
 func TestNewRejectsMissingSender(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig(t.TempDir())

@@ -365,6 +365,49 @@ func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) er
 	return s.wrap("record delivery", err)
 }
 
+// Abandon marks the undelivered notifications of every channel not in
+// keep as failed at at, with reason as their last error, and returns how
+// many it marked, by channel. They stay in the file, failed, until pruned.
+func (s *Store) Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error) {
+	notIn := strings.TrimSuffix(strings.Repeat("?,", len(keep)), ",")
+	args := make([]any, 0, len(keep)+2)
+	for _, k := range keep {
+		args = append(args, k)
+	}
+	where := `delivered_at IS NULL AND failed_at IS NULL AND channel NOT IN (` + notIn + `)`
+	out := map[string]int{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT channel, COUNT(*) FROM outbox WHERE `+where+` GROUP BY channel`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c string
+			var n int
+			if err := rows.Scan(&c, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			out[c] = n
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE outbox SET failed_at = ?, last_error = ? WHERE `+where, append([]any{ts(at), reason}, args...)...)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("abandon outbox of removed channels", err)
+	}
+	return out, nil
+}
+
 // Lease takes or renews holder's lease on delivering channel's outbox,
 // until until, unless another holder's lease lasts past now; an until not
 // after now gives holder's lease up. It reports whether holder holds the

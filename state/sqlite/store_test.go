@@ -521,3 +521,44 @@ func TestLease(t *testing.T) {
 		t.Errorf("lease of another channel = %v, %v; want held: leases are per channel", held, err)
 	}
 }
+
+func TestAbandonMarksOnlyPendingOfOtherChannels(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	update(t, s, state.Changes{Outbox: []state.Outbound{
+		{Channel: "certs", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "resolved", Payload: []byte(`{}`), Created: t0},
+		{Channel: "gone", Event: "new", Payload: []byte(`{}`), Created: t0},
+	}})
+	old := pending(t, s, "old")
+	if err := s.Settle(ctx, []int64{old[0].ID}, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Abandon(ctx, []string{"certs", "oncall"}, t0.Add(time.Hour), "channel removed from the configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"old": 2, "gone": 1}, got); diff != "" {
+		t.Errorf("Abandon (-want +got):\n%s", diff)
+	}
+	stats, err := s.OutboxStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []state.ChannelStats{
+		{Channel: "certs", Pending: 1, OldestPending: t0},
+		{Channel: "gone", Failed: 1},
+		{Channel: "old", Failed: 2, Delivered: 1},
+	}
+	if diff := cmp.Diff(want, stats); diff != "" {
+		t.Errorf("outbox after Abandon (-want +got):\n%s", diff)
+	}
+	if got, err := s.Abandon(ctx, []string{"certs"}, t0.Add(2*time.Hour), "again"); err != nil || len(got) != 0 {
+		t.Errorf("second Abandon = %v, %v, want nothing left to abandon", got, err)
+	}
+	if got, err := s.Abandon(ctx, nil, t0.Add(2*time.Hour), "no channels"); err != nil || got["certs"] != 1 {
+		t.Errorf("Abandon keeping none = %v, %v, want certs abandoned", got, err)
+	}
+}
