@@ -29,7 +29,10 @@ type Daemon struct {
 	Jitter Duration `yaml:"jitter"`
 	// SweepTimeout bounds one discovery or probe run. 0 means the shortest
 	// gap between two runs of the job minus Jitter, so a run ends before the
-	// next one is due.
+	// next one is due. A probe run's, set or derived, must be at least
+	// probe.timeout × (1 + probe.retries), the time one address that does
+	// not answer can take (see ValidateSweep): a run cut short is
+	// discarded.
 	SweepTimeout Duration `yaml:"sweep_timeout,omitempty"`
 	// GracePeriod is how long a running job may go on after SIGTERM before it
 	// is cancelled, and then how long the outbox gets to drain.
@@ -223,6 +226,54 @@ func (d *Daemon) validate() []error {
 		add("heartbeat: timeout must be positive, got %v", h.Timeout)
 	}
 	return errs
+}
+
+// SweepFloor is the shortest sweep timeout that suits probe settings p:
+// the time one address that does not answer can take, probe.timeout for
+// each of its 1 + retries attempts. A shorter probe run is cut short, and
+// its report discarded, whenever a single address does not answer.
+func SweepFloor(p Probe) time.Duration {
+	return time.Duration(p.Timeout) * time.Duration(1+max(p.Retries, 0))
+}
+
+// SweepTimeoutFor is the sweep timeout of a job whose runs are at least gap
+// apart, as `certwatch run` applies it: SweepTimeout when set, else gap
+// minus Jitter (at least half the gap and 1s).
+func (d Daemon) SweepTimeoutFor(gap time.Duration) time.Duration {
+	if d.SweepTimeout > 0 {
+		return time.Duration(d.SweepTimeout)
+	}
+	return max(gap-time.Duration(d.Jitter), gap/2, time.Second)
+}
+
+// ValidateSweep reports a probe run's sweep timeout, set or derived from
+// the probe schedule, that is below SweepFloor(p), saying what to change.
+// It needs the probe section, so Validate does not run it; whoever
+// validates a whole Config does.
+func (d Daemon) ValidateSweep(p Probe) []error {
+	floor := SweepFloor(p)
+	budget := fmt.Sprintf("one address that does not answer can take %v (probe.timeout %v × %d attempts), so runs would be cut short and their reports discarded",
+		floor, time.Duration(p.Timeout), 1+max(p.Retries, 0))
+	if d.SweepTimeout > 0 {
+		if time.Duration(d.SweepTimeout) < floor {
+			return []error{fmt.Errorf("daemon: sweep_timeout (%v) is too short: %s; raise sweep_timeout to at least %v (and space runs at least that far apart), or lower probe.timeout or probe.retries",
+				d.SweepTimeout, budget, floor)}
+		}
+		return nil
+	}
+	s, err := ParseSchedule(d.Schedules.Probe)
+	if err != nil {
+		return nil // Validate reports it
+	}
+	gap := ShortestGap(s)
+	if gap == 0 {
+		return nil
+	}
+	if t := d.SweepTimeoutFor(gap); t < floor {
+		return []error{fmt.Errorf("daemon: probe runs get %v each (no sweep_timeout: the shortest gap between probe runs, %v, minus jitter, %v), which is too short: %s; run probe less often (schedules: probe, e.g. \"@every 1m\"), lower jitter, or lower probe.timeout or probe.retries",
+			t, gap, time.Duration(d.Jitter), budget)}
+	}
+	return nil
 }
 
 // checkListen accepts "host:port" with a non-empty host and a port from 0

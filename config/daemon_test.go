@@ -81,6 +81,47 @@ func TestDecodeDaemonErrors(t *testing.T) {
 	}
 }
 
+func TestValidateSweep(t *testing.T) {
+	tests := []struct {
+		name    string
+		probe   string
+		jitter  time.Duration
+		sweep   time.Duration
+		timeout time.Duration
+		retries int
+		want    []string // nil: valid
+	}{
+		{"defaults", "*/15 * * * *", time.Minute, 0, 5 * time.Second, 2, nil},
+		{"probes every 5s with 2s jitter", "@every 5s", 2 * time.Second, 0, 5 * time.Second, 2,
+			[]string{"probe runs get 3s each", "shortest gap between probe runs, 5s, minus jitter, 2s", "15s (probe.timeout 5s × 3 attempts)", "run probe less often"}},
+		{"explicit sweep timeout too short", "@every 10m", 0, 8 * time.Second, 5 * time.Second, 2,
+			[]string{"sweep_timeout (8s) is too short", "raise sweep_timeout to at least 15s"}},
+		{"explicit sweep timeout that fits", "@every 10m", 0, 15 * time.Second, 5 * time.Second, 2, nil},
+		{"fast probes with a short probe timeout", "@every 2s", 500 * time.Millisecond, 0, time.Second, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := config.Default().Daemon
+			d.Schedules.Probe, d.Jitter, d.SweepTimeout = tt.probe, config.Duration(tt.jitter), config.Duration(tt.sweep)
+			errs := d.ValidateSweep(config.Probe{Timeout: config.Duration(tt.timeout), Retries: tt.retries})
+			if tt.want == nil {
+				if len(errs) > 0 {
+					t.Errorf("ValidateSweep = %v, want none", errs)
+				}
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("ValidateSweep = %v, want one problem", errs)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs[0].Error(), w) {
+					t.Errorf("ValidateSweep = %q, want it to mention %q", errs[0], w)
+				}
+			}
+		})
+	}
+}
+
 func TestHeartbeatURLNeverInErrors(t *testing.T) {
 	_, err := config.Decode(strings.NewReader("daemon:\n  heartbeat:\n    url: \"ftp://hc.example/ping/s3cr3t-token\"\n"))
 	if err == nil {

@@ -48,6 +48,26 @@ const (
 // because the previous run of the same job was still going.
 var ErrSkipped = errors.New("skipped: the previous run is still going")
 
+// ErrTimeout is matched (errors.Is) by what Recorder.RecordRun gets for a
+// run cut short by its sweep timeout: its work was thrown away (a probe
+// run's partial report is neither shown nor notified), so a job that keeps
+// timing out produces nothing. Recorders should count it apart from other
+// errors.
+var ErrTimeout = errors.New("run exceeded its sweep timeout")
+
+// timeoutError is the cause of a run's context when its sweep timeout
+// ends it.
+type timeoutError struct {
+	job   string
+	limit time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("%s run exceeded its sweep timeout of %v (raise daemon.sweep_timeout, or run %s less often)", e.job, e.limit, e.job)
+}
+
+func (e *timeoutError) Is(target error) bool { return target == ErrTimeout }
+
 // errNoInventory marks a probe run that had nothing to probe yet.
 var errNoInventory = errors.New("no inventory yet: the first discovery has not finished")
 
@@ -88,7 +108,8 @@ type Recorder interface {
 	// discovery_degraded findings included.
 	RecordReport(r *scan.Report)
 	// RecordRun gets the outcome of every run of every job; err is nil on
-	// success and matches ErrSkipped for a skipped run.
+	// success, matches ErrSkipped for a skipped run and ErrTimeout for a
+	// run cut short by its sweep timeout.
 	RecordRun(job string, start time.Time, took time.Duration, err error)
 }
 
@@ -487,11 +508,15 @@ func (d *Daemon) job(stop, work context.Context, job string, fn func(context.Con
 			return
 		}
 		timeout := d.timeout(job)
-		ctx, cancel := context.WithTimeoutCause(work, timeout, fmt.Errorf("%s run exceeded its timeout of %v", job, timeout))
+		ctx, cancel := context.WithTimeoutCause(work, timeout, &timeoutError{job: job, limit: timeout})
 		defer cancel()
 		start := d.now()
 		err := fn(ctx)
 		took := d.now().Sub(start)
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrTimeout) && !errors.Is(err, ErrTimeout) {
+			// The job failed because time ran out, whatever it says.
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
 		switch {
 		case errors.Is(err, errNoInventory), errors.Is(err, errAwaitDiscovery):
 			d.logger.Info("probe run skipped", "job", job, "reason", err)

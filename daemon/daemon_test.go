@@ -202,6 +202,8 @@ func (r *fakeRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err e
 	switch {
 	case errors.Is(err, daemon.ErrSkipped):
 		res = "skipped"
+	case errors.Is(err, daemon.ErrTimeout):
+		res = "timeout"
 	case err != nil:
 		res = "error"
 	}
@@ -314,6 +316,64 @@ func TestSlowProbeNeverOverlaps(t *testing.T) {
 			t.Errorf("%d probe runs in 59m at 25m each, want 2 or 3", got)
 		}
 	})
+}
+
+// TestTimedOutRunIsRecordedAsTimeout: a probe run cut short by its sweep
+// timeout is discarded (nothing notified), and recorded as a timeout, not
+// as any error, with what to change.
+func TestTimedOutRunIsRecordedAsTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"static": 2}, probeTime: 5 * time.Minute}
+		c := config(0)
+		c.SweepTimeout = time.Minute
+		rec := &errRecorder{}
+		n := &fakeNotifier{}
+		d, err := daemon.New(c, s, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Recorder = rec
+		stop := start(t, d)
+		time.Sleep(25 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		if n.last() != nil {
+			t.Errorf("a report of a run cut short was notified")
+		}
+		runs := rec.runs(daemon.JobProbe)
+		if len(runs) < 2 {
+			t.Fatalf("%d probe runs recorded in 25m, want one every 10m", len(runs))
+		}
+		for _, err := range runs {
+			if !errors.Is(err, daemon.ErrTimeout) || !strings.Contains(err.Error(), "sweep_timeout") {
+				t.Errorf("probe run recorded with %v, want a timeout that says what to change", err)
+			}
+		}
+	})
+}
+
+// errRecorder keeps the error of every run, by job.
+type errRecorder struct {
+	mu   sync.Mutex
+	errs map[string][]error
+}
+
+func (r *errRecorder) RecordDiscovery([]scan.SourceResult, int) {}
+func (r *errRecorder) RecordReport(*scan.Report)                {}
+func (r *errRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.errs == nil {
+		r.errs = map[string][]error{}
+	}
+	r.errs[job] = append(r.errs[job], err)
+}
+
+func (r *errRecorder) runs(job string) []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs[job])
 }
 
 func findingsOf(r *scan.Report, kind policy.Kind) []policy.Finding {
