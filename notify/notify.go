@@ -329,15 +329,19 @@ func (n *Notifier) Test(ctx context.Context, channel string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
 	defer cancel()
-	now := n.now()
-	_, err := w.sender.Send(ctx, Notification{
-		Event: EventTest, Channel: channel, At: now, Key: "test:" + channel,
-		Reason: "certwatch test message: if you can read this, channel " + channel + " works.",
-	})
-	if err != nil {
+	if _, err := w.sender.Send(ctx, TestNotification(channel, n.now())); err != nil {
 		return fmt.Errorf("notify test %s: %w", channel, err)
 	}
 	return nil
+}
+
+// TestNotification is the test message for channel at time at, as Test
+// sends it; a caller with only that channel's Sender can send it directly.
+func TestNotification(channel string, at time.Time) Notification {
+	return Notification{
+		Event: EventTest, Channel: channel, At: at, Key: "test:" + channel,
+		Reason: "certwatch test message: if you can read this, channel " + channel + " works.",
+	}
 }
 
 func (n *Notifier) sendTimeout() time.Duration {

@@ -115,15 +115,17 @@ func (e *env) notifyCmd(ctx context.Context, args []string) error {
 	if !containsChannel(c.Notify, *channel) {
 		return usageError("notify test: no channel %q in the config (configured: %s)", *channel, strings.Join(channelNames(c.Notify), ", "))
 	}
-	n, closeStore, err := openNotifier(ctx, c, newLogger(e.stderr, slog.LevelWarn))
+	// Only this channel's secret is read: another channel's missing token
+	// must not stop this one from being tested.
+	ch, _ := c.Notify.Channel(*channel)
+	sender, err := newSender(c.Notify, ch, &http.Client{}, newLogger(e.stderr, slog.LevelWarn))
 	if err != nil {
-		return err
+		return withCode(ExitUsage, err)
 	}
-	defer closeStore()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := n.Test(ctx, *channel); err != nil {
-		return err // names the channel already
+	if _, err := sender.Send(ctx, notify.TestNotification(*channel, time.Now())); err != nil {
+		return fmt.Errorf("notify test %s: %w", *channel, err)
 	}
 	fmt.Fprintf(e.stdout, "Test message delivered to %s.\n", *channel)
 	return nil

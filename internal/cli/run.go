@@ -93,38 +93,43 @@ func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[
 	senders := map[string]notify.Sender{}
 	var errs []error
 	for _, ch := range c.Channels {
-		switch ch.Kind {
-		case config.ChannelLog:
-			senders[ch.Name] = notify.NewLogSender(logger.With("component", "notify", "channel", ch.Name))
-			continue
-		}
-		secret, err := ch.Secret()
+		s, err := newSender(c, ch, client, logger)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		switch ch.Kind {
-		case config.ChannelSlack:
-			s, err := slack.New(ch, secret, client)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			s.RunbookURL = c.RunbookURL
-			senders[ch.Name] = s
-		case config.ChannelPagerDuty:
-			s, err := pagerduty.New(ch, secret, client)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			s.RunbookURL = c.RunbookURL
-			senders[ch.Name] = s
-		default:
-			errs = append(errs, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind))
-		}
+		senders[ch.Name] = s
 	}
 	return senders, errors.Join(errs...)
+}
+
+// newSender builds the sender of channel ch of c, reading its secret (and
+// no other channel's) from its file or environment variable.
+func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *slog.Logger) (notify.Sender, error) {
+	if ch.Kind == config.ChannelLog {
+		return notify.NewLogSender(logger.With("component", "notify", "channel", ch.Name)), nil
+	}
+	secret, err := ch.Secret()
+	if err != nil {
+		return nil, err
+	}
+	switch ch.Kind {
+	case config.ChannelSlack:
+		s, err := slack.New(ch, secret, client)
+		if err != nil {
+			return nil, err
+		}
+		s.RunbookURL = c.RunbookURL
+		return s, nil
+	case config.ChannelPagerDuty:
+		s, err := pagerduty.New(ch, secret, client)
+		if err != nil {
+			return nil, err
+		}
+		s.RunbookURL = c.RunbookURL
+		return s, nil
+	}
+	return nil, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind)
 }
 
 // runParts are what a configuration builds for the daemon; a reload builds
