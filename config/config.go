@@ -294,6 +294,7 @@ func (c *Config) validate(pos positions) error {
 	errs = append(errs, c.AWS.validate()...)
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
+	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	// By line (in file order) where known, then alphabetically.
 	slices.SortFunc(errs, func(a, b error) int {
 		return cmp.Or(cmp.Compare(lineOf(a.Error()), lineOf(b.Error())), strings.Compare(a.Error(), b.Error()))

@@ -26,6 +26,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"missing zone name", "zones:\n  - nameserver: 127.0.0.1:53\n", []string{"zones[0]: name is required"}},
 		{"tsig needs one secret", "zones:\n  - name: a.example\n    tsig: {name: k, algorithm: hmac-sha256}\n", []string{"set exactly one of"}},
 		{"fraction out of range", "policy:\n  tiers:\n    warning: {lifetime_fraction: 1.5}\n", []string{"lifetime_fraction must be between 0 and 1"}},
+		{"sweep shorter than one unanswered address", "daemon:\n  schedules: {probe: \"@every 5s\"}\n  jitter: 2s\n", []string{"sweep"}},
 		{"several problems at once", "output: xml\nfail_on: loud\nprobe:\n  concurrency: 0\n", []string{"output", "fail_on", "concurrency"}},
 		{"bad target port", "targets:\n  - a.example\n  - a.example:99999\n", []string{"line 3: ", `invalid port "99999"`}},
 		{"url as target", "targets: [\"https://a.example/\"]\n", []string{"line 1: ", "not a URL"}},

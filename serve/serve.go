@@ -334,6 +334,8 @@ func (s *Server) RecordRun(job string, start time.Time, took time.Duration, err 
 	case err == nil:
 	case errors.Is(err, daemon.ErrSkipped):
 		result = "skipped"
+	case errors.Is(err, daemon.ErrTimeout):
+		result = "timeout"
 	default:
 		result = "error"
 	}

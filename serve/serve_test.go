@@ -106,6 +106,7 @@ func newServer(t *testing.T, o serve.Options) (*serve.Server, string) {
 	s.RecordRun(daemon.JobProbe, now.Add(-time.Minute), 30*time.Second, nil)
 	s.RecordRun(daemon.JobDiscovery, now.Add(-2*time.Minute), time.Second, errors.New("discovery degraded: 1 of 2 sources failed or shrank"))
 	s.RecordRun(daemon.JobProbe, now, 0, daemon.ErrSkipped)
+	s.RecordRun(daemon.JobProbe, now, 0, fmt.Errorf("probe run: %w", daemon.ErrTimeout))
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return s, hs.URL
@@ -196,6 +197,7 @@ func TestMetrics(t *testing.T) {
 		{"certwatch_inventory_targets", map[string]string{}, 5},
 		{"certwatch_last_success_timestamp_seconds", map[string]string{"daemon_job": "probe"}, float64(now.Add(-30 * time.Second).Unix())},
 		{"certwatch_job_runs_total", map[string]string{"daemon_job": "probe", "result": "skipped"}, 1},
+		{"certwatch_job_runs_total", map[string]string{"daemon_job": "probe", "result": "timeout"}, 1},
 		{"certwatch_job_runs_total", map[string]string{"daemon_job": "discovery", "result": "error"}, 1},
 		{"certwatch_outbox_depth", map[string]string{"channel": "certs"}, 3},
 		{"certwatch_outbox_failed", map[string]string{"channel": "certs"}, 1},
