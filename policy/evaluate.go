@@ -44,8 +44,10 @@ type Evaluator struct {
 	served []servedLeaf
 	// byName ranges over served as "name:port" -> fingerprint -> endpoints
 	// (inconsistent deployments, and which endpoints serve a certificate).
-	// Only valid within Result, once served is sorted.
-	byName func(yield func(string, iter.Seq2[string, []Endpoint]) bool)
+	// Only valid within Result, once served is sorted and servedEPs holds
+	// its endpoints in the same order.
+	byName    func(yield func(string, iter.Seq2[string, []Endpoint]) bool)
+	servedEPs []Endpoint
 	// issuers interns issuer names, which thousands of leaves share.
 	issuers map[string]string
 	// last remembers the fingerprint of the leaf last added, for
@@ -264,8 +266,14 @@ func (e *Evaluator) Result() Result {
 		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), cmp.Compare(a.ep.Port, b.ep.Port),
 			strings.Compare(a.fp, b.fp), strings.Compare(a.ep.Address, b.ep.Address))
 	})
+	// One array for the endpoints byName hands out, not one per name.
+	e.servedEPs = make([]Endpoint, len(e.served))
+	for i, s := range e.served {
+		e.servedEPs[i] = s.ep
+	}
+	defer func() { e.servedEPs = nil }()
 	if e.rules.Inconsistent != None {
-		for run := range e.nameRuns() {
+		for _, run := range e.nameRuns() {
 			if run[0].fp != run[len(run)-1].fp {
 				e.inconsistent(run)
 			}
@@ -293,14 +301,14 @@ func (e *Evaluator) Result() Result {
 
 // nameRuns yields the runs of the sorted served list that share a name and
 // port.
-func (e *Evaluator) nameRuns() iter.Seq[[]servedLeaf] {
-	return func(yield func([]servedLeaf) bool) {
+func (e *Evaluator) nameRuns() iter.Seq2[int, []servedLeaf] {
+	return func(yield func(int, []servedLeaf) bool) {
 		for i := 0; i < len(e.served); {
 			j := i + 1
 			for j < len(e.served) && e.served[j].ep.Name == e.served[i].ep.Name && e.served[j].ep.Port == e.served[i].ep.Port {
 				j++
 			}
-			if !yield(e.served[i:j]) {
+			if !yield(i, e.served[i:j]) {
 				return
 			}
 			i = j
@@ -309,20 +317,17 @@ func (e *Evaluator) nameRuns() iter.Seq[[]servedLeaf] {
 }
 
 // servedByName ranges over the sorted served list as "name:port" ->
-// fingerprint -> endpoints; it is the Evaluator's byName.
+// fingerprint -> endpoints; it is the Evaluator's byName. The endpoints are
+// views of servedEPs: a consumer that keeps them must copy them.
 func (e *Evaluator) servedByName(yield func(string, iter.Seq2[string, []Endpoint]) bool) {
-	for run := range e.nameRuns() {
+	for start, run := range e.nameRuns() {
 		byFP := func(yield func(string, []Endpoint) bool) {
 			for i := 0; i < len(run); {
 				j := i + 1
 				for j < len(run) && run[j].fp == run[i].fp {
 					j++
 				}
-				eps := make([]Endpoint, j-i)
-				for k := range eps {
-					eps[k] = run[i+k].ep
-				}
-				if !yield(run[i].fp, eps) {
+				if !yield(run[i].fp, e.servedEPs[start+i:start+j:start+j]) {
 					return
 				}
 				i = j
