@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"iter"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,7 +148,7 @@ func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
 	leaf := o.Leaf()
 	if leaf == nil {
 		if o.Explicit {
-			nameKey := o.Name + ":" + strconv.Itoa(o.Port)
+			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
 				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
 			})
@@ -170,7 +172,9 @@ func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
 			return fmt.Sprintf("chain of %q does not verify: %s; serve the full chain (leaf and intermediates) and check clients trust its root (ca_files for a private CA)", subjectOf(leaf), o.TrustError)
 		})
 	}
-	if !o.NameMatch {
+	// A target given as an IP address has no name to match: the operator
+	// asked about the certificate, not about a name.
+	if !o.NameMatch && !isIPLiteral(o.Name) {
 		e.add(HostnameMismatch, e.rules.Broken, fp, fp, e.now, ep, func() string {
 			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", subjectOf(leaf), namesOf(leaf), o.Name, o.Name)
 		})
@@ -339,7 +343,7 @@ func (e *Evaluator) servedByName(yield func(string, iter.Seq2[string, []Endpoint
 	}
 }
 
-func nameKeyOf(ep Endpoint) string { return ep.Name + ":" + strconv.Itoa(ep.Port) }
+func nameKeyOf(ep Endpoint) string { return net.JoinHostPort(ep.Name, strconv.Itoa(ep.Port)) }
 
 // inconsistent records that the addresses of one name and port (run, sorted
 // by fingerprint) serve different leaves.
@@ -473,4 +477,9 @@ func humanDuration(d time.Duration) string {
 		return fmt.Sprintf("%d hours", int(d/time.Hour))
 	}
 	return fmt.Sprintf("%d minutes", int(d/time.Minute))
+}
+
+func isIPLiteral(name string) bool {
+	_, err := netip.ParseAddr(name)
+	return err == nil
 }

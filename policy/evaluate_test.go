@@ -83,6 +83,10 @@ func TestEvaluate(t *testing.T) {
 			want: []string{"inconsistent_deployment warning ok.example,ok.example"},
 		},
 		{
+			name: "a target given as an IP address is not checked against the certificate's names",
+			obs:  []probes.Observation{observe("10.0.0.9", "10.0.0.9", chain(healthy, inter.Cert), roots, now)},
+		},
+		{
 			name: "wrong host",
 			obs:  []probes.Observation{observe("other.example", "10.0.0.1", chain(healthy, inter.Cert), roots, now)},
 			want: []string{"hostname_mismatch page other.example"},
@@ -114,5 +118,21 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestEndpointString(t *testing.T) {
+	for _, tt := range []struct {
+		ep   policy.Endpoint
+		want string
+	}{
+		{policy.Endpoint{Name: "www.example", Port: 443, Address: "10.0.0.1"}, "www.example:443 (10.0.0.1)"},
+		{policy.Endpoint{Name: "www.example", Port: 443, Address: "2001:db8::1"}, "www.example:443 (2001:db8::1)"},
+		{policy.Endpoint{Name: "2001:db8::7", Port: 8443, Address: "2001:db8::7"}, "[2001:db8::7]:8443"},
+		{policy.Endpoint{Name: "www.example", Port: 443}, "www.example:443"},
+	} {
+		if got := tt.ep.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.ep, got, tt.want)
+		}
 	}
 }

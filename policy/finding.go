@@ -8,6 +8,8 @@ package policy
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -98,10 +100,11 @@ type Endpoint struct {
 
 // String returns "name:port (address)".
 func (e Endpoint) String() string {
-	if e.Address == "" {
-		return fmt.Sprintf("%s:%d", e.Name, e.Port)
+	hp := net.JoinHostPort(e.Name, strconv.Itoa(e.Port)) // [2001:db8::7]:443 for IPv6 literals
+	if e.Address == "" || e.Address == e.Name {
+		return hp
 	}
-	return fmt.Sprintf("%s:%d (%s)", e.Name, e.Port, e.Address)
+	return fmt.Sprintf("%s (%s)", hp, e.Address)
 }
 
 // Certificate describes one certificate seen during a scan.

@@ -3,7 +3,9 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -700,7 +702,7 @@ func overlaps(a, b map[string]bool) bool {
 func endpointNames(eps []Endpoint, n int) string {
 	var names []string
 	for _, ep := range eps {
-		k := fmt.Sprintf("%s:%d", ep.Name, ep.Port)
+		k := net.JoinHostPort(ep.Name, strconv.Itoa(ep.Port))
 		if !slices.Contains(names, k) {
 			names = append(names, k)
 		}

@@ -40,6 +40,8 @@ var ErrNoSource = errors.New("every discovery source failed")
 
 // DiscoveryFailed is the finding kind for a source that failed while others
 // worked: the inventory is incomplete, which must not look like "all green".
+// It is raised at page, so `certwatch scan` exits 1 with the default
+// --fail-on.
 const DiscoveryFailed policy.Kind = "discovery_failed"
 
 // Pass is one scan. Set the fields before calling Run; zero values are
@@ -49,6 +51,9 @@ type Pass struct {
 	Sources []Source
 	Prober  Prober
 	Rules   policy.Rules
+	// DiscoveryParallelism bounds sources queried at once (zone
+	// transfers, AWS accounts); default 4.
+	DiscoveryParallelism int
 	// Parallelism bounds targets in flight (the prober bounds connections);
 	// default 100.
 	Parallelism int
@@ -124,6 +129,8 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	results := make([]SourceResult, len(p.Sources))
 	lists := make([][]discovery.Target, len(p.Sources))
 	var g errgroup.Group
+	// Many zones often share one primary: transfer a few at a time.
+	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
 	for i, s := range p.Sources {
 		g.Go(func() error {
 			ts, err := s.Targets(ctx)
@@ -220,7 +227,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 				msg = fmt.Sprintf("source %s partly failed: what it found is in the report, the rest is missing: %s", s.Name, s.Error)
 			}
 			r.Findings = append(r.Findings, policy.Finding{
-				Kind: DiscoveryFailed, Tier: policy.Warning, Name: s.Name, Deadline: start, Message: msg,
+				Kind: DiscoveryFailed, Tier: policy.Page, Name: s.Name, Deadline: start, Message: msg,
 			})
 		}
 	}

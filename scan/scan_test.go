@@ -3,9 +3,12 @@ package scan_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -73,10 +76,50 @@ func TestPartialSourceFailureIsAFinding(t *testing.T) {
 	if len(r.Certificates) != 1 || r.Certificates[0].DNSNames[0] != "ok.example" {
 		t.Errorf("certificates = %+v, want the listener's", r.Certificates)
 	}
-	if len(r.Findings) != 1 || r.Findings[0].Kind != scan.DiscoveryFailed || !strings.Contains(r.Findings[0].Message, "broken.example") {
-		t.Errorf("findings = %+v, want one discovery_failed for broken.example", r.Findings)
+	if len(r.Findings) != 1 || r.Findings[0].Kind != scan.DiscoveryFailed || r.Findings[0].Tier != policy.Page || !strings.Contains(r.Findings[0].Message, "broken.example") {
+		t.Errorf("findings = %+v, want one discovery_failed at page for broken.example", r.Findings)
 	}
 	if len(r.Endpoints) != 1 || r.Endpoints[0].Certificate != r.Certificates[0].SHA256 {
 		t.Errorf("endpoints = %+v, want one serving the certificate", r.Endpoints)
 	}
+}
+
+// gateSource blocks in Targets until release is closed, counting callers
+// in flight.
+type gateSource struct {
+	name     string
+	inFlight *atomic.Int32
+	release  chan struct{}
+}
+
+func (s gateSource) Name() string { return s.name }
+func (s gateSource) Targets(ctx context.Context) ([]discovery.Target, error) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	<-s.release
+	return nil, nil
+}
+
+// TestDiscoveryIsBounded: 20 zones on one primary are not transferred all at
+// once.
+func TestDiscoveryIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var inFlight atomic.Int32
+		release := make(chan struct{})
+		p := &scan.Pass{Prober: probes.New(probes.Config{})}
+		for i := range 20 {
+			p.Sources = append(p.Sources, gateSource{name: fmt.Sprintf("dnszone:z%d.example", i), inFlight: &inFlight, release: release})
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Discover(context.Background())
+		}()
+		synctest.Wait()
+		if n := inFlight.Load(); n != 4 {
+			t.Errorf("%d sources queried at once, want 4", n)
+		}
+		close(release)
+		<-done
+	})
 }

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
@@ -28,12 +31,25 @@ func writeJSON(w io.Writer, v any) error {
 	return streamJSON(w, v)
 }
 
+// tierColor codes are all the same length, so the table's columns stay
+// aligned when coloured.
 var tierColor = map[policy.Tier]string{
-	policy.Critical: "\x1b[1;31m",
-	policy.Page:     "\x1b[31m",
-	policy.Warning:  "\x1b[33m",
-	policy.Notice:   "\x1b[36m",
-	policy.Info:     "\x1b[2m",
+	policy.Critical: "\x1b[01;31m",
+	policy.Page:     "\x1b[00;31m",
+	policy.Warning:  "\x1b[00;33m",
+	policy.Notice:   "\x1b[00;36m",
+	policy.Info:     "\x1b[00;02m",
+}
+
+// printable replaces control characters (a server-chosen certificate
+// subject could carry terminal escape sequences) with "?".
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func writeTable(w io.Writer, r *scan.Report, color bool) error {
@@ -52,7 +68,7 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 				paint(f.Tier, strings.ToUpper(f.Tier.String())),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
 				left(f.Deadline.Sub(now)),
-				f.Kind, orDash(f.Subject), len(f.Endpoints), firstNames(f, 3))
+				f.Kind, printable(orDash(f.Subject)), len(f.Endpoints), printable(firstNames(f, 3)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -66,9 +82,9 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 			if f.Certificate != "" {
 				fmt.Fprintf(w, " (sha256 %s…)", f.Certificate[:min(16, len(f.Certificate))])
 			}
-			fmt.Fprintf(w, "\n   %s\n", f.Message)
+			fmt.Fprintf(w, "\n   %s\n", printable(f.Message))
 			if n := len(f.Endpoints); n > 0 {
-				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, endpointList(f.Endpoints, 8))
+				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, printable(endpointList(f.Endpoints, 8)))
 			}
 			if len(f.ACM) > 0 {
 				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
@@ -158,7 +174,7 @@ func firstNames(f policy.Finding, n int) string {
 	var names []string
 	seen := map[string]bool{}
 	for _, ep := range f.Endpoints {
-		k := fmt.Sprintf("%s:%d", ep.Name, ep.Port)
+		k := net.JoinHostPort(ep.Name, strconv.Itoa(ep.Port))
 		if !seen[k] {
 			seen[k] = true
 			names = append(names, k)
