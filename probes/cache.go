@@ -67,9 +67,10 @@ type chainEntry struct {
 // its paths constrains names, requires explicit policies, maps policies or
 // limits the path length below what one more level needs. Under those
 // conditions crypto/x509's checks of the whole chain (validity, signatures,
-// CA flags, path lengths, name constraints, policies; extended key usage is
-// not checked by Verify) reduce to the checks of the leaf against issuer
-// plus the checks of issuer's own paths. roots is the trusted roots plus
+// CA flags, path lengths, name constraints, policies, and extended key
+// usage, which with the one usage asked for, server authentication, is a
+// check of each certificate on its own) reduce to the checks of the leaf
+// against issuer plus the checks of issuer's own paths. roots is the trusted roots plus
 // issuer, so that a leaf signed directly by a trusted root still finds that
 // path too.
 type issuerEntry struct {
@@ -157,7 +158,7 @@ func (vc *verifyCache) viaIssuer(chain []*x509.Certificate, sums [][sha256.Size]
 	paths, err := leaf.Verify(x509.VerifyOptions{
 		Roots:       ie.roots,
 		CurrentTime: now,
-		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
 		return chainResult{}, false
@@ -218,7 +219,7 @@ func newIssuerEntry(chain []*x509.Certificate, k int, roots *x509.CertPool, now 
 		Roots:         roots,
 		Intermediates: others,
 		CurrentTime:   now,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	e := &issuerEntry{issuer: issuer}
 	e.from, e.until = stableInterval(chain[1:], tails, now)

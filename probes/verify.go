@@ -29,8 +29,9 @@ type Verification struct {
 // against roots at time now. Intermediates are taken only from chain, never
 // fetched or borrowed from elsewhere, so a server that omits one is
 // reported. Trust and the name check are independent: a trusted chain for
-// another name is Trusted with NameMatch false. Extended key usages are not
-// checked. Nil roots means the system roots.
+// another name is Trusted with NameMatch false. Every certificate on a path
+// must allow TLS server authentication where it lists extended key usages,
+// as browsers and Go clients require. Nil roots means the system roots.
 //
 // When the chain verifies only outside now (an expired or not yet valid
 // certificate on every path), Trust is TrustExpired and Paths holds the
@@ -66,7 +67,7 @@ func verifyChain(chain []*x509.Certificate, roots *x509.CertPool, now time.Time)
 		Roots:         roots,
 		Intermediates: x509.NewCertPool(),
 		CurrentTime:   now,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	for _, c := range chain[1:] {
 		opts.Intermediates.AddCert(c)

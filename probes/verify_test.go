@@ -226,3 +226,38 @@ func describePaths(paths [][]*x509.Certificate) string {
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
+
+// TestVerifyRequiresServerAuth: a certificate whose extended key usage does
+// not allow TLS server authentication is rejected by browsers and Go
+// clients, so it must not be reported as trusted.
+func TestVerifyRequiresServerAuth(t *testing.T) {
+	p := newPKI(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(4242),
+		Subject:      pkix.Name{CommonName: "client.example"},
+		DNSNames:     []string{"client.example"},
+		NotBefore:    now.Add(-day),
+		NotAfter:     now.Add(90 * day),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.inter.Cert, &key.PublicKey, p.inter.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := probes.Verify([]*x509.Certificate{cert, p.inter.Cert}, "client.example", p.root.Pool(), now)
+	if v.Trust == probes.Trusted {
+		t.Fatalf("Verify of a client-auth-only certificate = trusted, want it rejected")
+	}
+	if !strings.Contains(v.Error, "key usage") {
+		t.Errorf("error %q does not say the key usage is wrong", v.Error)
+	}
+}
