@@ -141,6 +141,20 @@ func TestTargets(t *testing.T) {
 			},
 		},
 		{
+			name:  "ports listed out of order, SRV port between them: sorted by name, then port",
+			ports: []int{8443, 443},
+			filter: func() (discovery.Filter, error) {
+				return discovery.NewFilter([]string{"ldap.*", "www.*"}, nil)
+			},
+			want: []discovery.Target{
+				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 8443, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 8443, Sources: src, Addresses: wwwAddrs},
+			},
+		},
+		{
 			name: "include and exclude apply to target names, SRV targets too",
 			filter: func() (discovery.Filter, error) {
 				return discovery.NewFilter([]string{"*.example"}, []string{"*.internal.example"})

@@ -52,10 +52,11 @@ func (c *chunked[T]) len() int { return c.n }
 
 // Name flags.
 const (
-	hasAddr   uint8 = 1 << iota // owns A or AAAA records
-	hasCNAME                    // owns a CNAME record
-	isCut                       // owns NS records below the apex: a delegation
-	isOutside                   // outside the zone's authority: not a subdomain, or at/below a cut
+	hasAddr     uint8 = 1 << iota // owns A or AAAA records
+	hasCNAME                      // owns a CNAME record
+	isCut                         // owns NS records below the apex: a delegation
+	isOutside                     // outside the zone's authority: not a subdomain, or at/below a cut
+	isSRVTarget                   // the target of a TLS service's SRV record
 )
 
 // nameAddr is one address of name id, 24 bytes rather than the 32 a
@@ -254,13 +255,47 @@ func (z *zoneIndex) follow(id uint32, all []netip.Addr, start []uint32) resoluti
 	return resolution{loop: true}
 }
 
-// targets turns the index into targets. It consumes the index.
+// targets turns the index into targets, sorted by name and port. It
+// consumes the index.
+//
+// It sorts name ids, not targets: a uint32 moves for a 112-byte Target, and
+// the targets are then built in order, each name's ports together.
 func (z *zoneIndex) targets(ports []int, filter discovery.Filter, sources []string) []discovery.Target {
 	z.markDelegated()
 	z.ids = nil // no more lookups by name; let the map go before targets are allocated
 	all, start := z.addressTable()
 
-	out := make([]discovery.Target, 0, z.countOwners()*len(ports)+len(z.srvs))
+	// SRV targets by id, then port, without duplicates; each such name is
+	// flagged so that its ports can be found by binary search below.
+	srvs := z.srvs
+	z.srvs = nil
+	slices.SortFunc(srvs, func(a, b srvTarget) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port)) })
+	srvs = slices.Compact(srvs)
+	for _, s := range srvs {
+		*z.flags.at(s.id) |= isSRVTarget
+	}
+
+	// The names that become targets, in name order.
+	owner := func(f uint8) bool { return f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 }
+	var ids []uint32
+	nOwners := 0
+	for id := range uint32(z.names.len()) {
+		f := *z.flags.at(id)
+		if !owner(f) && f&isSRVTarget == 0 {
+			continue
+		}
+		if !filter.Keep(*z.names.at(id)) {
+			continue
+		}
+		if owner(f) {
+			nOwners++
+		}
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(*z.names.at(a), *z.names.at(b)) })
+
+	sorted := slices.Sorted(slices.Values(ports))
+	out := make([]discovery.Target, 0, nOwners*len(ports)+len(srvs))
 	emit := func(name string, port int, r resolution) {
 		t := discovery.Target{Name: name, Port: port, Addresses: r.addrs, Resolve: r.resolve, Sources: sources}
 		switch {
@@ -272,45 +307,26 @@ func (z *zoneIndex) targets(ports []int, filter discovery.Filter, sources []stri
 		}
 		out = append(out, t)
 	}
-
-	for id := range uint32(z.names.len()) {
+	var merged []int
+	for _, id := range ids {
 		name, f := *z.names.at(id), *z.flags.at(id)
-		if f&(hasAddr|hasCNAME) == 0 || f&isOutside != 0 || !filter.Keep(name) {
-			continue
+		merged = merged[:0]
+		if owner(f) {
+			merged = append(merged, sorted...)
+		}
+		if f&isSRVTarget != 0 {
+			i, _ := slices.BinarySearchFunc(srvs, id, func(s srvTarget, id uint32) int { return cmp.Compare(s.id, id) })
+			for ; i < len(srvs) && srvs[i].id == id; i++ {
+				if p := int(srvs[i].port); !owner(f) || !slices.Contains(sorted, p) {
+					merged = append(merged, p)
+				}
+			}
+			slices.Sort(merged)
 		}
 		r := z.follow(id, all, start)
-		for _, p := range ports {
+		for _, p := range merged {
 			emit(name, p, r)
 		}
 	}
-
-	seen := make(map[srvTarget]bool, len(z.srvs))
-	for _, s := range z.srvs {
-		name, f := *z.names.at(s.id), *z.flags.at(s.id)
-		if seen[s] || !filter.Keep(name) {
-			continue
-		}
-		seen[s] = true
-		if f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 && slices.Contains(ports, int(s.port)) {
-			continue // already a target as an owner name
-		}
-		emit(name, int(s.port), z.follow(s.id, all, start))
-	}
-
-	slices.SortFunc(out, func(a, b discovery.Target) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port))
-	})
 	return out
-}
-
-func (z *zoneIndex) countOwners() int {
-	n := 0
-	for _, c := range z.flags.chunks {
-		for _, f := range c {
-			if f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 {
-				n++
-			}
-		}
-	}
-	return n
 }
