@@ -70,6 +70,9 @@ type Zone struct {
 	// Timeout bounds the whole transfer, fallbacks to other servers
 	// included. Zero means 60s; raise it for very large zones on slow links.
 	Timeout Duration `yaml:"timeout,omitempty"`
+	// Labels are attached to findings with an endpoint in this zone, for
+	// notify routes that match on labels (e.g. team: payments).
+	Labels map[string]string `yaml:"labels,omitempty"`
 }
 
 // TSIG is a transaction signature key. The secret comes from SecretFile,

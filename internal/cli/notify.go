@@ -172,6 +172,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 		store.Close()
 		return nil, nil, withCode(ExitUsage, err)
 	}
+	n.Labels = findingLabels(c.Zones)
 	return n, func() { store.Close() }, nil
 }
 
