@@ -105,3 +105,9 @@ func Merge(lists ...[]Target) []Target {
 	})
 	return out
 }
+
+// InZone reports whether name is zone's apex or lies below it. Both must be
+// normalised (see NormalizeName).
+func InZone(name, zone string) bool {
+	return name == zone || strings.HasSuffix(name, "."+zone)
+}

@@ -3,7 +3,6 @@ package notify
 import (
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
@@ -107,7 +106,7 @@ func (rt route) matches(f policy.Finding, labels map[string]string) bool {
 	if len(rt.zones) > 0 && !anyName(names, func(n string) bool {
 		n = discovery.NormalizeName(n)
 		for _, z := range rt.zones {
-			if n == z || strings.HasSuffix(n, "."+z) {
+			if discovery.InZone(n, z) {
 				return true
 			}
 		}

@@ -115,7 +115,7 @@ type Record struct {
 
 // Contains reports whether name is the zone's apex or below it.
 func (z Zone) Contains(name string) bool {
-	return inZone(discovery.NormalizeName(name), z.Name)
+	return discovery.InZone(discovery.NormalizeName(name), z.Name)
 }
 
 // CNAME returns the value of the validation-shaped CNAME record name, if
@@ -137,7 +137,7 @@ func (z Zone) CNAME(name string) (string, bool) {
 func PublicZoneFor(zones []Zone, name string) (zone Zone, ok bool) {
 	name = discovery.NormalizeName(name)
 	for _, z := range zones {
-		if !z.Private && inZone(name, z.Name) && (!ok || len(z.Name) > len(zone.Name)) {
+		if !z.Private && discovery.InZone(name, z.Name) && (!ok || len(z.Name) > len(zone.Name)) {
 			zone, ok = z, true
 		}
 	}
@@ -462,7 +462,7 @@ func (b *builder) info(name string) *nameInfo {
 func (b *builder) add(rs *types.ResourceRecordSet) {
 	b.z.RecordSets++
 	name := discovery.NormalizeName(unescape(aws.ToString(rs.Name)))
-	if !inZone(name, b.z.Name) {
+	if !discovery.InZone(name, b.z.Name) {
 		return
 	}
 	if a := rs.AliasTarget; a != nil {
@@ -611,7 +611,7 @@ func (r *resolver) resolve(name string, depth int) {
 		return
 	}
 	n := r.b.names[name]
-	if n == nil || !n.host || !inZone(name, r.b.z.Name) || r.b.delegated(name) {
+	if n == nil || !n.host || !discovery.InZone(name, r.b.z.Name) || r.b.delegated(name) {
 		if !slices.Contains(r.external, name) {
 			r.external = append(r.external, name)
 		}
@@ -634,10 +634,6 @@ func (r *resolver) resolve(name string, depth int) {
 	}
 	delete(r.onPath, name)
 	r.done[name] = true
-}
-
-func inZone(name, zone string) bool {
-	return name == zone || strings.HasSuffix(name, "."+zone)
 }
 
 // unescape decodes Route 53's "\ddd" octal escapes ("\052" is "*").

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"maps"
-	"strings"
+	"net"
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
@@ -26,10 +26,6 @@ func findingLabels(zones []config.Zone) func(policy.Finding) map[string]string {
 	if len(zs) == 0 {
 		return nil
 	}
-	inZone := func(name, apex string) bool {
-		name = discovery.NormalizeName(name)
-		return name == apex || strings.HasSuffix(name, "."+apex)
-	}
 	return func(f policy.Finding) map[string]string {
 		names := make([]string, 0, len(f.Endpoints)+1)
 		for _, ep := range f.Endpoints {
@@ -37,15 +33,15 @@ func findingLabels(zones []config.Zone) func(policy.Finding) map[string]string {
 		}
 		if f.Name != "" {
 			host := f.Name
-			if i := strings.LastIndexByte(host, ':'); i > 0 {
-				host = strings.Trim(host[:i], "[]")
+			if h, _, err := net.SplitHostPort(f.Name); err == nil {
+				host = h
 			}
 			names = append(names, host)
 		}
 		var out map[string]string
 		for _, z := range zs {
 			for _, n := range names {
-				if inZone(n, z.apex) {
+				if discovery.InZone(discovery.NormalizeName(n), z.apex) {
 					if out == nil {
 						out = map[string]string{}
 					}
