@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -199,60 +198,4 @@ func endpointList(eps []policy.Endpoint, n int) string {
 		parts = append(parts, ep.String())
 	}
 	return strings.Join(parts, ", ")
-}
-
-// inventoryReport is the JSON shape of `certwatch inventory --output json`.
-type inventoryReport struct {
-	Targets []discovery.Target      `json:"targets"`
-	Sources []scan.SourceResult     `json:"sources"`
-	ACM     []policy.ACMCertificate `json:"acm,omitempty"`
-}
-
-func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, acm []policy.ACMCertificate, now time.Time, format string) error {
-	if format == "json" {
-		if targets == nil {
-			targets = []discovery.Target{}
-		}
-		return writeJSON(w, inventoryReport{Targets: targets, Sources: sources, ACM: acm})
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
-	for _, t := range targets {
-		addrs := "resolve " + t.ResolveName()
-		if t.Skip != "" {
-			addrs = "-"
-		} else if len(t.Addresses) > 0 {
-			s := make([]string, len(t.Addresses))
-			for i, a := range t.Addresses {
-				s[i] = a.String()
-			}
-			addrs = strings.Join(s, ",")
-		}
-		note := t.Skip
-		if note == "" && t.Explicit {
-			note = "explicit"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Key(), addrs, strings.Join(t.Sources, ","), orDash(note))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(acm) > 0 {
-		fmt.Fprintln(w)
-		if err := writeACM(w, acm, now, false); err != nil {
-			return err
-		}
-	}
-	for _, s := range sources {
-		certs := ""
-		if s.Certificates > 0 {
-			certs = fmt.Sprintf(", %d certificate(s)", s.Certificates)
-		}
-		if s.Error != "" {
-			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
-		} else {
-			fmt.Fprintf(w, "Source %s: %d target(s)%s\n", s.Name, s.Targets, certs)
-		}
-	}
-	return nil
 }

@@ -319,27 +319,6 @@ func (f *findingsError) Error() string {
 	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
 }
 
-func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	aws, err := newAWSSources(ctx, c, logger)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	pass, err := newPass(c, logger, aws...)
-	if err != nil {
-		return err
-	}
-	targets, sources, err := pass.Discover(ctx)
-	if errors.Is(err, scan.ErrNoSource) {
-		return withCode(ExitUsage, err) // it names every source and why it failed
-	}
-	now := time.Now()
-	acmCerts := pass.Probe(ctx, nil, now).ACM // renewal state only: nothing is probed
-	if werr := writeInventory(e.stdout, targets, sources, acmCerts, now, c.Output); werr != nil {
-		return fmt.Errorf("write inventory: %w", werr)
-	}
-	return err
-}
-
 // newPass wires sources, prober and rules from c, with extra sources (see
 // newAWSSources) besides the zones and targets of c.
 func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
