@@ -42,14 +42,9 @@ type Evaluator struct {
 	// SHA-256). The key is the same string as Certificate.SHA256.
 	certs map[string]*Certificate
 	// served lists every endpoint that completed a handshake, with its
-	// leaf's fingerprint; Result sorts it by name, port and fingerprint.
+	// leaf's fingerprint; Result sorts it by name, port, fingerprint and
+	// address (inconsistent deployments; see also servedIndex).
 	served []servedLeaf
-	// byName ranges over served as "name:port" -> fingerprint -> endpoints
-	// (inconsistent deployments, and which endpoints serve a certificate).
-	// Only valid within Result, once served is sorted and servedEPs holds
-	// its endpoints in the same order.
-	byName    func(yield func(string, iter.Seq2[string, []Endpoint]) bool)
-	servedEPs []Endpoint
 	// issuers interns issuer names, which thousands of leaves share.
 	issuers map[string]string
 	// last remembers the fingerprint of the leaf last added, for
@@ -82,7 +77,6 @@ func NewEvaluator(rules Rules, now time.Time) *Evaluator {
 		certs:    make(map[string]*Certificate),
 		issuers:  make(map[string]string),
 	}
-	e.byName = e.servedByName
 	return e
 }
 
@@ -270,12 +264,6 @@ func (e *Evaluator) Result() Result {
 		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), cmp.Compare(a.ep.Port, b.ep.Port),
 			strings.Compare(a.fp, b.fp), strings.Compare(a.ep.Address, b.ep.Address))
 	})
-	// One array for the endpoints byName hands out, not one per name.
-	e.servedEPs = make([]Endpoint, len(e.served))
-	for i, s := range e.served {
-		e.servedEPs[i] = s.ep
-	}
-	defer func() { e.servedEPs = nil }()
 	if e.rules.Inconsistent != None {
 		for _, run := range e.nameRuns() {
 			if run[0].fp != run[len(run)-1].fp {
@@ -320,27 +308,37 @@ func (e *Evaluator) nameRuns() iter.Seq2[int, []servedLeaf] {
 	}
 }
 
-// servedByName ranges over the sorted served list as "name:port" ->
-// fingerprint -> endpoints; it is the Evaluator's byName. The endpoints are
-// views of servedEPs: a consumer that keeps them must copy them.
-func (e *Evaluator) servedByName(yield func(string, iter.Seq2[string, []Endpoint]) bool) {
-	for start, run := range e.nameRuns() {
-		byFP := func(yield func(string, []Endpoint) bool) {
-			for i := 0; i < len(run); {
-				j := i + 1
-				for j < len(run) && run[j].fp == run[i].fp {
-					j++
-				}
-				if !yield(run[i].fp, e.servedEPs[start+i:start+j:start+j]) {
-					return
-				}
-				i = j
-			}
-		}
-		if !yield(nameKeyOf(run[0].ep), byFP) {
-			return
-		}
+// servedIndex orders the sorted served list by fingerprint, so that the
+// endpoints serving one certificate can be found without a map of every
+// certificate's endpoints.
+type servedIndex struct {
+	served []servedLeaf
+	byFP   []int32 // indices into served, by fingerprint, then name, port and address
+}
+
+// servedIndex indexes e.served, which Result has sorted.
+func (e *Evaluator) servedIndex() servedIndex {
+	byFP := make([]int32, len(e.served))
+	for i := range byFP {
+		byFP[i] = int32(i)
 	}
+	// Stable: within a fingerprint the order stays name, port, address.
+	slices.SortStableFunc(byFP, func(a, b int32) int { return strings.Compare(e.served[a].fp, e.served[b].fp) })
+	return servedIndex{served: e.served, byFP: byFP}
+}
+
+// endpoints returns the endpoints that serve the leaf with fingerprint fp,
+// sorted, in a new slice; nil when none does.
+func (x servedIndex) endpoints(fp string) []Endpoint {
+	if fp == "" {
+		return nil
+	}
+	i, _ := slices.BinarySearchFunc(x.byFP, fp, func(j int32, fp string) int { return strings.Compare(x.served[j].fp, fp) })
+	var eps []Endpoint
+	for ; i < len(x.byFP) && x.served[x.byFP[i]].fp == fp; i++ {
+		eps = append(eps, x.served[x.byFP[i]].ep)
+	}
+	return slices.Compact(eps)
 }
 
 func nameKeyOf(ep Endpoint) string { return net.JoinHostPort(ep.Name, strconv.Itoa(ep.Port)) }

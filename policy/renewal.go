@@ -400,7 +400,7 @@ type newer struct {
 	serial    string
 	fp        string
 	arn       string
-	keys      map[string]bool // name:port that serve it
+	eps       []Endpoint // the endpoints that serve it, sorted
 }
 
 // judgeInventory judges the ACM inventory, merges its findings with the
@@ -412,28 +412,17 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		return fs, nil
 	}
 	now := e.now
-	// Which endpoints (and name:port keys) serve each certificate.
-	served := map[string][]Endpoint{}
-	keys := map[string]map[string]bool{}
-	for nameKey, byFP := range e.byName {
-		for fp, eps := range byFP {
-			served[fp] = append(served[fp], eps...)
-			if keys[fp] == nil {
-				keys[fp] = map[string]bool{}
-			}
-			keys[fp][nameKey] = true
+	sv := e.servedIndex()
+	// ACM certificates are linked to served leaves by serial number.
+	var bySerial map[string][]string
+	if len(e.inv.acm) > 0 {
+		bySerial = map[string][]string{}
+		for fp, c := range e.certs {
+			bySerial[c.Serial] = append(bySerial[c.Serial], fp)
 		}
-	}
-	for fp := range served {
-		sortEndpoints(served[fp])
-		served[fp] = slices.Compact(served[fp])
-	}
-	bySerial := map[string][]string{}
-	for fp, c := range e.certs {
-		bySerial[c.Serial] = append(bySerial[c.Serial], fp)
-	}
-	for _, fps := range bySerial {
-		slices.Sort(fps)
+		for _, fps := range bySerial {
+			slices.Sort(fps)
+		}
 	}
 
 	// Judge each ACM certificate; group copies of one certificate (the
@@ -466,7 +455,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		v := e.judgeACM(c, fp != "")
 		verdicts[i] = v
-		report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: fp, Endpoints: served[fp]}
+		report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: fp, Endpoints: sv.endpoints(fp)}
 		key := "arn:" + c.ARN
 		if c.Serial != "" {
 			key = "serial:" + acm.NormalizeSerial(c.Serial) + ":" + stamp(c.NotAfter)
@@ -521,7 +510,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			}
 			f := Finding{
 				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.certs[g.fp].Subject,
-				Deadline: c.NotAfter.UTC(), Endpoints: served[g.fp], Message: v.msg, ACM: g.refs,
+				Deadline: c.NotAfter.UTC(), Endpoints: sv.endpoints(g.fp), Message: v.msg, ACM: g.refs,
 			}
 			if hasExpiry {
 				f.Tier = max(f.Tier, out[i].Tier)
@@ -540,6 +529,50 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		})
 	}
 
+	// The expiry findings a newer certificate may explain, and the names a
+	// candidate must carry to be looked at: only candidates for these are
+	// built, so a fleet of fresh certificates costs nothing here.
+	type stale struct {
+		i    int
+		old  newer  // the certificate the finding is about
+		what string // "%s" takes "which expires ..."
+	}
+	var olds []stale
+	wanted := map[string]bool{}
+	for i := range out {
+		f := &out[i]
+		if drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
+			continue
+		}
+		var s stale
+		if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
+			s.old = newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, eps: sv.endpoints(f.Certificate)}
+			s.what = fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
+		} else if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
+			c := &certs[j]
+			s.old = newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
+			s.what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
+		} else {
+			continue
+		}
+		if len(s.old.names) == 0 {
+			continue
+		}
+		s.i = i
+		olds = append(olds, s)
+		first := s.old.names[0]
+		wanted[first] = true
+		if _, parent, ok := strings.Cut(first, "."); ok && !strings.HasPrefix(first, "*.") {
+			wanted["*."+parent] = true
+		}
+	}
+	if len(olds) == 0 {
+		return dropFindings(out, drop), sortACM(report)
+	}
+	carries := func(names []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return wanted[discovery.NormalizeName(n)] })
+	}
+
 	// Newer certificates: ACM certificates and served certificates whose
 	// chain verifies, valid now and fresh (outside every expiry tier), as a
 	// renewal is; a certificate that is itself about to expire is no
@@ -550,7 +583,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	var cands []newer
 	for i := range certs {
 		c := &certs[i]
-		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
+		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) || !carries(c.Names()) {
 			continue
 		}
 		fp := report[i].SHA256
@@ -560,17 +593,17 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		cands = append(cands, newer{
 			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
-			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, keys: keys[fp], advice: advice,
+			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, eps: sv.endpoints(fp), advice: advice,
 		})
 	}
 	for fp, c := range e.certs {
-		if broken[fp] || !fresh(c.NotBefore, c.NotAfter) || len(c.DNSNames) == 0 {
+		if broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
 			continue
 		}
-		eps := served[fp]
+		eps := sv.endpoints(fp)
 		cands = append(cands, newer{
 			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(eps, 3)),
-			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp, keys: keys[fp],
+			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp, eps: eps,
 			advice: "install it on the endpoints listed and reload them",
 		})
 	}
@@ -583,23 +616,8 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			idx[name] = append(idx[name], i)
 		}
 	}
-	for i := range out {
-		f := &out[i]
-		if drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
-			continue
-		}
-		var old newer   // the certificate the finding is about
-		var what string // "%s" takes "which expires ..."
-		if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
-			old = newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, keys: keys[f.Certificate]}
-			what = fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
-		} else if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
-			c := &certs[j]
-			old = newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
-			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
-		} else {
-			continue
-		}
+	for _, s := range olds {
+		f, old := &out[s.i], s.old
 		n, ok := newestFor(old, cands, idx)
 		if !ok {
 			continue
@@ -609,22 +627,34 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			state = fmt.Sprintf("expired %s ago (%s)", humanDuration(now.Sub(old.notAfter)), stamp(old.notAfter))
 		}
 		f.Kind = StaleDeployment
-		f.Message = fmt.Sprintf(what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
+		f.Message = fmt.Sprintf(s.what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
 	}
+	return dropFindings(out, drop), sortACM(report)
+}
 
-	final := make([]Finding, 0, len(out))
+// dropFindings removes the findings whose indices are in drop.
+func dropFindings(out []Finding, drop map[int]bool) []Finding {
+	if len(drop) == 0 {
+		return out
+	}
+	final := make([]Finding, 0, len(out)-len(drop))
 	for i, f := range out {
 		if !drop[i] {
 			final = append(final, f)
 		}
 	}
+	return final
+}
+
+// sortACM orders the ACM report by NotAfter and ARN; an empty report is nil.
+func sortACM(report []ACMCertificate) []ACMCertificate {
+	if len(report) == 0 {
+		return nil
+	}
 	slices.SortFunc(report, func(a, b ACMCertificate) int {
 		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.ARN, b.ARN))
 	})
-	if len(report) == 0 {
-		report = nil
-	}
-	return final, report
+	return report
 }
 
 // newestFor returns the newest candidate that replaces old: it was issued
@@ -649,7 +679,7 @@ func newestFor(old newer, cands []newer, idx map[string][]int) (newer, bool) {
 			break // newest first: no later candidate outlives old either
 		}
 		if !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
-			(old.serial != "" && n.serial == old.serial) || overlaps(n.keys, old.keys) || !covers(n.names, old.names) {
+			(old.serial != "" && n.serial == old.serial) || sharesNamePort(n.eps, old.eps) || !covers(n.names, old.names) {
 			continue
 		}
 		return n, true
@@ -690,10 +720,17 @@ func normalizeNames(names []string) []string {
 	return out
 }
 
-func overlaps(a, b map[string]bool) bool {
-	for k := range a {
-		if b[k] {
+// sharesNamePort reports whether endpoint lists a and b, sorted by name
+// and port, have a name and port in common.
+func sharesNamePort(a, b []Endpoint) bool {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch c := cmp.Or(strings.Compare(a[i].Name, b[j].Name), cmp.Compare(a[i].Port, b[j].Port)); {
+		case c == 0:
 			return true
+		case c < 0:
+			i++
+		default:
+			j++
 		}
 	}
 	return false
