@@ -35,12 +35,17 @@ type Result struct {
 // the finding. It is not safe for concurrent use; the zero value is not
 // usable, see NewEvaluator.
 type Evaluator struct {
-	rules    Rules
-	now      time.Time
-	findings map[findingKey]*Finding
-	// certs describes each leaf seen, by fingerprint (lower-case hex
-	// SHA-256). The key is the same string as Certificate.SHA256.
-	certs map[string]*Certificate
+	rules Rules
+	now   time.Time
+	// findings are the findings so far; findingIdx finds one by kind and
+	// subject. Result hands findings out as they are: no copy.
+	findings   []Finding
+	findingIdx map[findingKey]int32
+	// certs describes each leaf seen; certIdx finds one by fingerprint
+	// (lower-case hex SHA-256, the same string as Certificate.SHA256).
+	// Result hands certs out as they are, sorted: no copy.
+	certs   []Certificate
+	certIdx map[string]int32
 	// served lists every endpoint that completed a handshake, with its
 	// leaf's fingerprint; Result sorts it by name, port, fingerprint and
 	// address (inconsistent deployments; see also servedIndex).
@@ -71,11 +76,11 @@ type servedLeaf struct {
 // NewEvaluator returns an Evaluator judging at time now.
 func NewEvaluator(rules Rules, now time.Time) *Evaluator {
 	e := &Evaluator{
-		rules:    rules,
-		now:      now,
-		findings: make(map[findingKey]*Finding),
-		certs:    make(map[string]*Certificate),
-		issuers:  make(map[string]string),
+		rules:      rules,
+		now:        now,
+		findingIdx: make(map[findingKey]int32),
+		certIdx:    make(map[string]int32),
+		issuers:    make(map[string]string),
 	}
 	return e
 }
@@ -105,8 +110,8 @@ func (e *Evaluator) lookup(c *x509.Certificate) (string, *Certificate) {
 	sum := sha256.Sum256(c.Raw)
 	var buf [2 * sha256.Size]byte
 	hex.Encode(buf[:], sum[:])
-	if d, ok := e.certs[string(buf[:])]; ok {
-		return d.SHA256, d
+	if i, ok := e.certIdx[string(buf[:])]; ok {
+		return e.certs[i].SHA256, &e.certs[i]
 	}
 	return string(buf[:]), nil
 }
@@ -116,15 +121,17 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 		return
 	}
 	id := findingKey{kind, key}
-	f, ok := e.findings[id]
+	i, ok := e.findingIdx[id]
 	if !ok {
-		f = &Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: msg()}
+		f := Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: msg()}
 		if cert == "" || kind == InconsistentDeployment {
 			f.Name = key
 		}
-		e.findings[id] = f
+		i = int32(len(e.findings))
+		e.findingIdx[id] = i
+		e.findings = append(e.findings, f)
 	}
-	f.Endpoints = append(f.Endpoints, ep)
+	e.findings[i].Endpoints = append(e.findings[i].Endpoints, ep)
 }
 
 // Add folds one observation into the result.
@@ -151,7 +158,8 @@ func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
 	}
 	fp, desc := e.lookup(leaf)
 	if desc == nil {
-		e.certs[fp] = e.describe(leaf, fp)
+		e.certIdx[fp] = int32(len(e.certs))
+		e.certs = append(e.certs, e.describe(leaf, fp))
 	}
 	e.lastLeaf, e.lastFP = leaf, fp
 	e.served = append(e.served, servedLeaf{ep: ep, fp: fp})
@@ -258,7 +266,8 @@ func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
 	return false
 }
 
-// Result returns the findings so far, with inconsistent deployments added.
+// Result returns the findings, with inconsistent deployments added. It ends
+// the evaluation: call it once, after the last Add.
 func (e *Evaluator) Result() Result {
 	slices.SortFunc(e.served, func(a, b servedLeaf) int {
 		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), cmp.Compare(a.ep.Port, b.ep.Port),
@@ -271,24 +280,44 @@ func (e *Evaluator) Result() Result {
 			}
 		}
 	}
-	out := Result{Findings: make([]Finding, 0, len(e.findings)), Certificates: make([]Certificate, 0, len(e.certs))}
-	for _, f := range e.findings {
+	for i := range e.findings {
+		f := &e.findings[i]
 		sortEndpoints(f.Endpoints)
 		f.Endpoints = slices.Compact(f.Endpoints)
-		if c, ok := e.certs[f.Certificate]; ok {
+		if c := e.cert(f.Certificate); c != nil {
 			f.Subject = c.Subject
 		}
-		out.Findings = append(out.Findings, *f)
 	}
-	out.Findings, out.ACM = e.judgeInventory(out.Findings)
+	var out Result
+	out.Findings, out.ACM = e.judgeInventory(e.findings)
 	SortFindings(out.Findings)
-	for _, c := range e.certs {
-		out.Certificates = append(out.Certificates, *c)
+	// Sorting certs moves them under certIdx: the Evaluator is spent.
+	out.Certificates = e.certs
+	if cap(out.Certificates) > 2*len(out.Certificates)+64 {
+		out.Certificates = slices.Clone(out.Certificates) // room Grow made for leaves that never came
 	}
 	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
 		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
 	})
+	e.certs, e.certIdx, e.findings, e.findingIdx = nil, nil, nil, nil
 	return out
+}
+
+// cert returns the description of the leaf with fingerprint fp, or nil.
+func (e *Evaluator) cert(fp string) *Certificate {
+	if i, ok := e.certIdx[fp]; ok {
+		return &e.certs[i]
+	}
+	return nil
+}
+
+// Grow makes room for about n more endpoints, each with its own leaf (the
+// worst case), so that a scan that knows its size does not grow its lists
+// step by step, copying them each time. Result gives back the room a fleet
+// that shares certificates did not use.
+func (e *Evaluator) Grow(n int) {
+	e.served = slices.Grow(e.served, n)
+	e.certs = slices.Grow(e.certs, n)
 }
 
 // nameRuns yields the runs of the sorted served list that share a name and
@@ -327,16 +356,26 @@ func (e *Evaluator) servedIndex() servedIndex {
 	return servedIndex{served: e.served, byFP: byFP}
 }
 
-// endpoints returns the endpoints that serve the leaf with fingerprint fp,
-// sorted, in a new slice; nil when none does.
-func (x servedIndex) endpoints(fp string) []Endpoint {
+// servers returns the indices into served of the endpoints that serve the
+// leaf with fingerprint fp, by name, port and address.
+func (x servedIndex) servers(fp string) []int32 {
 	if fp == "" {
 		return nil
 	}
 	i, _ := slices.BinarySearchFunc(x.byFP, fp, func(j int32, fp string) int { return strings.Compare(x.served[j].fp, fp) })
+	j := i
+	for j < len(x.byFP) && x.served[x.byFP[j]].fp == fp {
+		j++
+	}
+	return x.byFP[i:j]
+}
+
+// endpoints returns the endpoints that serve the leaf with fingerprint fp,
+// sorted, in a new slice; nil when none does.
+func (x servedIndex) endpoints(fp string) []Endpoint {
 	var eps []Endpoint
-	for ; i < len(x.byFP) && x.served[x.byFP[i]].fp == fp; i++ {
-		eps = append(eps, x.served[x.byFP[i]].ep)
+	for _, i := range x.servers(fp) {
+		eps = append(eps, x.served[i].ep)
 	}
 	return slices.Compact(eps)
 }
@@ -358,19 +397,20 @@ func (e *Evaluator) inconsistent(run []servedLeaf) {
 		eps[i] = s.ep
 	}
 	slices.SortFunc(fps, func(a, b string) int {
-		return cmp.Or(e.certs[a].NotAfter.Compare(e.certs[b].NotAfter), strings.Compare(a, b))
+		return cmp.Or(e.cert(a).NotAfter.Compare(e.cert(b).NotAfter), strings.Compare(a, b))
 	})
 	var parts []string
 	for _, fp := range fps {
-		c := e.certs[fp]
+		c := e.cert(fp)
 		parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
 	}
-	e.findings[findingKey{InconsistentDeployment, nameKey}] = &Finding{
+	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(len(e.findings))
+	e.findings = append(e.findings, Finding{
 		Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
-		Deadline:  e.certs[fps[0]].NotAfter,
+		Deadline:  e.cert(fps[0]).NotAfter,
 		Endpoints: eps,
 		Message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
-	}
+	})
 }
 
 // SortFindings orders findings most urgent first: by tier, then deadline,
@@ -391,7 +431,7 @@ func sortEndpoints(eps []Endpoint) {
 
 // describe returns the description of leaf c. It shares what it can: the
 // subject with an equal first DNS name, the issuer with other leaves.
-func (e *Evaluator) describe(c *x509.Certificate, fp string) *Certificate {
+func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 	subject := subjectOf(c)
 	if len(c.DNSNames) > 0 && c.DNSNames[0] == subject {
 		subject = c.DNSNames[0]
@@ -402,7 +442,7 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) *Certificate {
 	} else {
 		e.issuers[issuer] = issuer
 	}
-	return &Certificate{
+	return Certificate{
 		SHA256:    fp,
 		Subject:   subject,
 		Issuer:    issuer,

@@ -400,13 +400,12 @@ type newer struct {
 	serial    string
 	fp        string
 	arn       string
-	eps       []Endpoint // the endpoints that serve it, sorted
 }
 
 // judgeInventory judges the ACM inventory, merges its findings with the
 // endpoint findings of the same certificate, links both, and turns expiry
 // findings of certificates already replaced elsewhere into stale
-// deployments. It returns new slices; fs is not modified.
+// deployments. It edits and extends fs, which is Result's own.
 func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	if len(e.inv.acm) == 0 && !slices.ContainsFunc(fs, func(f Finding) bool { return f.Kind == Expiring || f.Kind == Expired }) {
 		return fs, nil
@@ -417,8 +416,9 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	var bySerial map[string][]string
 	if len(e.inv.acm) > 0 {
 		bySerial = map[string][]string{}
-		for fp, c := range e.certs {
-			bySerial[c.Serial] = append(bySerial[c.Serial], fp)
+		for i := range e.certs {
+			c := &e.certs[i]
+			bySerial[c.Serial] = append(bySerial[c.Serial], c.SHA256)
 		}
 		for _, fps := range bySerial {
 			slices.Sort(fps)
@@ -447,7 +447,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		fp := ""
 		if c.Serial != "" {
 			for _, cand := range bySerial[acm.NormalizeSerial(c.Serial)] {
-				if c.NotAfter.IsZero() || e.certs[cand].NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
+				if c.NotAfter.IsZero() || e.cert(cand).NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
 					fp = cand
 					break
 				}
@@ -480,10 +480,12 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			refs[g.fp] = append(refs[g.fp], g.refs...)
 		}
 	}
-	out := make([]Finding, 0, len(fs)+len(groups))
+	// The findings are Result's own: extended and edited in place.
+	out := slices.Grow(fs, len(groups))
 	leafExpiry := map[string]int{} // fp -> index in out
 	broken := map[string]bool{}
-	for _, f := range fs {
+	for i := range out {
+		f := &out[i]
 		if r, ok := refs[f.Certificate]; ok {
 			f.ACM = r
 		}
@@ -491,11 +493,10 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		case ChainUntrusted, SelfSigned:
 			broken[f.Certificate] = true
 		case Expiring, Expired:
-			if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
-				leafExpiry[f.Certificate] = len(out)
+			if c := e.cert(f.Certificate); len(groups) > 0 && c != nil && f.Deadline.Equal(c.NotAfter) {
+				leafExpiry[f.Certificate] = i
 			}
 		}
-		out = append(out, f)
 	}
 	drop := map[int]bool{}
 	for _, g := range groups {
@@ -509,7 +510,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 				continue
 			}
 			f := Finding{
-				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.certs[g.fp].Subject,
+				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.cert(g.fp).Subject,
 				Deadline: c.NotAfter.UTC(), Endpoints: sv.endpoints(g.fp), Message: v.msg, ACM: g.refs,
 			}
 			if hasExpiry {
@@ -529,44 +530,40 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		})
 	}
 
-	// The expiry findings a newer certificate may explain, and the names a
-	// candidate must carry to be looked at: only candidates for these are
-	// built, so a fleet of fresh certificates costs nothing here.
-	type stale struct {
-		i    int
-		old  newer  // the certificate the finding is about
-		what string // "%s" takes "which expires ..."
-	}
-	var olds []stale
-	wanted := map[string]bool{}
-	for i := range out {
+	// The expiry findings a newer certificate may explain: the certificate
+	// each is about (built again in the last pass rather than kept, as a
+	// fleet can have tens of thousands), and the names a candidate must
+	// carry to be looked at, so that only candidates for these are built.
+	oldOf := func(i int) (newer, string, bool) {
 		f := &out[i]
 		if drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
-			continue
+			return newer{}, "", false
 		}
-		var s stale
-		if c, ok := e.certs[f.Certificate]; ok && f.Deadline.Equal(c.NotAfter) {
-			s.old = newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate, eps: sv.endpoints(f.Certificate)}
-			s.what = fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
-		} else if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
+		if c := e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter) {
+			if len(c.DNSNames) == 0 {
+				return newer{}, "", false
+			}
+			return newer{names: c.DNSNames, notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate}, "", true
+		}
+		if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
 			c := &certs[j]
-			s.old = newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}
-			s.what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
-		} else {
+			return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
+		}
+		return newer{}, "", false
+	}
+	wanted := map[string]bool{}
+	for i := range out {
+		old, _, ok := oldOf(i)
+		if !ok || len(old.names) == 0 {
 			continue
 		}
-		if len(s.old.names) == 0 {
-			continue
-		}
-		s.i = i
-		olds = append(olds, s)
-		first := s.old.names[0]
+		first := discovery.NormalizeName(old.names[0])
 		wanted[first] = true
 		if _, parent, ok := strings.Cut(first, "."); ok && !strings.HasPrefix(first, "*.") {
 			wanted["*."+parent] = true
 		}
 	}
-	if len(olds) == 0 {
+	if len(wanted) == 0 {
 		return dropFindings(out, drop), sortACM(report)
 	}
 	carries := func(names []string) bool {
@@ -593,17 +590,18 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		cands = append(cands, newer{
 			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
-			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, eps: sv.endpoints(fp), advice: advice,
+			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
 		})
 	}
-	for fp, c := range e.certs {
+	for i := range e.certs {
+		c := &e.certs[i]
+		fp := c.SHA256
 		if broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
 			continue
 		}
-		eps := sv.endpoints(fp)
 		cands = append(cands, newer{
-			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(eps, 3)),
-			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp, eps: eps,
+			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(sv.endpoints(fp), 3)),
+			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp,
 			advice: "install it on the endpoints listed and reload them",
 		})
 	}
@@ -616,18 +614,28 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			idx[name] = append(idx[name], i)
 		}
 	}
-	for _, s := range olds {
-		f, old := &out[s.i], s.old
-		n, ok := newestFor(old, cands, idx)
+	for i := range out {
+		old, arn, ok := oldOf(i)
 		if !ok {
 			continue
+		}
+		old.names = normalizeNames(old.names)
+		n, ok := newestFor(old, cands, idx, sv)
+		if !ok {
+			continue
+		}
+		f := &out[i]
+		what := fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
+		if arn != "" {
+			c := &certs[byARN[arn]]
+			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
 		}
 		state := fmt.Sprintf("expires in %s (%s)", humanDuration(old.notAfter.Sub(now)), stamp(old.notAfter))
 		if !old.notAfter.After(now) {
 			state = fmt.Sprintf("expired %s ago (%s)", humanDuration(now.Sub(old.notAfter)), stamp(old.notAfter))
 		}
 		f.Kind = StaleDeployment
-		f.Message = fmt.Sprintf(s.what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
+		f.Message = fmt.Sprintf(what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
 	}
 	return dropFindings(out, drop), sortACM(report)
 }
@@ -663,7 +671,7 @@ func sortACM(report []ACMCertificate) []ACMCertificate {
 // on a name:port that serves old too (inconsistent_deployment reports
 // that). cands are sorted newest first; idx maps a name to the candidates
 // carrying it.
-func newestFor(old newer, cands []newer, idx map[string][]int) (newer, bool) {
+func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex) (newer, bool) {
 	if len(old.names) == 0 {
 		return newer{}, false
 	}
@@ -679,7 +687,7 @@ func newestFor(old newer, cands []newer, idx map[string][]int) (newer, bool) {
 			break // newest first: no later candidate outlives old either
 		}
 		if !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
-			(old.serial != "" && n.serial == old.serial) || sharesNamePort(n.eps, old.eps) || !covers(n.names, old.names) {
+			(old.serial != "" && n.serial == old.serial) || sv.sharesNamePort(n.fp, old.fp) || !covers(n.names, old.names) {
 			continue
 		}
 		return n, true
@@ -720,11 +728,13 @@ func normalizeNames(names []string) []string {
 	return out
 }
 
-// sharesNamePort reports whether endpoint lists a and b, sorted by name
-// and port, have a name and port in common.
-func sharesNamePort(a, b []Endpoint) bool {
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch c := cmp.Or(strings.Compare(a[i].Name, b[j].Name), cmp.Compare(a[i].Port, b[j].Port)); {
+// sharesNamePort reports whether the leaves with fingerprints a and b are
+// served on a common name and port.
+func (x servedIndex) sharesNamePort(a, b string) bool {
+	ea, eb := x.servers(a), x.servers(b)
+	for i, j := 0, 0; i < len(ea) && j < len(eb); {
+		pa, pb := &x.served[ea[i]].ep, &x.served[eb[j]].ep
+		switch c := cmp.Or(strings.Compare(pa.Name, pb.Name), cmp.Compare(pa.Port, pb.Port)); {
 		case c == 0:
 			return true
 		case c < 0:

@@ -246,6 +246,7 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 	// One address per target is the common case; more grow the list.
 	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: make([]Endpoint, 0, len(targets))}
 	ev := policy.NewEvaluator(p.Rules, now)
+	ev.Grow(len(targets))
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(cmp.Or(p.Parallelism, 100))
