@@ -14,24 +14,24 @@ import (
 	"time"
 )
 
-// clientConfig is the template every handshake's config is cloned from.
-func clientConfig() *tls.Config {
+// tlsConfig returns the configuration of one handshake with SNI name,
+// offering the key exchange groups groups (see keyexchange.go).
+func (p *Prober) tlsConfig(name string, groups []tls.CurveID) *tls.Config {
 	return &tls.Config{
+		ServerName: name,
 		// The chain is verified by Verify after the handshake, so that an
 		// expired or untrusted certificate is captured, not refused.
 		InsecureSkipVerify: true,
 		// Classical key exchange only: a probe sends no application data,
 		// so a post-quantum hybrid protects nothing and costs 0.2-0.35 ms
-		// of CPU per handshake. (crypto/tls keeps its own order among
-		// these: the key share sent is X25519's, which costs about as much
-		// as P-256's on amd64 and is what most servers pick.)
-		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+		// of CPU per handshake.
+		CurvePreferences: groups,
 		// Every probe is a fresh, full handshake: resumption would skip
 		// the Certificate message we are here to read.
 		SessionTicketsDisabled: true,
 		// Old servers still serve certificates that expire; see them too.
 		MinVersion:   tls.VersionTLS10,
-		CipherSuites: cipherSuites(),
+		CipherSuites: p.suites,
 	}
 }
 
@@ -85,8 +85,9 @@ func (e *probeError) Error() string {
 func (e *probeError) Unwrap() error { return e.err }
 
 // attempt makes one connection to ap, completes a handshake with SNI name
-// and returns the presented chain, or a classified failure.
-func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort) attemptResult {
+// offering the key exchange groups groups and returns the presented chain,
+// or a classified failure.
+func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort, groups []tls.CurveID) attemptResult {
 	target := ap.String()
 	dctx, cancel := context.WithTimeoutCause(ctx, p.dialTO, errDialTimeout)
 	conn, err := p.dial(dctx, "tcp", target)
@@ -96,9 +97,7 @@ func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort) at
 	}
 	defer conn.Close()
 
-	cfg := p.tlsConfig.Clone()
-	cfg.ServerName = name
-	tc := tls.Client(conn, cfg)
+	tc := tls.Client(conn, p.tlsConfig(name, groups))
 	// The handshake budget is a deadline on the connection, and cancelling
 	// ctx moves it into the past: the same effect as HandshakeContext with
 	// a timeout, without the timer and the goroutine per handshake that

@@ -10,7 +10,6 @@ package probes
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
 	"net"
@@ -70,7 +69,11 @@ type Config struct {
 	// Attempts is the most connections made to one address in one probe:
 	// the first plus retries of transient failures (timeout, reset). TLS
 	// alerts, refused connections and verification problems are never
-	// retried. Zero means 3 (two retries); 1 disables retries.
+	// retried. Zero means 3 (two retries); 1 disables retries. Not counted
+	// here: the first connection to an address offers the P-256 key
+	// exchange alone, and a server that refuses it for want of a common
+	// group gets one more connection offering every classical group
+	// (Observation.Attempts counts both).
 	Attempts int
 	// Backoff spaces retries.
 	Backoff Backoff
@@ -107,10 +110,11 @@ type Prober struct {
 	now       func() time.Time
 	log       *slog.Logger
 
-	tlsConfig *tls.Config
-	global    *semaphore.Weighted
-	perAddr   *addrLimiter
-	cache     *verifyCache
+	suites   []uint16
+	fallback *fallbackAddrs
+	global   *semaphore.Weighted
+	perAddr  *addrLimiter
+	cache    *verifyCache
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -126,7 +130,8 @@ func New(c Config) *Prober {
 		backoff:   c.Backoff,
 		now:       c.Now,
 		log:       c.Logger,
-		tlsConfig: clientConfig(),
+		suites:    cipherSuites(),
+		fallback:  newFallbackAddrs(),
 		global:    semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
 		perAddr:   newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
 		cache:     newVerifyCache(c.Roots),
@@ -239,9 +244,18 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrP
 	if o.Attempts == 0 {
 		o.At = p.now()
 	}
+	groups, first := p.fallback.groups(ap)
 	o.Attempts++
 	start := time.Now() // measurement only, never a decision
-	res := p.attempt(ctx, name, ap)
+	res := p.attempt(ctx, name, ap, groups)
+	if first && res.err != nil && refusedGroups(res.err) && ctx.Err() == nil {
+		// No key exchange group in common: one more connection, offering
+		// every classical group (see keyexchange.go).
+		p.fallback.add(ap)
+		o.Attempts++
+		start = time.Now()
+		res = p.attempt(ctx, name, ap, fallbackGroups)
+	}
 	o.Duration = time.Since(start)
 	return res
 }

@@ -1,0 +1,204 @@
+package probes_test
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// groupServer is a loopback TLS server built on a caller's tls.Config that
+// records, for every handshake, the key exchange groups the client offered
+// and the one negotiated.
+type groupServer struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	done chan tls.CurveID // per connection: the group negotiated, 0 if none
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	offered [][]tls.CurveID
+}
+
+func serveGroups(t *testing.T, cfg *tls.Config) *groupServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &groupServer{ln: ln, done: make(chan tls.CurveID, 16), conns: make(map[net.Conn]struct{})}
+	cfg = cfg.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		s.mu.Lock()
+		s.offered = append(s.offered, slices.Clone(hello.SupportedCurves))
+		s.mu.Unlock()
+		return nil, nil
+	}
+	s.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
+			s.wg.Go(func() {
+				defer func() {
+					s.mu.Lock()
+					delete(s.conns, c)
+					s.mu.Unlock()
+					c.Close()
+				}()
+				tc := tls.Server(c, cfg)
+				if tc.Handshake() != nil {
+					s.done <- 0
+					return
+				}
+				s.done <- tc.ConnectionState().CurveID
+				_, _ = io.Copy(io.Discard, tc) // until the client closes
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *groupServer) addr() netip.AddrPort { return s.ln.Addr().(*net.TCPAddr).AddrPort() }
+
+// handshakes waits for the server to finish n more connections and
+// returns the groups offered in every ClientHello so far and the group
+// negotiated on each of the n connections (0 when none was).
+func (s *groupServer) handshakes(t *testing.T, n int) (offered [][]tls.CurveID, negotiated []tls.CurveID) {
+	t.Helper()
+	for range n {
+		select {
+		case g := <-s.done:
+			negotiated = append(negotiated, g)
+		case <-t.Context().Done():
+			t.Fatal("test ended before the server finished its connections")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.offered), negotiated
+}
+
+func TestKeyExchangeGroups(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	cert := leaf(t, p.inter, "a.example", now.Add(-day), now.Add(30*day)).FullChain()
+	first := []tls.CurveID{tls.CurveP256}
+	fallback := []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}
+
+	tests := []struct {
+		name   string
+		server *tls.Config
+		// failure is the outcome of both probes; attempts the connections
+		// of the first probe (the second, of a remembered address, makes
+		// one) and offered the groups offered in them.
+		failure    probes.Failure
+		attempts   int
+		offered    [][]tls.CurveID
+		negotiated tls.CurveID
+	}{
+		{
+			name:     "server defaults: P-256 alone",
+			server:   &tls.Config{},
+			attempts: 1, offered: [][]tls.CurveID{first}, negotiated: tls.CurveP256,
+		},
+		{
+			name:     "TLS 1.3 server without P-256 falls back",
+			server:   &tls.Config{CurvePreferences: []tls.CurveID{tls.X25519}},
+			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.X25519,
+		},
+		{
+			name:     "TLS 1.3 server with P-384 alone falls back",
+			server:   &tls.Config{CurvePreferences: []tls.CurveID{tls.CurveP384}},
+			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.CurveP384,
+		},
+		{
+			name:     "TLS 1.2 server without P-256 falls back",
+			server:   &tls.Config{MaxVersion: tls.VersionTLS12, CurvePreferences: []tls.CurveID{tls.X25519}},
+			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.X25519,
+		},
+		{
+			// The same alert for another reason: the fallback fails too,
+			// and later probes make one connection, not two.
+			name:    "handshake failure for another reason",
+			server:  &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_RC4_128_SHA}},
+			failure: probes.FailAlert, attempts: 2, offered: [][]tls.CurveID{first, fallback},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			server := tt.server.Clone()
+			server.Certificates = []tls.Certificate{cert}
+			s := serveGroups(t, server)
+			cfg := testConfig(p.root.Pool())
+			cfg.Attempts = 1 // the fallback is not a retry
+			prober := probes.New(cfg)
+
+			o := probeOne(t, prober, target("a.example", s.addr()))
+			if o.Failure != tt.failure || o.Attempts != tt.attempts {
+				t.Fatalf("first probe: Failure, Attempts = %q, %d (%s); want %q, %d", o.Failure, o.Attempts, o.Error, tt.failure, tt.attempts)
+			}
+			if tt.failure == probes.FailNone && (o.Trust != probes.Trusted || !o.NameMatch) {
+				t.Errorf("first probe: Trust, NameMatch = %q, %v (%s); want trusted, matching", o.Trust, o.NameMatch, o.TrustError)
+			}
+			offered, negotiated := s.handshakes(t, tt.attempts)
+			if !slices.EqualFunc(offered, tt.offered, slices.Equal) {
+				t.Errorf("first probe offered %v, want %v", offered, tt.offered)
+			}
+			if got := negotiated[len(negotiated)-1]; got != tt.negotiated {
+				t.Errorf("first probe: server negotiated %v, want %v", got, tt.negotiated)
+			}
+
+			// A later probe of the address offers what worked at once.
+			again := probeOne(t, prober, target("a.example", s.addr()))
+			if again.Failure != tt.failure || again.Attempts != 1 {
+				t.Errorf("second probe: Failure, Attempts = %q, %d (%s); want %q, 1", again.Failure, again.Attempts, again.Error, tt.failure)
+			}
+			offered2, negotiated2 := s.handshakes(t, 1)
+			if got, want := offered2[len(offered):], tt.offered[len(tt.offered)-1:]; !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("second probe offered %v, want %v", got, want)
+			}
+			if negotiated2[0] != tt.negotiated {
+				t.Errorf("second probe: server negotiated %v, want %v", negotiated2[0], tt.negotiated)
+			}
+		})
+	}
+}
+
+// TestKeyExchangeOtherAlert: an alert that is not about key exchange
+// (here: no certificate for the name) costs one connection.
+func TestKeyExchangeOtherAlert(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	onlyB := leaf(t, p.inter, "b.example", now.Add(-day), now.Add(30*day))
+	s, err := certtest.ServeSNI("127.0.0.1:0", map[string]tls.Certificate{"b.example": onlyB.FullChain()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := probeOne(t, probes.New(testConfig(p.root.Pool())), target("a.example", s.Addr()))
+	if o.Failure != probes.FailAlert || o.Attempts != 1 || s.Accepted() != 1 {
+		t.Errorf("Failure, Attempts = %q, %d (%s), server accepted %d; want tls_alert after 1 connection", o.Failure, o.Attempts, o.Error, s.Accepted())
+	}
+}
