@@ -37,9 +37,10 @@ type Result struct {
 type Evaluator struct {
 	rules Rules
 	now   time.Time
-	// findings are the findings so far; findingIdx finds one by kind and
-	// subject. Result hands findings out as they are: no copy.
-	findings   []Finding
+	// findings are the findings so far, in blocks that never move (a
+	// fleet's tens of thousands are not copied at each growth);
+	// findingIdx finds one by kind and subject.
+	findings   blocks[Finding]
 	findingIdx map[findingKey]int32
 	// certs describes each leaf seen; certIdx finds one by fingerprint
 	// (lower-case hex SHA-256, the same string as Certificate.SHA256).
@@ -127,11 +128,12 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 		if cert == "" || kind == InconsistentDeployment {
 			f.Name = key
 		}
-		i = int32(len(e.findings))
+		i = int32(e.findings.len())
 		e.findingIdx[id] = i
-		e.findings = append(e.findings, f)
+		e.findings.append(f)
 	}
-	e.findings[i].Endpoints = append(e.findings[i].Endpoints, ep)
+	f := e.findings.at(i)
+	f.Endpoints = append(f.Endpoints, ep)
 }
 
 // Add folds one observation into the result.
@@ -280,8 +282,10 @@ func (e *Evaluator) Result() Result {
 			}
 		}
 	}
-	for i := range e.findings {
-		f := &e.findings[i]
+	fs := e.findings.all()
+	e.findings = blocks[Finding]{}
+	for i := range fs {
+		f := &fs[i]
 		sortEndpoints(f.Endpoints)
 		f.Endpoints = slices.Compact(f.Endpoints)
 		if c := e.cert(f.Certificate); c != nil {
@@ -289,7 +293,7 @@ func (e *Evaluator) Result() Result {
 		}
 	}
 	var out Result
-	out.Findings, out.ACM = e.judgeInventory(e.findings)
+	out.Findings, out.ACM = e.judgeInventory(fs)
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
 	out.Certificates = e.certs
@@ -299,7 +303,7 @@ func (e *Evaluator) Result() Result {
 	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
 		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
 	})
-	e.certs, e.certIdx, e.findings, e.findingIdx = nil, nil, nil, nil
+	e.certs, e.certIdx, e.findingIdx = nil, nil, nil
 	return out
 }
 
@@ -318,6 +322,9 @@ func (e *Evaluator) cert(fp string) *Certificate {
 func (e *Evaluator) Grow(n int) {
 	e.served = slices.Grow(e.served, n)
 	e.certs = slices.Grow(e.certs, n)
+	if len(e.certIdx) == 0 {
+		e.certIdx = make(map[string]int32, n)
+	}
 }
 
 // nameRuns yields the runs of the sorted served list that share a name and
@@ -404,8 +411,8 @@ func (e *Evaluator) inconsistent(run []servedLeaf) {
 		c := e.cert(fp)
 		parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
 	}
-	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(len(e.findings))
-	e.findings = append(e.findings, Finding{
+	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(e.findings.len())
+	e.findings.append(Finding{
 		Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
 		Deadline:  e.cert(fps[0]).NotAfter,
 		Endpoints: eps,
@@ -520,4 +527,35 @@ func humanDuration(d time.Duration) string {
 func isIPLiteral(name string) bool {
 	_, err := netip.ParseAddr(name)
 	return err == nil
+}
+
+// blocks is a list that grows by whole blocks, so that appending never
+// copies what is already there and pointers to elements stay valid.
+type blocks[T any] struct {
+	b [][]T
+	n int
+}
+
+const blockLen = 512
+
+func (l *blocks[T]) append(v T) {
+	if l.n%blockLen == 0 {
+		l.b = append(l.b, make([]T, 0, blockLen))
+	}
+	last := &l.b[len(l.b)-1]
+	*last = append(*last, v)
+	l.n++
+}
+
+func (l *blocks[T]) at(i int32) *T { return &l.b[i/blockLen][i%blockLen] }
+
+func (l *blocks[T]) len() int { return l.n }
+
+// all returns the elements in one new slice.
+func (l *blocks[T]) all() []T {
+	out := make([]T, 0, l.n)
+	for _, b := range l.b {
+		out = append(out, b...)
+	}
+	return out
 }

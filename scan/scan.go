@@ -250,16 +250,19 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(cmp.Or(p.Parallelism, 100))
-	for _, t := range targets {
+	for i := range targets {
+		// A pointer, not a copy: a closure over a copy would put every
+		// Target on the heap a second time.
+		t := &targets[i]
 		if t.Skip != "" {
-			r.Skipped = append(r.Skipped, t)
+			r.Skipped = append(r.Skipped, *t)
 			continue
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		g.Go(func() error {
-			obs := p.Prober.Probe(ctx, t)
+			obs := p.Prober.Probe(ctx, *t)
 			mu.Lock()
 			defer mu.Unlock()
 			for i := range obs {
