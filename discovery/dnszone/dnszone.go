@@ -239,6 +239,18 @@ func (s *Source) Name() string { return s.sources[0] }
 // context.DeadlineExceeded, a transfer without its closing SOA
 // ErrIncomplete.
 func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
+	zn, err := s.Transfer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return zn.collect(), nil
+}
+
+// Transfer transfers the zone as Targets does, with the same errors, and
+// returns it indexed rather than as a list: Zone.All then yields the same
+// targets one at a time, so that a caller that only writes them out (a
+// million-name inventory) never holds them all.
+func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
 	defer cancel()
@@ -253,13 +265,13 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	var errs []error
 	for i, server := range servers {
 		z := newZoneIndex(s.zone)
-		stats, err := s.transfer(ctx, server, z)
+		stats, err := s.axfr(ctx, server, z)
 		if err == nil {
-			targets := z.targets(s.ports, s.filter, s.sources)
+			zn := z.zone(s.ports, s.filter, s.sources)
 			s.logger.Debug("zone transferred", "server", server, "serial", stats.serial,
-				"records", stats.records, "messages", stats.messages, "targets", len(targets),
+				"records", stats.records, "messages", stats.messages, "targets", zn.Len(),
 				"duration", time.Since(start))
-			return targets, nil
+			return zn, nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,7 +193,61 @@ func TestTargets(t *testing.T) {
 			if d := diffTargets(tt.want, got); d != "" {
 				t.Errorf("Targets mismatch (-want +got):\n%s", d)
 			}
+
+			zn, err := newSource(t, c).Transfer(context.Background())
+			if err != nil {
+				t.Fatalf("Transfer: %v", err)
+			}
+			if zn.Len() != len(tt.want) {
+				t.Errorf("Zone.Len() = %d, want %d", zn.Len(), len(tt.want))
+			}
+			for pass := range 2 { // a Zone can be listed again
+				if d := diffTargets(tt.want, collect(zn.All())); d != "" {
+					t.Errorf("Zone.All, pass %d, mismatch (-want +got):\n%s", pass+1, d)
+				}
+			}
 		})
+	}
+}
+
+// collect gathers what seq yields, cloning the addresses that Zone.All
+// reuses from one target to the next.
+func collect(seq iter.Seq[discovery.Target]) []discovery.Target {
+	var out []discovery.Target
+	for t := range seq {
+		t.Addresses = slices.Clone(t.Addresses)
+		out = append(out, t)
+	}
+	return out
+}
+
+// TestZoneAllStops checks that Zone.All stops when the loop over it
+// breaks, and that it yields names that share a long prefix in order.
+func TestZoneAllStops(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, benchZone("stop.example", 1000))
+	zn, err := newSource(t, dnszone.Config{Zone: "stop.example", Nameserver: srv.Addr()}).Transfer(context.Background())
+	if err != nil {
+		t.Fatalf("Transfer: %v", err)
+	}
+	var names []string
+	for tg := range zn.All() {
+		if len(names) == 3 {
+			break
+		}
+		names = append(names, tg.Name)
+	}
+	want := []string{"host0000000.stop.example", "host0000001.stop.example", "host0000002.stop.example"}
+	if !slices.Equal(names, want) {
+		t.Errorf("first targets = %v, want %v", names, want)
+	}
+
+	all := collect(zn.All())
+	if len(all) != 1000 || zn.Len() != 1000 {
+		t.Fatalf("Zone.All yielded %d targets, Len = %d, want 1000", len(all), zn.Len())
+	}
+	if !slices.IsSortedFunc(all, func(a, b discovery.Target) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Error("Zone.All does not yield targets sorted by name")
 	}
 }
 

@@ -69,7 +69,7 @@ type transferStats struct {
 	messages int
 }
 
-// transfer runs AXFR for s.zone against server, feeding every record to z
+// axfr runs AXFR for s.zone against server, feeding every record to z
 // as it arrives. It returns a *TransferError on failure.
 //
 // The transfer is hand-rolled on miekg/dns primitives rather than
@@ -77,7 +77,7 @@ type transferStats struct {
 // and, with TSIG, replaces the server's response code (REFUSED, NOTAUTH with
 // BADKEY) by a signature error; it also allocates 64 KiB per message and
 // runs a goroutine that must be drained.
-func (s *Source) transfer(ctx context.Context, server string, z *zoneIndex) (transferStats, error) {
+func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transferStats, error) {
 	var st transferStats
 	started := time.Now()
 	fail := func(err error, what, hint string) (transferStats, error) {

@@ -1,8 +1,11 @@
 package dnszone
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"hash/maphash"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -17,17 +20,22 @@ import (
 // (id, address) pairs, CNAME edges, SRV targets and delegation points. No
 // dns.RR outlives the message it arrived in.
 //
-// Growing lists are chunked so that a zone of millions of records never
-// holds two copies of a list while it grows.
+// Names are normalised presentation-format bytes (lower case, no trailing
+// dot) kept in an arena, and every growing list is chunked, so that a zone
+// of millions of records holds no pointer per name for the collector to
+// follow and never holds two copies of a list while it grows.
 type zoneIndex struct {
 	apex  string          // normalised zone name
 	ids   nameTable       // name -> id; dropped once the transfer is done
-	names chunked[string] // id -> name
+	names nameArena       // id -> name
 	flags chunked[uint8]  // id -> name flags
-	addrs chunked[nameAddr]
+	v4    chunked[uint64] // id<<32 | IPv4 address
+	v6    chunked[addr6]
 	cname map[uint32]uint32 // owner id -> target id
 	srvs  []srvTarget
 	cuts  bool // any delegation below the apex
+
+	owner, target []byte // scratch for add
 }
 
 // nameTable maps names to ids: open addressing with linear probing over
@@ -47,10 +55,10 @@ func newNameTable() nameTable {
 	return nameTable{seed: maphash.MakeSeed(), slots: make([]uint64, 1<<nameTableBits), shift: 64 - nameTableBits}
 }
 
-func (t *nameTable) hash(name string) uint64 { return maphash.String(t.seed, name) }
+func (t *nameTable) hash(name []byte) uint64 { return maphash.Bytes(t.seed, name) }
 
 // find returns the id of name, whose hash is h, looking names up in names.
-func (t *nameTable) find(h uint64, name string, names *chunked[string]) (uint32, bool) {
+func (t *nameTable) find(h uint64, name []byte, names *nameArena) (uint32, bool) {
 	mask := uint64(len(t.slots) - 1)
 	for i := h >> t.shift; ; i = (i + 1) & mask {
 		s := t.slots[i]
@@ -58,7 +66,7 @@ func (t *nameTable) find(h uint64, name string, names *chunked[string]) (uint32,
 			return 0, false
 		}
 		if s>>32 == h>>32 {
-			if id := uint32(s) - 1; *names.at(id) == name {
+			if id := uint32(s) - 1; bytes.Equal(names.at(id), name) {
 				return id, true
 			}
 		}
@@ -92,6 +100,36 @@ func (t *nameTable) put(s uint64) {
 	t.slots[i] = s
 }
 
+// nameArena stores names back to back in 64 KiB blocks (a name never spans
+// two) and, per id, where its bytes are: 8 bytes a name besides the name
+// itself, against 16 for a string header plus the rounding of a separate
+// allocation.
+type nameArena struct {
+	blocks [][]byte
+	refs   chunked[uint64] // id -> block<<32 | offset<<16 | length
+}
+
+const arenaBlock = 64 << 10
+
+// add appends name, which must be shorter than arenaBlock, as the next id.
+func (a *nameArena) add(name []byte) {
+	if len(a.blocks) == 0 || len(a.blocks[len(a.blocks)-1])+len(name) >= arenaBlock {
+		a.blocks = append(a.blocks, make([]byte, 0, arenaBlock))
+	}
+	b := &a.blocks[len(a.blocks)-1]
+	a.refs.append(uint64(len(a.blocks)-1)<<32 | uint64(len(*b))<<16 | uint64(len(name)))
+	*b = append(*b, name...)
+}
+
+// at returns the bytes of name id; they are never changed.
+func (a *nameArena) at(id uint32) []byte {
+	r := *a.refs.at(id)
+	off := int(r >> 16 & 0xffff)
+	return a.blocks[r>>32][off : off+int(r&0xffff) : off+int(r&0xffff)]
+}
+
+func (a *nameArena) len() int { return a.refs.len() }
+
 // chunked is an append-only list stored in fixed-size chunks.
 type chunked[T any] struct {
 	chunks [][]T
@@ -120,14 +158,13 @@ const (
 	isCut                         // owns NS records below the apex: a delegation
 	isOutside                     // outside the zone's authority: not a subdomain, or at/below a cut
 	isSRVTarget                   // the target of a TLS service's SRV record
+	hasV6                         // owns AAAA records
 )
 
-// nameAddr is one address of name id, 24 bytes rather than the 32 a
-// netip.Addr and an id would take.
-type nameAddr struct {
+// addr6 is one IPv6 address of name id.
+type addr6 struct {
 	ip [16]byte
 	id uint32
-	v4 bool
 }
 
 type srvTarget struct {
@@ -143,28 +180,45 @@ func newZoneIndex(apex string) *zoneIndex {
 	return &zoneIndex{apex: apex, ids: newNameTable(), cname: make(map[uint32]uint32)}
 }
 
-// normalise returns name lower case without its trailing dot. It allocates
-// only when name has upper-case letters.
+// normalise returns name lower case without its trailing dot.
 func normalise(name string) string {
 	return strings.ToLower(strings.TrimSuffix(name, "."))
 }
 
-// inZone reports whether name is the apex or below it.
-func (z *zoneIndex) inZone(name string) bool {
-	if len(name) == len(z.apex) {
-		return name == z.apex
+// appendNormalised appends normalise(name) to dst. Presentation-format names
+// are ASCII (miekg/dns escapes other bytes), so ASCII case folding is
+// strings.ToLower's.
+func appendNormalised(dst []byte, name string) []byte {
+	if len(name) > 0 && name[len(name)-1] == '.' {
+		name = name[:len(name)-1]
 	}
-	return len(name) > len(z.apex) && name[len(name)-len(z.apex)-1] == '.' && strings.HasSuffix(name, z.apex)
+	for i := range len(name) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
-func (z *zoneIndex) intern(name string) uint32 {
+// inZone reports whether name is the apex or below it.
+func (z *zoneIndex) inZone(name []byte) bool {
+	if len(name) == len(z.apex) {
+		return string(name) == z.apex
+	}
+	return len(name) > len(z.apex) && name[len(name)-len(z.apex)-1] == '.' && string(name[len(name)-len(z.apex):]) == z.apex
+}
+
+// intern returns the id of name, adding it if it is new. name is copied.
+func (z *zoneIndex) intern(name []byte) uint32 {
 	h := z.ids.hash(name)
 	if id, ok := z.ids.find(h, name, &z.names); ok {
 		return id
 	}
 	id := uint32(z.names.len())
 	z.ids.insert(h, id)
-	z.names.append(name)
+	z.names.add(name)
 	var f uint8
 	if !z.inZone(name) {
 		f = isOutside
@@ -175,46 +229,74 @@ func (z *zoneIndex) intern(name string) uint32 {
 
 // add folds one transferred record into the index.
 func (z *zoneIndex) add(rr dns.RR) {
-	owner := normalise(rr.Header().Name)
-	if !z.inZone(owner) {
+	switch rr.(type) {
+	case *dns.A, *dns.AAAA, *dns.CNAME, *dns.SRV, *dns.NS:
+	default:
+		return
+	}
+	z.owner = appendNormalised(z.owner[:0], rr.Header().Name)
+	if !z.inZone(z.owner) {
 		return // not the zone's data; a well-behaved server never sends it
 	}
 	switch v := rr.(type) {
 	case *dns.A:
-		ip4 := v.A.To4()
-		if ip4 == nil {
-			return
+		if ip4 := v.A.To4(); ip4 != nil {
+			z.addA([4]byte(ip4))
 		}
-		a := nameAddr{id: z.intern(owner), v4: true}
-		copy(a.ip[:], ip4)
-		*z.flags.at(a.id) |= hasAddr
-		z.addrs.append(a)
 	case *dns.AAAA:
-		if len(v.AAAA) != 16 {
-			return
+		if len(v.AAAA) == 16 {
+			z.addAAAA([16]byte(v.AAAA))
 		}
-		a := nameAddr{id: z.intern(owner)}
-		copy(a.ip[:], v.AAAA)
-		*z.flags.at(a.id) |= hasAddr
-		z.addrs.append(a)
 	case *dns.CNAME:
-		id := z.intern(owner)
-		*z.flags.at(id) |= hasCNAME
-		z.cname[id] = z.intern(normalise(v.Target))
+		z.target = appendNormalised(z.target[:0], v.Target)
+		z.addCNAME()
 	case *dns.SRV:
-		target := normalise(v.Target)
-		if target == "" || v.Port == 0 {
-			return // "." means the service is not offered here (RFC 2782)
-		}
-		if !discovery.TLSService(owner) {
-			return
-		}
-		z.srvs = append(z.srvs, srvTarget{id: z.intern(target), port: v.Port})
+		z.target = appendNormalised(z.target[:0], v.Target)
+		z.addSRV(v.Port)
 	case *dns.NS:
-		if owner != z.apex {
-			*z.flags.at(z.intern(owner)) |= isCut
-			z.cuts = true
-		}
+		z.addNS()
+	}
+}
+
+// addA records an A record of z.owner, a name in the zone.
+func (z *zoneIndex) addA(ip [4]byte) {
+	id := z.intern(z.owner)
+	*z.flags.at(id) |= hasAddr
+	z.v4.append(uint64(id)<<32 | uint64(binary.BigEndian.Uint32(ip[:])))
+}
+
+// addAAAA records an AAAA record of z.owner, a name in the zone.
+func (z *zoneIndex) addAAAA(ip [16]byte) {
+	id := z.intern(z.owner)
+	*z.flags.at(id) |= hasAddr | hasV6
+	z.v6.append(addr6{ip: ip, id: id})
+}
+
+// addCNAME records that z.owner, a name in the zone, is an alias of
+// z.target.
+func (z *zoneIndex) addCNAME() {
+	id := z.intern(z.owner)
+	*z.flags.at(id) |= hasCNAME
+	z.cname[id] = z.intern(z.target)
+}
+
+// addSRV records an SRV record of z.owner, a name in the zone, for z.target
+// and port.
+func (z *zoneIndex) addSRV(port uint16) {
+	if len(z.target) == 0 || port == 0 {
+		return // "." means the service is not offered here (RFC 2782)
+	}
+	if !discovery.TLSService(string(z.owner)) {
+		return
+	}
+	z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: port})
+}
+
+// addNS records an NS record of z.owner, a name in the zone.
+func (z *zoneIndex) addNS() {
+	if string(z.owner) != z.apex {
+		*z.flags.at(z.intern(z.owner)) |= isCut
+		z.cuts = true
 	}
 }
 
@@ -229,12 +311,12 @@ func (z *zoneIndex) markDelegated() {
 		if *f&isOutside != 0 {
 			continue
 		}
-		for n := *z.names.at(id); n != z.apex; {
+		for n := z.names.at(id); string(n) != z.apex; {
 			if cid, ok := z.ids.find(z.ids.hash(n), n, &z.names); ok && *z.flags.at(cid)&isCut != 0 {
 				*f |= isOutside
 				break
 			}
-			i := strings.IndexByte(n, '.')
+			i := bytes.IndexByte(n, '.')
 			if i < 0 {
 				break
 			}
@@ -243,16 +325,107 @@ func (z *zoneIndex) markDelegated() {
 	}
 }
 
-// addressTable returns every name's addresses, sorted and without
-// duplicates, in one array: name id owns all[start[id]:start[id+1]]. It is a
-// counting sort by id, so no second copy of the (id, address) list is made,
-// and it releases that list.
-func (z *zoneIndex) addressTable() (all []netip.Addr, start []uint32) {
+// Zone is a transferred zone, indexed: its targets can be listed in order,
+// any number of times, without ever being held as one []discovery.Target.
+// A Zone is never changed once Source.Transfer has returned it, and is safe
+// for concurrent use.
+type Zone struct {
+	z       *zoneIndex
+	ports   []int // sorted
+	sources []string
+
+	ids  []uint32    // the target names' ids, in name order
+	srvs []srvTarget // by id, then port, without duplicates
+
+	// Addresses, sorted and without duplicates: name id's IPv4 addresses
+	// are v4[v4start[id]:v4start[id+1]], its IPv6 ones (hasV6) the run of
+	// v6 with its id.
+	v4      []uint32
+	v4start []uint32
+	v6      []addr6
+	nAddrs  int // len(v4) + len(v6)
+	targets int // how many targets All yields
+}
+
+// zone turns the index into a Zone. It consumes the index.
+func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string) *Zone {
+	z.markDelegated()
+	z.ids = nameTable{} // no more lookups by name; let the table go
+	zn := &Zone{z: z, ports: slices.Sorted(slices.Values(ports)), sources: sources}
+	zn.v4, zn.v4start = z.v4Table()
+	zn.v6 = z.v6Table()
+	zn.nAddrs = len(zn.v4) + len(zn.v6)
+
+	// SRV targets by id, then port, without duplicates; each such name is
+	// flagged so that its ports can be found by binary search.
+	zn.srvs = z.srvs
+	z.srvs = nil
+	slices.SortFunc(zn.srvs, func(a, b srvTarget) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port)) })
+	zn.srvs = slices.Compact(zn.srvs)
+	for _, s := range zn.srvs {
+		*z.flags.at(s.id) |= isSRVTarget
+	}
+
+	// The names that become targets, sorted by name. Most names differ in
+	// their first eight bytes, so they are sorted by those, kept beside the
+	// id, and only ties look at the names themselves.
+	type key struct {
+		prefix uint64
+		id     uint32
+	}
+	candidate := func(id uint32) bool { f := *z.flags.at(id); return owner(f) || f&isSRVTarget != 0 }
+	n := 0
+	for id := range uint32(z.names.len()) {
+		if candidate(id) {
+			n++
+		}
+	}
+	keys := make([]key, 0, n)
+	for id := range uint32(z.names.len()) {
+		if !candidate(id) {
+			continue
+		}
+		name := z.names.at(id)
+		if !filter.Keep(string(name)) {
+			continue
+		}
+		var p [8]byte
+		copy(p[:], name) // names have no zero bytes: a shorter name sorts first
+		keys = append(keys, key{prefix: binary.BigEndian.Uint64(p[:]), id: id})
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return bytes.Compare(z.names.at(a.id), z.names.at(b.id))
+	})
+	zn.ids = make([]uint32, len(keys))
+	for i, k := range keys {
+		zn.ids[i] = k.id
+	}
+	keys = nil
+	var merged []int
+	for _, id := range zn.ids {
+		merged = zn.portsOf(merged[:0], id)
+		zn.targets += len(merged)
+	}
+	return zn
+}
+
+// owner reports whether a name with flags f is a target on every port: it
+// has addresses or a CNAME and is in the zone's authority.
+func owner(f uint8) bool { return f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 }
+
+// v4Table returns every name's IPv4 addresses, sorted and without
+// duplicates, in one array: name id owns all[start[id]:start[id+1]]. It is
+// a counting sort by id, so no second copy of the (id, address) list is
+// made, and it releases that list.
+func (z *zoneIndex) v4Table() (all, start []uint32) {
 	n := z.names.len()
 	start = make([]uint32, n+1)
-	for _, c := range z.addrs.chunks {
+	for _, c := range z.v4.chunks {
 		for _, a := range c {
-			start[a.id+1]++
+			start[a>>32+1]++
 		}
 	}
 	for i := 1; i <= n; i++ {
@@ -260,18 +433,15 @@ func (z *zoneIndex) addressTable() (all []netip.Addr, start []uint32) {
 	}
 	// start[id+1] is now the end of id's range; fill each range from its end,
 	// which leaves start[id+1] at the range's beginning.
-	all = make([]netip.Addr, z.addrs.len())
-	for _, c := range z.addrs.chunks {
+	all = make([]uint32, z.v4.len())
+	for _, c := range z.v4.chunks {
 		for _, a := range c {
-			start[a.id+1]--
-			if a.v4 {
-				all[start[a.id+1]] = netip.AddrFrom4([4]byte(a.ip[:4]))
-			} else {
-				all[start[a.id+1]] = netip.AddrFrom16(a.ip)
-			}
+			id := a >> 32
+			start[id+1]--
+			all[start[id+1]] = uint32(a)
 		}
 	}
-	z.addrs = chunked[nameAddr]{}
+	z.v4 = chunked[uint64]{}
 	copy(start, start[1:])
 	start[n] = uint32(len(all))
 	// Sort and de-duplicate each range, compacting the array as we go.
@@ -279,8 +449,10 @@ func (z *zoneIndex) addressTable() (all []netip.Addr, start []uint32) {
 	for id := range n {
 		lo, hi := start[id], start[id+1]
 		r := all[lo:hi]
-		slices.SortFunc(r, netip.Addr.Compare)
-		r = slices.Compact(r)
+		if len(r) > 1 {
+			slices.Sort(r)
+			r = slices.Compact(r)
+		}
 		start[id] = w
 		w += uint32(copy(all[w:], r))
 	}
@@ -288,15 +460,69 @@ func (z *zoneIndex) addressTable() (all []netip.Addr, start []uint32) {
 	return all[:w:w], start
 }
 
+// v6Table returns every IPv6 address sorted by id, then address, without
+// duplicates, and releases the list they were gathered in.
+func (z *zoneIndex) v6Table() []addr6 {
+	all := make([]addr6, 0, z.v6.len())
+	for _, c := range z.v6.chunks {
+		all = append(all, c...)
+	}
+	z.v6 = chunked[addr6]{}
+	slices.SortFunc(all, func(a, b addr6) int { return cmp.Or(cmp.Compare(a.id, b.id), bytes.Compare(a.ip[:], b.ip[:])) })
+	return slices.Clip(slices.Compact(all))
+}
+
+// appendAddrs appends the addresses of name id to dst in netip.Addr order:
+// IPv4 first, each family in byte order.
+func (zn *Zone) appendAddrs(dst []netip.Addr, id uint32) []netip.Addr {
+	for _, a := range zn.v4[zn.v4start[id]:zn.v4start[id+1]] {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], a)
+		dst = append(dst, netip.AddrFrom4(b))
+	}
+	if *zn.z.flags.at(id)&hasV6 != 0 {
+		i, _ := slices.BinarySearchFunc(zn.v6, id, func(a addr6, id uint32) int { return cmp.Compare(a.id, id) })
+		for ; i < len(zn.v6) && zn.v6[i].id == id; i++ {
+			dst = append(dst, netip.AddrFrom16(zn.v6[i].ip))
+		}
+	}
+	return dst
+}
+
+// portsOf appends the ports name id is a target on to dst, sorted: every
+// configured port if it owns addresses or a CNAME, and the ports of the SRV
+// records that point at it.
+func (zn *Zone) portsOf(dst []int, id uint32) []int {
+	f := *zn.z.flags.at(id)
+	if owner(f) {
+		dst = append(dst, zn.ports...)
+	}
+	if f&isSRVTarget != 0 {
+		n := len(dst)
+		i, _ := slices.BinarySearchFunc(zn.srvs, id, func(s srvTarget, id uint32) int { return cmp.Compare(s.id, id) })
+		for ; i < len(zn.srvs) && zn.srvs[i].id == id; i++ {
+			if p := int(zn.srvs[i].port); !owner(f) || !slices.Contains(zn.ports, p) {
+				dst = append(dst, p)
+			}
+		}
+		if len(dst) > n {
+			slices.Sort(dst)
+		}
+	}
+	return dst
+}
+
 // resolution is where a name's addresses come from.
 type resolution struct {
-	addrs   []netip.Addr // known from the zone
-	resolve string       // else the name to look up ("" = the target name)
-	loop    bool         // a CNAME chain that loops or is too long
+	addrs   bool   // known from the zone: those of name id
+	id      uint32 // the name whose addresses they are
+	resolve string // else the name to look up ("" = the target name)
+	loop    bool   // a CNAME chain that loops or is too long
 }
 
 // follow resolves id through CNAMEs inside the zone.
-func (z *zoneIndex) follow(id uint32, all []netip.Addr, start []uint32) resolution {
+func (zn *Zone) follow(id uint32) resolution {
+	z := zn.z
 	cur := id
 	for range maxChain {
 		switch f := *z.flags.at(cur); {
@@ -304,93 +530,83 @@ func (z *zoneIndex) follow(id uint32, all []netip.Addr, start []uint32) resoluti
 			if cur == id {
 				return resolution{}
 			}
-			return resolution{resolve: *z.names.at(cur)}
+			return resolution{resolve: string(z.names.at(cur))}
 		case f&hasAddr != 0:
-			lo, hi := start[cur], start[cur+1]
-			return resolution{addrs: all[lo:hi:hi]}
+			return resolution{addrs: true, id: cur}
 		case f&hasCNAME != 0:
 			cur = z.cname[cur]
 		case cur == id:
 			return resolution{} // no data in the zone: look the name up
 		default:
-			return resolution{resolve: *z.names.at(cur)} // dangling: let the lookup say so
+			return resolution{resolve: string(z.names.at(cur))} // dangling: let the lookup say so
 		}
 	}
 	return resolution{loop: true}
 }
 
-// targets turns the index into targets, sorted by name and port. It
-// consumes the index.
-//
-// It sorts name ids, not targets: a uint32 moves for a 112-byte Target, and
-// the targets are then built in order, each name's ports together.
-func (z *zoneIndex) targets(ports []int, filter discovery.Filter, sources []string) []discovery.Target {
-	z.markDelegated()
-	z.ids = nameTable{} // no more lookups by name; let the table go before targets are allocated
-	all, start := z.addressTable()
+// Len returns how many targets All yields.
+func (zn *Zone) Len() int { return zn.targets }
 
-	// SRV targets by id, then port, without duplicates; each such name is
-	// flagged so that its ports can be found by binary search below.
-	srvs := z.srvs
-	z.srvs = nil
-	slices.SortFunc(srvs, func(a, b srvTarget) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port)) })
-	srvs = slices.Compact(srvs)
-	for _, s := range srvs {
-		*z.flags.at(s.id) |= isSRVTarget
+// All yields the zone's targets in the order and with the content that
+// Source.Targets returns them. The Addresses of a yielded target are only
+// valid until the next one is yielded (their memory is reused); clone them
+// to keep them. Sources is shared by every target: do not change it.
+func (zn *Zone) All() iter.Seq[discovery.Target] {
+	return func(yield func(discovery.Target) bool) {
+		var buf []netip.Addr
+		zn.each(func(id uint32) []netip.Addr {
+			buf = zn.appendAddrs(buf[:0], id)
+			return buf
+		}, yield)
 	}
+}
 
-	// The names that become targets, in name order.
-	owner := func(f uint8) bool { return f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 }
-	var ids []uint32
-	nOwners := 0
-	for id := range uint32(z.names.len()) {
-		f := *z.flags.at(id)
-		if !owner(f) && f&isSRVTarget == 0 {
+// collect returns every target in one slice. The Addresses of all targets
+// are views of a few large arrays, not one allocation each.
+func (zn *Zone) collect() []discovery.Target {
+	out := make([]discovery.Target, 0, zn.targets)
+	var pool []netip.Addr
+	addrs := func(id uint32) []netip.Addr {
+		if cap(pool)-len(pool) < 64 {
+			pool = make([]netip.Addr, 0, 4096)
+		}
+		n := len(pool)
+		pool = zn.appendAddrs(pool, id) // more than fit: a new array, still correct
+		return pool[n:len(pool):len(pool)]
+	}
+	zn.each(addrs, func(t discovery.Target) bool {
+		out = append(out, t)
+		return true
+	})
+	return out
+}
+
+// each yields the targets in order, taking each name's addresses from
+// addrs.
+func (zn *Zone) each(addrs func(id uint32) []netip.Addr, yield func(discovery.Target) bool) {
+	var ports []int
+	for _, id := range zn.ids {
+		ports = zn.portsOf(ports[:0], id)
+		if len(ports) == 0 {
 			continue
 		}
-		if !filter.Keep(*z.names.at(id)) {
-			continue
-		}
-		if owner(f) {
-			nOwners++
-		}
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(*z.names.at(a), *z.names.at(b)) })
-
-	sorted := slices.Sorted(slices.Values(ports))
-	out := make([]discovery.Target, 0, nOwners*len(ports)+len(srvs))
-	emit := func(name string, port int, r resolution) {
-		t := discovery.Target{Name: name, Port: port, Addresses: r.addrs, Resolve: r.resolve, Sources: sources}
-		switch {
-		case strings.HasPrefix(name, "*."):
-			t.Addresses, t.Resolve = nil, ""
+		name := string(zn.z.names.at(id))
+		t := discovery.Target{Name: name, Sources: zn.sources}
+		switch r := zn.follow(id); {
+		case len(name) >= 2 && name[0] == '*' && name[1] == '.':
 			t.Skip = "wildcard owner: no single name to probe"
 		case r.loop:
 			t.Skip = "CNAME chain loops or is longer than 16 names: no address to probe"
+		case r.addrs:
+			t.Addresses = addrs(r.id)
+		default:
+			t.Resolve = r.resolve
 		}
-		out = append(out, t)
-	}
-	var merged []int
-	for _, id := range ids {
-		name, f := *z.names.at(id), *z.flags.at(id)
-		merged = merged[:0]
-		if owner(f) {
-			merged = append(merged, sorted...)
-		}
-		if f&isSRVTarget != 0 {
-			i, _ := slices.BinarySearchFunc(srvs, id, func(s srvTarget, id uint32) int { return cmp.Compare(s.id, id) })
-			for ; i < len(srvs) && srvs[i].id == id; i++ {
-				if p := int(srvs[i].port); !owner(f) || !slices.Contains(sorted, p) {
-					merged = append(merged, p)
-				}
+		for _, p := range ports {
+			t.Port = p
+			if !yield(t) {
+				return
 			}
-			slices.Sort(merged)
-		}
-		r := z.follow(id, all, start)
-		for _, p := range merged {
-			emit(name, p, r)
 		}
 	}
-	return out
 }

@@ -15,13 +15,13 @@ func TestInternAcrossGrowth(t *testing.T) {
 			t.Parallel()
 			z := newZoneIndex("example")
 			for i := range n {
-				if got := z.intern(fmt.Sprintf("h%d.example", i)); got != uint32(i) {
+				if got := z.intern(fmt.Appendf(nil, "h%d.example", i)); got != uint32(i) {
 					t.Fatalf("intern(h%d) = %d, want %d (a new name)", i, got, i)
 				}
 			}
 			for i := range n {
 				name := fmt.Sprintf("h%d.example", i)
-				if got := z.intern(name); got != uint32(i) {
+				if got := z.intern([]byte(name)); got != uint32(i) {
 					t.Errorf("intern(%s) again = %d, want %d", name, got, i)
 				}
 			}
@@ -30,7 +30,7 @@ func TestInternAcrossGrowth(t *testing.T) {
 			}
 			for i := range n {
 				name := fmt.Sprintf("x%d.example", i)
-				if id, ok := z.ids.find(z.ids.hash(name), name, &z.names); ok {
+				if id, ok := z.ids.find(z.ids.hash([]byte(name)), []byte(name), &z.names); ok {
 					t.Fatalf("find(%s) = %d, want not found", name, id)
 				}
 			}
