@@ -1,17 +1,24 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -25,6 +32,11 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	if len(pass.Sources) == 1 {
+		if zs, ok := pass.Sources[0].(*dnszone.Source); ok {
+			return e.zoneInventory(ctx, zs, c.Output, logger)
+		}
+	}
 	targets, sources, err := pass.Discover(ctx)
 	if errors.Is(err, scan.ErrNoSource) {
 		return withCode(ExitUsage, err) // it names every source and why it failed
@@ -35,6 +47,29 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 		return fmt.Errorf("write inventory: %w", werr)
 	}
 	return err
+}
+
+// zoneInventory is the inventory of a single zone, the one source: the
+// same output as runInventory's, but the targets are written one at a time
+// as the transferred zone's index yields them, never all held at once, so
+// that a zone of millions of names needs a fraction of the memory.
+func (e *env) zoneInventory(ctx context.Context, zs *dnszone.Source, format string, logger *slog.Logger) error {
+	zn, err := zs.Transfer(ctx)
+	if err != nil {
+		// As scan.Pass.Discover words a failure of every source.
+		logger.Warn("source failed", "source", zs.Name(), "err", err)
+		return withCode(ExitUsage, fmt.Errorf("%w: %w", scan.ErrNoSource, err))
+	}
+	sources := []scan.SourceResult{{Name: zs.Name(), Targets: zn.Len()}}
+	if format == "json" {
+		err = writeInventoryJSON(e.stdout, zn.All(), sources, nil)
+	} else {
+		err = writeInventoryTable(e.stdout, zn.All(), sources)
+	}
+	if err != nil {
+		return fmt.Errorf("write inventory: %w", err)
+	}
+	return nil
 }
 
 // inventoryReport is the JSON shape of `certwatch inventory --output json`.
@@ -49,7 +84,7 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 		if targets == nil {
 			targets = []discovery.Target{}
 		}
-		return writeJSON(w, inventoryReport{Targets: targets, Sources: sources, ACM: acm})
+		return writeInventoryJSON(w, slices.Values(targets), sources, acm)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
@@ -80,15 +115,172 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 		}
 	}
 	for _, s := range sources {
-		certs := ""
-		if s.Certificates > 0 {
-			certs = fmt.Sprintf(", %d certificate(s)", s.Certificates)
-		}
-		if s.Error != "" {
-			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
-		} else {
-			fmt.Fprintf(w, "Source %s: %d target(s)%s\n", s.Name, s.Targets, certs)
-		}
+		writeSourceLine(w, s)
 	}
 	return nil
+}
+
+// writeSourceLine writes the inventory table's line about source s.
+func writeSourceLine(w io.Writer, s scan.SourceResult) {
+	certs := ""
+	if s.Certificates > 0 {
+		certs = fmt.Sprintf(", %d certificate(s)", s.Certificates)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
+	} else {
+		fmt.Fprintf(w, "Source %s: %d target(s)%s\n", s.Name, s.Targets, certs)
+	}
+}
+
+// writeInventoryJSON writes the inventoryReport of targets, sources and acm
+// byte for byte as writeJSON does, but takes the targets one at a time.
+func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult, acm []policy.ACMCertificate) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	e := &jsonEncoder{w: bw, plans: make(map[reflect.Type]*typePlan)}
+	e.buf = append(e.buf, "{\n  \"targets\": ["...)
+	// One addressable Target that every yielded one is copied into: a
+	// reflect.Value of each would allocate it.
+	var cur discovery.Target
+	v := reflect.ValueOf(&cur).Elem()
+	n := 0
+	for t := range targets {
+		if n > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		n++
+		e.newline(2)
+		cur = t
+		e.value(v, 2)
+		if len(e.buf) >= 32<<10 {
+			e.flush()
+			if e.err != nil {
+				return e.err
+			}
+		}
+	}
+	if n > 0 {
+		e.newline(1)
+	}
+	e.buf = append(e.buf, "],\n  \"sources\": "...)
+	e.value(reflect.ValueOf(sources), 1)
+	if len(acm) > 0 {
+		e.buf = append(e.buf, ",\n  \"acm\": "...)
+		e.value(reflect.ValueOf(acm), 1)
+	}
+	e.buf = append(e.buf, "\n}\n"...)
+	e.flush()
+	if e.err != nil {
+		return e.err
+	}
+	return bw.Flush()
+}
+
+// writeInventoryTable writes the table writeInventory writes for targets
+// without ACM certificates, taking the targets one at a time: a first pass
+// measures the columns, a second writes the rows. Its cells must be free of
+// tabs, newlines and tabwriter escapes, as a zone's names and ports are
+// (miekg/dns escapes every byte outside printable ASCII), for it pads as
+// text/tabwriter does: each of the first three columns to its widest cell
+// in runes, plus two spaces.
+func writeInventoryTable(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult) error {
+	header := [4]string{"TARGET", "ADDRESSES", "SOURCES", "NOTE"}
+	var widths [3]int
+	for i := range widths {
+		widths[i] = utf8.RuneCountInString(header[i])
+	}
+	var row []byte
+	var ends [4]int
+	for t := range targets {
+		row, ends = appendInventoryRow(row[:0], t)
+		start := 0
+		for i := range widths {
+			widths[i] = max(widths[i], utf8.RuneCount(row[start:ends[i]]))
+			start = ends[i]
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var line []byte
+	pad := func(cell []byte, i int) {
+		line = append(line, cell...)
+		for range widths[i] + 2 - utf8.RuneCount(cell) {
+			line = append(line, ' ')
+		}
+	}
+	for i, h := range header {
+		if i < len(widths) {
+			pad([]byte(h), i)
+		} else {
+			line = append(line, h...)
+		}
+	}
+	line = append(line, '\n')
+	for t := range targets {
+		row, ends = appendInventoryRow(row[:0], t)
+		start := 0
+		for i := range widths {
+			pad(row[start:ends[i]], i)
+			start = ends[i]
+		}
+		line = append(line, row[start:ends[3]]...)
+		line = append(line, '\n')
+		if len(line) >= 32<<10 {
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+			line = line[:0]
+		}
+	}
+	if _, err := bw.Write(line); err != nil {
+		return err
+	}
+	for _, s := range sources {
+		writeSourceLine(bw, s)
+	}
+	return bw.Flush()
+}
+
+// appendInventoryRow appends the four cells of t's row in the inventory
+// table to dst, and returns where each ends.
+func appendInventoryRow(dst []byte, t discovery.Target) ([]byte, [4]int) {
+	var ends [4]int
+	if strings.IndexByte(t.Name, ':') >= 0 { // as t.Key, net.JoinHostPort
+		dst = append(dst, '[')
+		dst = append(dst, t.Name...)
+		dst = append(dst, ']')
+	} else {
+		dst = append(dst, t.Name...)
+	}
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, int64(t.Port), 10)
+	ends[0] = len(dst)
+	switch {
+	case t.Skip != "":
+		dst = append(dst, '-')
+	case len(t.Addresses) > 0:
+		for i, a := range t.Addresses {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = a.AppendTo(dst)
+		}
+	default:
+		dst = append(dst, "resolve "...)
+		dst = append(dst, t.ResolveName()...)
+	}
+	ends[1] = len(dst)
+	for i, s := range t.Sources {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, s...)
+	}
+	ends[2] = len(dst)
+	note := t.Skip
+	if note == "" && t.Explicit {
+		note = "explicit"
+	}
+	dst = append(dst, orDash(note)...)
+	ends[3] = len(dst)
+	return dst, ends
 }
