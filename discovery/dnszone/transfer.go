@@ -76,9 +76,7 @@ type transferStats struct {
 // dns.Transfer.In because In reports error responses as a formatted string
 // and, with TSIG, replaces the server's response code (REFUSED, NOTAUTH with
 // BADKEY) by a signature error; it also allocates 64 KiB per message and
-// runs a goroutine that must be drained. Records are read in place from
-// each message (wireMsg) rather than unpacked into dns.RR values, which
-// would allocate a few objects for each of a zone's records.
+// runs a goroutine that must be drained.
 func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transferStats, error) {
 	var st transferStats
 	started := time.Now()
@@ -122,7 +120,6 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 	r := bufio.NewReaderSize(conn, 32<<10)
 	buf := make([]byte, dns.MaxMsgSize)
 	var lenBuf [2]byte
-	var wm wireMsg
 	for {
 		if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 			return s.readError(ctx, server, st, started, err)
@@ -131,40 +128,18 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 		if _, err := io.ReadFull(r, p); err != nil {
 			return s.readError(ctx, server, st, started, err)
 		}
-		// Most messages are read in place (see wireMsg); the rest, error
-		// responses included, are unpacked whole.
-		var m *dns.Msg
-		var id, first uint16
-		var ancount int
-		if !wm.parse(p) {
-			m = new(dns.Msg)
-			if err := m.Unpack(p); err != nil {
-				return fail(err, fmt.Sprintf("AXFR from %s: malformed response after %d records: %v", server, st.records, err), "")
-			}
-			id, first, ancount = m.Id, 0, len(m.Answer)
-			if ancount > 0 {
-				first = m.Answer[0].Header().Rrtype
-			}
-		} else {
-			id, first, ancount = wm.id, wm.first, wm.ancount
+		m := new(dns.Msg)
+		if err := m.Unpack(p); err != nil {
+			return fail(err, fmt.Sprintf("AXFR from %s: malformed response after %d records: %v", server, st.records, err), "")
 		}
-		if id != q.Id {
-			return fail(nil, fmt.Sprintf("AXFR from %s: response ID %d does not match query ID %d", server, id, q.Id), "")
+		if m.Id != q.Id {
+			return fail(nil, fmt.Sprintf("AXFR from %s: response ID %d does not match query ID %d", server, m.Id, q.Id), "")
 		}
-		if m != nil && m.Rcode != dns.RcodeSuccess {
+		if m.Rcode != dns.RcodeSuccess {
 			return st, s.rcodeError(server, m, st.records)
 		}
 		if s.key != nil {
-			var ts *dns.TSIG
-			if m != nil {
-				ts = m.IsTsig()
-			} else if wm.tsigOff >= 0 {
-				rr, _, err := dns.UnpackRR(p, wm.tsigOff)
-				if err != nil {
-					return fail(err, fmt.Sprintf("AXFR from %s: malformed response after %d records: %v", server, st.records, err), "")
-				}
-				ts, _ = rr.(*dns.TSIG)
-			}
+			ts := m.IsTsig()
 			if ts == nil {
 				return fail(ErrBadSignature, fmt.Sprintf("AXFR from %s: response is not signed", server),
 					fmt.Sprintf("the server did not sign with TSIG key %s; check that it has the key and uses it for this zone", s.key.display))
@@ -178,20 +153,9 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 			mac = ts.MAC
 		}
 		st.messages++
-		if st.messages == 1 && (ancount == 0 || first != dns.TypeSOA) {
+		if st.messages == 1 && (len(m.Answer) == 0 || m.Answer[0].Header().Rrtype != dns.TypeSOA) {
 			return fail(nil, fmt.Sprintf("AXFR from %s: response does not start with the zone's SOA", server),
 				fmt.Sprintf("is %s authoritative for %s? check --nameserver (nameserver: in the config)", server, s.zone))
-		}
-		if m == nil {
-			n, serial, closed := wm.fold(z, st.records)
-			if st.records == 0 {
-				st.serial = serial
-			}
-			st.records = n
-			if closed {
-				return st, nil
-			}
-			continue
 		}
 		for _, rr := range m.Answer {
 			if soa, ok := rr.(*dns.SOA); ok && dns.CanonicalName(soa.Hdr.Name) == s.fqdn {
