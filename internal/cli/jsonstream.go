@@ -6,6 +6,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"io"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -199,16 +200,23 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 	case planUint:
 		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
 	case planTime:
-		b, err := v.Interface().(time.Time).MarshalJSON()
+		// TypeAssert, not Interface: no copy of the value on the heap.
+		t, _ := reflect.TypeAssert[time.Time](v)
+		var err error
+		e.text, err = t.AppendText(e.text[:0]) // MarshalJSON's text, unquoted
 		if err != nil {
 			e.fallback(v, depth) // let encoding/json word the error
 			return
 		}
-		e.buf = append(e.buf, b...)
+		e.buf = append(append(append(e.buf, '"'), e.text...), '"')
 	case planText:
 		var b []byte
 		var err error
-		if a, ok := v.Interface().(encoding.TextAppender); ok {
+		if a, ok := reflect.TypeAssert[netip.Addr](v); ok {
+			// The common case (every endpoint's address), without boxing.
+			e.text, err = a.AppendText(e.text[:0])
+			b = e.text
+		} else if a, ok := v.Interface().(encoding.TextAppender); ok {
 			// The same text as MarshalText, into reused memory.
 			e.text, err = a.AppendText(e.text[:0])
 			b = e.text
@@ -284,9 +292,16 @@ func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int) {
 	e.buf = append(e.buf, '}')
 }
 
+// indent is the indentation of the first levels, sliced rather than built.
+const indent = "\n                                "
+
 func (e *jsonEncoder) newline(depth int) {
-	e.buf = append(e.buf, '\n')
-	for range depth {
+	if n := 1 + 2*depth; n <= len(indent) {
+		e.buf = append(e.buf, indent[:n]...)
+		return
+	}
+	e.buf = append(e.buf, indent...)
+	for range depth - (len(indent)-1)/2 {
 		e.buf = append(e.buf, ' ', ' ')
 	}
 }

@@ -162,6 +162,8 @@ func TestStreamJSON(t *testing.T) {
 		}{7}},
 		{"other kinds in a list", []odd{oddValue, {}}},
 		{"not a struct", []string{"a", "b"}},
+		{"times", []time.Time{{}, now.Add(123456789), now.In(time.FixedZone("x", -(5*3600 + 30*60)))}},
+		{"deeper than the indent table", nest(20)},
 		{"nil", nil},
 	}
 	for _, tt := range tests {
@@ -186,6 +188,21 @@ func TestStreamJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nested is a recursive type, for nesting deeper than jsonEncoder's
+// table of indents.
+type nested struct {
+	N    int
+	Next *nested `json:",omitempty"`
+}
+
+func nest(depth int) *nested {
+	var n *nested
+	for i := range depth {
+		n = &nested{N: i, Next: n}
+	}
+	return n
 }
 
 func excerpt(b []byte, i int) string {
