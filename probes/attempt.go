@@ -64,6 +64,9 @@ type attemptResult struct {
 	err       error
 	failure   Failure
 	retryable bool
+	// inHandshake: the failure came after the TCP connect, during the
+	// TLS handshake.
+	inHandshake bool
 }
 
 // probeError is the message of a failed attempt: the operation, the
@@ -110,7 +113,9 @@ func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort, gr
 		err = ctx.Err() // as HandshakeContext reports a cancellation
 	}
 	if err != nil {
-		return p.failed(ctx, "tls handshake with", target+" (sni "+name+")", err, p.hsTO)
+		res := p.failed(ctx, "tls handshake with", target+" (sni "+name+")", err, p.hsTO)
+		res.inHandshake = true
+		return res
 	}
 	certs := tc.ConnectionState().PeerCertificates
 	if len(certs) == 0 {

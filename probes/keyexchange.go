@@ -23,7 +23,10 @@ import (
 // a handshake_failure or insufficient_security alert (RFC 8446, 4.1.1).
 // The address is then tried once more with fallbackGroups, every classical
 // group crypto/tls implements, and remembered, so later probes of it offer
-// fallbackGroups first and make one connection again.
+// fallbackGroups first and make one connection again. A server that
+// instead drops the connection or stops answering is retried as any
+// transient failure is, offering fallbackGroups, and remembered when that
+// succeeds.
 var (
 	firstGroups    = []tls.CurveID{tls.CurveP256}
 	fallbackGroups = []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}

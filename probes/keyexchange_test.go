@@ -2,6 +2,7 @@ package probes_test
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -27,20 +28,16 @@ type groupServer struct {
 	offered [][]tls.CurveID
 }
 
-func serveGroups(t *testing.T, cfg *tls.Config) *groupServer {
+// serveGroups serves handshakes with cfg. When drop reports true for the
+// groups a client offers, the server resets the connection instead of
+// answering, as a server that mishandles the offer may.
+func serveGroups(t *testing.T, cfg *tls.Config, drop func(offered []tls.CurveID) bool) *groupServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &groupServer{ln: ln, done: make(chan tls.CurveID, 16), conns: make(map[net.Conn]struct{})}
-	cfg = cfg.Clone()
-	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-		s.mu.Lock()
-		s.offered = append(s.offered, slices.Clone(hello.SupportedCurves))
-		s.mu.Unlock()
-		return nil, nil
-	}
 	s.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -57,7 +54,19 @@ func serveGroups(t *testing.T, cfg *tls.Config) *groupServer {
 					s.mu.Unlock()
 					c.Close()
 				}()
-				tc := tls.Server(c, cfg)
+				connCfg := cfg.Clone()
+				connCfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+					s.mu.Lock()
+					s.offered = append(s.offered, slices.Clone(hello.SupportedCurves))
+					s.mu.Unlock()
+					if drop != nil && drop(hello.SupportedCurves) {
+						_ = c.(*net.TCPConn).SetLinger(0)
+						c.Close() // a reset, before any alert
+						return nil, errors.New("dropped")
+					}
+					return nil, nil
+				}
+				tc := tls.Server(c, connCfg)
 				if tc.Handshake() != nil {
 					s.done <- 0
 					return
@@ -116,6 +125,11 @@ func TestKeyExchangeGroups(t *testing.T) {
 		attempts   int
 		offered    [][]tls.CurveID
 		negotiated tls.CurveID
+		// drop and retries: see serveGroups; Config.Attempts-1 (default 0:
+		// no retries, so that the fallback on an alert is seen not to be
+		// one).
+		drop    func([]tls.CurveID) bool
+		retries int
 	}{
 		{
 			name:     "server defaults: P-256 alone",
@@ -140,6 +154,13 @@ func TestKeyExchangeGroups(t *testing.T) {
 		{
 			// The same alert for another reason: the fallback fails too,
 			// and later probes make one connection, not two.
+			name:     "server dropping P-256 alone: the retry offers every group",
+			server:   &tls.Config{},
+			drop:     func(offered []tls.CurveID) bool { return !slices.Contains(offered, tls.X25519) },
+			retries:  2,
+			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.X25519,
+		},
+		{
 			name:    "handshake failure for another reason",
 			server:  &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_RC4_128_SHA}},
 			failure: probes.FailAlert, attempts: 2, offered: [][]tls.CurveID{first, fallback},
@@ -150,9 +171,9 @@ func TestKeyExchangeGroups(t *testing.T) {
 			t.Parallel()
 			server := tt.server.Clone()
 			server.Certificates = []tls.Certificate{cert}
-			s := serveGroups(t, server)
+			s := serveGroups(t, server, tt.drop)
 			cfg := testConfig(p.root.Pool())
-			cfg.Attempts = 1 // the fallback is not a retry
+			cfg.Attempts = 1 + tt.retries
 			prober := probes.New(cfg)
 
 			o := probeOne(t, prober, target("a.example", s.addr()))

@@ -73,7 +73,8 @@ type Config struct {
 	// here: the first connection to an address offers the P-256 key
 	// exchange alone, and a server that refuses it for want of a common
 	// group gets one more connection offering every classical group
-	// (Observation.Attempts counts both).
+	// (Observation.Attempts counts both). A retry after a handshake that
+	// failed in a transient way offers every classical group too.
 	Attempts int
 	// Backoff spaces retries.
 	Backoff Backoff
@@ -203,8 +204,9 @@ func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
 func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation) {
 	*o = Observation{Name: t.Name, Port: t.Port, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
 	ap := netip.AddrPortFrom(addr, uint16(t.Port))
+	offerAll := false
 	for {
-		res := p.attemptLimited(ctx, t.Name, ap, o)
+		res := p.attemptLimited(ctx, t.Name, ap, o, offerAll)
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
 			now := o.At
@@ -218,6 +220,9 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 		if !res.retryable || o.Attempts >= p.attempts || ctx.Err() != nil {
 			break
 		}
+		// A server that drops a handshake offering P-256 alone, instead of
+		// refusing it with an alert, is retried offering every group.
+		offerAll = res.inHandshake
 		if err := p.backoff.wait(ctx, o.Attempts); err != nil {
 			break
 		}
@@ -226,9 +231,10 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 }
 
 // attemptLimited waits for a per-address and a global connection slot, then
-// makes one attempt. Waiting for the per-address slot first keeps a busy
-// address from holding global slots that other addresses could use.
-func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrPort, o *Observation) attemptResult {
+// makes one attempt, offering the fallback key exchange groups if offerAll
+// (see keyexchange.go). Waiting for the per-address slot first keeps a
+// busy address from holding global slots that other addresses could use.
+func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrPort, o *Observation, offerAll bool) attemptResult {
 	if err := ctx.Err(); err != nil {
 		return p.waitFailed(ap, o, err)
 	}
@@ -245,16 +251,21 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrP
 		o.At = p.now()
 	}
 	groups, first := p.fallback.groups(ap)
+	if offerAll && first {
+		groups, first = fallbackGroups, false
+	}
 	o.Attempts++
 	start := time.Now() // measurement only, never a decision
 	res := p.attempt(ctx, name, ap, groups)
 	if first && res.err != nil && refusedGroups(res.err) && ctx.Err() == nil {
 		// No key exchange group in common: one more connection, offering
-		// every classical group (see keyexchange.go).
+		// every classical group.
 		p.fallback.add(ap)
 		o.Attempts++
 		start = time.Now()
 		res = p.attempt(ctx, name, ap, fallbackGroups)
+	} else if offerAll && res.err == nil {
+		p.fallback.add(ap) // only the fallback groups got through
 	}
 	o.Duration = time.Since(start)
 	return res
