@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -247,41 +248,30 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: make([]Endpoint, 0, len(targets))}
 	ev := policy.NewEvaluator(p.Rules, now)
 	ev.Grow(len(targets))
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(cmp.Or(p.Parallelism, 100))
 	for i := range targets {
-		// A pointer, not a copy: a closure over a copy would put every
-		// Target on the heap a second time.
-		t := &targets[i]
-		if t.Skip != "" {
-			r.Skipped = append(r.Skipped, *t)
-			continue
+		if targets[i].Skip != "" {
+			r.Skipped = append(r.Skipped, targets[i])
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		g.Go(func() error {
-			obs := p.Prober.Probe(ctx, *t)
-			mu.Lock()
-			defer mu.Unlock()
-			for i := range obs {
-				o := &obs[i]
-				// The report's endpoint shares its strings with the
-				// evaluation's (address, fingerprint): one copy each.
-				ep, fp := ev.Observe(o)
-				if p.OnObservation != nil {
-					p.OnObservation(o)
+	}
+	// A fixed pool of workers takes the targets in order: no goroutine is
+	// started per target, and none waits for a slot.
+	var mu sync.Mutex
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(cmp.Or(p.Parallelism, 100), len(targets)) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(len(targets)) {
+					return
 				}
-				r.Endpoints = append(r.Endpoints, Endpoint{
-					Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp,
-					Error: o.Error, Failure: string(o.Failure),
-				})
+				if t := &targets[i]; t.Skip == "" {
+					p.observe(ev, r, &mu, p.Prober.Probe(ctx, *t))
+				}
 			}
-			return nil
 		})
 	}
-	_ = g.Wait() // every func returns nil: a failed probe is a result
+	wg.Wait()
 	p.addInventory(ev)
 	res := ev.Result()
 	r.Certificates, r.Findings, r.ACM = res.Certificates, res.Findings, res.ACM
@@ -289,4 +279,23 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
 	})
 	return r
+}
+
+// observe evaluates one target's observations and adds its endpoints to r.
+func (p *Pass) observe(ev *policy.Evaluator, r *Report, mu *sync.Mutex, obs []probes.Observation) {
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range obs {
+		o := &obs[i]
+		// The report's endpoint shares its strings with the evaluation's
+		// (address, fingerprint): one copy each.
+		ep, fp := ev.Observe(o)
+		if p.OnObservation != nil {
+			p.OnObservation(o)
+		}
+		r.Endpoints = append(r.Endpoints, Endpoint{
+			Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp,
+			Error: o.Error, Failure: string(o.Failure),
+		})
+	}
 }
