@@ -75,6 +75,10 @@ func IsSilent(err error) bool {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// setProcs sets the number of cores the process runs on (--procs) and
+	// returns what restores it; nil leaves them alone (Run, used in-process
+	// by tests, where the setting would leak into other tests).
+	setProcs func(n int) (restore func())
 }
 
 const topUsage = `certwatch finds every TLS certificate an organisation depends on, probes
@@ -102,10 +106,21 @@ Exit codes:
   2  usage or config error, or every discovery source failed
 `
 
+// Main is Run for the certwatch process itself: it also applies --procs,
+// which sets GOMAXPROCS for the whole process while a command runs.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS}).dispatch(ctx, args)
+}
+
 // Run executes the command line args (without the program name). It returns
-// an error whose ExitCode is the process exit status.
+// an error whose ExitCode is the process exit status. It accepts --procs but
+// leaves GOMAXPROCS alone; see Main.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv}).dispatch(ctx, args)
+}
+
+func (e *env) dispatch(ctx context.Context, args []string) error {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, topUsage)
 		return usageError("no command given")

@@ -183,6 +183,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	configFile := fs.String("config", "", "the YAML configuration `file` (see config.example.yaml); required, re-read on SIGHUP")
 	verbose := fs.Bool("v", false, "log per-run and per-target detail")
+	var procs procsFlag
+	procs.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, errHelp) {
 			printUsage(e.stdout, fs, runUsage)
@@ -193,6 +195,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if *configFile == "" {
 		return usageError("run: --config is required (see 'certwatch run --help')")
 	}
+	restore, err := procs.apply(e, fs)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	// Catch SIGHUP from the start: its default action would end the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

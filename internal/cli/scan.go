@@ -75,6 +75,7 @@ type scanFlags struct {
 	verbose     bool
 	notify      bool
 	aws         awsFlags
+	procs       procsFlag
 }
 
 func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
@@ -99,6 +100,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
+	f.procs.register(fs)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
 }
 
@@ -262,6 +264,11 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 	if f.notify && len(c.Notify.Channels) == 0 {
 		return usageError("--notify: no channels configured; add notify.channels to the --config file (see config.example.yaml)")
 	}
+	restore, err := f.procs.apply(e, fs)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	return e.runScan(ctx, c, logger, f.notify)
 }
 
