@@ -152,8 +152,6 @@ func TestKeyExchangeGroups(t *testing.T) {
 			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.X25519,
 		},
 		{
-			// The same alert for another reason: the fallback fails too,
-			// and later probes make one connection, not two.
 			name:     "server dropping P-256 alone: the retry offers every group",
 			server:   &tls.Config{},
 			drop:     func(offered []tls.CurveID) bool { return !slices.Contains(offered, tls.X25519) },
@@ -161,6 +159,8 @@ func TestKeyExchangeGroups(t *testing.T) {
 			attempts: 2, offered: [][]tls.CurveID{first, fallback}, negotiated: tls.X25519,
 		},
 		{
+			// The same alert for another reason: the fallback fails too,
+			// and later probes make one connection, not two.
 			name:    "handshake failure for another reason",
 			server:  &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_RC4_128_SHA}},
 			failure: probes.FailAlert, attempts: 2, offered: [][]tls.CurveID{first, fallback},
