@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -211,17 +212,40 @@ func merged(ts []discovery.Target) bool {
 	return true
 }
 
+// StreamingSource is a Source that can also hand out its targets one at a
+// time, in the order Merge gives, without holding them all: a zone of a
+// million names. A pass whose only source streams probes the targets as
+// they come. Implemented by discovery/dnszone.
+type StreamingSource interface {
+	Source
+	// Stream discovers the targets and returns them as a sequence, with
+	// how many there are. A yielded target may share memory with the next
+	// one (its Addresses): a consumer copies what it keeps.
+	Stream(ctx context.Context) (iter.Seq[discovery.Target], int, error)
+}
+
 // Run discovers, probes and evaluates. The only error is ErrNoSource (wrapped)
 // or the context's; individual probe failures are in the report.
 func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	start := p.now()
-	targets, sources, err := p.Discover(ctx)
-	if err != nil {
-		return nil, err
+	var r *Report
+	if ss, ok := p.streaming(); ok {
+		seq, n, err := ss.Stream(ctx)
+		if err != nil {
+			p.logger().Warn("source failed", "source", ss.Name(), "err", err)
+			return nil, fmt.Errorf("%w: %w", ErrNoSource, err)
+		}
+		r = p.probeStream(ctx, seq, n, start)
+		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n}}
+	} else {
+		targets, sources, err := p.Discover(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r = p.Probe(ctx, targets, start)
+		r.Sources = sources
 	}
-	r := p.Probe(ctx, targets, start)
-	r.Sources = sources
-	for _, s := range sources {
+	for _, s := range r.Sources {
 		if s.Error != "" {
 			msg := fmt.Sprintf("source %s failed, so its targets were not probed: %s", s.Name, s.Error)
 			if s.Targets+s.Certificates > 0 {
@@ -241,33 +265,91 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	return r, nil
 }
 
+// streaming returns the pass's only source when it streams its targets
+// (and holds no certificate inventory, which Discover fetches).
+func (p *Pass) streaming() (StreamingSource, bool) {
+	if len(p.Sources) != 1 {
+		return nil, false
+	}
+	if _, ok := p.Sources[0].(CertificateSource); ok {
+		return nil, false
+	}
+	ss, ok := p.Sources[0].(StreamingSource)
+	return ss, ok
+}
+
 // Probe probes targets (with bounded parallelism) and evaluates the
 // observations at time now as they complete.
 func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.Time) *Report {
-	// One address per target is the common case; more grow the list.
-	r := &Report{GeneratedAt: now.UTC(), Targets: len(targets), Endpoints: make([]Endpoint, 0, len(targets))}
-	ev := policy.NewEvaluator(p.Rules, now)
-	ev.Grow(len(targets))
+	r, ev := p.newReport(len(targets), now)
 	for i := range targets {
 		if targets[i].Skip != "" {
 			r.Skipped = append(r.Skipped, targets[i])
 		}
 	}
-	// A fixed pool of workers takes the targets in order: no goroutine is
-	// started per target, and none waits for a slot.
-	var mu sync.Mutex
 	var next atomic.Int64
+	p.probeAll(ctx, r, ev, len(targets), func() (*discovery.Target, bool) {
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(targets)) {
+				return nil, false
+			}
+			if t := &targets[i]; t.Skip == "" {
+				return t, true
+			}
+		}
+	})
+	return r
+}
+
+// probeStream is Probe for the n targets of seq, taken one at a time: none
+// is held once its worker is done with it.
+func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], n int, now time.Time) *Report {
+	r, ev := p.newReport(n, now)
+	pull, stop := iter.Pull(seq)
+	defer stop()
+	var mu sync.Mutex // guards pull and r.Skipped
+	p.probeAll(ctx, r, ev, n, func() (*discovery.Target, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			t, ok := pull()
+			if !ok {
+				return nil, false
+			}
+			if t.Skip != "" {
+				r.Skipped = append(r.Skipped, t)
+				continue
+			}
+			t.Addresses = slices.Clone(t.Addresses) // the sequence reuses them
+			return &t, true
+		}
+	})
+	return r
+}
+
+func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
+	// One address per target is the common case; more grow the list.
+	r := &Report{GeneratedAt: now.UTC(), Targets: n, Endpoints: make([]Endpoint, 0, n)}
+	ev := policy.NewEvaluator(p.Rules, now)
+	ev.Grow(n)
+	return r, ev
+}
+
+// probeAll probes the targets next hands out, in order, and evaluates the
+// observations into r. A fixed pool of workers takes the targets: no
+// goroutine is started per target, and none waits for a slot.
+func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, next func() (*discovery.Target, bool)) {
+	var mu sync.Mutex // guards ev and r.Endpoints
 	var wg sync.WaitGroup
-	for range min(cmp.Or(p.Parallelism, 100), len(targets)) {
+	for range min(cmp.Or(p.Parallelism, 100), n) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if i >= int64(len(targets)) {
+				t, ok := next()
+				if !ok {
 					return
 				}
-				if t := &targets[i]; t.Skip == "" {
-					p.observe(ev, r, &mu, p.Prober.Probe(ctx, *t))
-				}
+				p.observe(ev, r, &mu, p.Prober.Probe(ctx, *t))
 			}
 		})
 	}
@@ -278,7 +360,6 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 	slices.SortFunc(r.Endpoints, func(a, b Endpoint) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
 	})
-	return r
 }
 
 // observe evaluates one target's observations and adds its endpoints to r.

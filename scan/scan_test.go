@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/internal/certtest"
@@ -122,4 +125,85 @@ func TestDiscoveryIsBounded(t *testing.T) {
 		close(release)
 		<-done
 	})
+}
+
+// streamSource streams a fixed list as a zone does: in order, and reusing
+// one Addresses array for every target it yields.
+type streamSource struct {
+	listSource
+	streamed *atomic.Int32
+}
+
+func (s streamSource) Stream(context.Context) (iter.Seq[discovery.Target], int, error) {
+	if s.err != nil {
+		return nil, 0, s.err
+	}
+	s.streamed.Add(1)
+	return func(yield func(discovery.Target) bool) {
+		buf := make([]netip.Addr, 0, 4)
+		for _, t := range s.targets {
+			if len(t.Addresses) > 0 {
+				buf = append(buf[:0], t.Addresses...)
+				t.Addresses = buf
+			}
+			if !yield(t) {
+				return
+			}
+		}
+	}, len(s.targets), nil
+}
+
+// TestStreamingSource: a pass whose only source streams probes the stream
+// and reports exactly what the list of the same targets gives; a failed
+// stream is every source failing.
+func TestStreamingSource(t *testing.T) {
+	now := time.Now()
+	ca := certtest.MustCA("Scan Test Root", now.Add(-time.Hour), now.Add(365*24*time.Hour))
+	var targets []discovery.Target
+	for i := range 12 {
+		name := fmt.Sprintf("h%02d.example", i)
+		leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Duration(10+i) * 24 * time.Hour)})
+		srv, err := certtest.Serve("127.0.0.1:0", leaf.FullChain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		targets = append(targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()), Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+		if i == 5 {
+			targets = append(targets, discovery.Target{Name: "*.w.example", Port: 443, Sources: []string{"dnszone:example"}, Skip: "wildcard owner: no single name to probe"})
+		}
+	}
+	pass := func(src scan.Source) *scan.Pass {
+		return &scan.Pass{Sources: []scan.Source{src}, Prober: probes.New(probes.Config{Roots: ca.Pool()}), Rules: policy.DefaultRules(), Parallelism: 3, Now: func() time.Time { return now }}
+	}
+	var streamed atomic.Int32
+	got, err := pass(streamSource{listSource{name: "dnszone:example", targets: targets}, &streamed}).Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if streamed.Load() != 1 {
+		t.Fatalf("the source was streamed %d times, want once", streamed.Load())
+	}
+	want, err := pass(listSource{name: "dnszone:example", targets: targets}).Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// Each endpoint served its own certificate, at its own address: a
+	// reused Addresses array would send probes to the wrong listener.
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("streamed report differs from the listed one (-list +stream):\n%s", diff)
+	}
+	if len(got.Endpoints) != 12 || len(got.Skipped) != 1 || len(got.Certificates) != 12 || got.Targets != 13 {
+		t.Errorf("report has %d endpoints, %d skipped, %d certificates, %d targets; want 12, 1, 12, 13", len(got.Endpoints), len(got.Skipped), len(got.Certificates), got.Targets)
+	}
+	for _, ep := range got.Endpoints {
+		if ep.Certificate == "" {
+			t.Errorf("%s:%d: no certificate (%s)", ep.Name, ep.Port, ep.Error)
+		}
+	}
+
+	_, err = pass(streamSource{listSource{name: "dnszone:broken.example", err: errors.New("zone broken.example: AXFR refused by 127.0.0.1:53 (REFUSED)")}, &streamed}).Run(context.Background())
+	if !errors.Is(err, scan.ErrNoSource) || !strings.Contains(err.Error(), "REFUSED") {
+		t.Errorf("failed stream: Run error = %v, want ErrNoSource with the reason", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"slices"
@@ -244,6 +245,17 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 		return nil, err
 	}
 	return zn.collect(), nil
+}
+
+// Stream transfers the zone as Targets does, with the same errors, and
+// returns its targets as Zone.All yields them, with their number: the form
+// scan.Pass probes a single streaming source in, one target at a time.
+func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, error) {
+	zn, err := s.Transfer(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return zn.All(), zn.Len(), nil
 }
 
 // Transfer transfers the zone as Targets does, with the same errors, and
