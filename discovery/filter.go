@@ -32,6 +32,10 @@ func NewFilter(include, exclude []string) (Filter, error) {
 	return f, nil
 }
 
+// KeepsAll reports whether the filter keeps every name (no include or
+// exclude pattern), so that a caller can skip asking about each.
+func (f Filter) KeepsAll() bool { return len(f.include) == 0 && len(f.exclude) == 0 }
+
 // Keep reports whether name passes the filter.
 func (f Filter) Keep(name string) bool {
 	name = NormalizeName(name)

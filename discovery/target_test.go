@@ -80,6 +80,15 @@ func TestFilter(t *testing.T) {
 			t.Errorf("Keep(%q) = %v, want %v", tt.name, got, tt.keep)
 		}
 	}
+	if f.KeepsAll() {
+		t.Error("a filter with patterns says it keeps every name")
+	}
+	if only, _ := discovery.NewFilter(nil, []string{"legacy-*"}); only.KeepsAll() {
+		t.Error("a filter with an exclude pattern says it keeps every name")
+	}
+	if none, _ := discovery.NewFilter(nil, nil); !none.KeepsAll() || !(discovery.Filter{}).KeepsAll() {
+		t.Error("a filter without patterns does not say it keeps every name")
+	}
 	if !(discovery.Filter{}).Keep("anything.example") {
 		t.Error("the zero Filter drops a name")
 	}

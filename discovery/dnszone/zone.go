@@ -381,12 +381,13 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 		}
 	}
 	keys := make([]key, 0, n)
+	keepAll := filter.KeepsAll() // no string per name to ask the filter about
 	for id := range uint32(z.names.len()) {
 		if !candidate(id) {
 			continue
 		}
 		name := z.names.at(id)
-		if !filter.Keep(string(name)) {
+		if !keepAll && !filter.Keep(string(name)) {
 			continue
 		}
 		var p [8]byte
