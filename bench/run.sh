@@ -18,6 +18,9 @@
 #              listing name:port, resolved through the farm's hosts file)
 #   -A         skip the zone-transfer benchmark
 #   -S         skip the scans
+# Each size also gets a "floor" row: bench/floor, crypto/tls alone (dial, a
+# P-256 handshake, close; no verification, nothing kept) on one core at the
+# same concurrency, the least any Go prober spends per endpoint here.
 # Environment: SHARED (default: ../shared beside the repository) holds
 # bench/tlsfarm; AXFR_RECORDS (default 1000000) sizes the zone transfer.
 set -euo pipefail
@@ -40,7 +43,7 @@ while getopts "n:c:r:o:sAS" opt; do
 	s) static=1 ;;
 	A) axfr=0 ;;
 	S) scans=0 ;;
-	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,26p' "$0" >&2; exit 2 ;;
 	esac
 done
 
@@ -55,7 +58,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)
 	echo "bench: building certwatch and tlsfarm into $out" >&2
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch && CGO_ENABLED=0 go build -o "$out/floor" ./bench/floor)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 KNOTD="$knotd" unshare --net --mount -- \
 		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
@@ -199,6 +202,20 @@ if [ $scans = 1 ]; then
 				done
 			done
 		done
+		# The floor: crypto/tls alone (dial, P-256 handshake, close; no
+		# verification, nothing kept) on one core, at the same concurrency.
+		for c in $concs; do
+			for r in $(seq "$reps"); do
+				read -r cpu0 hs0 < <(farm_totals)
+				GOMAXPROCS=1 /usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "$out/floor" -targets "$farm/targets.tsv" -concurrency "$c" >"$out/floor-$n.txt" 2>&1 || true
+				read -r cpu1 hs1 < <(farm_totals)
+				read -r wall user sys rss < <(tail -n 1 "$out/time.txt")
+				failed=$(sed -n 's/.* failed \([0-9]*\) .*/\1/p' "$out/floor-$n.txt")
+				farm_cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b-a}')
+				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' floor "$n" "$c" "$r" "$wall" "$user" "$sys" "$rss" "$farm_cpu" "$((hs1 - hs0))" "${failed:--}" "$(load1)" >>"$results"
+				echo "bench: floor n=$n concurrency $c rep $r: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN {print u+s}')s rss $((rss / 1024))MiB" >&2
+			done
+		done
 		stop_pid "$knot_pid"
 		for p in "${farm_pids[@]}"; do stop_pid "$p"; done
 		umount /etc/hosts
@@ -240,7 +257,7 @@ echo "certwatch bench ($(nproc) CPUs, $(go version 2>/dev/null | awk '{print $3}
 echo
 printf '| %-6s | %9s | %11s | %6s | %22s | %12s | %12s | %10s | %6s |\n' mode endpoints concurrency "wall s" "client CPU ms/endpoint" "peak RSS MiB" "handshakes/s" "farm CPU s" failed
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------- ----------: ------------: -------: -----------------------: -------------: -------------: -----------: -------:
-for mode in zone static; do
+for mode in zone static floor; do
 	for n in $(awk -F'\t' -v m="$mode" '$1 == m {print $2}' "$results" | sort -nu); do
 		for c in $(awk -F'\t' -v m="$mode" -v n="$n" '$1 == m && $2 == n {print $3}' "$results" | sort -nu); do
 			col() { awk -F'\t' -v m="$mode" -v n="$n" -v c="$c" "\$1 == m && \$2 == n && \$3 == c {print $1}" "$results" | median; }
