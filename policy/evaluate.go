@@ -19,6 +19,8 @@ import (
 
 // Result is what Evaluate concludes from one scan's observations.
 type Result struct {
+	// Endpoints are every probed endpoint, by name, port and address.
+	Endpoints []Probed
 	// Findings, most urgent first (tier, then deadline).
 	Findings []Finding
 	// Certificates are the leaf certificates seen, by deadline.
@@ -30,9 +32,9 @@ type Result struct {
 
 // Evaluator accumulates observations one at a time and reduces them as they
 // arrive, so a scan need not keep every observation (or chain) until the end.
-// It keeps no *x509.Certificate: per endpoint it holds the endpoint and the
-// fingerprint of its leaf, per certificate its description, and per finding
-// the finding. It is not safe for concurrent use; the zero value is not
+// It keeps no *x509.Certificate: per endpoint it holds one Probed (what the
+// report lists), per certificate its description, and per finding the
+// finding. It is not safe for concurrent use; the zero value is not
 // usable, see NewEvaluator.
 type Evaluator struct {
 	rules Rules
@@ -47,16 +49,13 @@ type Evaluator struct {
 	// Result hands certs out as they are, sorted: no copy.
 	certs   []Certificate
 	certIdx map[string]int32
-	// served lists every endpoint that completed a handshake, with its
-	// leaf's fingerprint; Result sorts it by name, port, fingerprint and
-	// address (inconsistent deployments; see also servedIndex).
-	served []servedLeaf
+	// probed lists every endpoint observed, with its leaf's fingerprint
+	// or its failure: the report's list, and the evaluation's view of
+	// who serves what. Result sorts it by name, port and address
+	// (inconsistent deployments; see also servedIndex) and hands it out.
+	probed []Probed
 	// issuers interns issuer names, which thousands of leaves share.
 	issuers map[string]string
-	// last remembers the fingerprint of the leaf last added, for
-	// Fingerprint called right after Add.
-	lastLeaf *x509.Certificate
-	lastFP   string
 	// inv is the cloud inventory (AddACM, SetZones), judged in Result.
 	inv inventory
 }
@@ -66,12 +65,6 @@ type Evaluator struct {
 type findingKey struct {
 	kind Kind
 	key  string
-}
-
-// servedLeaf is one endpoint that served the leaf with fingerprint fp.
-type servedLeaf struct {
-	ep Endpoint
-	fp string
 }
 
 // NewEvaluator returns an Evaluator judging at time now.
@@ -93,17 +86,6 @@ func Evaluate(obs []probes.Observation, rules Rules, now time.Time) Result {
 		e.Add(&obs[i])
 	}
 	return e.Result()
-}
-
-// Fingerprint returns the SHA-256 of c in lower-case hex. For a leaf already
-// added it is the string the findings and certificates hold, so endpoints
-// that share the string cost no copy of it.
-func (e *Evaluator) Fingerprint(c *x509.Certificate) string {
-	if c == e.lastLeaf {
-		return e.lastFP
-	}
-	fp, _ := e.lookup(c)
-	return fp
 }
 
 // lookup returns c's fingerprint and description, if c was seen.
@@ -136,35 +118,31 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 	f.Endpoints = append(f.Endpoints, ep)
 }
 
-// Add folds one observation into the result.
-func (e *Evaluator) Add(o *probes.Observation) { e.Observe(o) }
-
-// Observe folds one observation into the result, like Add, and returns the
-// endpoint as findings list it and the fingerprint of the leaf served there
-// (empty when there was no handshake). The strings are the ones the result
-// holds, so a caller that keeps them (a report's endpoint list) shares them.
-func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
+// Add folds one observation into the result: the endpoint joins Result's
+// Endpoints, and its certificate is judged.
+func (e *Evaluator) Add(o *probes.Observation) {
 	ep := Endpoint{Name: o.Name, Port: o.Port}
 	if o.Address.IsValid() {
 		ep.Address = o.Address.String()
 	}
 	leaf := o.Leaf()
 	if leaf == nil {
+		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Error: o.Error, Failure: string(o.Failure)})
 		if o.Explicit {
 			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
 				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
 			})
 		}
-		return ep, ""
+		return
 	}
 	fp, desc := e.lookup(leaf)
 	if desc == nil {
 		e.certIdx[fp] = int32(len(e.certs))
 		e.certs = append(e.certs, e.describe(leaf, fp))
 	}
-	e.lastLeaf, e.lastFP = leaf, fp
-	e.served = append(e.served, servedLeaf{ep: ep, fp: fp})
+	// A handshake that completed has no error to report.
+	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:
@@ -184,7 +162,6 @@ func (e *Evaluator) Observe(o *probes.Observation) (Endpoint, string) {
 		})
 	}
 	e.judgeExpiry(o, leaf, fp, ep)
-	return ep, fp
 }
 
 // judgeExpiry rates expiry along the verified path that lives longest, so an
@@ -271,15 +248,12 @@ func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
 // Result returns the findings, with inconsistent deployments added. It ends
 // the evaluation: call it once, after the last Add.
 func (e *Evaluator) Result() Result {
-	slices.SortFunc(e.served, func(a, b servedLeaf) int {
-		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), cmp.Compare(a.ep.Port, b.ep.Port),
-			strings.Compare(a.fp, b.fp), strings.Compare(a.ep.Address, b.ep.Address))
+	slices.SortFunc(e.probed, func(a, b Probed) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
 	})
 	if e.rules.Inconsistent != None {
 		for _, run := range e.nameRuns() {
-			if run[0].fp != run[len(run)-1].fp {
-				e.inconsistent(run)
-			}
+			e.inconsistent(run)
 		}
 	}
 	fs := e.findings.all()
@@ -292,7 +266,7 @@ func (e *Evaluator) Result() Result {
 			f.Subject = c.Subject
 		}
 	}
-	var out Result
+	out := Result{Endpoints: e.probed}
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
@@ -303,7 +277,7 @@ func (e *Evaluator) Result() Result {
 	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
 		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
 	})
-	e.certs, e.certIdx, e.findingIdx = nil, nil, nil
+	e.certs, e.certIdx, e.findingIdx, e.probed = nil, nil, nil, nil
 	return out
 }
 
@@ -320,23 +294,23 @@ func (e *Evaluator) cert(fp string) *Certificate {
 // step by step, copying them each time. Result gives back the room a fleet
 // that shares certificates did not use.
 func (e *Evaluator) Grow(n int) {
-	e.served = slices.Grow(e.served, n)
+	e.probed = slices.Grow(e.probed, n)
 	e.certs = slices.Grow(e.certs, n)
 	if len(e.certIdx) == 0 {
 		e.certIdx = make(map[string]int32, n)
 	}
 }
 
-// nameRuns yields the runs of the sorted served list that share a name and
-// port.
-func (e *Evaluator) nameRuns() iter.Seq2[int, []servedLeaf] {
-	return func(yield func(int, []servedLeaf) bool) {
-		for i := 0; i < len(e.served); {
+// nameRuns yields the runs of the sorted probed list that share a name
+// and port.
+func (e *Evaluator) nameRuns() iter.Seq2[int, []Probed] {
+	return func(yield func(int, []Probed) bool) {
+		for i := 0; i < len(e.probed); {
 			j := i + 1
-			for j < len(e.served) && e.served[j].ep.Name == e.served[i].ep.Name && e.served[j].ep.Port == e.served[i].ep.Port {
+			for j < len(e.probed) && e.probed[j].Name == e.probed[i].Name && e.probed[j].Port == e.probed[i].Port {
 				j++
 			}
-			if !yield(i, e.served[i:j]) {
+			if !yield(i, e.probed[i:j]) {
 				return
 			}
 			i = j
@@ -344,23 +318,25 @@ func (e *Evaluator) nameRuns() iter.Seq2[int, []servedLeaf] {
 	}
 }
 
-// servedIndex orders the sorted served list by fingerprint, so that the
-// endpoints serving one certificate can be found without a map of every
-// certificate's endpoints.
+// servedIndex orders the endpoints of the sorted probed list that served a
+// leaf by fingerprint, so that the endpoints serving one certificate can be
+// found without a map of every certificate's endpoints.
 type servedIndex struct {
-	served []servedLeaf
-	byFP   []int32 // indices into served, by fingerprint, then name, port and address
+	probed []Probed
+	byFP   []int32 // indices into probed, by fingerprint, then name, port and address
 }
 
-// servedIndex indexes e.served, which Result has sorted.
+// servedIndex indexes e.probed, which Result has sorted.
 func (e *Evaluator) servedIndex() servedIndex {
-	byFP := make([]int32, len(e.served))
-	for i := range byFP {
-		byFP[i] = int32(i)
+	byFP := make([]int32, 0, len(e.probed))
+	for i := range e.probed {
+		if e.probed[i].Certificate != "" {
+			byFP = append(byFP, int32(i))
+		}
 	}
 	// Stable: within a fingerprint the order stays name, port, address.
-	slices.SortStableFunc(byFP, func(a, b int32) int { return strings.Compare(e.served[a].fp, e.served[b].fp) })
-	return servedIndex{served: e.served, byFP: byFP}
+	slices.SortStableFunc(byFP, func(a, b int32) int { return strings.Compare(e.probed[a].Certificate, e.probed[b].Certificate) })
+	return servedIndex{probed: e.probed, byFP: byFP}
 }
 
 // servers returns the indices into served of the endpoints that serve the
@@ -369,9 +345,9 @@ func (x servedIndex) servers(fp string) []int32 {
 	if fp == "" {
 		return nil
 	}
-	i, _ := slices.BinarySearchFunc(x.byFP, fp, func(j int32, fp string) int { return strings.Compare(x.served[j].fp, fp) })
+	i, _ := slices.BinarySearchFunc(x.byFP, fp, func(j int32, fp string) int { return strings.Compare(x.probed[j].Certificate, fp) })
 	j := i
-	for j < len(x.byFP) && x.served[x.byFP[j]].fp == fp {
+	for j < len(x.byFP) && x.probed[x.byFP[j]].Certificate == fp {
 		j++
 	}
 	return x.byFP[i:j]
@@ -382,26 +358,34 @@ func (x servedIndex) servers(fp string) []int32 {
 func (x servedIndex) endpoints(fp string) []Endpoint {
 	var eps []Endpoint
 	for _, i := range x.servers(fp) {
-		eps = append(eps, x.served[i].ep)
+		eps = append(eps, x.probed[i].endpoint())
 	}
 	return slices.Compact(eps)
 }
 
 func nameKeyOf(ep Endpoint) string { return net.JoinHostPort(ep.Name, strconv.Itoa(ep.Port)) }
 
-// inconsistent records that the addresses of one name and port (run, sorted
-// by fingerprint) serve different leaves.
-func (e *Evaluator) inconsistent(run []servedLeaf) {
-	nameKey := nameKeyOf(run[0].ep)
+// inconsistent records it when the addresses of one name and port (run,
+// sorted by address) serve different leaves. Addresses that served none do
+// not count.
+func (e *Evaluator) inconsistent(run []Probed) {
+	first := slices.IndexFunc(run, func(p Probed) bool { return p.Certificate != "" })
+	if first < 0 || !slices.ContainsFunc(run[first+1:], func(p Probed) bool { return p.Certificate != "" && p.Certificate != run[first].Certificate }) {
+		return
+	}
+	nameKey := nameKeyOf(run[0].endpoint())
 	addrs := map[string][]string{}
 	var fps []string
-	eps := make([]Endpoint, len(run))
-	for i, s := range run {
-		if len(addrs[s.fp]) == 0 {
-			fps = append(fps, s.fp)
+	var eps []Endpoint
+	for _, p := range run {
+		if p.Certificate == "" {
+			continue
 		}
-		addrs[s.fp] = append(addrs[s.fp], s.ep.Address)
-		eps[i] = s.ep
+		if len(addrs[p.Certificate]) == 0 {
+			fps = append(fps, p.Certificate)
+		}
+		addrs[p.Certificate] = append(addrs[p.Certificate], p.Address)
+		eps = append(eps, p.endpoint())
 	}
 	slices.SortFunc(fps, func(a, b string) int {
 		return cmp.Or(e.cert(a).NotAfter.Compare(e.cert(b).NotAfter), strings.Compare(a, b))

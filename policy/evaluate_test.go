@@ -83,6 +83,24 @@ func TestEvaluate(t *testing.T) {
 			want: []string{"inconsistent_deployment warning ok.example,ok.example"},
 		},
 		{
+			name: "an address that serves nothing does not make a name inconsistent",
+			obs: []probes.Observation{
+				observe("ok.example", "10.0.0.1", chain(healthy, inter.Cert), roots, now),
+				{Name: "ok.example", Port: 443, Address: netip.MustParseAddr("10.0.0.2"), Failure: probes.FailRefused, Error: "connection refused"},
+				observe("ok.example", "10.0.0.3", chain(healthy, inter.Cert), roots, now),
+			},
+		},
+		{
+			name: "addresses that disagree around one that serves nothing",
+			obs: []probes.Observation{
+				{Name: "ok.example", Port: 443, Address: netip.MustParseAddr("10.0.0.1"), Failure: probes.FailTimeout, Error: "no answer"},
+				observe("ok.example", "10.0.0.2", chain(healthy, inter.Cert), roots, now),
+				{Name: "ok.example", Port: 443, Address: netip.MustParseAddr("10.0.0.3"), Failure: probes.FailRefused, Error: "connection refused"},
+				observe("ok.example", "10.0.0.4", chain(leaf(now.AddDate(0, 0, 300), "ok.example"), inter.Cert), roots, now),
+			},
+			want: []string{"inconsistent_deployment warning ok.example,ok.example"},
+		},
+		{
 			name: "a target given as an IP address is not checked against the certificate's names",
 			obs:  []probes.Observation{observe("10.0.0.9", "10.0.0.9", chain(healthy, inter.Cert), roots, now)},
 		},
@@ -118,6 +136,38 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResultEndpoints checks the endpoint list a report shows: every
+// observation, sorted by name, port and address, with the leaf's
+// fingerprint or the failure.
+func TestResultEndpoints(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.example", "b.example"}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 200)})
+	served := []*x509.Certificate{l.Cert}
+	obs := []probes.Observation{
+		observe("b.example", "10.0.0.2", served, root.Pool(), now),
+		{Name: "a.example", Port: 443, Address: netip.MustParseAddr("10.0.0.9"), Failure: probes.FailRefused, Error: "connect to 10.0.0.9:443: connection refused"},
+		observe("a.example", "10.0.0.1", served, root.Pool(), now),
+		{Name: "c.example", Port: 443, Failure: probes.FailResolve, Error: "lookup c.example: no such host"},
+	}
+	fp := probes.Fingerprint(l.Cert)
+	want := []policy.Probed{
+		{Name: "a.example", Port: 443, Address: "10.0.0.1", Certificate: fp},
+		{Name: "a.example", Port: 443, Address: "10.0.0.9", Error: "connect to 10.0.0.9:443: connection refused", Failure: "refused"},
+		{Name: "b.example", Port: 443, Address: "10.0.0.2", Certificate: fp},
+		{Name: "c.example", Port: 443, Error: "lookup c.example: no such host", Failure: "resolve"},
+	}
+	got := policy.Evaluate(obs, policy.DefaultRules(), now).Endpoints
+	if len(got) != len(want) {
+		t.Fatalf("got %d endpoints, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("endpoint %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
 

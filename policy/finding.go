@@ -107,6 +107,23 @@ func (e Endpoint) String() string {
 	return fmt.Sprintf("%s (%s)", hp, e.Address)
 }
 
+// Probed is one probed endpoint as a report lists it: where, and the leaf
+// it served or why it served none.
+type Probed struct {
+	Name    string `json:"name"`
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+	// Certificate is the SHA-256 of the leaf served (Certificate.SHA256);
+	// empty when there was no handshake.
+	Certificate string `json:"certificate,omitempty"`
+	// Error says why there was no handshake, and Failure classifies it
+	// (probes.Failure).
+	Error   string `json:"error,omitempty"`
+	Failure string `json:"failure,omitempty"`
+}
+
+func (p *Probed) endpoint() Endpoint { return Endpoint{Name: p.Name, Port: p.Port, Address: p.Address} }
+
 // Certificate describes one certificate seen during a scan.
 type Certificate struct {
 	SHA256    string    `json:"sha256"`

@@ -733,7 +733,7 @@ func normalizeNames(names []string) []string {
 func (x servedIndex) sharesNamePort(a, b string) bool {
 	ea, eb := x.servers(a), x.servers(b)
 	for i, j := 0, 0; i < len(ea) && j < len(eb); {
-		pa, pb := &x.served[ea[i]].ep, &x.served[eb[j]].ep
+		pa, pb := &x.probed[ea[i]], &x.probed[eb[j]]
 		switch c := cmp.Or(strings.Compare(pa.Name, pb.Name), cmp.Compare(pa.Port, pb.Port)); {
 		case c == 0:
 			return true

@@ -83,15 +83,9 @@ type SourceResult struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// Endpoint is one probed (name, port, address) in the report.
-type Endpoint struct {
-	Name        string `json:"name"`
-	Port        int    `json:"port"`
-	Address     string `json:"address"`
-	Certificate string `json:"certificate,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Failure     string `json:"failure,omitempty"`
-}
+// Endpoint is one probed (name, port, address) in the report: the list the
+// evaluation itself keeps, handed over rather than copied.
+type Endpoint = policy.Probed
 
 // Report is the outcome of one pass. Its JSON encoding is the stable
 // `certwatch scan --output json` shape.
@@ -330,9 +324,9 @@ func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], 
 
 func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 	// One address per target is the common case; more grow the list.
-	r := &Report{GeneratedAt: now.UTC(), Targets: n, Endpoints: make([]Endpoint, 0, n)}
+	r := &Report{GeneratedAt: now.UTC(), Targets: n}
 	ev := policy.NewEvaluator(p.Rules, now)
-	ev.Grow(n)
+	ev.Grow(n) // one address per target is the common case; more grow the lists
 	return r, ev
 }
 
@@ -340,7 +334,7 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 // observations into r. A fixed pool of workers takes the targets: no
 // goroutine is started per target, and none waits for a slot.
 func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, next func() (*discovery.Target, bool)) {
-	var mu sync.Mutex // guards ev and r.Endpoints
+	var mu sync.Mutex // guards ev
 	var wg sync.WaitGroup
 	for range min(cmp.Or(p.Parallelism, 100), n) {
 		wg.Go(func() {
@@ -349,34 +343,28 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 				if !ok {
 					return
 				}
-				p.observe(ev, r, &mu, p.Prober.Probe(ctx, *t))
+				p.observe(ev, &mu, p.Prober.Probe(ctx, *t))
 			}
 		})
 	}
 	wg.Wait()
 	p.addInventory(ev)
 	res := ev.Result()
-	r.Certificates, r.Findings, r.ACM = res.Certificates, res.Findings, res.ACM
-	slices.SortFunc(r.Endpoints, func(a, b Endpoint) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
-	})
+	r.Endpoints, r.Certificates, r.Findings, r.ACM = res.Endpoints, res.Certificates, res.Findings, res.ACM
+	if r.Endpoints == nil {
+		r.Endpoints = []Endpoint{} // "endpoints": [], not null
+	}
 }
 
-// observe evaluates one target's observations and adds its endpoints to r.
-func (p *Pass) observe(ev *policy.Evaluator, r *Report, mu *sync.Mutex, obs []probes.Observation) {
+// observe evaluates one target's observations.
+func (p *Pass) observe(ev *policy.Evaluator, mu *sync.Mutex, obs []probes.Observation) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range obs {
 		o := &obs[i]
-		// The report's endpoint shares its strings with the evaluation's
-		// (address, fingerprint): one copy each.
-		ep, fp := ev.Observe(o)
+		ev.Add(o)
 		if p.OnObservation != nil {
 			p.OnObservation(o)
 		}
-		r.Endpoints = append(r.Endpoints, Endpoint{
-			Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp,
-			Error: o.Error, Failure: string(o.Failure),
-		})
 	}
 }
