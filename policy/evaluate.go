@@ -245,8 +245,9 @@ func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
 	return false
 }
 
-// Result returns the findings, with inconsistent deployments added. It ends
-// the evaluation: call it once, after the last Add.
+// Result returns the endpoints, the findings (inconsistent deployments
+// added) and the certificates. It ends the evaluation: call it once, after
+// the last Add.
 func (e *Evaluator) Result() Result {
 	slices.SortFunc(e.probed, func(a, b Probed) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
@@ -339,7 +340,7 @@ func (e *Evaluator) servedIndex() servedIndex {
 	return servedIndex{probed: e.probed, byFP: byFP}
 }
 
-// servers returns the indices into served of the endpoints that serve the
+// servers returns the indices into probed of the endpoints that serve the
 // leaf with fingerprint fp, by name, port and address.
 func (x servedIndex) servers(fp string) []int32 {
 	if fp == "" {
