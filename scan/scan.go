@@ -323,7 +323,6 @@ func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], 
 }
 
 func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
-	// One address per target is the common case; more grow the list.
 	r := &Report{GeneratedAt: now.UTC(), Targets: n}
 	ev := policy.NewEvaluator(p.Rules, now)
 	ev.Grow(n) // one address per target is the common case; more grow the lists
