@@ -399,23 +399,30 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error(), Retry: now.Add(delay)})
 	n.logger.Warn("delivery failed, will retry", "channel", w.name, "event", note.Event, "key", note.Key,
 		"attempt", attempt, "retry_in", delay.Round(time.Millisecond).String(), "err", err)
+	since := w.retried(rows[0], err, now)
+	if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
+		n.failing(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
+	}
+	return nil
+}
+
+// retried records in w's health that a delivery of first (the oldest row
+// of the batch) failed with err at now and will be retried, and returns
+// since when w has been failing.
+func (w *worker) retried(first state.Outbound, err error, now time.Time) time.Time {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.health.Retried++
 	w.health.LastError = err.Error()
 	if w.health.FailingSince.IsZero() {
 		// After a restart, a notification already retried has been failing
 		// since it was written, as far as anyone knows.
 		w.health.FailingSince = now
-		if rows[0].Attempts > 0 {
-			w.health.FailingSince = rows[0].Created
+		if first.Attempts > 0 {
+			w.health.FailingSince = first.Created
 		}
 	}
-	since := w.health.FailingSince
-	w.mu.Unlock()
-	if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
-		n.failing(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
-	}
-	return nil
+	return w.health.FailingSince
 }
 
 // down holds w after the service refused the channel itself (credentials,
@@ -432,17 +439,7 @@ func (n *Notifier) down(ctx context.Context, w *worker, rows []state.Outbound, i
 	// token do not return in lockstep.
 	delay += time.Duration(n.rand() * 0.1 * float64(delay))
 	n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error(), Retry: now.Add(delay)})
-	w.mu.Lock()
-	w.health.Retried++
-	w.health.LastError = err.Error()
-	if w.health.FailingSince.IsZero() {
-		w.health.FailingSince = now
-		if rows[0].Attempts > 0 {
-			w.health.FailingSince = rows[0].Created
-		}
-	}
-	since := w.health.FailingSince
-	w.mu.Unlock()
+	since := w.retried(rows[0], err, now)
 	n.raise(ctx, w, since, fmt.Sprintf("it refuses every notification: %v", err))
 	if msg := err.Error(); msg != w.downErr {
 		w.downErr = msg
