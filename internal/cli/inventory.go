@@ -24,11 +24,7 @@ import (
 )
 
 func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	aws, err := newAWSSources(ctx, c, logger)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	pass, err := newPass(c, logger, aws...)
+	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return err
 	}

@@ -141,11 +141,7 @@ type runParts struct {
 }
 
 func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
-	aws, err := newAWSSources(ctx, c, logger)
-	if err != nil {
-		return runParts{}, withCode(ExitUsage, err)
-	}
-	pass, err := newPass(c, logger.With("component", "scan"), aws...)
+	pass, err := newPassWithAWS(ctx, c, logger, logger.With("component", "scan"))
 	if err != nil {
 		return runParts{}, err
 	}

@@ -276,11 +276,7 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 // With notify set, the report's findings also go through the configured
 // channels, after the report is printed.
 func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify bool) error {
-	aws, err := newAWSSources(ctx, c, logger)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	pass, err := newPass(c, logger, aws...)
+	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return err
 	}
@@ -324,6 +320,17 @@ type findingsError struct {
 
 func (f *findingsError) Error() string {
 	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
+}
+
+// newPassWithAWS is newPass with the AWS accounts of c as extra sources.
+// awsLogger logs setting them up, logger the pass; an AWS setting that
+// cannot be used is a usage error.
+func newPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slog.Logger) (*scan.Pass, error) {
+	aws, err := newAWSSources(ctx, c, awsLogger)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	return newPass(c, logger, aws...)
 }
 
 // newPass wires sources, prober and rules from c, with extra sources (see
