@@ -49,6 +49,12 @@ type Zone struct {
 	// TruncateTransfer sends the transfer without its closing SOA and then
 	// closes the connection.
 	TruncateTransfer bool
+	// Transfer, when not nil, is what AXFR sends instead of the zone: these
+	// records exactly, in this order (split into messages as usual), after
+	// which the server closes the connection. It serves broken transfers:
+	// a closing SOA with another serial, another zone's SOA, an SOA in
+	// mid-stream.
+	Transfer []dns.RR
 	// RecordsPerMessage caps the records in one transfer message; zero means
 	// messages are filled up to about 16 KiB.
 	RecordsPerMessage int
@@ -412,6 +418,9 @@ func (s *Server) transfer(w dns.ResponseWriter, r *dns.Msg, z *zone) {
 	if !z.TruncateTransfer {
 		records = append(records, z.soa)
 	}
+	if z.Transfer != nil {
+		records = slices.Clone(z.Transfer)
+	}
 	for len(records) > 0 {
 		n, size := 0, 0
 		for n < len(records) && (n == 0 || size+dns.Len(records[n]) <= maxMessageBytes) &&
@@ -433,7 +442,7 @@ func (s *Server) transfer(w dns.ResponseWriter, r *dns.Msg, z *zone) {
 		}
 		w.TsigTimersOnly(true)
 	}
-	if z.TruncateTransfer {
+	if z.TruncateTransfer || z.Transfer != nil {
 		_ = w.Close()
 	}
 }

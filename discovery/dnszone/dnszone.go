@@ -238,7 +238,9 @@ func (s *Source) Name() string { return s.sources[0] }
 // names the zone, the server and what to check; a *TransferError per server
 // tried can be found with errors.As. Timeouts match
 // context.DeadlineExceeded, a transfer without its closing SOA
-// ErrIncomplete.
+// ErrIncomplete, one that is not a single complete version of the zone
+// (another zone's SOA, a closing serial that differs, records after the
+// closing SOA) ErrBadTransfer.
 func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	zn, err := s.Transfer(ctx)
 	if err != nil {

@@ -1,9 +1,11 @@
 package dnszone_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net"
@@ -665,4 +667,114 @@ func TestTSIGNeverPrintsSecret(t *testing.T) {
 			t.Errorf("printed TSIG %q does not name the key", s)
 		}
 	}
+}
+
+// TestTargetsBrokenTransfer sends transfers that are not one complete
+// version of the zone (RFC 5936 §2.2), each of which was once read as a
+// complete zone: every one must fail the zone with a line naming the zone,
+// the server and what was wrong.
+func TestTargetsBrokenTransfer(t *testing.T) {
+	t.Parallel()
+	rr := func(s string) dns.RR {
+		r, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	soa := func(zone string, serial int) dns.RR {
+		return rr(fmt.Sprintf("%s 3600 IN SOA ns1.%[1]s hostmaster.%[1]s %d 3600 600 86400 300", zone, serial))
+	}
+	const zone = "broken.example."
+	www, api, db := rr("www.broken.example. 3600 IN A 192.0.2.10"), rr("api.broken.example. 3600 IN A 192.0.2.11"), rr("db.broken.example. 3600 IN A 192.0.2.12")
+	tests := []struct {
+		name      string
+		transfer  []dns.RR
+		perMsg    int
+		wantError string // empty: the transfer is good
+	}{
+		{
+			name:     "complete, server closes after it",
+			transfer: []dns.RR{soa(zone, 7), www, api, soa(zone, 7)},
+		},
+		{
+			name:      "closing serial differs",
+			transfer:  []dns.RR{soa(zone, 7), www, api, soa(zone, 8)},
+			wantError: "closing SOA serial 8 differs from the opening serial 7 — the zone changed during the transfer",
+		},
+		{
+			name:      "opening SOA of another zone",
+			transfer:  []dns.RR{soa("other.example.", 7), www, soa(zone, 7)},
+			wantError: `transfer opens with the SOA of "other.example.", not of broken.example. — the server sent another zone`,
+		},
+		{
+			name:      "SOA in mid-stream, rest in the same message",
+			transfer:  []dns.RR{soa(zone, 7), www, soa(zone, 7), api, db, soa(zone, 7)},
+			wantError: "SOA in mid-stream after 2 records, and more records after it",
+		},
+		{
+			name:      "SOA in mid-stream, rest in later messages",
+			transfer:  []dns.RR{soa(zone, 7), www, soa(zone, 7), api, db, soa(zone, 7)},
+			perMsg:    3,
+			wantError: "SOA in mid-stream after 2 records, and more records after it",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startServer(t, dnstest.Zone{Name: zone, Transfer: tt.transfer, RecordsPerMessage: tt.perMsg})
+			// Everything the server sends has arrived before the first read
+			// returns, so records sent after the closing SOA are there to see.
+			s := newSource(t, dnszone.Config{Zone: "broken.example", Nameserver: srv.Addr(), Dialer: slurpDialer{}})
+			got, err := s.Targets(context.Background())
+			if tt.wantError == "" {
+				if err != nil || len(got) != 2 {
+					t.Fatalf("Targets = %d targets, %v; want 2 and no error", len(got), err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Targets succeeded with %d targets, want an error", len(got))
+			}
+			if got != nil {
+				t.Errorf("Targets returned %d targets with an error, want none", len(got))
+			}
+			want := "zone broken.example: AXFR from " + srv.Addr() + ": " + tt.wantError
+			if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error = %q\nwant one line starting %q", err, want)
+			}
+			if !errors.Is(err, dnszone.ErrBadTransfer) {
+				t.Errorf("errors.Is(%v, ErrBadTransfer) = false", err)
+			}
+		})
+	}
+}
+
+// slurpDialer dials loopback, and on the first read takes in everything
+// the server sends until it closes the connection.
+type slurpDialer struct{}
+
+func (slurpDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &slurpConn{Conn: c}, nil
+}
+
+type slurpConn struct {
+	net.Conn
+	buf *bytes.Reader
+}
+
+func (c *slurpConn) Read(p []byte) (int, error) {
+	if c.buf == nil {
+		b, err := io.ReadAll(c.Conn)
+		if err != nil {
+			return 0, err
+		}
+		c.buf = bytes.NewReader(b)
+	}
+	return c.buf.Read(p)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 // connection before the closing SOA record: the zone was not transferred in
 // full, so none of it is used.
 var ErrIncomplete = errors.New("transfer ended without the closing SOA")
+
+// ErrBadTransfer is wrapped by a TransferError when the transfer does not
+// read as one complete version of the zone (RFC 5936 §2.2): it opens with
+// another zone's SOA, its closing SOA has another serial than the opening
+// one, or records follow the closing SOA. None of it is used.
+var ErrBadTransfer = errors.New("transfer is not one complete version of the zone")
 
 // ErrBadSignature is wrapped by a TransferError when TSIG is configured and
 // a response is unsigned or its signature does not verify.
@@ -43,7 +50,8 @@ type TransferError struct {
 	// Records is how many records arrived before the failure.
 	Records int
 	// Err is the underlying cause when there is one: a network error,
-	// context.DeadlineExceeded, ErrIncomplete or ErrBadSignature.
+	// context.DeadlineExceeded, ErrIncomplete, ErrBadTransfer or
+	// ErrBadSignature.
 	Err error
 
 	what string // what happened, after "zone <zone>: "
@@ -153,14 +161,21 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 			mac = ts.MAC
 		}
 		st.messages++
-		if st.messages == 1 && (len(m.Answer) == 0 || m.Answer[0].Header().Rrtype != dns.TypeSOA) {
-			return fail(nil, fmt.Sprintf("AXFR from %s: response does not start with the zone's SOA", server),
-				fmt.Sprintf("is %s authoritative for %s? check --nameserver (nameserver: in the config)", server, s.zone))
+		if st.messages == 1 {
+			if len(m.Answer) == 0 || m.Answer[0].Header().Rrtype != dns.TypeSOA {
+				return fail(nil, fmt.Sprintf("AXFR from %s: response does not start with the zone's SOA", server),
+					fmt.Sprintf("is %s authoritative for %s? check --nameserver (nameserver: in the config)", server, s.zone))
+			}
+			// RFC 5936 §2.2: the transfer opens with the SOA of the zone asked for.
+			if owner := dns.CanonicalName(m.Answer[0].Header().Name); owner != s.fqdn {
+				return fail(ErrBadTransfer, fmt.Sprintf("AXFR from %s: transfer opens with the SOA of %s, not of %s", server, quoteName(owner), s.fqdn),
+					fmt.Sprintf("the server sent another zone; check that %s serves %s (nameserver: in the config)", server, s.zone))
+			}
 		}
-		for _, rr := range m.Answer {
+		for i, rr := range m.Answer {
 			if soa, ok := rr.(*dns.SOA); ok && dns.CanonicalName(soa.Hdr.Name) == s.fqdn {
 				if st.records > 0 {
-					return st, nil // the closing SOA
+					return st, s.closing(conn, r, server, st, soa, len(m.Answer)-i-1) // the closing SOA
 				}
 				st.serial = soa.Serial
 			} else {
@@ -169,6 +184,47 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 			st.records++
 		}
 	}
+}
+
+// trailingWait is how long the transfer waits, after the closing SOA, for
+// records the server may still send: a server that keeps the connection
+// open costs a transfer this much. What already arrived is always checked.
+const trailingWait = 20 * time.Millisecond
+
+// closing checks the closing SOA of a transfer (RFC 5936 §2.2): its serial
+// is the opening one, and nothing follows it, neither in its message (after
+// counts the records there) nor in a message already sent. A zone that
+// changed during the transfer, or a server that sent an SOA in mid-stream
+// and then the rest of the zone, would otherwise be read as complete
+// with records missing.
+func (s *Source) closing(conn net.Conn, r *bufio.Reader, server string, st transferStats, soa *dns.SOA, after int) error {
+	fail := func(what, hint string) error {
+		return &TransferError{Zone: s.zone, Server: server, Records: st.records, Err: ErrBadTransfer, what: what, hint: hint}
+	}
+	if soa.Serial != st.serial {
+		return fail(fmt.Sprintf("AXFR from %s: closing SOA serial %d differs from the opening serial %d", server, soa.Serial, st.serial),
+			"the zone changed during the transfer, or the server mixed two versions of it; if a retry fails the same way, check the server")
+	}
+	trailing := after > 0 || r.Buffered() > 0
+	if !trailing {
+		_ = conn.SetReadDeadline(time.Now().Add(trailingWait))
+		_, err := r.Peek(1)
+		trailing = err == nil
+	}
+	if trailing {
+		return fail(fmt.Sprintf("AXFR from %s: SOA in mid-stream after %d records, and more records after it", server, st.records),
+			"the server sent records past what reads as the closing SOA, so the zone cannot be known complete; check the server")
+	}
+	return nil
+}
+
+// quoteName quotes a name from the wire, cut to a short prefix.
+func quoteName(name string) string {
+	const max = 80
+	if len(name) > max {
+		name = name[:max] + "…"
+	}
+	return strconv.Quote(name)
 }
 
 // dialError classifies a failed connect.
