@@ -2,6 +2,15 @@ module github.com/certwatch/certwatch
 
 go 1.26.0
 
+// A probe observes, it protects nothing: offer the SHA-1 signature schemes
+// that Go 1.25 stopped offering in TLS 1.2 handshakes (RFC 9155), so that an
+// appliance that signs only with SHA-1 still shows its certificate. Only TLS
+// 1.2 handshakes are affected (TLS 1.3 never allows SHA-1, and its downgrade
+// protection keeps a TLS 1.3 server at 1.3); SHA-1 is offered last, so a
+// server that can sign otherwise does. Weak certificates are judged by the
+// policy (weak_signature), not refused by the handshake.
+godebug tlssha1=1
+
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_model v0.6.3

@@ -67,7 +67,16 @@ func ServeSNI(addr string, certs map[string]tls.Certificate) (*Server, error) {
 			return nil, fmt.Errorf("no certificate for server name %q", hello.ServerName)
 		},
 	}
-	s, err := listen(addr, func(ctx context.Context, c net.Conn) {
+	s, err := ServeConfig(addr, cfg)
+	return s, err
+}
+
+// ServeConfig listens on addr and completes a TLS handshake with cfg on
+// every connection: for servers limited to old protocol versions or
+// signature schemes (an appliance that speaks only TLS 1.0, or signs only
+// with SHA-1). cfg must not be modified afterwards.
+func ServeConfig(addr string, cfg *tls.Config) (*Server, error) {
+	return listen(addr, func(ctx context.Context, c net.Conn) {
 		tc := tls.Server(c, cfg)
 		if tc.HandshakeContext(ctx) != nil {
 			return
@@ -76,7 +85,6 @@ func ServeSNI(addr string, certs map[string]tls.Certificate) (*Server, error) {
 		// caused by our close racing its last flight.
 		_, _ = io.Copy(io.Discard, tc)
 	})
-	return s, err
 }
 
 // ServeSilent listens on addr, accepts TCP connections and never writes a
