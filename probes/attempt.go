@@ -61,6 +61,8 @@ var errDialTimeout = errors.New("dial timeout")
 
 type attemptResult struct {
 	certs     []*x509.Certificate
+	version   uint16
+	suite     uint16
 	err       error
 	failure   Failure
 	retryable bool
@@ -117,12 +119,12 @@ func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort, gr
 		res.inHandshake = true
 		return res
 	}
-	certs := tc.ConnectionState().PeerCertificates
-	if len(certs) == 0 {
+	cs := tc.ConnectionState()
+	if len(cs.PeerCertificates) == 0 {
 		// Only possible with anonymous suites, which we never offer.
-		return attemptResult{err: &probeError{op: "tls handshake with", target: target, err: errors.New("server sent no certificate")}, failure: FailHandshake}
+		return attemptResult{err: &probeError{op: "tls handshake with", target: target, err: errors.New("server sent no certificate")}, failure: FailHandshake, inHandshake: true}
 	}
-	return attemptResult{certs: certs}
+	return attemptResult{certs: cs.PeerCertificates, version: cs.Version, suite: cs.CipherSuite}
 }
 
 // failed classifies err from an attempt whose budget was budget. A failure

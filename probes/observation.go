@@ -2,6 +2,7 @@ package probes
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"net/netip"
@@ -82,6 +83,16 @@ type Observation struct {
 	// Failure is set when no chain was obtained; Error is the message.
 	Failure Failure `json:"failure,omitempty"`
 	Error   string  `json:"error,omitempty"`
+	// Connected reports whether the last attempt's TCP connection was
+	// established. With Failure set, the server accepted the connection
+	// and then failed the TLS handshake (an alert, a protocol error, no
+	// answer): a broken service, not an absent one.
+	Connected bool `json:"connected,omitempty"`
+
+	// TLSVersion and CipherSuite are what the completed handshake
+	// negotiated; zero when there was none.
+	TLSVersion  TLSVersion  `json:"tls_version,omitempty"`
+	CipherSuite CipherSuite `json:"cipher_suite,omitempty"`
 
 	// Chain is the certificate chain as the server presented it, leaf first.
 	// Certificates are shared between observations that saw the same DER
@@ -112,3 +123,33 @@ func Fingerprint(c *x509.Certificate) string {
 	sum := sha256.Sum256(c.Raw)
 	return hex.EncodeToString(sum[:])
 }
+
+// TLSVersion is a TLS protocol version (tls.VersionTLS13, ...). It prints
+// and marshals as crypto/tls names it: "TLS 1.3".
+type TLSVersion uint16
+
+// String returns the version's name, e.g. "TLS 1.2"; "" for zero.
+func (v TLSVersion) String() string {
+	if v == 0 {
+		return ""
+	}
+	return tls.VersionName(uint16(v))
+}
+
+// MarshalText encodes the version as its name.
+func (v TLSVersion) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// CipherSuite is a TLS cipher suite ID. It prints and marshals as its IANA
+// name, e.g. "TLS_AES_128_GCM_SHA256".
+type CipherSuite uint16
+
+// String returns the suite's name; "" for zero.
+func (c CipherSuite) String() string {
+	if c == 0 {
+		return ""
+	}
+	return tls.CipherSuiteName(uint16(c))
+}
+
+// MarshalText encodes the suite as its name.
+func (c CipherSuite) MarshalText() ([]byte, error) { return []byte(c.String()), nil }

@@ -207,8 +207,10 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 	offerAll := false
 	for {
 		res := p.attemptLimited(ctx, t.Name, ap, o, offerAll)
+		o.Connected = res.err == nil || res.inHandshake
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
+			o.TLSVersion, o.CipherSuite = TLSVersion(res.version), CipherSuite(res.suite)
 			now := o.At
 			o.Chain = res.certs
 			v := p.cache.verify(o.Chain, now)

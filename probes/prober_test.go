@@ -103,6 +103,10 @@ func TestProbeChains(t *testing.T) {
 			if o.Failure != probes.FailNone || o.Attempts != 1 {
 				t.Fatalf("Failure = %q (%s), Attempts = %d; want a handshake on the first attempt", o.Failure, o.Error, o.Attempts)
 			}
+			// certtest's servers take crypto/tls's defaults: TLS 1.3.
+			if !o.Connected || o.TLSVersion != tls.VersionTLS13 || o.TLSVersion.String() != "TLS 1.3" || o.CipherSuite.String() == "" || strings.HasPrefix(o.CipherSuite.String(), "0x") {
+				t.Errorf("Connected, TLSVersion, CipherSuite = %v, %q, %q; want connected with TLS 1.3 and a named suite", o.Connected, o.TLSVersion, o.CipherSuite)
+			}
 			if o.Name != tt.host || o.Port != int(s.Addr().Port()) || o.Address != s.Addr().Addr() || !o.At.Equal(now) {
 				t.Errorf("endpoint = %s:%d at %s, time %v; want %s:%d at %s, time %v", o.Name, o.Port, o.Address, o.At, tt.host, s.Addr().Port(), s.Addr().Addr(), now)
 			}
@@ -231,12 +235,14 @@ func TestProbeFailures(t *testing.T) {
 		failure  probes.Failure
 		attempts int
 		errHas   string
+		// connected: the server accepted the connection, then TLS failed.
+		connected bool
 	}{
-		{"refused", nil, probes.FailRefused, 1, "nothing listens on the port"},
-		{"silent", certtest.ServeSilent, probes.FailTimeout, 3, "no answer within 300ms"},
-		{"garbage", certtest.ServeGarbage, probes.FailNotTLS, 1, "plain HTTP"},
-		{"reset", certtest.ServeReset, probes.FailReset, 3, "closed the connection"},
-		{"alert", alerting, probes.FailAlert, 1, "remote error: tls"},
+		{"refused", nil, probes.FailRefused, 1, "nothing listens on the port", false},
+		{"silent", certtest.ServeSilent, probes.FailTimeout, 3, "no answer within 300ms", true},
+		{"garbage", certtest.ServeGarbage, probes.FailNotTLS, 1, "plain HTTP", true},
+		{"reset", certtest.ServeReset, probes.FailReset, 3, "closed the connection", true},
+		{"alert", alerting, probes.FailAlert, 1, "remote error: tls", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +265,9 @@ func TestProbeFailures(t *testing.T) {
 
 			if o.Failure != tt.failure || o.Attempts != tt.attempts {
 				t.Errorf("Failure, Attempts = %q, %d (%s); want %q, %d", o.Failure, o.Attempts, o.Error, tt.failure, tt.attempts)
+			}
+			if o.Connected != tt.connected || o.TLSVersion != 0 || o.CipherSuite != 0 {
+				t.Errorf("Connected, TLSVersion, CipherSuite = %v, %q, %q; want %v and no handshake", o.Connected, o.TLSVersion, o.CipherSuite, tt.connected)
 			}
 			if !strings.Contains(o.Error, ap.String()) || !strings.Contains(o.Error, tt.errHas) {
 				t.Errorf("Error = %q, want it to name %s and contain %q", o.Error, ap, tt.errHas)
@@ -299,6 +308,9 @@ func TestDialTimeout(t *testing.T) {
 	}
 	if want := "connect to 127.0.0.7:443: no answer within 50ms"; o.Error != want {
 		t.Errorf("Error = %q, want %q", o.Error, want)
+	}
+	if o.Connected {
+		t.Error("Connected = true for a dial that never completed")
 	}
 }
 
