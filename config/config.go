@@ -117,6 +117,9 @@ type Policy struct {
 	Inconsistent string `yaml:"inconsistent"`
 	// Unreachable is the tier of unreachable explicit targets.
 	Unreachable string `yaml:"unreachable"`
+	// TLSBroken is the tier of tls_broken: a discovered name that accepts
+	// connections and then fails TLS. "none" turns the check off.
+	TLSBroken string `yaml:"tls_broken"`
 }
 
 // Default returns the configuration every file is laid over.
@@ -139,6 +142,7 @@ func Default() Config {
 			Broken:       "page",
 			Inconsistent: "warning",
 			Unreachable:  "warning",
+			TLSBroken:    "warning",
 		},
 		Output: "table",
 		FailOn: "page",
@@ -286,7 +290,7 @@ func (c *Config) validate(pos positions) error {
 			add("policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
 		}
 	}
-	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "fail_on": c.FailOn} {
+	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn} {
 		if _, err := policy.ParseTier(v); err != nil {
 			add("%s: %v", key, err)
 		}

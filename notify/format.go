@@ -35,6 +35,8 @@ func Problem(f policy.Finding, at time.Time) string {
 		return "addresses serve different certificates"
 	case policy.Unreachable:
 		return "endpoint unreachable"
+	case policy.TLSBroken:
+		return "TLS handshake fails"
 	case policy.BundleExpired:
 		return "server sends an expired extra certificate"
 	case policy.RenewalOverdue:
@@ -61,7 +63,7 @@ func Problem(f policy.Finding, at time.Time) string {
 func HasDeadline(f policy.Finding) bool {
 	switch f.Kind {
 	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
-		policy.Unreachable, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded:
+		policy.Unreachable, policy.TLSBroken, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded:
 		return false
 	}
 	return !f.Deadline.IsZero()

@@ -133,6 +133,8 @@ func (e *Evaluator) Add(o *probes.Observation) {
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
 				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
 			})
+		} else {
+			e.judgeTLSBroken(o, ep)
 		}
 		return
 	}

@@ -85,6 +85,10 @@ const (
 	InconsistentDeployment Kind = "inconsistent_deployment"
 	// Unreachable: an explicitly configured target could not be probed.
 	Unreachable Kind = "unreachable"
+	// TLSBroken: a discovered name accepts the TCP connection and then
+	// fails TLS (an alert, a protocol error, not TLS at all, no answer),
+	// on one or more of its addresses. Grouped per name and port.
+	TLSBroken Kind = "tls_broken"
 	// BundleExpired: the server sends an expired or expiring extra
 	// certificate (an old cross-sign or root) that no verified path needs.
 	// Harmless for current clients, so at most a notice.

@@ -25,6 +25,9 @@ type Rules struct {
 	Inconsistent Tier
 	// Unreachable is the tier of unreachable explicit targets.
 	Unreachable Tier
+	// TLSBroken is the tier of tls_broken: a discovered name that accepts
+	// connections and fails TLS. None turns the check off.
+	TLSBroken Tier
 	// RenewalMargin: an ACM certificate that ACM renews and that is still
 	// not renewed when less than this is left is renewal_overdue. Zero
 	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
@@ -47,6 +50,7 @@ func DefaultRules() Rules {
 		Broken:        Page,
 		Inconsistent:  Warning,
 		Unreachable:   Warning,
+		TLSBroken:     Warning,
 		RenewalMargin: DefaultRenewalMargin,
 	}
 }

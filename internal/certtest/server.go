@@ -108,6 +108,22 @@ func ServeGarbage(addr string) (*Server, error) {
 	})
 }
 
+// ServeBadHello listens on addr, reads the client's first bytes and
+// answers with a TLS handshake record holding an empty ServerHello: TLS
+// framing, so the client sees a broken handshake rather than "not TLS".
+func ServeBadHello(addr string) (*Server, error) {
+	return listen(addr, func(_ context.Context, c net.Conn) {
+		buf := make([]byte, 4096)
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+		// Content type 22 (handshake), TLS 1.2, 4 bytes: ServerHello (2)
+		// of length 0.
+		_, _ = c.Write([]byte{0x16, 0x03, 0x03, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00})
+		_, _ = io.Copy(io.Discard, c)
+	})
+}
+
 // ServeReset listens on addr, reads the client's first bytes and resets the
 // connection (TCP RST).
 func ServeReset(addr string) (*Server, error) {

@@ -114,6 +114,7 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 		{policy.Expiring, policy.Notice, []string{name("ldap")}, "expires in 24 days"},
 		{policy.BundleExpired, policy.Notice, []string{name("bundle")}, "which no verified path needs"},
 		{policy.Unreachable, policy.Warning, []string{"127.0.0.19"}, "refused"},
+		{policy.TLSBroken, policy.Warning, []string{name("hung")}, "accepts connections but the TLS handshake fails (timeout"},
 	}
 	matched := make([]bool, len(r.Findings))
 	for _, w := range wants {

@@ -450,5 +450,6 @@ func rules(p config.Policy) policy.Rules {
 	r.Broken, _ = policy.ParseTier(p.Broken)
 	r.Inconsistent, _ = policy.ParseTier(p.Inconsistent)
 	r.Unreachable, _ = policy.ParseTier(p.Unreachable)
+	r.TLSBroken, _ = policy.ParseTier(p.TLSBroken)
 	return r
 }
