@@ -6,8 +6,30 @@
 // The records are plain data. Stores live in sub-packages (state/sqlite, the
 // embedded default); the notify package declares the interface it needs.
 // Stores report trouble that an operator must fix (a file locked by another
-// process, a corrupt file, a full disk) with errors matching ErrLocked,
-// ErrCorrupt, ErrFull or ErrTooNew, never by losing data silently.
+// process, a corrupt file, a full disk, a file deleted or replaced under
+// the running process) with errors matching ErrLocked, ErrCorrupt, ErrFull,
+// ErrTooNew or ErrReplaced, never by losing data silently.
+//
+// Besides what notify declares, every store provides what the daemon and
+// its self-monitoring need (declared by their consumers, in daemon and
+// internal/cli):
+//
+//   - Check(ctx) error: nil while the store works. Otherwise the failure of
+//     the latest operation, kept until a write commits again (so a full
+//     disk that still allows reads stays down), or ErrReplaced once the
+//     store is no longer the one opened. Cheap: /readyz and
+//     certwatch_state_up call it at every probe and scrape.
+//   - Created() bool: the store held no certwatch state when it was opened
+//     (its schema was created from nothing), so every open finding is about
+//     to be announced as new; the daemon says so loudly.
+//   - Memo(ctx, key) ([]byte, error) and SetMemo(ctx, key, value) error:
+//     small documents the daemon keeps between runs (the last success of
+//     each job, each source's last good inventory), by key. Memo returns
+//     nil and no error for a key never set; SetMemo replaces the value
+//     whole, atomically. Stores do not look inside the value.
+//
+// A store never recreates its file or database empty while it is open:
+// writes fail with ErrReplaced instead.
 package state
 
 import (
@@ -31,6 +53,10 @@ var (
 	// ErrTooNew: the store was written by a newer certwatch whose schema
 	// this one does not know.
 	ErrTooNew = errors.New("state was written by a newer certwatch")
+	// ErrReplaced: the store is no longer the one that was opened (its
+	// file was deleted, moved or replaced while certwatch ran). Nothing
+	// more is written to it until certwatch is restarted.
+	ErrReplaced = errors.New("state file was deleted or replaced while certwatch ran")
 )
 
 // Certificate is a certificate certwatch has seen, with where it was seen

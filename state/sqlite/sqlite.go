@@ -13,9 +13,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -37,10 +40,27 @@ type Options struct {
 // Store is a state store in one SQLite file. It is safe for concurrent use
 // by several goroutines; several processes may read it at once, and writes
 // are serialised by SQLite's lock. Close it when done.
+//
+// The store watches its file: once the file at its path is gone, replaced
+// by another, or no longer starts with SQLite's header, every write fails
+// with state.ErrReplaced or state.ErrCorrupt, and the file is never
+// recreated while the store is open (connections are opened without
+// SQLite's create flag). Check reports the latest failure.
 type Store struct {
-	db   *sql.DB
-	path string
+	db      *sql.DB
+	path    string
+	ident   os.FileInfo // the file Open opened, for os.SameFile
+	created bool
+
+	// mu guards lastErr: the error of the latest failed operation, cleared
+	// by the next write that commits.
+	mu      sync.Mutex
+	lastErr error
 }
+
+// sqliteHeader starts every SQLite database file (file format, section
+// 1.3.1).
+const sqliteHeader = "SQLite format 3\x00"
 
 // Open opens (creating if needed) the state file at path and brings its
 // schema up to date. Errors match state.ErrLocked, state.ErrCorrupt,
@@ -57,8 +77,27 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate",
-		path, busy.Milliseconds())
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	// The file is created here, once, and every connection opens it with
+	// mode=rw: a connection reopened after the file was deleted fails
+	// rather than starting an empty state that would announce every open
+	// alert again. An empty file is an empty SQLite database.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %v; check that the directory exists and is writable by this user", path, err)
+	}
+	ident, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	// SQLite URI file names decode %HH and end the path at '?' or '#'.
+	uri := "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(abs)
+	dsn := fmt.Sprintf("%s?mode=rw&_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate",
+		uri, busy.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
@@ -68,7 +107,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// own lock. Other processes still read concurrently through WAL.
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, ident: ident}
 	// Switching a new file to WAL, or recovering one, can answer "busy"
 	// without waiting for the busy timeout when another process does the
 	// same at that moment: retry within the timeout.
@@ -101,6 +140,70 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Path returns the file the store was opened on.
 func (s *Store) Path() string { return s.path }
 
+// Created reports whether the file held no certwatch state when Open
+// opened it (a new or empty file): every open finding is about to be
+// announced as new.
+func (s *Store) Created() bool { return s.created }
+
+// Check returns nil while the store works: its file is still the one
+// opened, still starts with SQLite's header, and no operation has failed
+// since the latest write that committed. Otherwise it returns what is
+// wrong, naming the file: an error matching state.ErrReplaced (the file
+// was deleted, moved or replaced), state.ErrCorrupt, state.ErrFull,
+// state.ErrLocked, or the latest failure. It reads only the file's first
+// bytes, so it suits readiness probes and metric scrapes.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.guard(); err != nil {
+		return s.wrap("check state", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("check state %s: %w", s.path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// guard returns an error when the file at s.path is no longer the one Open
+// opened, or no longer an SQLite database.
+func (s *Store) guard() error {
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: the file is gone (deleted or moved) and is not recreated while certwatch runs, since an empty state would announce every open alert again; "+
+			"restore it and restart certwatch, or restart certwatch to start afresh on purpose", state.ErrReplaced)
+	case err != nil:
+		return err
+	case !os.SameFile(fi, s.ident):
+		return fmt.Errorf("%w: another file now has its name; nothing is written to either; restart certwatch to use the new file", state.ErrReplaced)
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, head)
+	if n == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+		return nil // not written yet
+	}
+	if string(head[:n]) != sqliteHeader {
+		return fmt.Errorf("%w: its header is no longer SQLite's (the file was overwritten); restore it from a backup, or move it aside and restart certwatch to start afresh (open alerts will be announced again)", state.ErrCorrupt)
+	}
+	return nil
+}
+
+// note records the outcome of an operation for Check: a failure is kept
+// until a write commits. Cancellations say nothing about the store.
+func (s *Store) note(err error) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastErr = err
+}
+
 // Close checkpoints the write-ahead log and closes the file.
 func (s *Store) Close() error {
 	_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -116,6 +219,13 @@ func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	err = s.describe(op, err)
+	s.note(err)
+	return err
+}
+
+// describe is wrap without recording the failure.
+func (s *Store) describe(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s %s: %w", op, s.path, err)
 	}
@@ -219,6 +329,12 @@ CREATE TABLE dispatch_leases (
 	// 4: which storm summary a channel heard of an alert in, so that the
 	// summary resolves once every alert it stood for has.
 	`ALTER TABLE alert_channels ADD COLUMN summary_key TEXT NOT NULL DEFAULT '';`,
+	// 5: memos the daemon keeps between runs (last successes, last good
+	// inventories).
+	`CREATE TABLE memos (
+	key   TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -248,6 +364,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+	s.created = err == nil && have == 0
 	switch {
 	case err != nil && at > have:
 		return s.wrap(fmt.Sprintf("migrate state to schema version %d", at), err)
@@ -260,8 +377,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in one immediate (write-locking) transaction.
+// tx runs fn in one immediate (write-locking) transaction, unless the
+// file is no longer the one opened. A commit clears the failure Check
+// reports.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := s.guard(); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -270,7 +392,11 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.note(nil)
+	return nil
 }
 
 // sizeOnDisk is the file's size plus its write-ahead log, for tests and

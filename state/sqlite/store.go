@@ -444,6 +444,34 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 	return held, other, nil
 }
 
+// Memo returns the value SetMemo last stored under key, or nil when there
+// is none.
+func (s *Store) Memo(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM memos WHERE key = ?`, key).Scan(&v)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("read memo "+key, err)
+	}
+	return v, nil
+}
+
+// SetMemo stores value under key, replacing what was there, in one
+// transaction.
+func (s *Store) SetMemo(ctx context.Context, key string, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO memos (key, value) VALUES (?, ?)
+	ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+	return s.wrap("write memo "+key, err)
+}
+
 // OutboxStats summarises the outbox per channel, by channel name.
 func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT channel,

@@ -562,3 +562,122 @@ func TestAbandonMarksOnlyPendingOfOtherChannels(t *testing.T) {
 		t.Errorf("Abandon keeping none = %v, %v, want certs abandoned", got, err)
 	}
 }
+
+func noop(state.Snapshot) (state.Changes, error) { return state.Changes{}, nil }
+
+// TestCheckFollowsTheFile: a state file deleted, replaced or overwritten
+// under an open store fails Check and every write, and is never recreated.
+func TestCheckFollowsTheFile(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		harm  func(t *testing.T, path string)
+		want  error
+		exist bool
+	}{
+		{"deleted", func(t *testing.T, path string) {
+			for _, p := range []string{path, path + "-wal", path + "-shm"} {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+		}, state.ErrReplaced, false},
+		{"replaced", func(t *testing.T, path string) {
+			other := path + ".new"
+			open(t, other).Close()
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}, state.ErrReplaced, true},
+		{"overwritten", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("garbage ", 1000)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, state.ErrCorrupt, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s := open(t, path)
+			if err := s.Check(ctx); err != nil {
+				t.Fatalf("Check of a fresh store = %v, want nil", err)
+			}
+			update(t, s, state.Changes{Alerts: []state.Alert{alert("aa", policy.Warning)}})
+			tt.harm(t, path)
+			if err := s.Check(ctx); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Check after the file was %s = %v, want %v naming the file", tt.name, err, tt.want)
+			}
+			err := s.Update(ctx, noop)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Update after the file was %s = %v, want %v", tt.name, err, tt.want)
+			}
+			if err := s.SetMemo(ctx, "k", []byte("v")); !errors.Is(err, tt.want) {
+				t.Errorf("SetMemo after the file was %s = %v, want %v", tt.name, err, tt.want)
+			}
+			if _, err := os.Stat(path); (err == nil) != tt.exist {
+				t.Errorf("state file exists = %v after the writes, want %v (never recreated)", err == nil, tt.exist)
+			}
+			if err := s.Check(ctx); !errors.Is(err, tt.want) {
+				t.Errorf("Check after the failed writes = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckKeepsAWriteFailure: a full disk still serves reads; Check stays
+// failed until a write commits again.
+func TestCheckKeepsAWriteFailure(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "full.db"))
+	var pages int
+	if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMemo(ctx, "big", make([]byte, 1<<20)); !errors.Is(err, state.ErrFull) {
+		t.Fatalf("SetMemo on a full disk = %v, want ErrFull", err)
+	}
+	if _, err := s.OutboxStats(ctx); err != nil {
+		t.Fatalf("OutboxStats on a full disk = %v, want reads to work", err)
+	}
+	if err := s.Check(ctx); !errors.Is(err, state.ErrFull) {
+		t.Errorf("Check after a read on a full disk = %v, want ErrFull kept", err)
+	}
+	if _, err := s.db.Exec("PRAGMA max_page_count = 1000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMemo(ctx, "big", make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("Check after a write committed = %v, want nil", err)
+	}
+}
+
+func TestCreatedAndMemos(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	if !s.Created() {
+		t.Error("Created() of a new file = false, want true")
+	}
+	if v, err := s.Memo(ctx, "daemon/last_success/probe"); v != nil || err != nil {
+		t.Errorf("Memo of a key never set = %q, %v; want nil, nil", v, err)
+	}
+	for _, v := range []string{"first", "second"} {
+		if err := s.SetMemo(ctx, "daemon/last_success/probe", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = open(t, path)
+	if s.Created() {
+		t.Error("Created() of a reopened file = true, want false")
+	}
+	v, err := s.Memo(ctx, "daemon/last_success/probe")
+	if err != nil || string(v) != "second" {
+		t.Errorf("Memo after reopening = %q, %v; want \"second\"", v, err)
+	}
+}
