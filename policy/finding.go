@@ -165,6 +165,12 @@ type Finding struct {
 	// ACM lists the ACM certificates the finding is about, or that its
 	// endpoints serve (matched by serial number).
 	ACM []ACMRef `json:"acm,omitempty"`
+	// UnverifiedSince is set on a finding a report carries over from an
+	// earlier run because every endpoint of its blast radius failed to
+	// answer since (an outage, a cut-short run): it is when the finding
+	// was last observed. Zero on a finding observed in the report's own
+	// run. Evaluation never sets it; the daemon does.
+	UnverifiedSince time.Time `json:"unverified_since,omitzero"`
 }
 
 // ID identifies the finding across runs: its kind and the certificate (or
