@@ -73,7 +73,7 @@ func HasDeadline(f policy.Finding) bool {
 // "today", "3 days ago".
 func In(t, at time.Time) string {
 	d := t.Sub(at)
-	days := int(d.Hours() / 24)
+	days := policy.DaysUntil(t, at) // exact where d saturates (year 9999)
 	switch {
 	case days == 0 && d >= 0:
 		return fmt.Sprintf("in %s", hours(d))

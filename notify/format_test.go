@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
@@ -18,6 +19,9 @@ func TestHasDeadlineAndProblem(t *testing.T) {
 	}{
 		{"expiring", policy.Finding{Kind: policy.Expiring, Deadline: at.Add(12 * day)}, true, "certificate expires in 12 days"},
 		{"hostname mismatch is broken now", policy.Finding{Kind: policy.HostnameMismatch, Deadline: at}, false, "certificate does not match the host name"},
+		{"tls broken is broken now", policy.Finding{Kind: policy.TLSBroken, Deadline: at}, false, "TLS handshake fails"},
+		// Beyond the ±292 years a time.Duration holds, days stay exact.
+		{"expired in 1700", policy.Finding{Kind: policy.Expired, Deadline: time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)}, true, "certificate expired 120530 days ago"},
 		{"channel failing", policy.Finding{Kind: notify.KindChannelFailing, Deadline: at}, false, "notifications cannot be delivered"},
 		// The daemon's discovery_degraded finding carries the time it was
 		// first raised as its deadline; that is no date to act by.

@@ -147,7 +147,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 	}
 	if !c.NotAfter.After(now) {
 		v.state, v.kind = RenewalExpired, Expired
-		ago := fmt.Sprintf("expired %s ago (%s)", humanDuration(now.Sub(c.NotAfter)), stamp(c.NotAfter))
+		ago := fmt.Sprintf("expired %s ago (%s)", humanBetween(c.NotAfter, now), stamp(c.NotAfter))
 		if !v.inUse {
 			v.tier = Info
 			v.msg = fmt.Sprintf("ACM certificate %s %s and is not in use; delete it from ACM to keep the inventory clean", it, ago)
@@ -162,7 +162,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 		return v
 	}
 	tier := TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, now)
-	expires := fmt.Sprintf("expires in %s (%s)", humanDuration(c.NotAfter.Sub(now)), stamp(c.NotAfter))
+	expires := fmt.Sprintf("expires in %s (%s)", humanBetween(now, c.NotAfter), stamp(c.NotAfter))
 	report := func(state RenewalState, kind Kind, tier Tier, msg string) verdict {
 		v.state = state
 		if tier >= Info {

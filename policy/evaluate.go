@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"iter"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -192,11 +193,11 @@ func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, f
 	switch {
 	case !worst.NotAfter.After(e.now):
 		e.add(Expired, Critical, fp, fp, worst.NotAfter, ep, func() string {
-			return fmt.Sprintf("%s %q expired %s ago (%s); clients reject this chain now: %s", role(worst, leaf), subjectOf(worst), humanDuration(e.now.Sub(worst.NotAfter)), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+			return fmt.Sprintf("%s %q expired %s ago (%s); clients reject this chain now: %s", role(worst, leaf), subjectOf(worst), humanBetween(worst.NotAfter, e.now), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
 		})
 	case tier >= Notice:
 		e.add(Expiring, tier, fp, fp, worst.NotAfter, ep, func() string {
-			return fmt.Sprintf("%s %q expires in %s (%s): %s", role(worst, leaf), subjectOf(worst), humanDuration(worst.NotAfter.Sub(e.now)), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+			return fmt.Sprintf("%s %q expires in %s (%s): %s", role(worst, leaf), subjectOf(worst), humanBetween(e.now, worst.NotAfter), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
 		})
 	}
 	if len(o.Paths) == 0 {
@@ -500,7 +501,16 @@ func renewAdvice(c, leaf *x509.Certificate) string {
 	return "the leaf is fine but its chain is not; deploy the chain with the renewed intermediate (or reissue from a current one) on every endpoint listed"
 }
 
-// humanDuration renders d as "3d", "5h" or "12m".
+// humanBetween renders the time from from to to (to not before from) as
+// humanDuration does, exactly also beyond the 292 years a Duration holds.
+func humanBetween(from, to time.Time) string {
+	if d := to.Sub(from); d != math.MaxInt64 {
+		return humanDuration(d)
+	}
+	return fmt.Sprintf("%d days", DaysUntil(to, from))
+}
+
+// humanDuration renders d as "3 days", "5 hours" or "12 minutes".
 func humanDuration(d time.Duration) string {
 	switch {
 	case d >= 48*time.Hour:

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -184,5 +185,38 @@ func TestEndpointString(t *testing.T) {
 		if got := tt.ep.String(); got != tt.want {
 			t.Errorf("%+v.String() = %q, want %q", tt.ep, got, tt.want)
 		}
+	}
+}
+
+// TestFarDates judges certificates whose dates lie beyond the ±292 years a
+// time.Duration holds: one valid until 9999-12-31 has no finding, one that
+// expired in 1700 is expired with the exact number of days in its message
+// and DaysLeft.
+func TestFarDates(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	noExpiry := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	ancient := time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
+	longAgo := time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Far Root", ancient, noExpiry)
+	forever := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"forever.example"}, NotBefore: ancient, NotAfter: noExpiry})
+	dead := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"dead.example"}, NotBefore: ancient, NotAfter: longAgo})
+
+	r := policy.Evaluate([]probes.Observation{
+		observe("forever.example", "10.0.0.1", []*x509.Certificate{forever.Cert}, root.Pool(), now),
+		observe("dead.example", "10.0.0.2", []*x509.Certificate{dead.Cert}, root.Pool(), now),
+	}, policy.DefaultRules(), now)
+	if len(r.Findings) != 1 || r.Findings[0].Kind != policy.Expired {
+		t.Fatalf("findings %+v, want one: dead.example expired", r.Findings)
+	}
+	f := r.Findings[0]
+	const daysAgo = 120530 // 1700-01-01 to 2030-01-01
+	if got := f.DaysLeft(now); got != -daysAgo {
+		t.Errorf("DaysLeft = %d, want %d", got, -daysAgo)
+	}
+	if want := fmt.Sprintf("expired %d days ago (1700-01-01T00:00:00Z)", daysAgo); !strings.Contains(f.Message, want) {
+		t.Errorf("message %q, want it to say %q", f.Message, want)
+	}
+	if got, want := policy.DaysUntil(noExpiry, now), 2910981; got != want {
+		t.Errorf("DaysUntil(9999-12-31) = %d, want %d", got, want)
 	}
 }

@@ -8,6 +8,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -191,5 +192,16 @@ func (f *Finding) subjectOfID() string {
 // DaysLeft is the whole number of days from now to the deadline, negative
 // once it has passed.
 func (f Finding) DaysLeft(now time.Time) int {
-	return int(f.Deadline.Sub(now).Hours() / 24)
+	return DaysUntil(f.Deadline, now)
+}
+
+// DaysUntil is the whole number of days from now to t, rounded toward zero
+// and negative once t has passed. It is exact for every pair of times a
+// certificate can carry (years 0001 to 9999), where t.Sub(now) saturates
+// at about 292 years (a "no expiry" 9999-12-31 would read 106751 days).
+func DaysUntil(t, now time.Time) int {
+	if d := t.Sub(now); d != math.MaxInt64 && d != math.MinInt64 {
+		return int(d / day)
+	}
+	return int((t.Unix() - now.Unix()) / 86400)
 }

@@ -239,9 +239,9 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			c := &certs[byARN[arn]]
 			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
 		}
-		state := fmt.Sprintf("expires in %s (%s)", humanDuration(old.notAfter.Sub(now)), stamp(old.notAfter))
+		state := fmt.Sprintf("expires in %s (%s)", humanBetween(now, old.notAfter), stamp(old.notAfter))
 		if !old.notAfter.After(now) {
-			state = fmt.Sprintf("expired %s ago (%s)", humanDuration(now.Sub(old.notAfter)), stamp(old.notAfter))
+			state = fmt.Sprintf("expired %s ago (%s)", humanBetween(old.notAfter, now), stamp(old.notAfter))
 		}
 		f.Kind = StaleDeployment
 		f.Message = fmt.Sprintf(what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)

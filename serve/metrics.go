@@ -172,4 +172,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+// unix is t as Unix seconds, exact to the microsecond for every date a
+// certificate can carry: t.UnixNano overflows outside 1678-2262, and would
+// export a "no expiry" 9999-12-31 as a date in 1816.
+func unix(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }

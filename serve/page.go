@@ -152,7 +152,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 				d.Truncated = true
 				continue
 			}
-			pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline.Sub(now)), Hidden: !ok, Search: rw.search}
+			pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.search}
 			pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
 			pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
 			d.Rows = append(d.Rows, pr)
@@ -219,12 +219,14 @@ func tierName(t policy.Tier) string {
 	return t.String()
 }
 
-// left says how long until d: "12d", "5h", "now", "3h ago", "4d ago".
-func left(d time.Duration) string {
+// left says how long from now until t: "12d", "5h", "now", "3h ago",
+// "4d ago". Days are exact for every date a certificate can carry.
+func left(t, now time.Time) string {
 	const day = 24 * time.Hour
+	d := t.Sub(now) // saturates beyond 292 years: only the short cases use it
 	switch {
 	case d >= 2*day:
-		return fmt.Sprintf("%dd", d/day)
+		return fmt.Sprintf("%dd", policy.DaysUntil(t, now))
 	case d >= time.Hour:
 		return fmt.Sprintf("%dh", d/time.Hour)
 	case d > -time.Hour:
@@ -232,5 +234,5 @@ func left(d time.Duration) string {
 	case d > -2*day:
 		return fmt.Sprintf("%dh ago", -d/time.Hour)
 	}
-	return fmt.Sprintf("%dd ago", -d/day)
+	return fmt.Sprintf("%dd ago", -policy.DaysUntil(t, now))
 }

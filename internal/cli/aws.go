@@ -153,7 +153,7 @@ func writeACM(w io.Writer, certs []policy.ACMCertificate, now time.Time, probed 
 	for _, c := range certs {
 		notAfter, remaining := "-", "-"
 		if !c.NotAfter.IsZero() {
-			notAfter, remaining = c.NotAfter.UTC().Format(time.DateOnly), left(c.NotAfter.Sub(now))
+			notAfter, remaining = c.NotAfter.UTC().Format(time.DateOnly), left(c.NotAfter, now)
 		}
 		renewal := string(c.Renewal)
 		if status := strings.ToLower(string(c.RenewalStatus)); status != "" && status != renewal {

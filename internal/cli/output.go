@@ -66,7 +66,7 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 				paint(f.Tier, strings.ToUpper(f.Tier.String())),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
-				left(f.Deadline.Sub(now)),
+				left(f.Deadline, now),
 				f.Kind, printable(orDash(f.Subject)), len(f.Endpoints), printable(firstNames(f, 3)))
 		}
 		if err := tw.Flush(); err != nil {
@@ -159,10 +159,14 @@ func orDash(s string) string {
 	return s
 }
 
-func left(d time.Duration) string {
+// left says how long from now until t: "12d", "-3d", "5h", "now". Days
+// are exact for every date a certificate can carry (t.Sub saturates at
+// about 292 years).
+func left(t, now time.Time) string {
+	d := t.Sub(now)
 	switch {
 	case d <= -48*time.Hour || d >= 48*time.Hour:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+		return fmt.Sprintf("%dd", policy.DaysUntil(t, now))
 	case d <= -time.Hour || d >= time.Hour:
 		return fmt.Sprintf("%dh", int(d/time.Hour))
 	}

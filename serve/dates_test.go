@@ -1,0 +1,87 @@
+package serve_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/serve"
+)
+
+// TestFarDates serves certificates valid until 9999-12-31 (RFC 5280's "no
+// well-defined expiration date") and from year 0001 on loopback, scans
+// them with the real prober, and checks every number a user reads: the
+// metrics hold the exact Unix time (UnixNano overflows and said 1816), the
+// page the exact number of days (a saturated Duration said 106751d), and
+// no finding fires.
+func TestFarDates(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	noExpiry := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	ancient := time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
+	ca := certtest.MustCA("Far Dates Root", ancient, noExpiry)
+	forever := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"forever.example"}, NotBefore: now.AddDate(-1, 0, 0), NotAfter: noExpiry})
+	old := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"old.example"}, NotBefore: ancient, NotAfter: now.AddDate(0, 0, 100)})
+
+	var targets []discovery.Target
+	for _, l := range []*certtest.Leaf{forever, old} {
+		s, err := certtest.Serve("127.0.0.1:0", l.TLSCertificate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		targets = append(targets, discovery.Target{Name: l.Cert.DNSNames[0], Port: int(s.Addr().Port()), Addresses: []netip.Addr{s.Addr().Addr()}, Sources: []string{"static"}})
+	}
+	srv := serve.New(serve.Options{Now: func() time.Time { return now }})
+	pass := &scan.Pass{
+		Prober:        probes.New(probes.Config{Roots: ca.Pool(), Now: func() time.Time { return now }}),
+		Rules:         policy.DefaultRules(),
+		Now:           func() time.Time { return now },
+		OnObservation: srv.ObserveProbe,
+	}
+	r := pass.Probe(t.Context(), targets, now)
+	if len(r.Findings) != 0 {
+		t.Errorf("findings %+v, want none: both certificates are valid for a long time", r.Findings)
+	}
+	srv.RecordReport(r)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	fams := scrape(t, hs.URL)
+	got := map[string]float64{}
+	for _, m := range fams["certwatch_certificate_expiry_timestamp_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "subject_cn" {
+				got[l.GetValue()] = m.Gauge.GetValue()
+			}
+		}
+	}
+	if want := float64(noExpiry.Unix()); got["forever.example"] != want { // 253402300799
+		t.Errorf("expiry of forever.example = %v (%s), want %v (9999-12-31)", got["forever.example"], time.Unix(int64(got["forever.example"]), 0).UTC(), want)
+	}
+	if want := float64(now.AddDate(0, 0, 100).Unix()); got["old.example"] != want {
+		t.Errorf("expiry of old.example = %v, want %v", got["old.example"], want)
+	}
+
+	_, _, page := get(t, hs.URL+"/")
+	days := policy.DaysUntil(noExpiry, now) // 2914853
+	if !strings.Contains(page, fmt.Sprintf(`<td data-label="Left" class="left">%dd</td>`, days)) || strings.Contains(page, "106751d") {
+		t.Errorf("status page does not show %dd left for the 9999 certificate", days)
+	}
+	if !strings.Contains(page, "9999-12-31 23:59 UTC") {
+		t.Error("status page does not show the 9999-12-31 not-after date")
+	}
+	_, _, api := get(t, hs.URL+"/api/v1/report")
+	for _, s := range []string{`"not_after": "9999-12-31T23:59:59Z"`, `"not_before": "0001-01-02T00:00:00Z"`} {
+		if !strings.Contains(api, s) {
+			t.Errorf("report JSON lacks %s", s)
+		}
+	}
+}
