@@ -2,6 +2,7 @@ package probes_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"strings"
 	"testing"
 
@@ -70,5 +71,32 @@ func TestProbeLegacyServers(t *testing.T) {
 				t.Errorf("misleading hint: %s", o.Error)
 			}
 		})
+	}
+}
+
+// TestProbeWeakSignedLeaf: a leaf signed with SHA-1, which crypto/x509
+// refuses to verify, is verified by certwatch's own signature check, so the
+// policy can judge its expiry and report it as weak_signature. PublicRoot
+// says whether its root is among Config.PublicRoots.
+func TestProbeWeakSignedLeaf(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	l, err := p.inter.Leaf(certtest.LeafOptions{DNSNames: []string{"old.example"}, NotBefore: now.Add(-day), NotAfter: now.Add(5 * day), SignatureAlgorithm: x509.ECDSAWithSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, "127.0.0.1:0", l.FullChain())
+	for _, public := range []bool{false, true} {
+		cfg := testConfig(p.root.Pool())
+		if public {
+			cfg.PublicRoots = p.root.Pool()
+		}
+		o := probeOne(t, probes.New(cfg), target("old.example", s.Addr()))
+		if o.Trust != probes.Trusted || len(o.Paths) != 1 || len(o.Paths[0]) != 3 || !strings.Contains(o.TrustError, "ECDSA-SHA1") {
+			t.Errorf("Trust, paths, TrustError = %q, %d, %q; want trusted, one path of 3, naming ECDSA-SHA1", o.Trust, len(o.Paths), o.TrustError)
+		}
+		if o.PublicRoot != public {
+			t.Errorf("PublicRoots set %v: PublicRoot = %v", public, o.PublicRoot)
+		}
 	}
 }

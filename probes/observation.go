@@ -108,6 +108,9 @@ type Observation struct {
 	Paths [][]*x509.Certificate `json:"-"`
 	// NameMatch reports whether the leaf is valid for Name.
 	NameMatch bool `json:"name_match"`
+	// PublicRoot reports whether a verified path ends at one of
+	// Config.PublicRoots (a publicly trusted root, not a private CA).
+	PublicRoot bool `json:"public_root,omitempty"`
 }
 
 // Leaf returns the leaf certificate, or nil when there was no handshake.

@@ -44,6 +44,10 @@ type Config struct {
 	// the system roots; the CLI passes the system roots plus configured
 	// private CAs.
 	Roots *x509.CertPool
+	// PublicRoots are the roots whose leaves the CA/Browser Forum's rules
+	// bind (Observation.PublicRoot); the CLI passes the system roots. Nil
+	// means none: every root counts as private.
+	PublicRoots *x509.CertPool
 	// Resolver resolves targets that carry no addresses. Nil means
 	// net.DefaultResolver; see NewResolver for a fixed DNS server.
 	Resolver Resolver
@@ -116,6 +120,7 @@ type Prober struct {
 	global   *semaphore.Weighted
 	perAddr  *addrLimiter
 	cache    *verifyCache
+	public   *publicRoots
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -136,6 +141,7 @@ func New(c Config) *Prober {
 		global:    semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
 		perAddr:   newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
 		cache:     newVerifyCache(c.Roots),
+		public:    newPublicRoots(c.PublicRoots),
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -216,6 +222,7 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 			v := p.cache.verify(o.Chain, now)
 			o.Trust, o.TrustError, o.Paths = v.trust, v.msg, v.paths
 			o.NameMatch = o.Chain[0].VerifyHostname(t.Name) == nil
+			o.PublicRoot = p.public.anyPublic(o.Paths)
 			break
 		}
 		o.Failure, o.Error = res.failure, res.err.Error()

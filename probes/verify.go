@@ -94,6 +94,9 @@ func verifyChain(chain []*x509.Certificate, roots *x509.CertPool, now time.Time)
 			err = firstErr
 		}
 	}
+	if r, ok := verifyWeak(chain, roots, now); ok {
+		return r
+	}
 	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
 		if selfSigned(leaf) {
 			return chainResult{trust: TrustSelfSigned, msg: fmt.Sprintf("self-signed certificate %q is not a trusted root", certName(leaf))}

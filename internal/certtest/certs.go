@@ -4,13 +4,16 @@
 //
 // It backs the probe tests and the "certwatch demo" lab, so nothing here
 // depends on the testing package: constructors return errors. No key or
-// certificate is ever committed; every key is a fresh ECDSA P-256 key.
+// certificate is ever committed; every key is a fresh ECDSA P-256 key,
+// unless a leaf asks for a (deliberately weak) RSA key.
 package certtest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -46,14 +49,30 @@ type LeafOptions struct {
 	// NotBefore and NotAfter bound the validity period; both are required.
 	NotBefore time.Time
 	NotAfter  time.Time
+	// RSABits, when set, gives the leaf an RSA key of that size (1024
+	// for a weak key) instead of ECDSA P-256.
+	RSABits int
+	// SignatureAlgorithm is how the issuer signs the leaf, e.g.
+	// x509.ECDSAWithSHA1 for a legacy leaf; zero means the default.
+	SignatureAlgorithm x509.SignatureAlgorithm
+	// Revocation says where the leaf's revocation status is published.
+	Revocation Revocation
+}
+
+// Revocation names where a certificate's revocation status is published:
+// CRL distribution points and OCSP responders (HTTP URLs).
+type Revocation struct {
+	CRL  []string
+	OCSP []string
 }
 
 // Leaf is an end-entity certificate and its key.
 type Leaf struct {
 	// Cert is the leaf certificate.
 	Cert *x509.Certificate
-	// Key is the leaf's private key.
-	Key *ecdsa.PrivateKey
+	// Key is the leaf's private key: *ecdsa.PrivateKey, or
+	// *rsa.PrivateKey when LeafOptions.RSABits was set.
+	Key crypto.Signer
 	// Intermediates are the certificates between Cert and the root (the
 	// issuing CA's Chain); empty for a leaf issued by a root or self-signed.
 	Intermediates []*x509.Certificate
@@ -88,6 +107,12 @@ func MustCA(cn string, notBefore, notAfter time.Time) *CA {
 // Intermediate issues an intermediate CA signed by ca. Its validity is not
 // clipped to ca's, so expired or outliving intermediates can be built.
 func (ca *CA) Intermediate(cn string, notBefore, notAfter time.Time) (*CA, error) {
+	return ca.IntermediateWith(cn, notBefore, notAfter, Revocation{})
+}
+
+// IntermediateWith is like Intermediate, and names where the
+// intermediate's revocation status (published by ca) is found.
+func (ca *CA) IntermediateWith(cn string, notBefore, notAfter time.Time, r Revocation) (*CA, error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, fmt.Errorf("new intermediate %q: %w", cn, err)
@@ -96,6 +121,7 @@ func (ca *CA) Intermediate(cn string, notBefore, notAfter time.Time) (*CA, error
 	if err != nil {
 		return nil, fmt.Errorf("new intermediate %q: %w", cn, err)
 	}
+	tmpl.CRLDistributionPoints, tmpl.OCSPServer = r.CRL, r.OCSP
 	cert, err := sign(tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
 		return nil, fmt.Errorf("new intermediate %q: %w", cn, err)
@@ -132,7 +158,7 @@ func (ca *CA) CrossSign(other *CA, notBefore, notAfter time.Time) (*x509.Certifi
 
 // Leaf issues a server certificate signed by ca.
 func (ca *CA) Leaf(o LeafOptions) (*Leaf, error) {
-	key, err := newKey()
+	key, err := o.newKey()
 	if err != nil {
 		return nil, fmt.Errorf("new leaf %q: %w", o.name(), err)
 	}
@@ -140,7 +166,7 @@ func (ca *CA) Leaf(o LeafOptions) (*Leaf, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new leaf %q: %w", o.name(), err)
 	}
-	cert, err := sign(tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	cert, err := sign(tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {
 		return nil, fmt.Errorf("new leaf %q: %w", o.name(), err)
 	}
@@ -158,7 +184,7 @@ func (ca *CA) MustLeaf(o LeafOptions) *Leaf {
 
 // SelfSigned creates a self-signed server certificate (not a CA).
 func SelfSigned(o LeafOptions) (*Leaf, error) {
-	key, err := newKey()
+	key, err := o.newKey()
 	if err != nil {
 		return nil, fmt.Errorf("new self-signed %q: %w", o.name(), err)
 	}
@@ -166,7 +192,7 @@ func SelfSigned(o LeafOptions) (*Leaf, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new self-signed %q: %w", o.name(), err)
 	}
-	cert, err := sign(tmpl, tmpl, &key.PublicKey, key)
+	cert, err := sign(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, fmt.Errorf("new self-signed %q: %w", o.name(), err)
 	}
@@ -255,6 +281,13 @@ func newKey() (*ecdsa.PrivateKey, error) {
 	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 }
 
+func (o LeafOptions) newKey() (crypto.Signer, error) {
+	if o.RSABits > 0 {
+		return rsa.GenerateKey(rand.Reader, o.RSABits)
+	}
+	return newKey()
+}
+
 func serial() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
@@ -306,10 +339,13 @@ func leafTemplate(o LeafOptions) (*x509.Certificate, error) {
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
+		SignatureAlgorithm:    o.SignatureAlgorithm,
+		CRLDistributionPoints: o.Revocation.CRL,
+		OCSPServer:            o.Revocation.OCSP,
 	}, nil
 }
 
-func sign(tmpl, parent *x509.Certificate, pub any, key *ecdsa.PrivateKey) (*x509.Certificate, error) {
+func sign(tmpl, parent *x509.Certificate, pub any, key crypto.Signer) (*x509.Certificate, error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
 	if err != nil {
 		return nil, err
