@@ -120,6 +120,14 @@ type Policy struct {
 	// TLSBroken is the tier of tls_broken: a discovered name that accepts
 	// connections and then fails TLS. "none" turns the check off.
 	TLSBroken string `yaml:"tls_broken"`
+	// WeakKey, WeakSignature and LongValidity are the tiers of the crypto
+	// policy: weak_key (RSA below 2048 bits, EC below P-256),
+	// weak_signature (SHA-1 or MD5 below the root) and long_validity (a
+	// publicly trusted leaf valid longer than the CA/Browser Forum
+	// allowed when it was issued). "none" turns a check off.
+	WeakKey       string `yaml:"weak_key"`
+	WeakSignature string `yaml:"weak_signature"`
+	LongValidity  string `yaml:"long_validity"`
 }
 
 // Default returns the configuration every file is laid over.
@@ -139,10 +147,13 @@ func Default() Config {
 				"page":     {Within: Duration(7 * day)},
 				"critical": {Within: Duration(2 * day)},
 			},
-			Broken:       "page",
-			Inconsistent: "warning",
-			Unreachable:  "warning",
-			TLSBroken:    "warning",
+			Broken:        "page",
+			Inconsistent:  "warning",
+			Unreachable:   "warning",
+			TLSBroken:     "warning",
+			WeakKey:       "warning",
+			WeakSignature: "warning",
+			LongValidity:  "notice",
 		},
 		Output: "table",
 		FailOn: "page",
@@ -290,7 +301,8 @@ func (c *Config) validate(pos positions) error {
 			add("policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
 		}
 	}
-	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn} {
+	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
+		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity} {
 		if _, err := policy.ParseTier(v); err != nil {
 			add("%s: %v", key, err)
 		}

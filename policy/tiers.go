@@ -28,6 +28,11 @@ type Rules struct {
 	// TLSBroken is the tier of tls_broken: a discovered name that accepts
 	// connections and fails TLS. None turns the check off.
 	TLSBroken Tier
+	// WeakKey, WeakSignature and LongValidity are the tiers of the crypto
+	// policy (see crypto.go); None turns a check off.
+	WeakKey       Tier
+	WeakSignature Tier
+	LongValidity  Tier
 	// RenewalMargin: an ACM certificate that ACM renews and that is still
 	// not renewed when less than this is left is renewal_overdue. Zero
 	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
@@ -38,7 +43,8 @@ type Rules struct {
 const day = 24 * time.Hour
 
 // DefaultRules are the tiers of a fresh configuration: notice ≤30d,
-// warning ≤14d, page ≤7d, critical ≤2d or expired; broken-now problems page.
+// warning ≤14d, page ≤7d, critical ≤2d or expired; broken-now problems page;
+// weak keys and signatures warn, an over-long public validity is a notice.
 func DefaultRules() Rules {
 	return Rules{
 		Tiers: []TierRule{
@@ -51,6 +57,9 @@ func DefaultRules() Rules {
 		Inconsistent:  Warning,
 		Unreachable:   Warning,
 		TLSBroken:     Warning,
+		WeakKey:       Warning,
+		WeakSignature: Warning,
+		LongValidity:  Notice,
 		RenewalMargin: DefaultRenewalMargin,
 	}
 }

@@ -70,9 +70,10 @@ type Revocation struct {
 type Leaf struct {
 	// Cert is the leaf certificate.
 	Cert *x509.Certificate
-	// Key is the leaf's private key: *ecdsa.PrivateKey, or
-	// *rsa.PrivateKey when LeafOptions.RSABits was set.
-	Key crypto.Signer
+	// Key is the leaf's private key; nil when LeafOptions.RSABits was
+	// set, and RSAKey holds it instead.
+	Key    *ecdsa.PrivateKey
+	RSAKey *rsa.PrivateKey
 	// Intermediates are the certificates between Cert and the root (the
 	// issuing CA's Chain); empty for a leaf issued by a root or self-signed.
 	Intermediates []*x509.Certificate
@@ -170,7 +171,9 @@ func (ca *CA) Leaf(o LeafOptions) (*Leaf, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new leaf %q: %w", o.name(), err)
 	}
-	return &Leaf{Cert: cert, Key: key, Intermediates: append([]*x509.Certificate(nil), ca.Chain...)}, nil
+	l := &Leaf{Cert: cert, Intermediates: append([]*x509.Certificate(nil), ca.Chain...)}
+	l.setKey(key)
+	return l, nil
 }
 
 // MustLeaf is like Leaf but panics on error.
@@ -196,7 +199,9 @@ func SelfSigned(o LeafOptions) (*Leaf, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new self-signed %q: %w", o.name(), err)
 	}
-	return &Leaf{Cert: cert, Key: key}, nil
+	l := &Leaf{Cert: cert}
+	l.setKey(key)
+	return l, nil
 }
 
 // MustSelfSigned is like SelfSigned but panics on error.
@@ -206,6 +211,23 @@ func MustSelfSigned(o LeafOptions) *Leaf {
 		panic(err)
 	}
 	return l
+}
+
+func (l *Leaf) setKey(k crypto.Signer) {
+	switch k := k.(type) {
+	case *ecdsa.PrivateKey:
+		l.Key = k
+	case *rsa.PrivateKey:
+		l.RSAKey = k
+	}
+}
+
+// signer returns l's private key, whichever kind it is.
+func (l *Leaf) signer() crypto.Signer {
+	if l.RSAKey != nil {
+		return l.RSAKey
+	}
+	return l.Key
 }
 
 // TLSCertificate returns l as a tls.Certificate whose served chain is the
@@ -218,7 +240,7 @@ func (l *Leaf) TLSCertificate(extra ...*x509.Certificate) tls.Certificate {
 	for _, c := range extra {
 		der = append(der, c.Raw)
 	}
-	return tls.Certificate{Certificate: der, PrivateKey: l.Key, Leaf: l.Cert}
+	return tls.Certificate{Certificate: der, PrivateKey: l.signer(), Leaf: l.Cert}
 }
 
 // FullChain returns l as a tls.Certificate serving the leaf and all its
@@ -229,7 +251,7 @@ func (l *Leaf) FullChain() tls.Certificate {
 
 // KeyPEM returns l's private key as a PKCS #8 "PRIVATE KEY" PEM block.
 func (l *Leaf) KeyPEM() ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(l.Key)
+	der, err := x509.MarshalPKCS8PrivateKey(l.signer())
 	if err != nil {
 		return nil, fmt.Errorf("marshal key of %q: %w", l.Cert.Subject.CommonName, err)
 	}

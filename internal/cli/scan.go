@@ -410,6 +410,7 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 	}
 	pc := probes.Config{
 		Roots:            roots,
+		PublicRoots:      publicRoots(),
 		DialTimeout:      time.Duration(c.Probe.Timeout),
 		HandshakeTimeout: time.Duration(c.Probe.Timeout),
 		Concurrency:      c.Probe.Concurrency,
@@ -421,6 +422,16 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
 	}
 	return probes.New(pc), nil
+}
+
+// publicRoots returns the system roots, whose leaves the CA/Browser
+// Forum's lifetime limits bind (long_validity); nil when there are none.
+func publicRoots() *x509.CertPool {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		return nil
+	}
+	return pool
 }
 
 // trustedRoots returns the system roots plus every certificate in files.
@@ -451,5 +462,8 @@ func rules(p config.Policy) policy.Rules {
 	r.Inconsistent, _ = policy.ParseTier(p.Inconsistent)
 	r.Unreachable, _ = policy.ParseTier(p.Unreachable)
 	r.TLSBroken, _ = policy.ParseTier(p.TLSBroken)
+	r.WeakKey, _ = policy.ParseTier(p.WeakKey)
+	r.WeakSignature, _ = policy.ParseTier(p.WeakSignature)
+	r.LongValidity, _ = policy.ParseTier(p.LongValidity)
 	return r
 }
