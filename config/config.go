@@ -73,6 +73,9 @@ type Zone struct {
 	// Labels are attached to findings with an endpoint in this zone, for
 	// notify routes that match on labels (e.g. team: payments).
 	Labels map[string]string `yaml:"labels,omitempty"`
+	// AllowEmpty accepts a transfer with no name to probe. Without it, such
+	// a zone makes `certwatch scan` exit 3 (nothing of it was checked).
+	AllowEmpty bool `yaml:"allow_empty,omitempty"`
 }
 
 // TSIG is a transaction signature key. The secret comes from SecretFile,

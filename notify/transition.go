@@ -55,10 +55,6 @@ type Report struct {
 // certificates no longer seen are kept.
 const Retention = 90 * 24 * time.Hour
 
-// minEndpointsForOutage is the smallest sweep in which a share of failed
-// endpoints is read as an outage on certwatch's side.
-const minEndpointsForOutage = 10
-
 // Apply compares one run's findings with the alert state at time now,
 // writes the resulting transitions to the outbox in the same transaction as
 // the state, and wakes the dispatcher. It does not deliver anything itself.
@@ -509,7 +505,7 @@ func (p *planner) summary(channel, reason string, ns []Notification) Notificatio
 }
 
 // outage reports whether more than share of a large enough sweep's
-// endpoints failed.
+// endpoints failed (policy.FailureShareExceeded).
 func outage(sw Sweep, share float64) (bool, string) {
 	total, failed := len(sw.Endpoints), 0
 	for _, e := range sw.Endpoints {
@@ -517,7 +513,7 @@ func outage(sw Sweep, share float64) (bool, string) {
 			failed++
 		}
 	}
-	if total < minEndpointsForOutage || float64(failed) <= share*float64(total) {
+	if !policy.FailureShareExceeded(failed, total, share) {
 		return false, ""
 	}
 	return true, fmt.Sprintf("%d of %d endpoints (%.0f%%) failed in one run: likely an outage or a network problem on certwatch's side",

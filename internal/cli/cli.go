@@ -20,6 +20,11 @@ const (
 	ExitOK       = 0 // clean run, nothing at or above --fail-on
 	ExitFindings = 1 // findings at or above --fail-on, or a runtime failure
 	ExitUsage    = 2 // usage or config error, or every discovery source failed
+	// ExitUnverified: the scan ran but checked (next to) nothing: a zone
+	// with no name to probe, or endpoints that did not answer (see
+	// unverified). It wins over ExitFindings, which would read as "the
+	// rest is fine".
+	ExitUnverified = 3
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -104,6 +109,9 @@ Exit codes:
   0  no finding at or above --fail-on (default: page)
   1  findings at or above --fail-on, or a runtime failure
   2  usage or config error, or every discovery source failed
+  3  scan checked nothing it can vouch for: a zone with no name to probe
+     (see --allow-empty), or no endpoint answered, or more than
+     notify.storm.max_failure_share of them failed (in a scan of 10 or more)
 `
 
 // Main is Run for the certwatch process itself: it also applies --procs,

@@ -43,7 +43,10 @@ is never printed. A flag signs every zone; the environment variable only
 zones without a tsig key of their own in --config.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
-2 usage or config error, or every discovery source failed.
+2 usage or config error, or every discovery source failed; 3 nothing was
+checked: a zone had no name to probe (unless --allow-empty), or no endpoint
+answered, or more than notify.storm.max_failure_share of them (50%) failed
+in a scan of 10 or more.
 `
 
 const inventoryUsage = `Usage:
@@ -74,6 +77,7 @@ type scanFlags struct {
 	exclude     listFlag
 	verbose     bool
 	notify      bool
+	allowEmpty  bool
 	aws         awsFlags
 	procs       procsFlag
 }
@@ -91,6 +95,9 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
 	fs.BoolVar(&f.verbose, "v", false, "log progress and per-source detail to stderr")
 	f.aws.register(fs)
+	if !inventory {
+		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept zones with no name to probe (allow_empty: on a zone in --config); without it such a zone exits 3")
+	}
 	if inventory {
 		fs.StringVar(&f.output, "output", "", "output format: `table` or json (default table)")
 		return
@@ -144,8 +151,8 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	// $CERTWATCH_TSIG is ambient (a container's environment), so unlike the
 	// flags it is no usage error without zones.
-	if (set["nameserver"] || set["tsig"] || set["tsig-file"] || set["include"] || set["exclude"]) && len(c.Zones) == 0 {
-		return c, usageError("--nameserver, --tsig, --tsig-file, --include and --exclude apply to zones: give at least one --zone (or zones in --config)")
+	if (set["nameserver"] || set["tsig"] || set["tsig-file"] || set["include"] || set["exclude"] || set["allow-empty"]) && len(c.Zones) == 0 {
+		return c, usageError("--nameserver, --tsig, --tsig-file, --include, --exclude and --allow-empty apply to zones: give at least one --zone (or zones in --config)")
 	}
 	if set["nameserver"] {
 		if err := config.CheckHostPort(f.nameserver); err != nil {
@@ -174,6 +181,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		}
 		if set["exclude"] {
 			c.Zones[i].Exclude = f.exclude
+		}
+		if set["allow-empty"] {
+			c.Zones[i].AllowEmpty = f.allowEmpty
 		}
 	}
 	if set["target"] {
@@ -297,6 +307,9 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 		if err := e.notifyReport(ctx, c, report, logger); err != nil {
 			return err
 		}
+	}
+	if err := unverified(c, report); err != nil {
+		return withCode(ExitUnverified, err)
 	}
 	failOn, _ := policy.ParseTier(c.FailOn)
 	n := 0

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// unverified says, in one line, why a scan that ran checked nothing it can
+// vouch for, or returns nil. A cron job on a host that lost its network, or
+// a zone whose names all moved away, would otherwise stay green for ever:
+//
+//   - a zone transferred with no name to probe, unless it allows it
+//     (zones[].allow_empty, --allow-empty);
+//   - nothing probed at all (no endpoint, no certificate);
+//   - no endpoint answered with a certificate;
+//   - more than notify.storm.max_failure_share of the endpoints failed, by
+//     the rule of the daemon's storm guard (policy.FailureShareExceeded),
+//     so that a run the daemon treats as an outage is never a green scan.
+func unverified(c config.Config, r *scan.Report) error {
+	allowed := map[string]bool{}
+	allZonesAllow := len(c.Zones) > 0
+	for _, z := range c.Zones {
+		allowed["dnszone:"+discovery.NormalizeName(z.Name)] = z.AllowEmpty
+		allZonesAllow = allZonesAllow && z.AllowEmpty
+	}
+	var empty []string
+	for _, s := range r.Sources {
+		if allow, zone := allowed[s.Name]; zone && !allow && s.Error == "" && s.Targets == 0 {
+			empty = append(empty, strings.TrimPrefix(s.Name, "dnszone:"))
+		}
+	}
+	const optOut = "if that is expected, pass --allow-empty (or allow_empty: true on the zone)"
+	if len(empty) > 0 {
+		return fmt.Errorf("zone %s transferred with no name to probe, so nothing in it was checked; %s", strings.Join(empty, ", zone "), optOut)
+	}
+	total, failed := len(r.Endpoints), 0
+	classes := map[string]int{}
+	for _, e := range r.Endpoints {
+		if e.Certificate == "" {
+			failed++
+			classes[cmp.Or(e.Failure, "error")]++
+		}
+	}
+	if total == 0 {
+		if len(r.Certificates) > 0 || len(r.ACM) > 0 || allZonesAllow {
+			return nil
+		}
+		return fmt.Errorf("nothing was probed: the sources found %d targets, none of them probeable (%d skipped), so nothing was checked; %s", r.Targets, len(r.Skipped), optOut)
+	}
+	share := c.Notify.Storm.MaxFailureShare
+	switch {
+	case failed == total:
+		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: likely a network problem on this host, or the services are down", total, tally(classes))
+	case policy.FailureShareExceeded(failed, total, share):
+		return fmt.Errorf("%d of %d endpoints (%.0f%%) failed to answer (%s), more than notify.storm.max_failure_share (%g): likely a network problem on this host or an outage, and the report cannot vouch for them",
+			failed, total, 100*float64(failed)/float64(total), tally(classes), share)
+	}
+	return nil
+}
+
+// tally writes failure counts as "12 refused, 3 timeout", most first.
+func tally(classes map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(classes), func(a, b string) int {
+		return cmp.Or(cmp.Compare(classes[b], classes[a]), strings.Compare(a, b))
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", classes[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
