@@ -25,6 +25,11 @@ type Target struct {
 	Name string `json:"name"`
 	// Port is the TCP port to probe.
 	Port int `json:"port"`
+	// Protocol is how the port reaches TLS: at once (TLS, the zero value)
+	// or after a STARTTLS dialogue. Sources set it from the SRV service,
+	// the MX record (SMTP on 25), the configuration or the well-known
+	// protocol of the port (PortProtocols.ProtocolFor).
+	Protocol Protocol `json:"protocol"`
 	// Addresses are the addresses the source already knows for Name (from the
 	// transferred zone itself). When empty, the prober resolves Resolve.
 	Addresses []netip.Addr `json:"addresses,omitempty"`
@@ -66,7 +71,8 @@ func NormalizeName(name string) string {
 // Merge combines targets from any number of sources into one list with a
 // single entry per (name, port): addresses and sources are unioned, Explicit
 // is set if any source set it, and Skip is kept only if every source skipped
-// the target. The result is sorted by name, then port. Inputs are not
+// the target. The protocol of an explicit target wins; between others, a
+// STARTTLS protocol (named by a record) wins over TLS. The result is sorted by name, then port. Inputs are not
 // modified.
 func Merge(lists ...[]Target) []Target {
 	byKey := make(map[string]int)
@@ -85,6 +91,12 @@ func Merge(lists ...[]Target) []Target {
 			m := &out[i]
 			m.Addresses = append(m.Addresses, t.Addresses...)
 			m.Sources = append(m.Sources, t.Sources...)
+			switch {
+			case t.Explicit && !m.Explicit:
+				m.Protocol = t.Protocol
+			case !m.Explicit && m.Protocol == TLS:
+				m.Protocol = t.Protocol
+			}
 			m.Explicit = m.Explicit || t.Explicit
 			if m.Resolve == "" {
 				m.Resolve = t.Resolve

@@ -59,6 +59,31 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+func TestMergeProtocol(t *testing.T) {
+	zone := []discovery.Target{
+		{Name: "mail.example", Port: 25, Protocol: discovery.TLS, Sources: []string{"a"}},
+		{Name: "db.example", Port: 6432, Protocol: discovery.TLS, Sources: []string{"a"}},
+		{Name: "ldap.example", Port: 389, Protocol: discovery.LDAP, Sources: []string{"a"}},
+	}
+	records := []discovery.Target{
+		{Name: "mail.example", Port: 25, Protocol: discovery.SMTP, Sources: []string{"b"}},
+		{Name: "db.example", Port: 6432, Protocol: discovery.Postgres, Sources: []string{"b"}, Explicit: true},
+		{Name: "ldap.example", Port: 389, Protocol: discovery.TLS, Sources: []string{"b"}},
+	}
+	explicitTLS := []discovery.Target{{Name: "mail.example", Port: 25, Protocol: discovery.TLS, Sources: []string{"c"}, Explicit: true}}
+	got := map[string]discovery.Protocol{}
+	for _, tg := range discovery.Merge(zone, records) {
+		got[tg.Key()] = tg.Protocol
+	}
+	want := map[string]discovery.Protocol{"mail.example:25": discovery.SMTP, "db.example:6432": discovery.Postgres, "ldap.example:389": discovery.LDAP}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Merge protocols (-want +got):\n%s", diff)
+	}
+	if m := discovery.Merge(records, explicitTLS); m[2].Key() != "mail.example:25" || m[2].Protocol != discovery.TLS {
+		t.Errorf("Merge with an explicit tls target: %+v, want mail.example:25 as tls", m)
+	}
+}
+
 func TestFilter(t *testing.T) {
 	f, err := discovery.NewFilter([]string{"*.prod.example", "vault.example"}, []string{"legacy-*"})
 	if err != nil {

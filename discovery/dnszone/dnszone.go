@@ -50,8 +50,13 @@ type Config struct {
 	// Nil means unsigned.
 	TSIG *TSIG
 	// Ports are probed on every name with A/AAAA records and on every CNAME
-	// owner. SRV targets use the SRV port. Empty means [443].
+	// owner. SRV targets use the SRV port, MX targets 25. Empty means [443].
 	Ports []int
+	// Protocols overrides the protocol of ports, which is otherwise the
+	// well-known one of each port (discovery.PortProtocols.ProtocolFor):
+	// SMTP on 25, PostgreSQL on 5432, TLS on any port not in the table.
+	// An SRV service or MX record names its own protocol.
+	Protocols discovery.PortProtocols
 	// Filter drops target names; the zero value keeps every name.
 	Filter discovery.Filter
 	// Timeout bounds a whole Targets call: finding the primary and the
@@ -111,6 +116,7 @@ type Source struct {
 	resolver    string
 	key         *tsigKey
 	ports       []int
+	protocols   discovery.PortProtocols
 	filter      discovery.Filter
 	timeout     time.Duration
 	dialTimeout time.Duration
@@ -136,6 +142,7 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		zone:        zone,
 		fqdn:        zone + ".",
 		ports:       defaultPorts,
+		protocols:   c.Protocols,
 		filter:      c.Filter,
 		timeout:     c.Timeout,
 		dialTimeout: c.DialTimeout,
@@ -226,7 +233,9 @@ func (s *Source) Name() string { return s.sources[0] }
 //   - each CNAME owner, on every port, under its own name (the SNI), with
 //     the addresses at the end of its chain when the chain stays in the
 //     zone, or with Resolve set to the first name outside the zone;
-//   - each SRV target (except "."), on the SRV port;
+//   - each SRV target (except "."), on the SRV port, with the protocol
+//     of the service (see discovery.PortProtocols.SRVProtocol);
+//   - each MX target (except "."), on port 25 with SMTP;
 //   - wildcard owners and CNAME loops, listed with Skip set.
 //
 // Names below a delegation (glue) are not targets, nor is the apex unless it
@@ -279,6 +288,7 @@ func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
 	var errs []error
 	for i, server := range servers {
 		z := newZoneIndex(s.zone)
+		z.protocols = s.protocols
 		stats, err := s.axfr(ctx, server, z)
 		if err == nil {
 			zn := z.zone(s.ports, s.filter, s.sources)

@@ -103,10 +103,11 @@ func TestTargets(t *testing.T) {
 	wild := "wildcard owner: no single name to probe"
 
 	tests := []struct {
-		name   string
-		ports  []int
-		filter func() (discovery.Filter, error)
-		want   []discovery.Target
+		name      string
+		ports     []int
+		protocols discovery.PortProtocols
+		filter    func() (discovery.Filter, error)
+		want      []discovery.Target
 	}{
 		{
 			name: "every kind of record",
@@ -119,13 +120,16 @@ func TestTargets(t *testing.T) {
 				{Name: "ext.internal.example", Port: 443, Sources: src, Resolve: "cdn.provider.example"},
 				{Name: "ext2.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
 				{Name: "hop.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
+				{Name: "ldap.internal.example", Port: 389, Protocol: discovery.LDAP, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "loop1.internal.example", Port: 443, Sources: src, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
 				{Name: "loop2.internal.example", Port: 443, Sources: src, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
+				{Name: "mail.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src},
 				{Name: "mail.outside.example", Port: 993, Sources: src},
 				{Name: "ns1.internal.example", Port: 443, Sources: src, Addresses: addrs("127.0.0.1")},
 				{Name: "tocut.internal.example", Port: 443, Sources: src, Resolve: "host.sub.internal.example"},
+				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
 			},
 		},
@@ -138,8 +142,10 @@ func TestTargets(t *testing.T) {
 			want: []discovery.Target{
 				{Name: "alias.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
 				{Name: "alias.internal.example", Port: 636, Sources: src, Addresses: wwwAddrs},
+				{Name: "ldap.internal.example", Port: 389, Protocol: discovery.LDAP, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 636, Sources: src, Addresses: wwwAddrs},
 			},
@@ -151,9 +157,11 @@ func TestTargets(t *testing.T) {
 				return discovery.NewFilter([]string{"ldap.*", "www.*"}, nil)
 			},
 			want: []discovery.Target{
+				{Name: "ldap.internal.example", Port: 389, Protocol: discovery.LDAP, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 8443, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 8443, Sources: src, Addresses: wwwAddrs},
 			},
@@ -173,14 +181,36 @@ func TestTargets(t *testing.T) {
 				return discovery.NewFilter(nil, []string{"*l*.internal.example", "*.apps.*", "*.wild.*", "*.outside.example", "*ext*", "hop.*", "ns1.*", "dangling.*", "tocut.*"})
 			},
 			want: []discovery.Target{
+				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+			},
+		},
+		{
+			name:      "configured ports take the protocol of the port table and its overrides; records name their own",
+			ports:     []int{25, 389, 5432, 6432},
+			protocols: discovery.PortProtocols{6432: discovery.Postgres, 389: discovery.TLS},
+			filter: func() (discovery.Filter, error) {
+				return discovery.NewFilter([]string{"ldap.*", "www.*"}, nil)
+			},
+			want: []discovery.Target{
+				// _ldap._tcp names LDAP on 389 over the override.
+				{Name: "ldap.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 389, Protocol: discovery.LDAP, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 5432, Protocol: discovery.Postgres, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "ldap.internal.example", Port: 6432, Protocol: discovery.Postgres, Sources: src, Addresses: addrs("192.0.2.30")},
+				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 389, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 5432, Protocol: discovery.Postgres, Sources: src, Addresses: wwwAddrs},
+				{Name: "www.internal.example", Port: 6432, Protocol: discovery.Postgres, Sources: src, Addresses: wwwAddrs},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := dnszone.Config{Zone: "Internal.Example.", Nameserver: srv.Addr(), Ports: tt.ports}
+			c := dnszone.Config{Zone: "Internal.Example.", Nameserver: srv.Addr(), Ports: tt.ports, Protocols: tt.protocols}
 			if tt.filter != nil {
 				f, err := tt.filter()
 				if err != nil {
@@ -285,8 +315,8 @@ func TestTargetsTSIG(t *testing.T) {
 			if err != nil {
 				t.Fatalf("signed transfer: %v", err)
 			}
-			if len(got) != 16 {
-				t.Errorf("signed transfer gave %d targets, want 16", len(got))
+			if len(got) != 19 {
+				t.Errorf("signed transfer gave %d targets, want 19", len(got))
 			}
 		})
 	}

@@ -65,6 +65,7 @@ func TestKnotInterop(t *testing.T) {
 			{Name: "ldap.plain.example", Port: 443, Sources: ps, Addresses: addrs("192.0.2.30")},
 			{Name: "ldap.plain.example", Port: 636, Sources: ps, Addresses: addrs("192.0.2.30")},
 			{Name: "ns1.plain.example", Port: 443, Sources: ps, Addresses: addrs("127.0.0.1")},
+			{Name: "www.plain.example", Port: 25, Protocol: discovery.SMTP, Sources: ps, Addresses: addrs("192.0.2.10", "2001:db8::10")},
 			{Name: "www.plain.example", Port: 443, Sources: ps, Addresses: addrs("192.0.2.10", "2001:db8::10")},
 		}
 		if d := diffTargets(want, got); d != "" {

@@ -32,8 +32,10 @@ type zoneIndex struct {
 	v4    chunked[uint64] // id<<32 | IPv4 address
 	v6    chunked[addr6]
 	cname map[uint32]uint32 // owner id -> target id
-	srvs  []srvTarget
-	cuts  bool // any delegation below the apex
+	srvs  []srvTarget       // SRV and MX targets
+	cuts  bool              // any delegation below the apex
+
+	protocols discovery.PortProtocols // overrides of the port table, for SRV services named by their port
 
 	owner, target []byte // scratch for add
 }
@@ -167,10 +169,17 @@ type addr6 struct {
 	id uint32
 }
 
+// srvTarget is a name an SRV or MX record points at, with the port and
+// protocol the record gives it.
 type srvTarget struct {
-	id   uint32
-	port uint16
+	id    uint32
+	port  uint16
+	proto discovery.Protocol
 }
+
+// mxPort is where every MX target is probed: SMTP with STARTTLS, as
+// another mail server would reach it (RFC 3207).
+const mxPort = 25
 
 // maxChain bounds CNAME chains followed inside the zone; longer chains are
 // treated like loops. Resolvers give up well before this.
@@ -230,7 +239,7 @@ func (z *zoneIndex) intern(name []byte) uint32 {
 // add folds one transferred record into the index.
 func (z *zoneIndex) add(rr dns.RR) {
 	switch rr.(type) {
-	case *dns.A, *dns.AAAA, *dns.CNAME, *dns.SRV, *dns.NS:
+	case *dns.A, *dns.AAAA, *dns.CNAME, *dns.SRV, *dns.MX, *dns.NS:
 	default:
 		return
 	}
@@ -253,6 +262,11 @@ func (z *zoneIndex) add(rr dns.RR) {
 	case *dns.SRV:
 		z.target = appendNormalised(z.target[:0], v.Target)
 		z.addSRV(v.Port)
+	case *dns.MX:
+		z.target = appendNormalised(z.target[:0], v.Mx)
+		if len(z.target) > 0 { // "." is a null MX: no mail here (RFC 7505)
+			z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: mxPort, proto: discovery.SMTP})
+		}
 	case *dns.NS:
 		z.addNS()
 	}
@@ -286,10 +300,11 @@ func (z *zoneIndex) addSRV(port uint16) {
 	if len(z.target) == 0 || port == 0 {
 		return // "." means the service is not offered here (RFC 2782)
 	}
-	if !discovery.TLSService(string(z.owner)) {
+	proto, ok := z.protocols.SRVProtocol(string(z.owner), int(port))
+	if !ok {
 		return
 	}
-	z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: port})
+	z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: port, proto: proto})
 }
 
 // addNS records an NS record of z.owner, a name in the zone.
@@ -331,11 +346,11 @@ func (z *zoneIndex) markDelegated() {
 // for concurrent use.
 type Zone struct {
 	z       *zoneIndex
-	ports   []int // sorted
+	ports   []portProto // sorted by port
 	sources []string
 
 	ids  []uint32    // the target names' ids, in name order
-	srvs []srvTarget // by id, then port, without duplicates
+	srvs []srvTarget // by id, then port, one per (id, port)
 
 	// Addresses, sorted and without duplicates: name id's IPv4 addresses
 	// are v4[v4start[id]:v4start[id+1]], its IPv6 ones (hasV6) the run of
@@ -347,21 +362,35 @@ type Zone struct {
 	targets int // how many targets All yields
 }
 
-// zone turns the index into a Zone. It consumes the index.
+// portProto is a port a name is a target on, with its protocol.
+type portProto struct {
+	port  int
+	proto discovery.Protocol
+}
+
+// zone turns the index into a Zone. It consumes the index. The protocol
+// on each of ports comes from z.protocols and the well-known ports.
 func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string) *Zone {
 	z.markDelegated()
 	z.ids = nameTable{} // no more lookups by name; let the table go
-	zn := &Zone{z: z, ports: slices.Sorted(slices.Values(ports)), sources: sources}
+	zn := &Zone{z: z, sources: sources}
+	for _, p := range slices.Sorted(slices.Values(ports)) {
+		zn.ports = append(zn.ports, portProto{port: p, proto: z.protocols.ProtocolFor(p)})
+	}
 	zn.v4, zn.v4start = z.v4Table()
 	zn.v6 = z.v6Table()
 	zn.nAddrs = len(zn.v4) + len(zn.v6)
 
-	// SRV targets by id, then port, without duplicates; each such name is
-	// flagged so that its ports can be found by binary search.
+	// SRV targets by id, then port, one per (id, port); each such name is
+	// flagged so that its ports can be found by binary search. Where two
+	// records give one port different protocols, a STARTTLS one wins
+	// (the highest value sorts first and is kept).
 	zn.srvs = z.srvs
 	z.srvs = nil
-	slices.SortFunc(zn.srvs, func(a, b srvTarget) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port)) })
-	zn.srvs = slices.Compact(zn.srvs)
+	slices.SortFunc(zn.srvs, func(a, b srvTarget) int {
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port), cmp.Compare(b.proto, a.proto))
+	})
+	zn.srvs = slices.CompactFunc(zn.srvs, func(a, b srvTarget) bool { return a.id == b.id && a.port == b.port })
 	for _, s := range zn.srvs {
 		*z.flags.at(s.id) |= isSRVTarget
 	}
@@ -405,7 +434,7 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 		zn.ids[i] = k.id
 	}
 	keys = nil
-	var merged []int
+	var merged []portProto
 	for _, id := range zn.ids {
 		merged = zn.portsOf(merged[:0], id)
 		zn.targets += len(merged)
@@ -490,24 +519,30 @@ func (zn *Zone) appendAddrs(dst []netip.Addr, id uint32) []netip.Addr {
 	return dst
 }
 
-// portsOf appends the ports name id is a target on to dst, sorted: every
-// configured port if it owns addresses or a CNAME, and the ports of the SRV
-// records that point at it.
-func (zn *Zone) portsOf(dst []int, id uint32) []int {
+// portsOf appends the ports name id is a target on to dst, sorted, with
+// their protocols: every configured port if it owns addresses or a CNAME,
+// and the ports of the SRV and MX records that point at it. A record
+// naming a configured port gives it its protocol: the record says what
+// the port speaks, the port table only guesses.
+func (zn *Zone) portsOf(dst []portProto, id uint32) []portProto {
 	f := *zn.z.flags.at(id)
+	n := len(dst)
 	if owner(f) {
 		dst = append(dst, zn.ports...)
 	}
 	if f&isSRVTarget != 0 {
-		n := len(dst)
+		configured := len(dst)
 		i, _ := slices.BinarySearchFunc(zn.srvs, id, func(s srvTarget, id uint32) int { return cmp.Compare(s.id, id) })
 		for ; i < len(zn.srvs) && zn.srvs[i].id == id; i++ {
-			if p := int(zn.srvs[i].port); !owner(f) || !slices.Contains(zn.ports, p) {
-				dst = append(dst, p)
+			pp := portProto{port: int(zn.srvs[i].port), proto: zn.srvs[i].proto}
+			if j := slices.IndexFunc(dst[n:configured], func(c portProto) bool { return c.port == pp.port }); j >= 0 {
+				dst[n+j].proto = pp.proto
+				continue
 			}
+			dst = append(dst, pp)
 		}
-		if len(dst) > n {
-			slices.Sort(dst)
+		if len(dst) > configured {
+			slices.SortFunc(dst[n:], func(a, b portProto) int { return cmp.Compare(a.port, b.port) })
 		}
 	}
 	return dst
@@ -585,7 +620,7 @@ func (zn *Zone) collect() []discovery.Target {
 // each yields the targets in order, taking each name's addresses from
 // addrs.
 func (zn *Zone) each(addrs func(id uint32) []netip.Addr, yield func(discovery.Target) bool) {
-	var ports []int
+	var ports []portProto
 	for _, id := range zn.ids {
 		ports = zn.portsOf(ports[:0], id)
 		if len(ports) == 0 {
@@ -604,7 +639,7 @@ func (zn *Zone) each(addrs func(id uint32) []netip.Addr, yield func(discovery.Ta
 			t.Resolve = r.resolve
 		}
 		for _, p := range ports {
-			t.Port = p
+			t.Port, t.Protocol = p.port, p.proto
 			if !yield(t) {
 				return
 			}

@@ -68,8 +68,12 @@ type Config struct {
 	// Filter keeps only target names that pass it.
 	Filter discovery.Filter
 	// Ports are probed on every A, AAAA, CNAME and alias name. Empty means
-	// 443.
+	// 443. SRV targets use the SRV port, MX targets 25.
 	Ports []int
+	// Protocols overrides the well-known protocol of ports (see
+	// discovery.PortProtocols.ProtocolFor). SRV and MX records name their
+	// own.
+	Protocols discovery.PortProtocols
 	// RateLimit is requests per second for the account, retries included.
 	// Zero means DefaultRateLimit.
 	RateLimit float64
@@ -422,7 +426,16 @@ type alias struct {
 	zone string // hosted zone ID of the alias target
 }
 
+// srvTarget is a name an SRV or MX record points at, with the port and
+// protocol the record gives it.
 type srvTarget struct {
+	name  string
+	port  int
+	proto discovery.Protocol
+}
+
+// hostPort is one target's name and port.
+type hostPort struct {
 	name string
 	port int
 }
@@ -508,8 +521,22 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 			}
 			port, err := strconv.Atoi(f[2])
 			target := discovery.NormalizeName(unescape(f[3]))
-			if err == nil && port > 0 && port <= 65535 && target != "" && discovery.TLSService(name) {
-				b.srv = append(b.srv, srvTarget{name: target, port: port})
+			if err != nil || port < 1 || port > 65535 || target == "" {
+				continue
+			}
+			if proto, ok := b.s.c.Protocols.SRVProtocol(name, port); ok {
+				b.srv = append(b.srv, srvTarget{name: target, port: port, proto: proto})
+			}
+		case types.RRTypeMx:
+			// "preference exchange"; exchange "." is a null MX (RFC
+			// 7505). Every mail exchanger is probed as a mail server
+			// reaches it: SMTP with STARTTLS on 25.
+			f := strings.Fields(v)
+			if len(f) != 2 {
+				continue
+			}
+			if target := discovery.NormalizeName(unescape(f[1])); target != "" {
+				b.srv = append(b.srv, srvTarget{name: target, port: 25, proto: discovery.SMTP})
 			}
 		}
 	}
@@ -536,7 +563,7 @@ func (b *builder) delegated(name string) bool {
 
 func (b *builder) targets() []discovery.Target {
 	var out []discovery.Target
-	hosts := map[srvTarget]bool{}
+	hosts := map[hostPort]int{} // index in out
 	for name, n := range b.names {
 		// "_" labels are service labels (SRV owners, ACM validation
 		// records), never host names a certificate can carry.
@@ -545,14 +572,27 @@ func (b *builder) targets() []discovery.Target {
 			continue
 		}
 		for _, port := range b.s.c.Ports {
-			out = append(out, b.target(name, port))
-			hosts[srvTarget{name, port}] = true
+			hosts[hostPort{name, port}] = len(out)
+			out = append(out, b.target(name, port, b.s.c.Protocols.ProtocolFor(port)))
 		}
 	}
+	// A record naming a configured port gives it its protocol: the record
+	// says what the port speaks, the port table only guesses. Between
+	// records, a STARTTLS protocol wins over TLS, as in a zone transfer.
+	byRecord := map[int]bool{} // indices in out whose protocol a record named
 	for _, t := range b.srv {
-		if !hosts[t] && b.s.c.Filter.Keep(t.name) {
-			hosts[t] = true
-			out = append(out, b.target(t.name, t.port))
+		if !b.s.c.Filter.Keep(t.name) {
+			continue
+		}
+		i, ok := hosts[hostPort{t.name, t.port}]
+		switch {
+		case !ok:
+			hosts[hostPort{t.name, t.port}] = len(out)
+			byRecord[len(out)] = true
+			out = append(out, b.target(t.name, t.port, t.proto))
+		case !byRecord[i] || t.proto > out[i].Protocol:
+			byRecord[i] = true
+			out[i].Protocol = t.proto
 		}
 	}
 	return out
@@ -564,8 +604,8 @@ const (
 	loopSkip     = "CNAME chain loops or is longer than 16 names: no address to probe"
 )
 
-func (b *builder) target(name string, port int) discovery.Target {
-	t := discovery.Target{Name: name, Port: port, Sources: b.source}
+func (b *builder) target(name string, port int, proto discovery.Protocol) discovery.Target {
+	t := discovery.Target{Name: name, Port: port, Protocol: proto, Sources: b.source}
 	if strings.HasPrefix(name, "*.") {
 		t.Skip = wildcardSkip
 		return t

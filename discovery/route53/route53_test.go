@@ -94,6 +94,8 @@ func testZones() []awstest.Zone {
 			VPCs: []awstest.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}},
 			Records: []awstest.RecordSet{
 				{Name: "db.internal.example", Type: "A", TTL: 300, Values: a("10.0.0.5")},
+				{Name: "_ldap._tcp.internal.example", Type: "SRV", TTL: 300, Values: a("0 0 389 db.internal.example.")},
+				{Name: "_postgresql._tcp.internal.example", Type: "SRV", TTL: 300, Values: a("0 0 5432 db.internal.example.")},
 				{Name: "loop.internal.example", Type: "CNAME", TTL: 300, Values: a("loop.internal.example.")},
 				{Name: "gone.internal.example", Type: "CNAME", TTL: 300, Values: a("nothing.internal.example.")},
 				{Name: "elb.internal.example", Type: "CNAME", TTL: 300, Values: a("internal-web-1.eu-west-1.elb.amazonaws.com.")},
@@ -118,7 +120,9 @@ func TestDiscover(t *testing.T) {
 		{Name: "api.example.com", Port: 443, Addresses: addrs("192.0.2.10", "192.0.2.11"), Sources: pub},
 		{Name: "app.example.com", Port: 443, Addresses: addrs("192.0.2.1", "192.0.2.2", "2001:db8::1"), Sources: pub},
 		{Name: "cdn.example.com", Port: 443, Resolve: "d111111abcdef8.cloudfront.net", Sources: pub},
+		{Name: "db.internal.example", Port: 389, Protocol: discovery.LDAP, Addresses: addrs("10.0.0.5"), Sources: internal},
 		{Name: "db.internal.example", Port: 443, Addresses: addrs("10.0.0.5"), Sources: internal},
+		{Name: "db.internal.example", Port: 5432, Protocol: discovery.Postgres, Addresses: addrs("10.0.0.5"), Sources: internal},
 		{Name: "delegated.example.com", Port: 443, Resolve: "www.sub.example.com", Sources: pub},
 		{Name: "elb.internal.example", Port: 443, Resolve: "internal-web-1.eu-west-1.elb.amazonaws.com", Sources: internal},
 		{Name: "example.com", Port: 443, Addresses: addrs("192.0.2.1", "192.0.2.2", "2001:db8::1"), Sources: pub},
@@ -128,6 +132,7 @@ func TestDiscover(t *testing.T) {
 		{Name: "lb.example.com", Port: 443, Resolve: "dualstack.web-123.eu-west-1.elb.amazonaws.com", Sources: pub},
 		{Name: "ldap.partner.example", Port: 636, Sources: pub},
 		{Name: "loop.internal.example", Port: 443, Sources: internal, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
+		{Name: "mail.example.com", Port: 25, Protocol: discovery.SMTP, Sources: pub},
 		{Name: "sip.example.com", Port: 5061, Sources: pub},
 		{Name: "svc.example.com", Port: 443, Addresses: addrs("192.0.2.50"), Sources: pub},
 		{Name: "svc.example.com", Port: 8443, Addresses: addrs("192.0.2.50"), Sources: pub},
@@ -141,7 +146,7 @@ func TestDiscover(t *testing.T) {
 		{ID: "ZPUBLIC", Name: "example.com", RecordSets: 26, ValidationRecords: []route53.Record{{
 			Name: "_3639ac514e785e898d2646601fa951d5.example.com", Type: "CNAME", Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}}},
 		{ID: "ZSPLIT", Name: "example.com", Private: true, VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}}, RecordSets: 3},
-		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 6,
+		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 8,
 			VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
 	}
 	if diff := cmp.Diff(wantZones, inv.Zones); diff != "" {
@@ -176,7 +181,7 @@ func TestDiscover(t *testing.T) {
 	if want := []string{"", "ZSPLIT", "ZINTERNAL"}; !slices.Equal(markers, want) {
 		t.Errorf("ListHostedZones markers = %q, want %q", markers, want)
 	}
-	if want := map[string]int{"ListHostedZones": 3, "GetHostedZone": 2, "ListResourceRecordSets": 13 + 2 + 3}; !maps(ops, want) {
+	if want := map[string]int{"ListHostedZones": 3, "GetHostedZone": 2, "ListResourceRecordSets": 13 + 2 + 4}; !maps(ops, want) {
 		t.Errorf("operations = %v, want %v", ops, want)
 	}
 	// Pages that start inside a routing set carry its identifier.
@@ -234,7 +239,7 @@ func TestFilters(t *testing.T) {
 	for _, t := range inv.Targets {
 		got = append(got, t.Key())
 	}
-	want := []string{"db.internal.example:443", "db.internal.example:8443", "gone.internal.example:443", "gone.internal.example:8443"}
+	want := []string{"db.internal.example:389", "db.internal.example:443", "db.internal.example:5432", "db.internal.example:8443", "gone.internal.example:443", "gone.internal.example:8443"}
 	if !slices.Equal(got, want) {
 		t.Errorf("targets = %v, want %v", got, want)
 	}
@@ -254,8 +259,8 @@ func TestThrottledRunCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
-	if len(inv.Zones) != 3 || len(inv.Targets) != 18 {
-		t.Errorf("got %d zones, %d targets after throttling; want 3, 18", len(inv.Zones), len(inv.Targets))
+	if len(inv.Zones) != 3 || len(inv.Targets) != 21 {
+		t.Errorf("got %d zones, %d targets after throttling; want 3, 21", len(inv.Zones), len(inv.Targets))
 	}
 	var throttled int
 	for _, r := range srv.Requests("route53") {
