@@ -12,6 +12,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/certwatch/certwatch/discovery"
 )
 
 // tlsConfig returns the configuration of one handshake with SNI name,
@@ -69,6 +71,9 @@ type attemptResult struct {
 	// inHandshake: the failure came after the TCP connect, during the
 	// TLS handshake.
 	inHandshake bool
+	// inDialogue: the failure came after the TCP connect, during the
+	// STARTTLS dialogue before the handshake.
+	inDialogue bool
 }
 
 // probeError is the message of a failed attempt: the operation, the
@@ -89,10 +94,11 @@ func (e *probeError) Error() string {
 
 func (e *probeError) Unwrap() error { return e.err }
 
-// attempt makes one connection to ap, completes a handshake with SNI name
-// offering the key exchange groups groups and returns the presented chain,
-// or a classified failure.
-func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort, groups []tls.CurveID) attemptResult {
+// attempt makes one connection to ap, runs the STARTTLS dialogue of proto
+// (none for TLS), completes a handshake with SNI name offering the key
+// exchange groups groups and returns the presented chain, or a classified
+// failure.
+func (p *Prober) attempt(ctx context.Context, name string, proto discovery.Protocol, ap netip.AddrPort, groups []tls.CurveID) attemptResult {
 	target := ap.String()
 	dctx, cancel := context.WithTimeoutCause(ctx, p.dialTO, errDialTimeout)
 	conn, err := p.dial(dctx, "tcp", target)
@@ -102,13 +108,20 @@ func (p *Prober) attempt(ctx context.Context, name string, ap netip.AddrPort, gr
 	}
 	defer conn.Close()
 
-	tc := tls.Client(conn, p.tlsConfig(name, groups))
 	// The handshake budget is a deadline on the connection, and cancelling
 	// ctx moves it into the past: the same effect as HandshakeContext with
 	// a timeout, without the timer and the goroutine per handshake that
-	// HandshakeContext needs to watch a context.
+	// HandshakeContext needs to watch a context. A STARTTLS dialogue gets
+	// a budget of the same length before it.
 	_ = conn.SetDeadline(time.Now().Add(p.hsTO))
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	if proto.StartTLS() {
+		if res, ok := p.startTLS(ctx, conn, proto, name, target); !ok {
+			stop()
+			return res
+		}
+	}
+	tc := tls.Client(conn, p.tlsConfig(name, groups))
 	err = tc.Handshake()
 	stop()
 	if err != nil && ctx.Err() != nil {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"time"
+
+	"github.com/certwatch/certwatch/discovery"
 )
 
 // Failure classifies why no certificate chain was obtained from an address.
@@ -30,7 +32,11 @@ const (
 	// FailAlert: the server sent a TLS alert (e.g. handshake_failure,
 	// unrecognized_name).
 	FailAlert Failure = "tls_alert"
-	// FailHandshake: any other handshake or network error.
+	// FailNoStartTLS: the server answered the STARTTLS dialogue of the
+	// target's protocol but did not offer (or refused) the upgrade to TLS.
+	FailNoStartTLS Failure = "no_starttls"
+	// FailHandshake: any other handshake or network error, or a reply
+	// that breaks the STARTTLS dialogue.
 	FailHandshake Failure = "handshake"
 )
 
@@ -67,6 +73,8 @@ type Observation struct {
 	Name    string     `json:"name"`
 	Port    int        `json:"port"`
 	Address netip.Addr `json:"address"`
+	// Protocol is copied from the target: how the port reaches TLS.
+	Protocol discovery.Protocol `json:"protocol"`
 	// Sources and Explicit are copied from the discovery target.
 	Sources  []string `json:"sources,omitempty"`
 	Explicit bool     `json:"explicit,omitempty"`

@@ -1,6 +1,9 @@
 // Package probes connects to every address of every target, completes a TLS
 // handshake with the target's name as SNI, captures the chain the server
-// presents and verifies it: one Observation per (target, address).
+// presents and verifies it: one Observation per (target, address). On a
+// port that speaks TLS only after a plain-text upgrade (SMTP, IMAP, POP3,
+// FTP, LDAP, PostgreSQL, MySQL, XMPP: the target's Protocol), the
+// protocol's STARTTLS dialogue comes first, on the same connection.
 //
 // A probe sends no application data. It accepts any certificate during the
 // handshake (InsecureSkipVerify) and verifies the captured chain itself with
@@ -187,7 +190,7 @@ func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
 		var err error
 		addrs, err = p.resolve(ctx, t.ResolveName())
 		if err != nil {
-			o := Observation{Name: t.Name, Port: t.Port, Sources: t.Sources, Explicit: t.Explicit,
+			o := Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit,
 				At: at, Failure: FailResolve, Error: err.Error()}
 			p.logObservation(ctx, &o)
 			return []Observation{o}
@@ -208,12 +211,12 @@ func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
 
 // probeAddr fills o with the outcome of probing one address of t.
 func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation) {
-	*o = Observation{Name: t.Name, Port: t.Port, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
+	*o = Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
 	ap := netip.AddrPortFrom(addr, uint16(t.Port))
 	offerAll := false
 	for {
-		res := p.attemptLimited(ctx, t.Name, ap, o, offerAll)
-		o.Connected = res.err == nil || res.inHandshake
+		res := p.attemptLimited(ctx, t.Name, t.Protocol, ap, o, offerAll)
+		o.Connected = res.err == nil || res.inHandshake || res.inDialogue
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
 			o.TLSVersion, o.CipherSuite = TLSVersion(res.version), CipherSuite(res.suite)
@@ -243,7 +246,7 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 // makes one attempt, offering the fallback key exchange groups if offerAll
 // (see keyexchange.go). Waiting for the per-address slot first keeps a
 // busy address from holding global slots that other addresses could use.
-func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrPort, o *Observation, offerAll bool) attemptResult {
+func (p *Prober) attemptLimited(ctx context.Context, name string, proto discovery.Protocol, ap netip.AddrPort, o *Observation, offerAll bool) attemptResult {
 	if err := ctx.Err(); err != nil {
 		return p.waitFailed(ap, o, err)
 	}
@@ -265,14 +268,14 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, ap netip.AddrP
 	}
 	o.Attempts++
 	start := time.Now() // measurement only, never a decision
-	res := p.attempt(ctx, name, ap, groups)
+	res := p.attempt(ctx, name, proto, ap, groups)
 	if first && res.err != nil && refusedGroups(res.err) && ctx.Err() == nil {
 		// No key exchange group in common: one more connection, offering
 		// every classical group.
 		p.fallback.add(ap)
 		o.Attempts++
 		start = time.Now()
-		res = p.attempt(ctx, name, ap, fallbackGroups)
+		res = p.attempt(ctx, name, proto, ap, fallbackGroups)
 	} else if offerAll && res.err == nil {
 		p.fallback.add(ap) // only the fallback groups got through
 	}

@@ -87,6 +87,14 @@ func ServeConfig(addr string, cfg *tls.Config) (*Server, error) {
 	})
 }
 
+// ServeFunc listens on addr and hands every accepted connection to handle,
+// which owns it until it returns (the server closes it then). ctx is
+// cancelled when the server closes; the connection's deadline is 30s.
+// Other protocols' test servers (STARTTLS dialogues) build on it.
+func ServeFunc(addr string, handle func(ctx context.Context, c net.Conn)) (*Server, error) {
+	return listen(addr, handle)
+}
+
 // ServeSilent listens on addr, accepts TCP connections and never writes a
 // byte: the client's handshake hangs until its own deadline.
 func ServeSilent(addr string) (*Server, error) {
