@@ -128,7 +128,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	leaf := o.Leaf()
 	if leaf == nil {
-		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Error: o.Error, Failure: string(o.Failure)})
+		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
 		if o.Explicit {
 			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
@@ -145,7 +145,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		e.certs = append(e.certs, e.describe(leaf, fp))
 	}
 	// A handshake that completed has no error to report.
-	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: fp})
+	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certwatch/certwatch/discovery"
 )
 
 // Tier is the urgency of a finding. Tiers are ordered: a higher value is more
@@ -118,6 +120,9 @@ type Probed struct {
 	Name    string `json:"name"`
 	Port    int    `json:"port"`
 	Address string `json:"address"`
+	// Protocol is how the port was reached: tls, or the STARTTLS
+	// protocol whose dialogue came first.
+	Protocol discovery.Protocol `json:"protocol"`
 	// Certificate is the SHA-256 of the leaf served (Certificate.SHA256);
 	// empty when there was no handshake.
 	Certificate string `json:"certificate,omitempty"`
