@@ -21,7 +21,7 @@ import (
 //
 // Structs, slices, strings, booleans, integers, pointers, time.Time and
 // encoding.TextMarshaler values (addresses, tiers) are encoded here, with
-// encoding/json's rules (field names and omitempty from json tags, HTML-safe
+// encoding/json's rules (field names, omitempty and omitzero from json tags, HTML-safe
 // string escaping); any other value (maps, floats, custom MarshalJSON, ...)
 // is handed to encoding/json whole, so the output never differs from it.
 func streamJSON(w io.Writer, v any) error {
@@ -73,6 +73,7 @@ type fieldPlan struct {
 	index     int
 	key       string // `"name": ` escaped
 	omitEmpty bool
+	omitZero  bool
 }
 
 var (
@@ -155,7 +156,9 @@ func structFields(t reflect.Type) ([]fieldPlan, planKind) {
 		}
 		names[name] = true
 		key := appendJSONString(nil, name)
-		fields = append(fields, fieldPlan{index: i, key: string(key) + ": ", omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+		fields = append(fields, fieldPlan{index: i, key: string(key) + ": ",
+			omitEmpty: strings.Contains(","+opts+",", ",omitempty,"),
+			omitZero:  strings.Contains(","+opts+",", ",omitzero,")})
 	}
 	return fields, planStruct
 }
@@ -271,7 +274,7 @@ func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int) {
 	n := 0
 	for _, f := range p.fields {
 		fv := v.Field(f.index)
-		if f.omitEmpty && isEmptyValue(fv) {
+		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZeroValue(fv) {
 			continue
 		}
 		if n == 0 {
@@ -331,6 +334,18 @@ func (e *jsonEncoder) flush() {
 		_, e.err = e.w.Write(e.buf)
 	}
 	e.buf = e.buf[:0]
+}
+
+// isZeroValue is encoding/json's notion of zero, for omitzero: the value's
+// own IsZero method when it has one (time.Time), else the type's zero value.
+func isZeroValue(v reflect.Value) bool {
+	if v.Kind() == reflect.Pointer && v.IsNil() {
+		return true
+	}
+	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+		return z.IsZero()
+	}
+	return v.IsZero()
 }
 
 // isEmptyValue is encoding/json's notion of empty, for omitempty.
