@@ -74,6 +74,9 @@ type attemptResult struct {
 	// inDialogue: the failure came after the TCP connect, during the
 	// STARTTLS dialogue before the handshake.
 	inDialogue bool
+	// cut: the attempt failed because the caller's context ended (its
+	// deadline or a cancellation), not because of the server.
+	cut bool
 }
 
 // probeError is the message of a failed attempt: the operation, the
@@ -168,7 +171,11 @@ func (p *Prober) failed(ctx context.Context, op, target string, err error, budge
 		pe.hint = "the server or a middlebox closed the connection"
 	}
 	transient := f == FailTimeout || f == FailReset
-	return attemptResult{err: pe, failure: f, retryable: transient && ctx.Err() == nil}
+	// Once ctx has ended, a timeout or an unclassified error is the
+	// cancellation (a cancelled dial or handshake); a refusal, an alert or
+	// a reply that is not TLS is still the server's answer.
+	cut := ctx.Err() != nil && (f == FailTimeout || f == FailHandshake)
+	return attemptResult{err: pe, failure: f, retryable: transient && ctx.Err() == nil, cut: cut}
 }
 
 // classify maps a dial or handshake error onto a Failure.

@@ -18,6 +18,10 @@ type Failure string
 // Failures, from the least to the most specific about the server.
 const (
 	FailNone Failure = ""
+	// FailNotProbed: the endpoint was not probed, or its probe did not
+	// complete, before the caller's context ended (a sweep cut short by its
+	// deadline, or a shutdown). It says nothing about the endpoint.
+	FailNotProbed Failure = "not_probed"
 	// FailResolve: the name has no A/AAAA records or the lookup failed.
 	FailResolve Failure = "resolve"
 	// FailRefused: TCP connection refused; nothing listens on the port.

@@ -14,6 +14,7 @@ package probes
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -85,6 +86,11 @@ type Config struct {
 	Attempts int
 	// Backoff spaces retries.
 	Backoff Backoff
+	// BreakAfter is the number of consecutive endpoints on one IP address
+	// that must time out before a Sweep gives up on the address for the
+	// rest of the sweep (default 3; negative never gives up). Probe
+	// outside a Sweep never gives up.
+	BreakAfter int
 
 	// Now is the clock used for timestamps and verification (default
 	// time.Now).
@@ -115,8 +121,10 @@ type Prober struct {
 	hsTO      time.Duration
 	attempts  int
 	backoff   Backoff
-	now       func() time.Time
-	log       *slog.Logger
+	// breakAfter is Config.BreakAfter with its default; <= 0 never opens.
+	breakAfter int
+	now        func() time.Time
+	log        *slog.Logger
 
 	suites   []uint16
 	fallback *fallbackAddrs
@@ -129,22 +137,26 @@ type Prober struct {
 // New returns a Prober for c. It starts nothing and dials nothing.
 func New(c Config) *Prober {
 	p := &Prober{
-		roots:     c.Roots,
-		resolver:  c.Resolver,
-		dial:      c.Dial,
-		resolveTO: orDefault(c.ResolveTimeout, DefaultResolveTimeout),
-		dialTO:    orDefault(c.DialTimeout, DefaultDialTimeout),
-		hsTO:      orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout),
-		attempts:  orDefault(c.Attempts, DefaultAttempts),
-		backoff:   c.Backoff,
-		now:       c.Now,
-		log:       c.Logger,
-		suites:    cipherSuites(),
-		fallback:  newFallbackAddrs(),
-		global:    semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
-		perAddr:   newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
-		cache:     newVerifyCache(c.Roots),
-		public:    newPublicRoots(c.PublicRoots),
+		roots:      c.Roots,
+		resolver:   c.Resolver,
+		dial:       c.Dial,
+		resolveTO:  orDefault(c.ResolveTimeout, DefaultResolveTimeout),
+		dialTO:     orDefault(c.DialTimeout, DefaultDialTimeout),
+		hsTO:       orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout),
+		attempts:   orDefault(c.Attempts, DefaultAttempts),
+		backoff:    c.Backoff,
+		breakAfter: c.BreakAfter,
+		now:        c.Now,
+		log:        c.Logger,
+		suites:     cipherSuites(),
+		fallback:   newFallbackAddrs(),
+		global:     semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
+		perAddr:    newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
+		cache:      newVerifyCache(c.Roots),
+		public:     newPublicRoots(c.PublicRoots),
+	}
+	if p.breakAfter == 0 {
+		p.breakAfter = DefaultBreakAfter
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -179,8 +191,17 @@ func orDefault[T int | time.Duration](v, def T) T {
 //
 // Probe never fails as a whole: every problem is recorded in the
 // observations. Cancelling ctx abandons waiting, dialling and handshakes;
-// the affected observations report the cancellation.
+// the affected observations have Failure FailNotProbed, and their Error
+// names the context's cause.
+//
+// Probe keeps no state between calls beyond its caches; see Sweep for the
+// per-address breaker of one pass over many targets.
 func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
+	return p.probe(ctx, t, nil)
+}
+
+// probe is Probe within the sweep whose breaker is b (nil: none).
+func (p *Prober) probe(ctx context.Context, t discovery.Target, b *breaker) []Observation {
 	if t.Skip != "" {
 		return nil
 	}
@@ -192,31 +213,41 @@ func (p *Prober) Probe(ctx context.Context, t discovery.Target) []Observation {
 		if err != nil {
 			o := Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit,
 				At: at, Failure: FailResolve, Error: err.Error()}
+			if ctx.Err() != nil {
+				o.Failure, o.Error = FailNotProbed, notProbed(ctx, &o, "")
+			}
 			p.logObservation(ctx, &o)
 			return []Observation{o}
 		}
 	}
 	obs := make([]Observation, len(addrs))
 	if len(addrs) == 1 {
-		p.probeAddr(ctx, t, addrs[0], &obs[0])
+		p.probeAddr(ctx, t, addrs[0], &obs[0], b)
 		return obs
 	}
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Go(func() { p.probeAddr(ctx, t, a, &obs[i]) }) // each goroutine owns one index
+		wg.Go(func() { p.probeAddr(ctx, t, a, &obs[i], b) }) // each goroutine owns one index
 	}
 	wg.Wait()
 	return obs
 }
 
-// probeAddr fills o with the outcome of probing one address of t.
-func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation) {
+// probeAddr fills o with the outcome of probing one address of t, and
+// counts it towards the address's breaker b (nil: none).
+func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation, b *breaker) {
 	*o = Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
 	ap := netip.AddrPortFrom(addr, uint16(t.Port))
 	offerAll := false
 	for {
-		res := p.attemptLimited(ctx, t.Name, t.Protocol, ap, o, offerAll)
+		res := p.attemptLimited(ctx, t.Name, t.Protocol, ap, o, offerAll, b)
 		o.Connected = res.err == nil || res.inHandshake || res.inDialogue
+		if res.cut {
+			// The caller gave up, not the server: what an earlier attempt
+			// saw is kept in the message, not in the classification.
+			o.Failure, o.Error = FailNotProbed, notProbed(ctx, o, o.Error)
+			break
+		}
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
 			o.TLSVersion, o.CipherSuite = TLSVersion(res.version), CipherSuite(res.suite)
@@ -236,25 +267,49 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 		// refusing it with an alert, is retried offering every group.
 		offerAll = res.inHandshake
 		if err := p.backoff.wait(ctx, o.Attempts); err != nil {
+			o.Failure, o.Error = FailNotProbed, notProbed(ctx, o, o.Error)
 			break
 		}
 	}
+	b.record(o)
 	p.logObservation(ctx, o)
+}
+
+// notProbed is the message of an endpoint whose probe ctx ended before it
+// completed, after o.Attempts connections; last is what the last attempt
+// that did finish saw ("" for none).
+func notProbed(ctx context.Context, o *Observation, last string) string {
+	msg := fmt.Sprintf("not probed: %v", context.Cause(ctx))
+	if o.Attempts > 0 {
+		msg = fmt.Sprintf("probe cut short after %d attempt(s): %v", o.Attempts, context.Cause(ctx))
+	}
+	if last != "" {
+		msg += "; last attempt: " + last
+	}
+	return msg
 }
 
 // attemptLimited waits for a per-address and a global connection slot, then
 // makes one attempt, offering the fallback key exchange groups if offerAll
 // (see keyexchange.go). Waiting for the per-address slot first keeps a
 // busy address from holding global slots that other addresses could use.
-func (p *Prober) attemptLimited(ctx context.Context, name string, proto discovery.Protocol, ap netip.AddrPort, o *Observation, offerAll bool) attemptResult {
+// An address the sweep's breaker b has given up on fails fast, before and
+// after the wait for its slot.
+func (p *Prober) attemptLimited(ctx context.Context, name string, proto discovery.Protocol, ap netip.AddrPort, o *Observation, offerAll bool, b *breaker) attemptResult {
 	if err := ctx.Err(); err != nil {
 		return p.waitFailed(ap, o, err)
+	}
+	if res, open := b.open(ap); open {
+		return p.failFast(o, res)
 	}
 	release, err := p.perAddr.acquire(ctx, ap.Addr())
 	if err != nil {
 		return p.waitFailed(ap, o, err)
 	}
 	defer release()
+	if res, open := b.open(ap); open {
+		return p.failFast(o, res)
+	}
 	if err := p.global.Acquire(ctx, 1); err != nil {
 		return p.waitFailed(ap, o, err)
 	}
@@ -283,11 +338,21 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, proto discover
 	return res
 }
 
+// waitFailed is the result of an attempt whose ctx ended before it could
+// connect.
 func (p *Prober) waitFailed(ap netip.AddrPort, o *Observation, err error) attemptResult {
 	if o.At.IsZero() {
 		o.At = p.now()
 	}
-	return attemptResult{err: &probeError{op: "wait for a connection slot to", target: ap.String(), err: err}, failure: classify(err)}
+	return attemptResult{err: &probeError{op: "wait for a connection slot to", target: ap.String(), err: err}, failure: classify(err), cut: true}
+}
+
+// failFast is res, the result of an attempt the breaker refused to make.
+func (p *Prober) failFast(o *Observation, res attemptResult) attemptResult {
+	if o.At.IsZero() {
+		o.At = p.now()
+	}
+	return res
 }
 
 func (p *Prober) logObservation(ctx context.Context, o *Observation) {

@@ -326,8 +326,8 @@ func TestProbeCancelled(t *testing.T) {
 
 	o := probes.New(testConfig(nil)).Probe(ctx, target("a.example", s.Addr()))[0]
 
-	if o.Attempts != 0 || o.Failure == probes.FailNone || !strings.Contains(o.Error, "context canceled") {
-		t.Errorf("Attempts, Failure, Error = %d, %q, %q; want no connection and a cancellation", o.Attempts, o.Failure, o.Error)
+	if o.Attempts != 0 || o.Failure != probes.FailNotProbed || o.Error != "not probed: context canceled" {
+		t.Errorf("Attempts, Failure, Error = %d, %q, %q; want no connection and not_probed for the cancellation", o.Attempts, o.Failure, o.Error)
 	}
 }
 
