@@ -129,12 +129,17 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	leaf := o.Leaf()
 	if leaf == nil {
 		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
-		if o.Explicit {
+		switch {
+		case o.Failure == probes.FailNotProbed:
+			// A cut-short sweep did not reach the endpoint (or gave up on
+			// it mid-probe): that says nothing about the target, neither
+			// unreachable nor broken.
+		case o.Explicit:
 			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {
 				return fmt.Sprintf("%s could not be probed (%s: %s); check that it is up and reachable from certwatch, or remove it from targets", nameKey, o.Failure, o.Error)
 			})
-		} else {
+		default:
 			e.judgeTLSBroken(o, ep)
 		}
 		return

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,6 +33,15 @@ type Source interface {
 // Prober probes every address of one target. Implemented by probes.Prober.
 type Prober interface {
 	Probe(ctx context.Context, t discovery.Target) []probes.Observation
+}
+
+// Sweeper is a Prober that can start a sweep: one pass's probes, sharing a
+// per-address breaker, and telling how many targets of one address the
+// pass may have in flight (see probes.Sweep). A pass whose Prober is a
+// Sweeper probes through one Sweep, and keeps a hung address to its share
+// of the workers. Implemented by probes.Prober.
+type Sweeper interface {
+	Sweep() *probes.Sweep
 }
 
 // ErrNoSource is returned (wrapped) when every discovery source failed, so
@@ -57,7 +65,8 @@ type Pass struct {
 	// transfers, AWS accounts); default 4.
 	DiscoveryParallelism int
 	// Parallelism bounds targets in flight (the prober bounds connections);
-	// default 100.
+	// default 100. With a Sweeper, at most the prober's per-address limit
+	// of them are on one IP address: the rest go on with other addresses.
 	Parallelism int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -102,6 +111,19 @@ type Report struct {
 	// ACM lists the ACM certificates with their renewal state and the
 	// endpoints that serve them.
 	ACM []policy.ACMCertificate `json:"acm,omitempty"`
+
+	// CutShort is set when the pass's context ended (a sweep deadline, a
+	// shutdown) before every endpoint was probed. The report then holds
+	// everything that was probed, with its findings, and every endpoint
+	// not probed in time is in Endpoints with Failure "not_probed"
+	// (probes.FailNotProbed), so nothing known is lost and nothing missed
+	// reads as healthy. NotProbed counts those endpoints and
+	// CutShortCause is the context's cause. A consumer publishes such a
+	// report as it is, says it was cut short (a finding, a metric), and
+	// must not resolve what its not_probed endpoints showed before.
+	CutShort      bool   `json:"cut_short,omitempty"`
+	CutShortCause string `json:"cut_short_cause,omitempty"`
+	NotProbed     int    `json:"not_probed,omitempty"`
 }
 
 func (p *Pass) now() time.Time {
@@ -273,7 +295,9 @@ func (p *Pass) streaming() (StreamingSource, bool) {
 }
 
 // Probe probes targets (with bounded parallelism) and evaluates the
-// observations at time now as they complete.
+// observations at time now as they complete. When ctx ends first, the
+// report is cut short (see Report.CutShort): it holds what was probed and
+// a not_probed endpoint for each of the others.
 func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.Time) *Report {
 	r, ev := p.newReport(len(targets), now)
 	for i := range targets {
@@ -281,17 +305,15 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 			r.Skipped = append(r.Skipped, targets[i])
 		}
 	}
-	var next atomic.Int64
+	next := 0 // guarded by the schedule
 	p.probeAll(ctx, r, ev, len(targets), func() (*discovery.Target, bool) {
-		for {
-			i := next.Add(1) - 1
-			if i >= int64(len(targets)) {
-				return nil, false
-			}
-			if t := &targets[i]; t.Skip == "" {
+		for ; next < len(targets); next++ {
+			if t := &targets[next]; t.Skip == "" {
+				next++
 				return t, true
 			}
 		}
+		return nil, false
 	})
 	return r
 }
@@ -302,10 +324,8 @@ func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], 
 	r, ev := p.newReport(n, now)
 	pull, stop := iter.Pull(seq)
 	defer stop()
-	var mu sync.Mutex // guards pull and r.Skipped
+	// The schedule guards pull and r.Skipped.
 	p.probeAll(ctx, r, ev, n, func() (*discovery.Target, bool) {
-		mu.Lock()
-		defer mu.Unlock()
 		for {
 			t, ok := pull()
 			if !ok {
@@ -329,30 +349,70 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 	return r, ev
 }
 
-// probeAll probes the targets next hands out, in order, and evaluates the
-// observations into r. A fixed pool of workers takes the targets: no
-// goroutine is started per target, and none waits for a slot.
-func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, next func() (*discovery.Target, bool)) {
+// probeAll probes the targets pull hands out (called serially) and
+// evaluates the observations into r. A fixed pool of workers takes the
+// targets through a schedule that keeps each address to its share of the
+// workers: no goroutine is started per target, and none waits for an
+// address another worker is stuck on. When ctx ends, the workers stop
+// taking targets and every target not taken is recorded as not probed.
+func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, pull func() (*discovery.Target, bool)) {
+	probe, perAddr := p.Prober.Probe, 0
+	if sw, ok := p.Prober.(Sweeper); ok {
+		sweep := sw.Sweep()
+		probe, perAddr = sweep.Probe, sweep.PerAddress()
+	}
+	workers := min(cmp.Or(p.Parallelism, 100), n)
+	s := newSchedule(perAddr, workers, pull)
+	defer s.stopOn(ctx)()
 	var mu sync.Mutex // guards ev
 	var wg sync.WaitGroup
-	for range min(cmp.Or(p.Parallelism, 100), n) {
+	for range workers {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				t, ok := next()
+			for {
+				t, ok := s.next()
 				if !ok {
 					return
 				}
-				p.observe(ev, &mu, p.Prober.Probe(ctx, *t))
+				obs := probe(ctx, *t)
+				s.done(t)
+				p.observe(ev, &mu, obs)
 			}
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		r.CutShort, r.CutShortCause = true, context.Cause(ctx).Error()
+		at := p.now()
+		s.rest(func(t *discovery.Target) { p.observe(ev, &mu, notProbed(ctx, t, at)) })
+	}
 	p.addInventory(ev)
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM = res.Endpoints, res.Certificates, res.Findings, res.ACM
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{} // "endpoints": [], not null
 	}
+	for i := range r.Endpoints {
+		if r.Endpoints[i].Failure == string(probes.FailNotProbed) {
+			r.NotProbed++
+		}
+	}
+}
+
+// notProbed returns the observations of a target the pass did not reach
+// before ctx ended: one per address, or one without an address for a
+// target the prober would have resolved.
+func notProbed(ctx context.Context, t *discovery.Target, at time.Time) []probes.Observation {
+	o := probes.Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit, At: at,
+		Failure: probes.FailNotProbed, Error: fmt.Sprintf("not probed: %v", context.Cause(ctx))}
+	if len(t.Addresses) == 0 {
+		return []probes.Observation{o}
+	}
+	obs := make([]probes.Observation, len(t.Addresses))
+	for i, a := range t.Addresses {
+		obs[i] = o
+		obs[i].Address = a
+	}
+	return obs
 }
 
 // observe evaluates one target's observations.
