@@ -65,16 +65,18 @@ func tarpitPass(ca *certtest.CA, now time.Time) *scan.Pass {
 // BenchmarkTarpitZone is the wall time of a pass over 200 names on one
 // address that accepts TCP and never speaks, plus one name elsewhere
 // serving an expired certificate, with a 200ms dial and handshake
-// timeout. One op is one pass; run it with -benchtime=1x.
+// timeout. One op is one pass; run it with -benchtime=1x. conns/op is the
+// connections the hung address accepted.
 func BenchmarkTarpitZone(b *testing.B) {
 	now := time.Now()
-	targets, ca, _ := tarpitZone(b, 200, now)
+	targets, ca, pit := tarpitZone(b, 200, now)
 	for b.Loop() {
 		r := tarpitPass(ca, now).Probe(b.Context(), targets, now)
 		if !hasExpired(r, "zz-expired.example") {
 			b.Fatalf("the expired certificate of zz-expired.example is not in the findings: %+v", r.Findings)
 		}
 	}
+	b.ReportMetric(float64(pit.Accepted())/float64(b.N), "conns/op")
 }
 
 // hasExpired reports whether r has an expired finding with an endpoint
