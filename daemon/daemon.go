@@ -31,6 +31,15 @@ import (
 // source's name.
 const DiscoveryDegraded policy.Kind = "discovery_degraded"
 
+// ProbeCutShort is the finding kind for a probe run that hit its sweep
+// timeout before probing its whole inventory. Its Name is "probe".
+const ProbeCutShort policy.Kind = "probe_cut_short"
+
+// StateCreated is the finding kind, in the first probe run notified, for a
+// state store that held no state at start-up (Daemon.EmptyState). Its Name
+// names the store.
+const StateCreated policy.Kind = "state_created"
+
 // Job names, as used in logs and metrics.
 const (
 	JobDiscovery = "discovery"
@@ -42,10 +51,10 @@ const (
 var ErrSkipped = errors.New("skipped: the previous run is still going")
 
 // ErrTimeout is matched (errors.Is) by what Recorder.RecordRun gets for a
-// run cut short by its sweep timeout: its work was thrown away (a probe
-// run's partial report is neither shown nor notified), so a job that keeps
-// timing out produces nothing. Recorders should count it apart from other
-// errors.
+// run cut short by its sweep timeout. A probe run's partial report is
+// still published and notified, with a probe_cut_short finding, but the
+// run is no success (no heartbeat, no last success). Recorders should count
+// it apart from other errors.
 var ErrTimeout = errors.New("run exceeded its sweep timeout")
 
 // errNoInventory marks a probe run that had nothing to probe yet.
@@ -91,6 +100,17 @@ type Recorder interface {
 	// success, matches ErrSkipped for a skipped run and ErrTimeout for a
 	// run cut short by its sweep timeout.
 	RecordRun(job string, start time.Time, took time.Duration, err error)
+	// RecordLastSuccess gets, at start-up, when each job last succeeded
+	// before the restart (as kept in Memory).
+	RecordLastSuccess(job string, at time.Time)
+}
+
+// Memory keeps what the daemon learnt across restarts: the last success of
+// each job and each source's last good inventory. Implemented by the state
+// stores (see package state): Memo returns nil for a key never set.
+type Memory interface {
+	Memo(ctx context.Context, key string) ([]byte, error)
+	SetMemo(ctx context.Context, key string, value []byte) error
 }
 
 // Config is what `certwatch run` can change by reloading.
@@ -112,6 +132,12 @@ type Config struct {
 	// HeartbeatTimeout bounds it (0 means 10s). The URL is never logged.
 	HeartbeatURL     string
 	HeartbeatTimeout time.Duration
+	// MaxFailureShare: after a probe run in which more than this share (0
+	// to 1) of at least 10 endpoints failed to answer
+	// (policy.FailureShareExceeded), the heartbeat is not pinged and the
+	// run counts as failed: certwatch probably cannot see. 0 disables the
+	// check. `certwatch run` uses storm.max_failure_share.
+	MaxFailureShare float64
 }
 
 // Daemon runs the jobs. Build it with New, set the optional fields, then
@@ -125,6 +151,13 @@ type Daemon struct {
 	HTTPClient *http.Client
 	// Recorder, when set, receives discovery results, reports and runs.
 	Recorder Recorder
+	// Memory, when set, keeps each job's last success and each source's
+	// last good inventory across restarts; Run reads them back first.
+	Memory Memory
+	// EmptyState, when set, names a state store that held no state at
+	// start-up: the first probe run notified carries a state_created
+	// finding, so that announcing every open finding again is loud.
+	EmptyState string
 
 	logger *slog.Logger
 
@@ -148,6 +181,18 @@ type Daemon struct {
 	// discovery yet.
 	undiscovered bool
 	active       *running // set while Run is running
+	// published is the latest report recorded, with carried findings.
+	published *scan.Report
+	// freshState is EmptyState until a probe run has been notified.
+	freshState string
+	// successes are each job's last success, as kept in Memory.
+	successes map[string]time.Time
+
+	// memoMu serialises writes to Memory (it is taken before mu), so that
+	// an older memo never overwrites a newer one; it guards memoSums, the
+	// SHA-256 of the memos last written, by key.
+	memoMu   sync.Mutex
+	memoSums map[string][32]byte
 }
 
 func (d *Daemon) now() time.Time {

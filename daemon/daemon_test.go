@@ -29,6 +29,9 @@ type fakeScanner struct {
 	// of targets, or -1 for a failure.
 	sources   map[string]int
 	probeTime time.Duration
+	// certs: every endpoint serves its own expired certificate (one
+	// finding each); down: every endpoint refuses the connection.
+	certs, down bool
 
 	discoveries []time.Time
 	probes      []probeRun
@@ -90,9 +93,22 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 	}
 	t.Stop()
 	r := &scan.Report{GeneratedAt: now, Targets: len(targets)}
+	f.mu.Lock()
+	certs, down := f.certs, f.down
+	f.mu.Unlock()
 	for _, tg := range targets {
 		run.targets = append(run.targets, tg.Key())
-		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: tg.Name, Port: tg.Port, Address: "127.0.0.1"})
+		ep := scan.Endpoint{Name: tg.Name, Port: tg.Port, Address: "127.0.0.1"}
+		switch {
+		case down:
+			ep.Error, ep.Failure = "dial: connection refused", "refused"
+		case certs:
+			ep.Certificate = "c-" + tg.Name
+			r.Certificates = append(r.Certificates, policy.Certificate{SHA256: ep.Certificate, Subject: tg.Name, NotAfter: now.Add(-time.Hour)})
+			r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expired, Tier: policy.Critical, Certificate: ep.Certificate, Subject: tg.Name,
+				Deadline: now.Add(-time.Hour), Endpoints: []policy.Endpoint{{Name: ep.Name, Port: ep.Port, Address: ep.Address}}})
+		}
+		r.Endpoints = append(r.Endpoints, ep)
 	}
 	run.end = time.Now()
 	f.mu.Lock()
@@ -195,6 +211,7 @@ type fakeRecorder struct {
 
 func (r *fakeRecorder) RecordDiscovery([]scan.SourceResult, int) {}
 func (r *fakeRecorder) RecordReport(*scan.Report)                {}
+func (r *fakeRecorder) RecordLastSuccess(string, time.Time)      {}
 func (r *fakeRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -318,10 +335,11 @@ func TestSlowProbeNeverOverlaps(t *testing.T) {
 	})
 }
 
-// TestTimedOutRunIsRecordedAsTimeout: a probe run cut short by its sweep
-// timeout is discarded (nothing notified), and recorded as a timeout, not
-// as any error, with what to change.
-func TestTimedOutRunIsRecordedAsTimeout(t *testing.T) {
+// TestTimedOutRunPublishesWhatItProbed: a probe run cut short by its
+// sweep timeout publishes and notifies its partial report with a
+// probe_cut_short finding, and is recorded as a timeout, not as any error,
+// with what to change.
+func TestTimedOutRunPublishesWhatItProbed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &fakeScanner{sources: map[string]int{"static": 2}, probeTime: 5 * time.Minute}
 		c := config(0)
@@ -338,15 +356,26 @@ func TestTimedOutRunIsRecordedAsTimeout(t *testing.T) {
 		synctest.Wait()
 		stop()
 
-		if n.last() != nil {
-			t.Errorf("a report of a run cut short was notified")
+		for what, r := range map[string]*scan.Report{"notified": n.last(), "recorded": rec.lastReport()} {
+			if r == nil {
+				t.Errorf("no report of a run cut short was %s", what)
+				continue
+			}
+			i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == daemon.ProbeCutShort })
+			if i < 0 || len(r.Endpoints) != 2 {
+				t.Errorf("%s report: findings %+v, %d endpoints; want a probe_cut_short finding and what was probed", what, r.Findings, len(r.Endpoints))
+				continue
+			}
+			if f := r.Findings[i]; f.Tier != policy.Warning || !strings.Contains(f.Message, "sweep_timeout") || !strings.Contains(f.Message, "1m0s") {
+				t.Errorf("%s probe_cut_short finding = %+v, want a warning naming the timeout and what to change", what, f)
+			}
 		}
 		runs := rec.runs(daemon.JobProbe)
 		if len(runs) < 2 {
 			t.Fatalf("%d probe runs recorded in 25m, want one every 10m", len(runs))
 		}
 		for _, err := range runs {
-			if !errors.Is(err, daemon.ErrTimeout) || !strings.Contains(err.Error(), "sweep_timeout") {
+			if !errors.Is(err, daemon.ErrTimeout) || !strings.Contains(err.Error(), "sweep_timeout") || strings.Contains(err.Error(), "discarded") {
 				t.Errorf("probe run recorded with %v, want a timeout that says what to change", err)
 			}
 		}
@@ -355,12 +384,24 @@ func TestTimedOutRunIsRecordedAsTimeout(t *testing.T) {
 
 // errRecorder keeps the error of every run, by job.
 type errRecorder struct {
-	mu   sync.Mutex
-	errs map[string][]error
+	mu     sync.Mutex
+	errs   map[string][]error
+	report *scan.Report
 }
 
 func (r *errRecorder) RecordDiscovery([]scan.SourceResult, int) {}
-func (r *errRecorder) RecordReport(*scan.Report)                {}
+func (r *errRecorder) RecordReport(rep *scan.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.report = rep
+}
+
+func (r *errRecorder) lastReport() *scan.Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.report
+}
+func (r *errRecorder) RecordLastSuccess(string, time.Time) {}
 func (r *errRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -42,6 +42,7 @@ func (d *Daemon) discover(ctx context.Context) error {
 		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
 	}
 	inventory, degraded := d.judge(s, targets, results, start)
+	d.rememberInventory(ctx)
 	if d.Recorder != nil {
 		d.Recorder.RecordDiscovery(slices.Clone(results), inventory)
 	}
@@ -120,15 +121,8 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 			delete(d.shrunk, name)
 		}
 	}
-	lists := make([][]discovery.Target, 0, len(d.sources))
-	for _, g := range d.sources {
-		lists = append(lists, g.list)
-	}
-	d.inventory = discovery.Merge(lists...)
+	d.rebuildInventory()
 	d.results = results
-	if len(d.sources) > 0 {
-		d.loaded = true
-	}
 	if failed == len(results) && len(results) > 0 {
 		// Seeing nothing at all is the worst failure of a monitor.
 		for name, f := range d.degraded {
@@ -138,6 +132,19 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 	}
 	d.logger.Info("discovery finished", "sources", len(results), "failed", failed, "degraded", len(d.degraded), "inventory", len(d.inventory))
 	return len(d.inventory), len(d.degraded)
+}
+
+// rebuildInventory merges every source's last good targets into the
+// inventory. Callers hold d.mu.
+func (d *Daemon) rebuildInventory() {
+	lists := make([][]discovery.Target, 0, len(d.sources))
+	for _, g := range d.sources {
+		lists = append(lists, g.list)
+	}
+	d.inventory = discovery.Merge(lists...)
+	if len(d.sources) > 0 {
+		d.loaded = true
+	}
 }
 
 // raise opens (or updates) source's discovery_degraded finding. Its

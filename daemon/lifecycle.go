@@ -47,14 +47,16 @@ func New(c Config, s Scanner, n Notifier, logger *slog.Logger) (*Daemon, error) 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		logger:   logger,
-		cfg:      c,
-		sched:    sched,
-		scanner:  s,
-		notifier: n,
-		sources:  map[string]goodRun{},
-		degraded: map[string]policy.Finding{},
-		shrunk:   map[string]bool{},
+		logger:    logger,
+		cfg:       c,
+		sched:     sched,
+		scanner:   s,
+		notifier:  n,
+		sources:   map[string]goodRun{},
+		degraded:  map[string]policy.Finding{},
+		shrunk:    map[string]bool{},
+		successes: map[string]time.Time{},
+		memoSums:  map[string][32]byte{},
 	}, nil
 }
 
@@ -121,6 +123,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// sweep in flight at SIGTERM can finish and write its transitions.
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelWork(nil)
+	d.restore(ctx)
+	d.mu.Lock()
+	d.freshState = d.EmptyState
+	d.mu.Unlock()
+	if d.EmptyState != "" {
+		d.logger.Warn("the state store held no state at start: every open finding is announced as new, with a state_created finding", "state", d.EmptyState)
+	}
 
 	c := cron.New(cron.WithLogger(cronLogger{l: d.logger}))
 	var wg, extra sync.WaitGroup
@@ -275,5 +284,8 @@ func (d *Daemon) job(stop, work context.Context, job string, fn func(context.Con
 			d.logger.Debug("run finished", "job", job, "duration", took.Round(time.Millisecond).String())
 		}
 		d.record(job, start, took, err)
+		if err == nil {
+			d.rememberSuccess(work, job, start.Add(took))
+		}
 	})
 }

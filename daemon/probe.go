@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,10 +12,18 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// probe probes the last good inventory and hands the report to the
-// notifier; a complete, delivered run pings the heartbeat. Before any
-// source has produced an inventory, the report (of discovery_degraded
-// findings only) is recorded but not notified.
+// notProbed is the failure class of an endpoint a cut-short sweep did not
+// reach (probes.FailNotProbed, as the sweep reports it).
+const notProbed = "not_probed"
+
+// probe probes the last good inventory, publishes the report (to the
+// Recorder, with findings whose endpoints stopped answering kept as
+// unverified) and hands it to the notifier; a complete, delivered run in
+// which most endpoints answered pings the heartbeat. A run cut short by
+// its sweep timeout publishes and notifies what it probed, with a
+// probe_cut_short finding, and fails with ErrTimeout. Before any source
+// has produced an inventory, the report (of discovery_degraded findings
+// only) is recorded but not notified.
 func (d *Daemon) probe(ctx context.Context) error {
 	d.mu.Lock()
 	s, n := d.scanner, d.notifier
@@ -24,7 +33,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 	for _, f := range d.degraded {
 		degraded = append(degraded, f)
 	}
-	hb, hbTimeout := d.cfg.HeartbeatURL, d.cfg.HeartbeatTimeout
+	prev, fresh := d.published, d.freshState
+	hb, hbTimeout, share := d.cfg.HeartbeatURL, d.cfg.HeartbeatTimeout, d.cfg.MaxFailureShare
+	timeout, grace := d.cfg.SweepTimeout, d.cfg.GracePeriod
 	d.mu.Unlock()
 	if !loaded && len(degraded) == 0 {
 		return errNoInventory
@@ -39,19 +50,46 @@ func (d *Daemon) probe(ctx context.Context) error {
 	} else {
 		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
 	}
+	var cut error // the timeout that cut the run short
 	if ctx.Err() != nil {
-		// A partial report would look as if the endpoints not reached had
-		// been fixed: it is neither shown nor notified.
-		return fmt.Errorf("probe run of %d targets cut short, report discarded: %w", len(inventory), context.Cause(ctx))
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, ErrTimeout) {
+			// Shutdown: the next start probes afresh.
+			return fmt.Errorf("probe run of %d targets abandoned: %w", len(inventory), cause)
+		}
+		cut = cause
+		if te := (*timeoutError)(nil); errors.As(cause, &te) {
+			timeout = te.limit
+		}
+		// What was probed is published and notified: endpoints the sweep
+		// did not reach are failed (not_probed), so their findings stay,
+		// unverified, and their alerts stay open.
+		nctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), cmp.Or(grace, time.Minute),
+			errors.New("notifying a cut-short probe run took longer than daemon.grace_period"))
+		defer cancel()
+		ctx = nctx
 	}
 	r.Sources = results
 	r.Findings = append(r.Findings, degraded...)
-	policy.SortFindings(r.Findings)
-	if d.Recorder != nil {
-		d.Recorder.RecordReport(r)
+	if cut != nil {
+		r.Findings = append(r.Findings, cutShort(r, len(inventory), timeout, start))
 	}
-	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints),
-		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", d.now().Sub(start).Round(time.Millisecond).String())
+	if fresh != "" {
+		r.Findings = append(r.Findings, freshStateFinding(fresh, start))
+	}
+	policy.SortFindings(r.Findings)
+	published := carryForward(prev, r)
+	unverified := len(published.Findings) - len(r.Findings)
+	d.mu.Lock()
+	d.published = published
+	d.mu.Unlock()
+	if d.Recorder != nil {
+		d.Recorder.RecordReport(published)
+	}
+	failedN, outage := failureShare(r, share)
+	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
+		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", unverified,
+		"cut_short", cut != nil, "duration", d.now().Sub(start).Round(time.Millisecond).String())
 	if !loaded {
 		// Without any inventory, every alert still open from before would
 		// look fixed to the notifier and resolve. The degraded sources are
@@ -59,10 +97,24 @@ func (d *Daemon) probe(ctx context.Context) error {
 		// heartbeat stays silent, so the dead-man's switch fires.
 		return errors.New("no discovery source has produced an inventory since start: nothing probed, nothing notified, no heartbeat")
 	}
+	// The notifier gets the run's own findings: it keeps the alerts of
+	// findings whose endpoints failed open by itself, without taking them
+	// as seen again.
 	if n != nil {
 		if err := n.Notify(ctx, r); err != nil {
-			return fmt.Errorf("notify findings of probe run: %w", err)
+			return errors.Join(fmt.Errorf("notify findings of probe run: %w", err), cut)
 		}
+	}
+	if fresh != "" {
+		d.mu.Lock()
+		d.freshState = "" // announced
+		d.mu.Unlock()
+	}
+	switch {
+	case cut != nil:
+		return fmt.Errorf("probe run cut short, partial report published (heartbeat withheld): %w", cut)
+	case outage != "":
+		return fmt.Errorf("probe run: %s; findings not seen are kept as unverified, heartbeat withheld", outage)
 	}
 	if hb != "" {
 		if err := d.heartbeat(ctx, hb, hbTimeout); err != nil {
@@ -70,4 +122,34 @@ func (d *Daemon) probe(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cutShort is the self-monitoring finding of a probe run that hit its sweep
+// timeout after probing part of its inventory.
+func cutShort(r *scan.Report, targets int, timeout time.Duration, at time.Time) policy.Finding {
+	missed := 0
+	for _, ep := range r.Endpoints {
+		if ep.Failure == notProbed {
+			missed++
+		}
+	}
+	what := fmt.Sprintf("%d targets", targets)
+	if missed > 0 {
+		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, missed, len(r.Endpoints))
+	}
+	return policy.Finding{
+		Kind: ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: at.UTC(),
+		Message: fmt.Sprintf("The probe run of %s hit its sweep timeout of %v. What it probed is reported; endpoints it did not reach keep their findings, marked unverified. "+
+			"Raise daemon.sweep_timeout, probe less often, or lower probe.timeout and probe.retries; certwatch_probe_latency_seconds shows where the time goes.", what, timeout),
+	}
+}
+
+// freshStateFinding says, in the first probe run notified, that the state
+// store started empty: every open finding is about to be announced as new.
+func freshStateFinding(store string, at time.Time) policy.Finding {
+	return policy.Finding{
+		Kind: StateCreated, Tier: policy.Warning, Name: store, Deadline: at.UTC(),
+		Message: fmt.Sprintf("certwatch started with an empty state (%s): every open finding is announced as new. "+
+			"If the state was lost (deleted, or a new volume), these announcements repeat earlier ones; restore the state from a backup to avoid that next time.", store),
+	}
 }

@@ -33,7 +33,7 @@ type metrics struct {
 	jobRuns       *prometheus.CounterVec
 	jobDuration   *prometheus.HistogramVec
 
-	expiry, probeSuccess, probeDurationLast, findings, endpoints,
+	expiry, probeSuccess, probeDurationLast, findings, unverified, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	buildInfo *prometheus.Desc
@@ -63,6 +63,7 @@ func newMetrics(s *Server) *metrics {
 		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
 		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
 		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
+		unverified:        d("findings_unverified", "Findings of the latest report kept from an earlier run because their endpoints stopped answering (counted in certwatch_findings too), by kind and tier.", "kind", "tier"),
 		endpoints:         d("endpoints", "Endpoints in the latest probe run by result: ok or the failure class.", "result"),
 		discoveryTargets:  d("discovery_targets", "Targets each discovery source returned in the latest discovery run.", "source"),
 		discoveryCerts:    d("discovery_certificates", "Certificates each inventory source (ACM) returned in the latest discovery run.", "source"),
@@ -72,7 +73,7 @@ func newMetrics(s *Server) *metrics {
 		dropped:           d("metrics_series_dropped", "Series left out of a per-certificate or per-endpoint family by the series limit.", "family"),
 		outboxDepth:       d("outbox_depth", "Notifications waiting in the outbox, per channel.", "channel"),
 		outboxFailed:      d("outbox_failed", "Notifications refused for good and kept in the outbox for inspection, per channel.", "channel"),
-		stateUp:           d("state_up", "Whether the state store answered the latest scrape (1) or not (0)."),
+		stateUp:           d("state_up", "Whether the state store works (1) or not (0): it answers, is still the file opened, and its latest write committed."),
 		notifications:     d("notifications_total", "Delivery attempts per channel since start, by result: delivered, retried or refused.", "channel", "result"),
 		channelFailing:    d("channel_failing", "Whether deliveries to the channel keep failing (1) or not (0).", "channel"),
 		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
@@ -84,7 +85,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.probeSuccess, m.probeDurationLast, m.findings, m.endpoints,
+	for _, d := range []*prometheus.Desc{m.expiry, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
 		ch <- d
@@ -136,6 +137,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for k, n := range v.findings {
 			gauge(m.findings, float64(n), k.kind, k.tier)
 		}
+		for k, n := range v.unverified {
+			gauge(m.unverified, float64(n), k.kind, k.tier)
+		}
 		for result, n := range v.endpoints {
 			gauge(m.endpoints, float64(n), result)
 		}
@@ -143,14 +147,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.dropped, float64(v.endpointDropped), "probe")
 	}
 
-	if s.opts.Outbox != nil {
+	if s.opts.Outbox != nil || s.opts.State != nil {
 		s.mu.RLock()
-		stats, err := s.outbox, s.outboxErr
+		stats, err, stateErr := s.outbox, s.outboxErr, s.stateErr
 		s.mu.RUnlock()
-		if err != nil {
+		if err != nil || stateErr != nil {
 			gauge(m.stateUp, 0)
 		} else {
 			gauge(m.stateUp, 1)
+		}
+		if err == nil {
 			for _, c := range stats {
 				gauge(m.outboxDepth, float64(c.Pending), c.Channel)
 				gauge(m.outboxFailed, float64(c.Failed), c.Channel)

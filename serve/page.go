@@ -123,9 +123,10 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filter{Tier: q.Get("tier"), Kind: q.Get("kind"), Source: q.Get("source"), Query: strings.TrimSpace(q.Get("q"))}
 	now := s.now()
+	s.refreshState(r.Context())
 
 	s.mu.RLock()
-	v, rep := s.view, s.report
+	v, rep, stateErr := s.view, s.report, s.stateErr
 	jobs := make(map[string]runInfo, len(s.lastRun))
 	for k, ri := range s.lastRun {
 		jobs[k] = ri
@@ -178,7 +179,10 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			d.Jobs = append(d.Jobs, jobLine{Job: job, Last: "not run yet"})
 			continue
 		}
-		jl := jobLine{Job: job, Last: ri.LastRun.UTC().Format("2006-01-02 15:04:05 UTC"), Error: ri.LastError}
+		jl := jobLine{Job: job, Last: "not run since start", Error: ri.LastError}
+		if !ri.LastRun.IsZero() {
+			jl.Last = ri.LastRun.UTC().Format("2006-01-02 15:04:05 UTC")
+		}
 		if !ri.LastSuccess.IsZero() {
 			jl.Success = ri.LastSuccess.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
@@ -186,6 +190,18 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !d.HasReport {
 		d.Banners = append(d.Banners, banner{"info", "No report yet: the first probe run has not finished."})
+	}
+	if stateErr != nil {
+		d.Banners = append(d.Banners, banner{"error", "The state store is failing, so alerts are neither recorded nor sent: " + stateErr.Error()})
+	}
+	if v != nil {
+		n := 0
+		for _, c := range v.unverified {
+			n += c
+		}
+		if n > 0 {
+			d.Banners = append(d.Banners, banner{"warning", fmt.Sprintf("%d findings are unverified: their endpoints stopped answering, so they are shown as last observed.", n)})
+		}
 	}
 	for _, src := range discovery {
 		if src.Error != "" {

@@ -76,6 +76,10 @@ type Options struct {
 	Ready []Check
 	// Outbox, when set, is read at every scrape for the outbox metrics.
 	Outbox Outbox
+	// State, when set, is the state store's health, called at every scrape
+	// and page view (with 2 seconds): certwatch_state_up is 0 when it (or
+	// reading the Outbox) fails, and the status page says why.
+	State func(ctx context.Context) error
 	// Channels, when set, is read at every scrape and page view for
 	// delivery counts per channel.
 	Channels func() []ChannelStats
@@ -106,6 +110,7 @@ type Server struct {
 	pending    map[endpointKey]probeStat
 	outbox     []state.ChannelStats
 	outboxErr  error
+	stateErr   error
 }
 
 // runInfo is the latest outcome of one job.
@@ -168,6 +173,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		s.refreshOutbox(r.Context())
+		s.refreshState(r.Context())
 		prom.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -244,6 +250,20 @@ func (s *Server) refreshOutbox(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outbox, s.outboxErr = stats, err
+}
+
+// refreshState checks the state store for the scrape or page view in
+// progress.
+func (s *Server) refreshState(ctx context.Context) {
+	if s.opts.State == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err := s.opts.State(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateErr = err
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -353,6 +373,19 @@ func (s *Server) RecordRun(job string, start time.Time, took time.Duration, err 
 		ri.LastError = err.Error()
 	} else {
 		ri.LastSuccess = start.Add(took)
+	}
+	s.lastRun[job] = ri
+}
+
+// RecordLastSuccess records when job last succeeded before a restart, so
+// that certwatch_last_success_timestamp_seconds is exported from start-up.
+// A later success recorded by RecordRun wins.
+func (s *Server) RecordLastSuccess(job string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ri := s.lastRun[job]
+	if at.After(ri.LastSuccess) {
+		ri.LastSuccess = at
 	}
 	s.lastRun[job] = ri
 }

@@ -25,7 +25,10 @@ type view struct {
 	endpointSeries  []endpointSeries
 	endpointDropped int
 	findings        map[findingKey]int
-	endpoints       map[string]int // by result: ok or the failure class
+	// unverified counts findings kept from an earlier run because their
+	// endpoints did not answer (policy.Finding.UnverifiedSince).
+	unverified map[findingKey]int
+	endpoints  map[string]int // by result: ok or the failure class
 }
 
 type findingKey struct{ kind, tier string }
@@ -46,6 +49,9 @@ type row struct {
 	Names     []string
 	Sources   []string
 	Renewal   string
+	// Unverified is the earliest UnverifiedSince of the row's findings:
+	// since then its endpoints have not answered.
+	Unverified time.Time
 	// ACM are the ACM certificates of the row (by ARN) and Resources the
 	// AWS resources that use them (InUseBy).
 	ACM       []string
@@ -67,13 +73,33 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, endpoints: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}}
 
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
 	sources := map[string]map[string]bool{}
+	// A certificate kept with an unverified finding is served nowhere this
+	// run: its sources are those of its finding's endpoints.
+	kept := map[endpointKey][]string{}
+	for _, f := range r.Findings {
+		if f.UnverifiedSince.IsZero() || f.Certificate == "" {
+			continue
+		}
+		for _, e := range f.Endpoints {
+			k := endpointKey{e.Name, e.Port, e.Address}
+			kept[k] = append(kept[k], f.Certificate)
+		}
+	}
 	for _, ep := range r.Endpoints {
 		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
+		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
+			if sources[c] == nil {
+				sources[c] = map[string]bool{}
+			}
+			for _, s := range st.sources {
+				sources[c][s] = true
+			}
+		}
 		result := "ok"
 		if ep.Certificate == "" {
 			result = cmp.Or(ep.Failure, "error")
@@ -103,6 +129,9 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 	}
 	for _, f := range r.Findings {
 		v.findings[findingKey{string(f.Kind), f.Tier.String()}]++
+		if !f.UnverifiedSince.IsZero() {
+			v.unverified[findingKey{string(f.Kind), f.Tier.String()}]++
+		}
 		if f.Certificate != "" && known[f.Certificate] {
 			byCert[f.Certificate] = append(byCert[f.Certificate], f)
 		} else {
@@ -177,6 +206,11 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 	}
 	for i := range v.rows {
 		rw := &v.rows[i]
+		for _, f := range rw.Findings {
+			if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified.IsZero() || u.Before(rw.Unverified)) {
+				rw.Unverified = u
+			}
+		}
 		slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {
 			return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
 		})

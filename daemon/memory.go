@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+)
+
+// Memo keys in Memory.
+const (
+	// memoLastSuccess holds map[job]time of each job's last success.
+	memoLastSuccess = "daemon/last_success"
+	// memoInventory holds map[source]savedRun: each source's last good
+	// run.
+	memoInventory = "daemon/inventory"
+)
+
+// memoTimeout bounds one read or write of a memo.
+const memoTimeout = 15 * time.Second
+
+// savedRun is a goodRun as kept in Memory.
+type savedRun struct {
+	Targets      []discovery.Target `json:"targets"`
+	TargetCount  int                `json:"target_count"`
+	Certificates int                `json:"certificates,omitempty"`
+	At           time.Time          `json:"at"`
+}
+
+// restore reads back what Memory kept: each job's last success (handed to
+// the Recorder, so that certwatch_last_success_timestamp_seconds is there
+// from start-up) and each source's last good inventory (so that a source
+// failing since start-up keeps its targets). A failure to read is logged;
+// the daemon then starts without them.
+func (d *Daemon) restore(ctx context.Context) {
+	if d.Memory == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, memoTimeout)
+	defer cancel()
+	var successes map[string]time.Time
+	if err := d.load(ctx, memoLastSuccess, &successes); err != nil {
+		d.logger.Error("cannot read the jobs' last successes from the state: they are exported again after the next successful runs", "err", err)
+	}
+	var saved map[string]savedRun
+	if err := d.load(ctx, memoInventory, &saved); err != nil {
+		d.logger.Error("cannot read the last good inventory from the state: sources failing at start-up contribute nothing until they recover", "err", err)
+	}
+	d.mu.Lock()
+	maps.Copy(d.successes, successes)
+	for name, r := range saved {
+		d.sources[name] = goodRun{list: r.Targets, targets: r.TargetCount, certs: r.Certificates, at: r.At}
+	}
+	if len(saved) > 0 {
+		d.rebuildInventory()
+	}
+	n := len(d.inventory)
+	d.mu.Unlock()
+	if d.Recorder != nil {
+		for job, at := range successes {
+			d.Recorder.RecordLastSuccess(job, at)
+		}
+	}
+	if len(saved) > 0 {
+		d.logger.Info("last good inventory restored from the state", "sources", len(saved), "inventory", n)
+	}
+}
+
+// load decodes the memo under key into v; a memo never written leaves v
+// as it is.
+func (d *Daemon) load(ctx context.Context, key string, v any) error {
+	b, err := d.Memory.Memo(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode memo %s: %w", key, err)
+	}
+	return nil
+}
+
+// rememberSuccess keeps job's last success in Memory.
+func (d *Daemon) rememberSuccess(ctx context.Context, job string, at time.Time) {
+	if d.Memory == nil {
+		return
+	}
+	d.memoMu.Lock()
+	defer d.memoMu.Unlock()
+	d.mu.Lock()
+	d.successes[job] = at
+	m := maps.Clone(d.successes)
+	d.mu.Unlock()
+	d.save(ctx, memoLastSuccess, m)
+}
+
+// rememberInventory keeps each source's last good run in Memory.
+func (d *Daemon) rememberInventory(ctx context.Context) {
+	if d.Memory == nil {
+		return
+	}
+	d.memoMu.Lock()
+	defer d.memoMu.Unlock()
+	d.mu.Lock()
+	m := make(map[string]savedRun, len(d.sources))
+	for name, g := range d.sources {
+		m[name] = savedRun{Targets: g.list, TargetCount: g.targets, Certificates: g.certs, At: g.at.UTC()}
+	}
+	d.mu.Unlock()
+	d.save(ctx, memoInventory, m)
+}
+
+// save writes v under key unless it is what was last written. Callers
+// hold d.memoMu. A failure is logged: the state store's health (readiness,
+// certwatch_state_up) shows it too.
+func (d *Daemon) save(ctx context.Context, key string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
+		return
+	}
+	sum := sha256.Sum256(b)
+	if d.memoSums[key] == sum {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoTimeout)
+	defer cancel()
+	if err := d.Memory.SetMemo(ctx, key, b); err != nil {
+		d.logger.Warn("cannot keep a memo in the state: it is lost at the next restart", "memo", key, "err", err)
+		delete(d.memoSums, key)
+		return
+	}
+	d.memoSums[key] = sum
+}

@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+type endpointKey struct {
+	name    string
+	port    int
+	address string
+}
+
+// failed reports whether ep gave no certificate and a reason (refused, timed
+// out, not probed before the sweep timeout).
+func failed(ep *scan.Endpoint) bool {
+	return ep.Certificate == "" && (ep.Failure != "" || ep.Error != "")
+}
+
+// carryForward returns the report to publish for cur, the report of this
+// run, given prev, the report published for the run before. A finding of
+// prev that cur lacks, and whose every endpoint cur lists as failed, is
+// not fixed: certwatch could not look. It stays in the published report at
+// its tier, with UnverifiedSince set to when it was last observed, and its
+// certificate stays listed. Findings without endpoints (the daemon's own,
+// discovery's) are never carried: each run states them afresh. cur is not
+// modified; the result shares its slices' elements.
+func carryForward(prev, cur *scan.Report) *scan.Report {
+	if prev == nil || cur == nil {
+		return cur
+	}
+	down := map[endpointKey]bool{}
+	for i := range cur.Endpoints {
+		if ep := &cur.Endpoints[i]; failed(ep) {
+			down[endpointKey{ep.Name, ep.Port, ep.Address}] = true
+		}
+	}
+	if len(down) == 0 {
+		return cur
+	}
+	have := map[string]bool{}
+	for _, f := range cur.Findings {
+		have[f.ID()] = true
+	}
+	certs := map[string]bool{}
+	for _, c := range cur.Certificates {
+		certs[c.SHA256] = true
+	}
+	out := *cur
+	out.Findings = slices.Clone(cur.Findings)
+	out.Certificates = slices.Clone(cur.Certificates)
+	carried := 0
+	for _, f := range prev.Findings {
+		if have[f.ID()] || len(f.Endpoints) == 0 || !allDown(f.Endpoints, down) {
+			continue
+		}
+		if f.UnverifiedSince.IsZero() {
+			f.UnverifiedSince = prev.GeneratedAt
+		}
+		have[f.ID()] = true
+		out.Findings = append(out.Findings, f)
+		carried++
+		if f.Certificate == "" || certs[f.Certificate] {
+			continue
+		}
+		if i := slices.IndexFunc(prev.Certificates, func(c policy.Certificate) bool { return c.SHA256 == f.Certificate }); i >= 0 {
+			out.Certificates = append(out.Certificates, prev.Certificates[i])
+			certs[f.Certificate] = true
+		}
+	}
+	if carried == 0 {
+		return cur
+	}
+	policy.SortFindings(out.Findings)
+	return &out
+}
+
+func allDown(eps []policy.Endpoint, down map[endpointKey]bool) bool {
+	for _, e := range eps {
+		if !down[endpointKey{e.Name, e.Port, e.Address}] {
+			return false
+		}
+	}
+	return true
+}
+
+// failureShare returns how many of r's endpoints failed, and a sentence
+// saying so when more than share of them did, by the rule of the
+// notifier's storm guard (policy.FailureShareExceeded): certwatch probably
+// cannot see, rather than everything being down. share 0 disables the
+// check.
+func failureShare(r *scan.Report, share float64) (int, string) {
+	n := 0
+	for i := range r.Endpoints {
+		if failed(&r.Endpoints[i]) {
+			n++
+		}
+	}
+	total := len(r.Endpoints)
+	if share <= 0 || !policy.FailureShareExceeded(n, total, share) {
+		return n, ""
+	}
+	return n, fmt.Sprintf("%d of %d endpoints (%.0f%%) failed to answer, more than storm.max_failure_share (%.0f%%): likely an outage or a network problem on certwatch's side",
+		n, total, 100*float64(n)/float64(total), 100*share)
+}
