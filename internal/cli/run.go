@@ -37,7 +37,8 @@ serve on daemon.listen (default 127.0.0.1:9814):
   /               status page: every certificate by deadline, with filters
   /metrics        Prometheus metrics
   /healthz        the process is up
-  /readyz         the state store answers and the first inventory is loaded
+  /readyz         the state store works (its file is the one opened and
+                  its latest write committed) and an inventory is loaded
   /api/v1/report  the latest report, as 'certwatch scan --output json'
 
 Signals:
@@ -58,6 +59,7 @@ var (
 	_ daemon.Dispatcher = runNotifier{}
 	_ daemon.Recorder   = (*serve.Server)(nil)
 	_ daemon.Scanner    = (*scan.Pass)(nil)
+	_ daemon.Memory     = (*sqlite.Store)(nil)
 	_ notify.Store      = (*sqlite.Store)(nil)
 	_ notify.Leaser     = (*sqlite.Store)(nil)
 	_ serve.Outbox      = (*sqlite.Store)(nil)
@@ -164,6 +166,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store,
 		GracePeriod:      time.Duration(d.GracePeriod),
 		DropThreshold:    d.DropThreshold,
 		HeartbeatTimeout: time.Duration(d.Heartbeat.Timeout),
+		MaxFailureShare:  c.Notify.Storm.MaxFailureShare,
 	}
 	if d.Heartbeat.Enabled() {
 		u, err := config.ReadSecret("daemon: heartbeat: url", d.Heartbeat.URL, d.Heartbeat.URLFile, d.Heartbeat.URLEnv)
@@ -222,10 +225,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
 		Ready: []serve.Check{
-			{Name: "state", Check: func(ctx context.Context) error { _, err := store.OutboxStats(ctx); return err }},
+			{Name: "state", Check: store.Check},
 			{Name: "inventory", Check: func(context.Context) error { return d.Ready() }},
 		},
 		Outbox:   store,
+		State:    store.Check,
 		Channels: func() []serve.ChannelStats { return channelStats(current.Load()) },
 		Pprof:    c.Daemon.Pprof,
 		Version:  version(),
@@ -242,6 +246,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	d.Recorder = srv
 	d.HTTPClient = client
+	d.Memory = store
+	if store.Created() {
+		d.EmptyState = c.Notify.State
+	}
 
 	ln, err := net.Listen("tcp", c.Daemon.Listen)
 	if err != nil {

@@ -62,6 +62,17 @@ func (l *Lab) Close() error {
 	return errors.Join(errs...)
 }
 
+// StopTLS stops every TLS endpoint and leaves DNS up: the estate vanishes
+// while its names still resolve, as in an outage, and connections to it
+// are refused. Close may still be called.
+func (l *Lab) StopTLS() error {
+	var errs []error
+	for _, s := range l.servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // endpoint is one planted TLS server.
 type endpoint struct {
 	names []string // owner names with an A record to addr
