@@ -406,9 +406,9 @@ func TestEndToEndLongOutageLosesNothing(t *testing.T) {
 	// (in a's thread, its header edited).
 	equalLines(t, "#certs top level", texts(w.slack.TopLevel("#certs")), []string{
 		"RESOLVED: a.example.com (was warning): certificate replaced on a.example.com:443 (10.0.0.1) by a.example.com (" + a.sha()[:12] + "), valid until 2031-01-11",
-		"WARNING: b.example.com: certificate expires in 10 days", // edited by the reminder
+		"WARNING: b.example.com: certificate expires in 11 days", // edited by the reminder; calendar days to 2030-01-13
 		"Reminder, warning: a.example.com: certificate expires in 9 days",
-		"Reminder, warning: b.example.com: certificate expires in 10 days",
+		"Reminder, warning: b.example.com: certificate expires in 11 days",
 	})
 	// PagerDuty and #incidents heard that #certs was failing, once, and
 	// that it recovered.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/consumers"
 	"github.com/certwatch/certwatch/discovery/route53"
 )
 
@@ -20,9 +21,11 @@ const (
 	// (RenewalStatus FAILED or PENDING_VALIDATION). At least a warning from
 	// the start, escalating through the expiry tiers.
 	RenewalFailed Kind = "renewal_failed"
-	// ValidationRecordMissing: ACM renews this certificate, but a DNS
-	// validation CNAME it needs is missing or wrong in a public Route 53
-	// zone certwatch can see, so the next renewal will fail.
+	// ValidationRecordMissing: a DNS validation CNAME an AMAZON_ISSUED
+	// certificate needs is missing or wrong in a public Route 53 zone
+	// certwatch can see: a certificate ACM renews will fail its next
+	// renewal, one not in use will fail the renewal it becomes eligible for
+	// once used, and one pending validation will never be issued.
 	ValidationRecordMissing Kind = "validation_record_missing"
 	// StaleDeployment: an endpoint (or an ACM certificate in use) is served
 	// a certificate that is expiring or expired while a newer certificate
@@ -92,17 +95,25 @@ type ACMCertificate struct {
 	// RenewBy is the date by which ACM should have renewed it (NotAfter
 	// minus the renewal margin), for certificates ACM renews.
 	RenewBy time.Time `json:"renew_by,omitzero"`
-	// SHA256 is the fingerprint of the served certificate with the same
-	// serial number, when a probed endpoint serves it.
+	// SHA256 is the certificate's fingerprint: that of the served
+	// certificate with the same serial number when a probed endpoint serves
+	// it, else that of the PEM ACM gives (acm.Certificate.Fingerprint).
 	SHA256 string `json:"sha256,omitempty"`
 	// Endpoints are the probed endpoints that serve it.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Consumers are the AWS resources whose listeners serve it (see
+	// AddConsumers).
+	Consumers []ConsumerRef `json:"consumers,omitempty"`
 }
 
 // inventory is what AddACM and SetZones hand to Result.
 type inventory struct {
-	acm   []acm.Certificate
-	zones []route53.Zone
+	acm       []acm.Certificate
+	zones     []route53.Zone
+	consumers []consumers.Consumer
+	// pointers maps an AWS resource's DNS name to the Route 53 names
+	// pointing at it; built on first use from zones.
+	pointers map[string][]string
 }
 
 // AddACM adds ACM certificates to judge. Result then judges their renewal,
@@ -132,7 +143,14 @@ type verdict struct {
 	renewBy time.Time
 	msg     string
 	inUse   bool
+	// deadline is the finding's deadline when it is not the certificate's
+	// NotAfter (a request pending validation has none).
+	deadline time.Time
 }
+
+// ValidationTimeout is how long ACM waits for the domain validation of a
+// requested certificate before its status becomes VALIDATION_TIMED_OUT.
+const ValidationTimeout = 72 * time.Hour
 
 // judgeACM judges one ACM certificate at e.now. served says whether a
 // probed endpoint serves it, which makes it in use whatever ACM says.
@@ -143,6 +161,9 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 	use := usage(c, served)
 	if c.NotAfter.IsZero() || (!c.Partial && c.Status != acm.StatusIssued && c.Status != acm.StatusExpired) {
 		v.state = RenewalNotIssued
+		if c.Type == acm.AmazonIssued && c.Status == acm.StatusPendingValidation {
+			e.judgePending(c, &v)
+		}
 		return v
 	}
 	if !c.NotAfter.After(now) {
@@ -180,6 +201,10 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 	case c.Partial:
 		return report(RenewalUnknown, Expiring, tier, fmt.Sprintf("ACM certificate %s could not be described (see the discovery failure), so whether ACM renews it is unknown; it %s and is %s: grant acm:DescribeCertificate, then check its renewal in ACM", it, expires, use))
 	case c.RenewalEligibility != acm.Eligible:
+		if bad := missingRecords(e.validationRecords(c)); !v.inUse && len(bad) > 0 {
+			return report(RenewalIneligible, ValidationRecordMissing, Notice, fmt.Sprintf("ACM certificate %s is not in use, so not yet eligible for managed renewal; it %s. The day it is used, its renewal will fail: a DNS validation record is missing or wrong. %s",
+				it, expires, capitalize(strings.Join(bad, "; "))))
+		}
 		if !v.inUse {
 			return report(RenewalIneligible, Expiring, min(tier, Notice), fmt.Sprintf("ACM certificate %s is not in use, so ACM will not renew it; it %s: attach it to the resource that needs it (ACM then renews it), or delete it if nothing does", it, expires))
 		}
@@ -214,13 +239,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 			it, stamp(v.renewBy), humanDuration(e.renewalMargin()), humanDuration(ACMRenewalWindow), expires, use, status, overdueAdvice(c, records))
 		return report(RenewalStateOverdue, RenewalOverdue, max(Warning, tier), msg)
 	}
-	var bad []string
-	for _, r := range records {
-		if r.visible() && !r.ok() {
-			bad = append(bad, r.todo())
-		}
-	}
-	if len(bad) > 0 {
+	if bad := missingRecords(records); len(bad) > 0 {
 		tier := Notice
 		if !now.Before(c.NotAfter.Add(-ACMRenewalWindow)) {
 			tier = Warning
@@ -270,4 +289,28 @@ func refOf(c *acm.Certificate, state RenewalState) ACMRef {
 		ARN: c.ARN, Region: c.Region, Account: c.Account, Type: c.Type, InUseBy: c.InUseBy,
 		RenewalStatus: c.RenewalStatus, RenewalEligibility: c.RenewalEligibility, Renewal: state,
 	}
+}
+
+// judgePending judges a requested AMAZON_ISSUED certificate waiting for
+// DNS validation: when a record it needs is missing or wrong in a zone
+// certwatch sees, it will never be issued. Info during its first day (DNS
+// takes a while), a warning after; the deadline is when ACM gives up.
+func (e *Evaluator) judgePending(c *acm.Certificate, v *verdict) {
+	bad := missingRecords(e.validationRecords(c))
+	if len(bad) == 0 {
+		return
+	}
+	v.kind, v.tier, v.deadline = ValidationRecordMissing, Warning, e.now
+	requested := "was requested"
+	giveUp := "ACM gives up 72 hours after the request"
+	if !c.CreatedAt.IsZero() {
+		v.deadline = c.CreatedAt.Add(ValidationTimeout).UTC()
+		if e.now.Sub(c.CreatedAt) <= day {
+			v.tier = Info
+		}
+		requested = fmt.Sprintf("was requested %s ago (%s)", humanDuration(e.now.Sub(c.CreatedAt)), c.CreatedAt.UTC().Format("2006-01-02 15:04 MST"))
+		giveUp = fmt.Sprintf("ACM gives up %s (72 hours after the request), and the request must then be made again", v.deadline.Format("2006-01-02 15:04 MST"))
+	}
+	v.msg = fmt.Sprintf("ACM certificate %s %s and waits for DNS validation, but it will never be issued: a DNS validation record is missing or wrong. %s. %s",
+		acmLabel(c), requested, capitalize(strings.Join(bad, "; ")), giveUp)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"iter"
-	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -403,7 +402,11 @@ func (e *Evaluator) inconsistent(run []Probed) {
 	var parts []string
 	for _, fp := range fps {
 		c := e.cert(fp)
-		parts = append(parts, fmt.Sprintf("%s serve %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
+		verb := "serves"
+		if len(addrs[fp]) > 1 {
+			verb = "serve"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), verb, c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
 	}
 	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(e.findings.len())
 	e.findings.append(Finding{
@@ -507,13 +510,18 @@ func renewAdvice(c, leaf *x509.Certificate) string {
 	return "the leaf is fine but its chain is not; deploy the chain with the renewed intermediate (or reissue from a current one) on every endpoint listed"
 }
 
-// humanBetween renders the time from from to to (to not before from) as
-// humanDuration does, exactly also beyond the 292 years a Duration holds.
+// humanBetween renders the time from from to to (to not before from),
+// exactly also beyond the 292 years a Duration holds.
+//
+// Two or more days are counted as DaysUntil counts them, in calendar days,
+// so the number agrees with the date printed beside it ("5 days" to a
+// deadline on the 6th from the 1st, whatever the hours); closer, hours or
+// minutes.
 func humanBetween(from, to time.Time) string {
-	if d := to.Sub(from); d != math.MaxInt64 {
-		return humanDuration(d)
+	if n := DaysUntil(to, from); n >= 2 {
+		return fmt.Sprintf("%d days", n)
 	}
-	return fmt.Sprintf("%d days", DaysUntil(to, from))
+	return humanDuration(to.Sub(from))
 }
 
 // humanDuration renders d as "3 days", "5 hours" or "12 minutes".

@@ -8,7 +8,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -194,19 +193,22 @@ func (f *Finding) subjectOfID() string {
 	return f.Name
 }
 
-// DaysLeft is the whole number of days from now to the deadline, negative
-// once it has passed.
+// DaysLeft is the number of days from now to the deadline, negative once
+// it has passed (see DaysUntil).
 func (f Finding) DaysLeft(now time.Time) int {
 	return DaysUntil(f.Deadline, now)
 }
 
-// DaysUntil is the whole number of days from now to t, rounded toward zero
-// and negative once t has passed. It is exact for every pair of times a
-// certificate can carry (years 0001 to 9999), where t.Sub(now) saturates
-// at about 292 years (a "no expiry" 9999-12-31 would read 106751 days).
+// DaysUntil is the number of calendar days (UTC) from now's date to t's,
+// negative once t's date has passed: the count that agrees with the date
+// printed beside it (a deadline on the 6th is 5 days from the 1st, whatever
+// the hours). Every day count certwatch prints is this one. It is exact for
+// every pair of times a certificate can carry (years 0001 to 9999), where
+// t.Sub(now) saturates at about 292 years.
 func DaysUntil(t, now time.Time) int {
-	if d := t.Sub(now); d != math.MaxInt64 && d != math.MinInt64 {
-		return int(d / day)
+	midnight := func(t time.Time) int64 {
+		y, m, d := t.UTC().Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
 	}
-	return int((t.Unix() - now.Unix()) / 86400)
+	return int((midnight(t) - midnight(now)) / 86400)
 }

@@ -39,7 +39,8 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	certs := slices.Clone(e.inv.acm)
 	slices.SortFunc(certs, func(a, b acm.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
 	type group struct {
-		fp      string
+		fp      string // served fingerprint
+		pem     string // fingerprint of ACM's PEM
 		members []int
 		best    verdict
 		bestAt  int
@@ -50,11 +51,14 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	report := make([]ACMCertificate, len(certs))
 	byARN := make(map[string]int, len(certs))
 	verdicts := make([]verdict, len(certs))
+	servedFP := make([]string, len(certs))
 	for i := range certs {
 		c := &certs[i]
 		byARN[c.ARN] = i
 		fp := ""
-		if c.Serial != "" {
+		if c.Fingerprint != "" && e.cert(c.Fingerprint) != nil {
+			fp = c.Fingerprint
+		} else if c.Serial != "" {
 			for _, cand := range bySerial[acm.NormalizeSerial(c.Serial)] {
 				if c.NotAfter.IsZero() || e.cert(cand).NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
 					fp = cand
@@ -64,7 +68,9 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		v := e.judgeACM(c, fp != "")
 		verdicts[i] = v
-		report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: fp, Endpoints: sv.endpoints(fp)}
+		report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: sv.endpoints(fp),
+			Consumers: e.consumersOf(c.ARN)}
+		servedFP[i] = fp
 		key := "arn:" + c.ARN
 		if c.Serial != "" {
 			key = "serial:" + acm.NormalizeSerial(c.Serial) + ":" + stamp(c.NotAfter)
@@ -76,6 +82,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			groups = append(groups, g)
 		}
 		g.members = append(g.members, i)
+		g.fp, g.pem = cmp.Or(g.fp, fp), cmp.Or(g.pem, c.Fingerprint)
 		g.refs = append(g.refs, refOf(c, v.state))
 		if v.tier > g.best.tier {
 			g.best, g.bestAt = v, i
@@ -118,9 +125,10 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 				}
 				continue
 			}
+			eps := sv.endpoints(g.fp)
 			f := Finding{
 				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.cert(g.fp).Subject,
-				Deadline: c.NotAfter.UTC(), Endpoints: sv.endpoints(g.fp), Message: v.msg, ACM: g.refs,
+				Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: v.msg + e.directNote(c, eps), ACM: g.refs,
 			}
 			if hasExpiry {
 				f.Tier = max(f.Tier, out[i].Tier)
@@ -133,9 +141,15 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		if v.kind == "" {
 			continue
 		}
+		deadline := c.NotAfter.UTC()
+		if !v.deadline.IsZero() {
+			deadline = v.deadline
+		}
+		// Certificate is ACM's PEM's fingerprint when it gives one; the
+		// finding lists no endpoint (an empty list, not none at all).
 		out = append(out, Finding{
-			Kind: v.kind, Tier: v.tier, Name: c.ARN, Subject: c.DomainName,
-			Deadline: c.NotAfter.UTC(), Message: v.msg, ACM: g.refs,
+			Kind: v.kind, Tier: v.tier, Certificate: g.pem, Name: c.ARN, Subject: c.DomainName,
+			Deadline: deadline, Endpoints: []Endpoint{}, Message: v.msg, ACM: g.refs,
 		})
 	}
 
@@ -154,7 +168,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			}
 			return newer{names: c.DNSNames, notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate}, "", true
 		}
-		if j, ok := byARN[f.Name]; f.Certificate == "" && ok && verdicts[j].inUse {
+		if j, ok := byARN[f.Name]; e.cert(f.Certificate) == nil && ok && verdicts[j].inUse {
 			c := &certs[j]
 			return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
 		}
@@ -172,7 +186,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			wanted["*."+parent] = true
 		}
 	}
-	if len(wanted) == 0 {
+	if len(wanted) == 0 && len(certs) == 0 {
 		return dropFindings(out, drop), sortACM(report)
 	}
 	carries := func(names []string) bool {
@@ -186,26 +200,32 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	fresh := func(notBefore, notAfter time.Time) bool {
 		return !notBefore.After(now) && TierFor(notBefore, notAfter, e.rules.Tiers, now) == None
 	}
+	// ACM's are all candidates (an inventory is small), so that an
+	// endpoint serving an older certificate than ACM holds is found
+	// whatever its time left.
 	var cands []newer
 	for i := range certs {
 		c := &certs[i]
-		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) || !carries(c.Names()) {
+		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
 			continue
 		}
 		fp := report[i].SHA256
 		advice := "attach it in place of the old one (load balancers, CloudFront and API Gateway then follow its renewals); elsewhere install it and reload the server"
-		if c.Type == acm.Private {
+		switch c.Type {
+		case acm.Private:
 			advice = "attach it in place of the old one; on servers outside AWS, export it again from ACM, install it and reload the server"
+		case acm.Imported:
+			advice = "the resources using the ACM certificate already serve it; install the same certificate (the one imported) on the stale addresses, or attach the ACM certificate to what serves them, and reload"
 		}
 		cands = append(cands, newer{
-			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, fp != "")),
+			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, servedFP[i] != "")),
 			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
 		})
 	}
 	for i := range e.certs {
 		c := &e.certs[i]
 		fp := c.SHA256
-		if broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
+		if len(wanted) == 0 || broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
 			continue
 		}
 		cands = append(cands, newer{
@@ -223,30 +243,97 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			idx[name] = append(idx[name], i)
 		}
 	}
+	staleACM := map[string]int{} // fp of an old served certificate an ACM one replaced -> index in out
 	for i := range out {
 		old, arn, ok := oldOf(i)
 		if !ok {
 			continue
 		}
 		old.names = normalizeNames(old.names)
-		n, ok := newestFor(old, cands, idx, sv)
+		n, ok := newestFor(old, cands, idx, sv, false)
 		if !ok {
 			continue
 		}
 		f := &out[i]
-		what := fmt.Sprintf("The endpoints listed still serve %q, which %%s,", f.Subject)
+		f.Kind = StaleDeployment
 		if arn != "" {
 			c := &certs[byARN[arn]]
-			what = fmt.Sprintf("ACM certificate %s, which %%s, is still %s,", acmLabel(c), usage(c, false))
+			f.Message = fmt.Sprintf("ACM certificate %s, which %s, is still %s, although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s",
+				acmLabel(c), e.lifeState(old.notAfter), usage(c, false), n.desc, n.advice)
+			continue
 		}
-		state := fmt.Sprintf("expires in %s (%s)", humanBetween(now, old.notAfter), stamp(old.notAfter))
-		if !old.notAfter.After(now) {
-			state = fmt.Sprintf("expired %s ago (%s)", humanBetween(old.notAfter, now), stamp(old.notAfter))
+		f.Message = e.staleMessage(f, old, n)
+		if n.arn != "" {
+			staleACM[old.fp] = i
 		}
-		f.Kind = StaleDeployment
-		f.Message = fmt.Sprintf(what+" although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s", state, n.desc, n.advice)
+	}
+
+	// Served certificates with no expiry finding that ACM holds a renewal
+	// of: stale whatever their time left. A served certificate that is in
+	// ACM itself (linked by serial) is current there, not stale.
+	inACM := map[string]bool{}
+	for _, g := range groups {
+		if g.fp != "" {
+			inACM[g.fp] = true
+		}
+	}
+	for i := range e.certs {
+		c := &e.certs[i]
+		fp := c.SHA256
+		if _, ok := leafExpiry[fp]; ok || inACM[fp] || len(c.DNSNames) == 0 {
+			continue
+		}
+		old := newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp}
+		n, ok := newestFor(old, cands, idx, sv, true)
+		if !ok {
+			continue
+		}
+		f := Finding{
+			Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, now)),
+			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(fp),
+		}
+		f.Message = e.staleMessage(&f, old, n)
+		staleACM[fp] = len(out)
+		out = append(out, f)
+	}
+	// An inconsistent deployment whose oldest certificate an ACM renewal
+	// replaced is that stale deployment: one finding, at the higher tier.
+	for i := range out {
+		f := &out[i]
+		if f.Kind != InconsistentDeployment {
+			continue
+		}
+		if j, ok := staleACM[f.Certificate]; ok {
+			out[j].Tier = max(out[j].Tier, f.Tier)
+			drop[i] = true
+		}
 	}
 	return dropFindings(out, drop), sortACM(report)
+}
+
+// lifeState says "expires in 5 days (2030-01-06)" or "expired 2 days ago
+// (...)".
+func (e *Evaluator) lifeState(notAfter time.Time) string {
+	if !notAfter.After(e.now) {
+		return fmt.Sprintf("expired %s ago (%s)", humanBetween(notAfter, e.now), stamp(notAfter))
+	}
+	return fmt.Sprintf("expires in %s (%s)", humanBetween(e.now, notAfter), stamp(notAfter))
+}
+
+// staleMessage explains the stale deployment of old, which f's endpoints
+// serve, replaced by n: the stale addresses, the newer certificate (with
+// its ARN when in ACM) and what to do.
+func (e *Evaluator) staleMessage(f *Finding, old newer, n newer) string {
+	verb := "serve"
+	if len(f.Endpoints) == 1 {
+		verb = "serves"
+	}
+	newer := "a newer certificate for the same names exists"
+	if n.arn != "" {
+		newer = "ACM holds a renewed certificate for the same names"
+	}
+	return fmt.Sprintf("%s still %s %q (serial %s), which %s, although %s: %s. The renewal happened but the rollout did not: %s",
+		endpointList(f.Endpoints, 8), verb, f.Subject, old.serial, e.lifeState(old.notAfter), newer, n.desc, n.advice)
 }
 
 // dropFindings removes the findings whose indices are in drop.

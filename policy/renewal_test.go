@@ -281,7 +281,7 @@ func TestRenewal(t *testing.T) {
 				c.SubjectAlternativeNames = []string{"shop.example.com", "www.example.com"}
 			})},
 			want: []want{{policy.StaleDeployment, policy.Page, "shop.example.com", "", []string{
-				"still serve \"shop.example.com\", which expires in 5 days", "newer certificate for the same names exists: ACM certificate \"shop.example.com\" (arn:aws:acm:eu-west-1:111111111111:certificate/shop.example.com;", "the rollout did not", "attach it"}}},
+				"shop.example.com:443 (10.0.0.1) still serves \"shop.example.com\" (serial ", "which expires in 5 days (2030-01-06)", "ACM holds a renewed certificate for the same names: ACM certificate \"shop.example.com\" (arn:aws:acm:eu-west-1:111111111111:certificate/shop.example.com;", "the rollout did not", "attach it"}}},
 		},
 		{
 			name: "another endpoint serves a renewed certificate: stale deployment",

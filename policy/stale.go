@@ -27,11 +27,11 @@ type newer struct {
 
 // newestFor returns the newest candidate that replaces old: it was issued
 // after old and outlives it, is another certificate, covers every name of
-// old, and is not served
-// on a name:port that serves old too (inconsistent_deployment reports
-// that). cands are sorted newest first; idx maps a name to the candidates
-// carrying it.
-func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex) (newer, bool) {
+// old, and, unless it is in ACM, is not served on a name:port that serves
+// old too (inconsistent_deployment reports that; a renewal ACM holds makes
+// the old one stale instead). With acmOnly only ACM candidates count. cands
+// are sorted newest first; idx maps a name to the candidates carrying it.
+func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, acmOnly bool) (newer, bool) {
 	if len(old.names) == 0 {
 		return newer{}, false
 	}
@@ -46,8 +46,8 @@ func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex) (
 		if !n.notAfter.After(old.notAfter) {
 			break // newest first: no later candidate outlives old either
 		}
-		if !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
-			(old.serial != "" && n.serial == old.serial) || sv.sharesNamePort(n.fp, old.fp) || !covers(n.names, old.names) {
+		if (acmOnly && n.arn == "") || !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
+			(old.serial != "" && n.serial == old.serial) || (n.arn == "" && sv.sharesNamePort(n.fp, old.fp)) || !covers(n.names, old.names) {
 			continue
 		}
 		return n, true
@@ -104,6 +104,20 @@ func (x servedIndex) sharesNamePort(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// endpointList renders up to n endpoints as "name:port (address)", with
+// how many more there are.
+func endpointList(eps []Endpoint, n int) string {
+	var parts []string
+	for i, ep := range eps {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(eps)-n))
+			break
+		}
+		parts = append(parts, ep.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func endpointNames(eps []Endpoint, n int) string {

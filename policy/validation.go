@@ -35,6 +35,18 @@ func (r validationRecord) todo() string {
 	return fmt.Sprintf("keep CNAME %s → %s in Route 53 zone %s", r.name, r.value, r.zone.Name)
 }
 
+// missingRecords says what to do about each record that a zone certwatch
+// sees lacks or holds wrong.
+func missingRecords(records []validationRecord) []string {
+	var bad []string
+	for _, r := range records {
+		if r.visible() && !r.ok() {
+			bad = append(bad, r.todo())
+		}
+	}
+	return bad
+}
+
 // validationRecords returns the DNS validation records an AMAZON_ISSUED
 // certificate needs, renewal's first, each looked up in the public zone
 // that must hold it.

@@ -7,7 +7,9 @@
 // Includes.KeyTypes filter lists other key types, and no ACME-issued ones
 // unless CertificateKeyPairOrigins asks for them; the Source asks for every
 // key type and origin the SDK knows. Each certificate is then described
-// with DescribeCertificate, a bounded number at a time. Every attempt
+// with DescribeCertificate and, once issued, fetched with GetCertificate
+// (the public certificate only) for its fingerprint, a bounded number at a
+// time. Every attempt
 // (retries included) waits for a per-region rate limiter.
 package acm
 
@@ -135,10 +137,12 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 type RegionError struct {
 	Account string
 	Region  string
-	// Op is the failed step: "list certificates" or "describe certificates".
+	// Op is the failed step: "list certificates", "describe certificates"
+	// or "get certificates".
 	Op string
-	// Failed is how many certificates could not be described (for Op
-	// "describe certificates"); Err is the first such failure.
+	// Failed is how many certificates could not be described or fetched
+	// (for Op "describe certificates" and "get certificates"); Err is the
+	// first such failure.
 	Failed int
 	Err    error
 }
@@ -219,9 +223,9 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 	certs := make([]Certificate, len(summaries))
 	keep := make([]bool, len(summaries))
 	var (
-		mu     sync.Mutex
-		failed int
-		first  error
+		mu                sync.Mutex
+		failed, getFailed int
+		first, firstGet   error
 	)
 	var g errgroup.Group
 	g.SetLimit(s.c.Concurrency)
@@ -248,7 +252,16 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 				}
 				mu.Unlock()
 			default:
-				certs[i], keep[i] = fromDetail(r.name, out.Certificate), true
+				c := fromDetail(r.name, out.Certificate)
+				if err := s.fetch(ctx, r, &c); err != nil {
+					mu.Lock()
+					getFailed++
+					if firstGet == nil {
+						firstGet = err
+					}
+					mu.Unlock()
+				}
+				certs[i], keep[i] = c, true
 			}
 			return nil
 		})
@@ -262,10 +275,36 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 	}
 	s.logger.Debug("region inventoried", "region", r.name, "certificates", len(out),
 		"describe_failed", failed, "duration", time.Since(start))
+	var errs []error
 	if failed > 0 {
-		return out, &RegionError{Account: s.c.Account, Region: r.name, Op: "describe certificates", Failed: failed, Err: first}
+		errs = append(errs, &RegionError{Account: s.c.Account, Region: r.name, Op: "describe certificates", Failed: failed, Err: first})
 	}
-	return out, nil
+	if getFailed > 0 {
+		errs = append(errs, &RegionError{Account: s.c.Account, Region: r.name, Op: "get certificates", Failed: getFailed, Err: firstGet})
+	}
+	return out, errors.Join(errs...)
+}
+
+// fetch sets c.Fingerprint from the PEM GetCertificate returns for an
+// issued (or expired) certificate. A certificate ACM has no PEM for (not
+// issued, or deleted meanwhile) is no failure.
+func (s *Source) fetch(ctx context.Context, r region, c *Certificate) error {
+	if c.Status != StatusIssued && c.Status != StatusExpired {
+		return nil
+	}
+	out, err := withTimeout(ctx, s, r.name, func(ctx context.Context) (*acm.GetCertificateOutput, error) {
+		return r.client.GetCertificate(ctx, &acm.GetCertificateInput{CertificateArn: aws.String(c.ARN)})
+	})
+	var notFound *types.ResourceNotFoundException
+	var inProgress *types.RequestInProgressException
+	switch {
+	case errors.As(err, &notFound), errors.As(err, &inProgress):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", c.ARN, awsaccount.WithHint(err, "acm:GetCertificate"))
+	}
+	c.Fingerprint = fingerprint(aws.ToString(out.Certificate))
+	return nil
 }
 
 // withTimeout runs one API call (with the SDK's retries) under the

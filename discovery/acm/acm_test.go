@@ -2,6 +2,8 @@ package acm_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math/big"
@@ -16,6 +18,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/certtest"
 )
 
 var now = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -211,7 +214,8 @@ func TestThrottledRunCompletes(t *testing.T) {
 	}
 	var throttled int
 	for _, r := range srv.Requests("acm") {
-		if r.Status == 400 {
+		// Certificates without PEM answer GetCertificate with 400 too.
+		if r.Status == 400 && r.Operation != "GetCertificate" {
 			throttled++
 		}
 	}
@@ -440,5 +444,45 @@ func TestNormalizeSerial(t *testing.T) {
 func TestNewNeedsRegions(t *testing.T) {
 	if _, err := acm.New(acm.Config{}, aws.Config{}, nil); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Errorf("New without regions: err = %v", err)
+	}
+}
+
+// TestFingerprintFromGetCertificate: an issued certificate's fingerprint
+// is that of the PEM GetCertificate returns; a denied GetCertificate fails
+// "get certificates" with the action to grant and keeps the certificate.
+func TestFingerprintFromGetCertificate(t *testing.T) {
+	ca := certtest.MustCA("Test Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"pem.example.com"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 6, 0)})
+	sum := sha256.Sum256(leaf.Cert.Raw)
+	want := hex.EncodeToString(sum[:])
+
+	s, srv := newSource(t, acm.Config{Regions: []string{"eu-west-1"}}, awsaccount.Config{})
+	srv.ACM.Add(
+		awstest.Certificate{Region: "eu-west-1", DomainName: "pem.example.com", NotAfter: leaf.Cert.NotAfter,
+			PEM: string(certtest.PEM(leaf.Cert, ca.Cert))},
+		awstest.Certificate{Region: "eu-west-1", DomainName: "pending.example.com", Status: "PENDING_VALIDATION"},
+	)
+	got, err := s.Certificates(context.Background())
+	if err != nil {
+		t.Fatalf("Certificates: %v", err)
+	}
+	fps := map[string]string{}
+	for _, c := range got {
+		fps[c.DomainName] = c.Fingerprint
+	}
+	if fps["pem.example.com"] != want || fps["pending.example.com"] != "" {
+		t.Errorf("fingerprints = %v, want pem.example.com %s and none for the pending one", fps, want)
+	}
+	for _, r := range srv.Requests("acm") {
+		if r.Operation == "GetCertificate" && strings.Contains(string(r.Body), "pending") {
+			t.Errorf("GetCertificate asked for a certificate not issued: %s", r.Body)
+		}
+	}
+
+	srv.ACM.DenyOperation("GetCertificate")
+	got, err = s.Certificates(context.Background())
+	var re *acm.RegionError
+	if len(got) != 2 || !errors.As(err, &re) || re.Op != "get certificates" || !strings.Contains(err.Error(), "grant acm:GetCertificate") {
+		t.Errorf("denied GetCertificate: %d certificates, error %v; want both kept and the action to grant", len(got), err)
 	}
 }

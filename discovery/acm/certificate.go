@@ -1,6 +1,9 @@
 package acm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
 	"slices"
 	"strings"
 	"time"
@@ -87,9 +90,14 @@ type Certificate struct {
 	// certificates: lower-case hex without colons or leading zeros, the
 	// same as x509.Certificate.SerialNumber.Text(16) (see NormalizeSerial).
 	// Empty when unknown (Partial) or not yet issued.
-	Serial  string `json:"serial,omitempty"`
-	Subject string `json:"subject,omitempty"`
-	Issuer  string `json:"issuer,omitempty"`
+	Serial string `json:"serial,omitempty"`
+	// Fingerprint is the SHA-256 of the certificate's DER encoding, in
+	// lower-case hex as probes.Fingerprint writes it, from the PEM that
+	// GetCertificate returns; empty when ACM gives none (not issued) or it
+	// could not be fetched.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Subject     string `json:"subject,omitempty"`
+	Issuer      string `json:"issuer,omitempty"`
 	// NotBefore and NotAfter bound validity; zero until issued.
 	NotBefore time.Time `json:"not_before,omitzero"`
 	NotAfter  time.Time `json:"not_after,omitzero"`
@@ -222,6 +230,22 @@ func fromDetail(region string, d *types.CertificateDetail) Certificate {
 		c.RenewalValidations = fromValidations(rs.DomainValidationOptions)
 	}
 	return c
+}
+
+// fingerprint returns the SHA-256 of the first certificate in pemText, or
+// "" when it holds none.
+func fingerprint(pemText string) string {
+	for rest := []byte(pemText); ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return ""
+		}
+		if b.Type == "CERTIFICATE" {
+			sum := sha256.Sum256(b.Bytes)
+			return hex.EncodeToString(sum[:])
+		}
+	}
 }
 
 func fromSummary(region string, s *types.CertificateSummary) Certificate {

@@ -48,6 +48,10 @@ type Certificate struct {
 	// Validations are answered as DomainValidationOptions.
 	Validations   []DomainValidation
 	FailureReason string
+	// PEM is the certificate (and, after it, the chain) GetCertificate
+	// answers, as ACM does for issued certificates. Empty: GetCertificate
+	// answers RequestInProgressException, as ACM does for one not issued.
+	PEM string
 }
 
 // Renewal is an ACM RenewalSummary.
@@ -193,6 +197,8 @@ func (f *ACM) serve(c *call, r *http.Request, body []byte) {
 		f.list(c, body)
 	case "DescribeCertificate":
 		f.describe(c, body)
+	case "GetCertificate":
+		f.get(c, body)
 	default:
 		acmError(c, http.StatusBadRequest, "UnknownOperationException", "the fake does not implement "+op)
 	}
@@ -346,6 +352,46 @@ func (f *ACM) describe(c *call, body []byte) {
 		d["RenewalSummary"] = s
 	}
 	acmJSON(c, map[string]any{"Certificate": d})
+}
+
+// get answers GetCertificate: the leaf PEM as Certificate and the rest as
+// CertificateChain.
+func (f *ACM) get(c *call, body []byte) {
+	var in struct {
+		CertificateArn string `json:"CertificateArn"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		acmError(c, http.StatusBadRequest, "SerializationException", err.Error())
+		return
+	}
+	f.mu.Lock()
+	x, ok := f.certs[in.CertificateArn]
+	if ok && (x.Account != c.account || x.Region != c.req.Region) {
+		ok = false
+	}
+	var pemText string
+	if ok {
+		pemText = x.PEM
+	}
+	f.mu.Unlock()
+	switch {
+	case !ok:
+		acmError(c, http.StatusBadRequest, "ResourceNotFoundException", fmt.Sprintf("Could not find certificate %s.", in.CertificateArn))
+		return
+	case pemText == "":
+		acmError(c, http.StatusBadRequest, "RequestInProgressException", fmt.Sprintf("Certificate %s is not yet issued.", in.CertificateArn))
+		return
+	}
+	leaf, chain := pemText, ""
+	if i := strings.Index(pemText, "-----END CERTIFICATE-----"); i >= 0 {
+		end := i + len("-----END CERTIFICATE-----")
+		leaf, chain = pemText[:end]+"\n", strings.TrimLeft(pemText[end:], "\n")
+	}
+	out := map[string]any{"Certificate": leaf}
+	if chain != "" {
+		out["CertificateChain"] = chain
+	}
+	acmJSON(c, out)
 }
 
 func validations(vs []DomainValidation) []map[string]any {

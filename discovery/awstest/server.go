@@ -3,8 +3,9 @@
 // aws-sdk-go-v2 clients (serialisation, pagination, signing, retries) are
 // exercised:
 //
-//   - ACM, JSON 1.1: POST / with X-Amz-Target CertificateManager.ListCertificates
-//     or CertificateManager.DescribeCertificate, NextToken pagination,
+//   - ACM, JSON 1.1: POST / with X-Amz-Target CertificateManager.ListCertificates,
+//     CertificateManager.DescribeCertificate or CertificateManager.GetCertificate,
+//     NextToken pagination,
 //     timestamps as epoch seconds, errors as {"__type": ..., "message": ...}.
 //   - Route 53, REST-XML: GET /2013-04-01/hostedzone (Marker/NextMarker),
 //     /hostedzone/{Id} (with VPCs of private zones) and /hostedzone/{Id}/rrset

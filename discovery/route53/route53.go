@@ -102,6 +102,11 @@ type Zone struct {
 	// ("_<hash>.name" → "_<hash>.<id>.acm-validations.aws"). Other records
 	// are not kept, so memory stays bounded by the zones' size.
 	ValidationRecords []Record `json:"validation_records,omitempty"`
+	// AWSTargets are the zone's records that point at AWS resources: alias
+	// records (Type "ALIAS", Value the alias's DNS name) and CNAMEs to
+	// names under amazonaws.com or cloudfront.net, so a load balancer or
+	// distribution can be told which names reach it.
+	AWSTargets []Record `json:"aws_targets,omitempty"`
 }
 
 // VPC is a VPC associated with a private hosted zone.
@@ -487,6 +492,9 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 				name: discovery.NormalizeName(unescape(aws.ToString(a.DNSName))),
 				zone: strings.TrimPrefix(aws.ToString(a.HostedZoneId), "/hostedzone/"),
 			})
+			if last := n.aliases[len(n.aliases)-1]; last.zone != b.z.ID {
+				b.z.AWSTargets = append(b.z.AWSTargets, Record{Name: name, Type: "ALIAS", Value: last.name})
+			}
 		}
 		return
 	}
@@ -511,6 +519,8 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 			n.cnames = append(n.cnames, value)
 			if first, _, _ := strings.Cut(name, "."); strings.HasPrefix(first, "_") {
 				b.z.ValidationRecords = append(b.z.ValidationRecords, Record{Name: name, Type: "CNAME", Value: value})
+			} else if strings.HasSuffix(value, ".amazonaws.com") || strings.HasSuffix(value, ".cloudfront.net") {
+				b.z.AWSTargets = append(b.z.AWSTargets, Record{Name: name, Type: "CNAME", Value: value})
 			}
 		case types.RRTypeSrv:
 			// "priority weight port target"; target "." means the

@@ -144,10 +144,15 @@ func TestDiscover(t *testing.T) {
 
 	wantZones := []route53.Zone{
 		{ID: "ZPUBLIC", Name: "example.com", RecordSets: 26, ValidationRecords: []route53.Record{{
-			Name: "_3639ac514e785e898d2646601fa951d5.example.com", Type: "CNAME", Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}}},
+			Name: "_3639ac514e785e898d2646601fa951d5.example.com", Type: "CNAME", Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}},
+			AWSTargets: []route53.Record{
+				{Name: "cdn.example.com", Type: "CNAME", Value: "d111111abcdef8.cloudfront.net"},
+				{Name: "lb.example.com", Type: "ALIAS", Value: "dualstack.web-123.eu-west-1.elb.amazonaws.com"},
+			}},
 		{ID: "ZSPLIT", Name: "example.com", Private: true, VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}}, RecordSets: 3},
 		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 8,
-			VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
+			AWSTargets: []route53.Record{{Name: "elb.internal.example", Type: "CNAME", Value: "internal-web-1.eu-west-1.elb.amazonaws.com"}},
+			VPCs:       []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
 	}
 	if diff := cmp.Diff(wantZones, inv.Zones); diff != "" {
 		t.Errorf("zones (-want +got):\n%s", diff)

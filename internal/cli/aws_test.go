@@ -35,6 +35,8 @@ type awsEstate struct {
 	zoneID string
 	arn    map[string]string // by short name
 	fp     map[string]string // served certificate fingerprint, by short name
+	old    map[string]string // fingerprint of an older certificate also served, by short name
+	pem    map[string]string // fingerprint of the PEM ACM gives, by short name
 }
 
 // acmSerial renders a serial number as ACM shows it: colon-separated
@@ -70,7 +72,7 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 
-	e := &awsEstate{srv: srv, port: port, arn: map[string]string{}, fp: map[string]string{}}
+	e := &awsEstate{srv: srv, port: port, arn: map[string]string{}, fp: map[string]string{}, old: map[string]string{}}
 	e.caFile = filepath.Join(t.TempDir(), "root.pem")
 	if err := os.WriteFile(e.caFile, root.PEM(), 0o600); err != nil {
 		t.Fatal(err)
@@ -87,6 +89,27 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	}
 	addr := map[string]string{"www": "127.0.0.41", "api": "127.0.0.42", "login": "127.0.0.43", "legacy": "127.0.0.44", "shop": "127.0.0.45", "db": "127.0.0.46"}
 	var public, private []awstest.RecordSet
+	// blog's second address still serves the certificate before its
+	// reimport into ACM, with 60 days left; mix's addresses serve two
+	// certificates ACM knows nothing of.
+	blogOld := leaf(days(60), name("blog"))
+	blogNew := issuing.MustLeaf(certtest.LeafOptions{DNSNames: []string{name("blog")}, NotBefore: days(-1), NotAfter: days(400)})
+	mixA, mixB := leaf(days(100), name("mix")), leaf(days(200), name("mix"))
+	for _, x := range []struct {
+		addr string
+		l    *certtest.Leaf
+	}{{"127.0.0.47", blogNew}, {"127.0.0.48", blogOld}, {"127.0.0.49", mixA}, {"127.0.0.50", mixB}} {
+		s, err := certtest.Serve(net.JoinHostPort(x.addr, fmt.Sprint(port)), x.l.FullChain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+	e.fp["blog"], e.old["blog"] = probes.Fingerprint(blogNew.Cert), probes.Fingerprint(blogOld.Cert)
+	public = append(public,
+		awstest.RecordSet{Name: name("blog"), Type: "A", TTL: 60, Values: []string{"127.0.0.47", "127.0.0.48"}},
+		awstest.RecordSet{Name: name("mix"), Type: "A", TTL: 60, Values: []string{"127.0.0.49", "127.0.0.50"}},
+	)
 	for short, l := range served {
 		s, err := certtest.Serve(net.JoinHostPort(addr[short], fmt.Sprint(port)), l.FullChain())
 		if err != nil {
@@ -144,15 +167,30 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	shop.Renewal = &awstest.Renewal{Status: "SUCCESS", UpdatedAt: days(-30)}
 	docs := other("docs", days(90), "0d:0c")
 	docs.Validations = validation("docs", "SUCCESS")
-	pay := other("pay", days(6), "0e:0f")
+	payLeaf := leaf(days(6), name("pay"))
+	pay := other("pay", days(6), acmSerial(payLeaf))
+	pay.NotBefore, pay.NotAfter = payLeaf.Cert.NotBefore, payLeaf.Cert.NotAfter
+	pay.PEM = string(certtest.PEM(payLeaf.Cert, issuing.Cert))
+	e.pem = map[string]string{"pay": probes.Fingerprint(payLeaf.Cert)}
 	pay.Renewal = &awstest.Renewal{Status: "FAILED", Reason: "CAA_ERROR", UpdatedAt: days(-20)}
 	spare := other("spare", days(10), "1a")
 	spare.InUseBy, spare.RenewalEligibility = nil, "INELIGIBLE"
 	gone := other("gone", days(-3), "1b")
 	gone.Status, gone.InUseBy, gone.RenewalEligibility = "EXPIRED", nil, "INELIGIBLE"
 
-	order := []string{"www", "api", "login", "legacy", "shop", "docs", "pay", "spare", "gone"}
-	arns := srv.ACM.Add(www, api, login, legacy, shop, docs, pay, spare, gone)
+	// blog was reimported into its ARN: ACM holds the new certificate.
+	blog := awstest.Certificate{Region: "eu-west-1", DomainName: name("blog"), Serial: acmSerial(blogNew), Type: "IMPORTED",
+		NotBefore: blogNew.Cert.NotBefore, NotAfter: blogNew.Cert.NotAfter, InUseBy: []string{albARN}, RenewalEligibility: "INELIGIBLE",
+		ImportedAt: days(-1)}
+	// fresh was requested two days ago and waits for a validation record
+	// nobody created; idle is issued, unused and its record is missing.
+	fresh := awstest.Certificate{Region: "eu-west-1", DomainName: name("fresh"), Status: "PENDING_VALIDATION", CreatedAt: days(-2),
+		Validations: validation("fresh", "PENDING_VALIDATION")}
+	idle := other("idle", days(200), "1c")
+	idle.InUseBy, idle.RenewalEligibility, idle.Validations = nil, "INELIGIBLE", validation("idle", "SUCCESS")
+
+	order := []string{"www", "api", "login", "legacy", "shop", "docs", "pay", "spare", "gone", "blog", "fresh", "idle"}
+	arns := srv.ACM.Add(www, api, login, legacy, shop, docs, pay, spare, gone, blog, fresh, idle)
 	for i, short := range order {
 		e.arn[short] = arns[i]
 	}
@@ -201,6 +239,7 @@ func TestScanAWS(t *testing.T) {
 		"www": policy.AutoRenews, "api": policy.RenewalStateOverdue, "login": policy.RenewalStateFailed,
 		"legacy": policy.RenewalManual, "shop": policy.AutoRenews, "docs": policy.RenewalAtRisk,
 		"pay": policy.RenewalStateFailed, "spare": policy.RenewalIneligible, "gone": policy.RenewalExpired,
+		"blog": policy.RenewalManual, "fresh": policy.RenewalNotIssued, "idle": policy.RenewalIneligible,
 	}
 	if len(r.ACM) != len(states) {
 		t.Errorf("ACM section has %d certificates, want %d", len(r.ACM), len(states))
@@ -232,11 +271,24 @@ func TestScanAWS(t *testing.T) {
 		{policy.RenewalFailed, policy.Warning, "login", "login", []string{
 			"waits for domain validation of login." + awsZone,
 			fmt.Sprintf("create this record in Route 53 zone %s (%s): name _3639ac514e785e898d2646601fa951d5.login.%s, type CNAME, value %s", awsZone, e.zoneID, awsZone, acmTarget)}},
-		{policy.Expiring, policy.Warning, "legacy", "legacy", []string{"imported", "manual renewal required", "reimport", "--certificate-arn " + e.arn["legacy"]}},
-		{policy.StaleDeployment, policy.Page, "shop", "", []string{"still serve \"shop." + awsZone + "\"", "expires in", e.arn["shop"], "the rollout did not"}},
+		{policy.Expiring, policy.Warning, "legacy", "legacy", []string{"imported", "manual renewal required", "reimport", "--certificate-arn " + e.arn["legacy"],
+			// The endpoint serves it outside ACM: a reimport never reaches it.
+			fmt.Sprintf("ACM lists no resource using it, so legacy.%s:%d (127.0.0.44) serves a copy installed by hand: deploy the renewed certificate there", awsZone, e.port)}},
+		{policy.StaleDeployment, policy.Page, "shop", "", []string{
+			fmt.Sprintf("shop.%s:%d (127.0.0.45) still serves \"shop.%s\"", awsZone, e.port, awsZone), "expires in 5 days (", e.arn["shop"], "the rollout did not"}},
+		// Stale with 60 days left: ACM holds the reimported certificate.
+		{policy.StaleDeployment, policy.Warning, "blog", "", []string{
+			fmt.Sprintf("blog.%s:%d (127.0.0.48) still serves \"blog.%s\"", awsZone, e.port, awsZone), "expires in 60 days (",
+			"ACM holds a renewed certificate for the same names", e.arn["blog"], "install the same certificate"}},
+		{policy.InconsistentDeployment, policy.Warning, "mix,mix", "", []string{"127.0.0.49 serves \"mix." + awsZone + "\"", "127.0.0.50 serves"}},
+		{policy.ValidationRecordMissing, policy.Warning, "", "fresh", []string{"waits for DNS validation, but it will never be issued",
+			fmt.Sprintf("Create this record in Route 53 zone %s (%s): name _3639ac514e785e898d2646601fa951d5.fresh.%s, type CNAME, value %s", awsZone, e.zoneID, awsZone, acmTarget)}},
+		{policy.ValidationRecordMissing, policy.Notice, "", "idle", []string{"not in use, so not yet eligible", "The day it is used, its renewal will fail",
+			fmt.Sprintf("Create this record in Route 53 zone %s (%s): name _3639ac514e785e898d2646601fa951d5.idle.%s, type CNAME, value %s", awsZone, e.zoneID, awsZone, acmTarget)}},
 		{policy.ValidationRecordMissing, policy.Notice, "", "docs", []string{
 			fmt.Sprintf("Change CNAME _3639ac514e785e898d2646601fa951d5.docs.%s in Route 53 zone %s (%s) from _0000.old.acm-validations.aws to %s", awsZone, awsZone, e.zoneID, acmTarget)}},
-		{policy.RenewalFailed, policy.Page, "", "pay", []string{"its renewal failed (CAA_ERROR)", "CAA record allowing amazon.com"}},
+		{policy.RenewalFailed, policy.Page, "", "pay", []string{"its renewal failed (CAA_ERROR)", "CAA record allowing amazon.com",
+			"expires in 6 days (" + time.Now().AddDate(0, 0, 6).UTC().Format(time.DateOnly) + ")"}},
 		{policy.Expiring, policy.Notice, "", "spare", []string{"not in use, so ACM will not renew it"}},
 		{policy.Expired, policy.Info, "", "gone", []string{"not in use", "delete it"}},
 	}
@@ -275,6 +327,27 @@ func TestScanAWS(t *testing.T) {
 			t.Errorf("unexpected finding (false alarm?): %s %s %v: %s", f.Tier, f.Kind, f.Endpoints, f.Message)
 		}
 	}
+
+	// ACM-only findings name the certificate by the fingerprint of ACM's
+	// PEM (where ACM gives one) and list no endpoint as [], not null.
+	var raw struct {
+		Findings []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range raw.Findings {
+		if f["name"] == e.arn["pay"] {
+			if f["certificate"] != e.pem["pay"] {
+				t.Errorf("pay's finding: certificate = %v, want the fingerprint of ACM's PEM %s", f["certificate"], e.pem["pay"])
+			}
+		}
+		if eps, ok := f["endpoints"].([]any); !ok {
+			t.Errorf("finding %v %v: endpoints = %#v, want a list", f["kind"], f["name"], f["endpoints"])
+		} else if f["name"] == e.arn["fresh"] && len(eps) != 0 {
+			t.Errorf("fresh's finding lists endpoints %v", eps)
+		}
+	}
 	if t.Failed() {
 		t.Logf("report:\n%s", stdout)
 	}
@@ -289,7 +362,9 @@ func TestScanAWSTable(t *testing.T) {
 	for _, want := range []string{
 		"stale_deployment", "renewal_overdue",
 		"ACM: " + e.arn["api"] + " (AMAZON_ISSUED, overdue, in use by 1 resource(s))",
-		"ACM certificates (9):", "RENEWAL", "auto-renews (pending_auto_renewal)", "manual", "www." + awsZone + ":" + fmt.Sprint(e.port),
+		"ACM certificates (12):", "RENEWAL", "auto-renews (pending_auto_renewal)", "manual", "www." + awsZone + ":" + fmt.Sprint(e.port),
+		"validation_record_missing", "127.0.0.49 serves \"mix." + awsZone, "blog." + awsZone + ":" + fmt.Sprint(e.port) + " (127.0.0.48) still serves",
+		" 6d ", // pay: six days left, as its deadline date says
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table output lacks %q:\n%s", want, stdout)
@@ -305,8 +380,8 @@ func TestInventoryAWS(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("www.%s:%d", awsZone, e.port), fmt.Sprintf("db.internal.%s:%d", awsZone, e.port), "route53",
-		"ACM certificates (9):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
-		"Source acm: 0 target(s), 9 certificate(s)",
+		"ACM certificates (12):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
+		"Source acm: 0 target(s), 12 certificate(s)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, stdout)
@@ -326,10 +401,10 @@ func TestInventoryAWS(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
 		t.Fatal(err)
 	}
-	if len(inv.ACM) != 9 || !slices.ContainsFunc(inv.ACM, func(c policy.ACMCertificate) bool {
+	if len(inv.ACM) != 12 || !slices.ContainsFunc(inv.ACM, func(c policy.ACMCertificate) bool {
 		return c.ARN == e.arn["login"] && c.Renewal == policy.RenewalStateFailed && c.RenewalStatus == "PENDING_VALIDATION"
 	}) {
-		t.Errorf("inventory JSON acm = %+v, want 9 certificates with login's failed renewal", inv.ACM)
+		t.Errorf("inventory JSON acm = %+v, want 12 certificates with login's failed renewal", inv.ACM)
 	}
 }
 
@@ -347,8 +422,8 @@ func TestScanAWSRegionDenied(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.ACM) != 9 {
-		t.Errorf("ACM section has %d certificates, want eu-west-1's 9", len(r.ACM))
+	if len(r.ACM) != 12 {
+		t.Errorf("ACM section has %d certificates, want eu-west-1's 12", len(r.ACM))
 	}
 	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
 	if i < 0 {

@@ -162,11 +162,14 @@ func orDash(s string) string {
 // left says how long from now until t: "12d", "-3d", "5h", "now". Days
 // are exact for every date a certificate can carry (t.Sub saturates at
 // about 292 years).
+//
+// Days are calendar days (policy.DaysUntil), agreeing with the date
+// beside them, when two or more apart.
 func left(t, now time.Time) string {
-	d := t.Sub(now)
-	switch {
-	case d <= -48*time.Hour || d >= 48*time.Hour:
-		return fmt.Sprintf("%dd", policy.DaysUntil(t, now))
+	if n := policy.DaysUntil(t, now); n >= 2 || n <= -2 {
+		return fmt.Sprintf("%dd", n)
+	}
+	switch d := t.Sub(now); {
 	case d <= -time.Hour || d >= time.Hour:
 		return fmt.Sprintf("%dh", int(d/time.Hour))
 	}
