@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -112,7 +113,7 @@ type TierRule struct {
 type Policy struct {
 	// Tiers maps notice, warning, page and critical to when they start.
 	// Critical always includes "already expired".
-	Tiers map[string]TierRule `yaml:"tiers"`
+	Tiers Tiers `yaml:"tiers"`
 	// Broken is the tier of broken-now problems: chain_untrusted,
 	// self_signed, hostname_mismatch.
 	Broken string `yaml:"broken"`
@@ -133,6 +134,15 @@ type Policy struct {
 	LongValidity  string `yaml:"long_validity"`
 }
 
+// Bounds of values that would otherwise be accepted however absurd:
+// certwatch must not become the herd it is meant to spare.
+const (
+	MaxConcurrency  = 10000
+	MaxPerAddress   = 64
+	MaxProbeTimeout = 2 * time.Minute
+	MaxZoneTimeout  = time.Hour
+)
+
 // Default returns the configuration every file is laid over.
 func Default() Config {
 	c := Config{
@@ -144,7 +154,7 @@ func Default() Config {
 			Retries:     2,
 		},
 		Policy: Policy{
-			Tiers: map[string]TierRule{
+			Tiers: Tiers{
 				"notice":   {Within: Duration(30 * day)},
 				"warning":  {Within: Duration(14 * day)},
 				"page":     {Within: Duration(7 * day)},
@@ -185,23 +195,42 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Decode reads YAML from r over Default and validates the result.
+// Decode reads YAML from r over Default and validates the result. Every
+// problem is reported at once, each on its own line, with the YAML line it
+// is at where the file has one; only a syntax error stops the rest.
 func Decode(r io.Reader) (Config, error) {
 	c := Default()
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, err
 	}
+	var errs []error
 	if len(bytes.TrimSpace(data)) > 0 {
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return Config{}, shortenQuoted(syntaxError(data, err))
+		}
+		if err := secondDocument(data); err != nil {
+			errs = append(errs, err)
+		}
 		// Decoding over Default keeps defaults for keys the file omits; a
 		// tier given in the file replaces that tier's default rule whole.
+		// A type error (an unknown key, a bad duration) leaves that value
+		// at its default and the rest decoded, so the checks below still
+		// run and every problem is reported at once.
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil {
-			return Config{}, cleanYAMLError(err)
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				return Config{}, shortenQuoted(syntaxError(data, err))
+			}
+			errs = append(errs, splitJoined(cleanYAMLError(err))...)
 		}
+		errs = append(errs, wholeNumbers(&root)...)
 	}
-	if err := c.validate(positionsOf(data)); err != nil {
+	errs = append(errs, c.problems(positionsOf(data))...)
+	if err := joinSorted(errs); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -223,11 +252,24 @@ func cleanYAMLError(err error) error {
 }
 
 // Validate reports every problem in c at once, joined.
-func (c *Config) Validate() error { return c.validate(nil) }
+func (c *Config) Validate() error { return joinSorted(c.problems(nil)) }
 
-// validate is Validate with the lines of the decoded file, when known, so
+// joinSorted joins errs by line (in file order) where known, then
+// alphabetically, once each, with long quoted values cut short.
+func joinSorted(errs []error) error {
+	for i, e := range errs {
+		errs[i] = shortenQuoted(e)
+	}
+	slices.SortFunc(errs, func(a, b error) int {
+		return cmp.Or(cmp.Compare(lineOf(a.Error()), lineOf(b.Error())), strings.Compare(a.Error(), b.Error()))
+	})
+	errs = slices.CompactFunc(errs, func(a, b error) bool { return a.Error() == b.Error() })
+	return errors.Join(errs...)
+}
+
+// problems is Validate with the lines of the decoded file, when known, so
 // that problems found after decoding still name their line.
-func (c *Config) validate(pos positions) error {
+func (c *Config) problems(pos positions) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -250,6 +292,9 @@ func (c *Config) validate(pos positions) error {
 		}
 		if z.Timeout < 0 {
 			add("%s: timeout must not be negative", where)
+		}
+		if z.Timeout > Duration(MaxZoneTimeout) {
+			add("%s: timeout must be at most %v, got %v", where, MaxZoneTimeout, z.Timeout)
 		}
 		if seen[name] && name != "" {
 			add("%s: listed twice", where)
@@ -280,14 +325,14 @@ func (c *Config) validate(pos positions) error {
 		}
 	}
 	errs = append(errs, checkTargets(c.Targets, pos)...)
-	if d := c.Probe.Timeout; d <= 0 {
-		add("probe: timeout must be positive, got %v", d)
+	if d := c.Probe.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
+		add("probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
 	}
-	if c.Probe.Concurrency < 1 {
-		add("probe: concurrency must be at least 1, got %d", c.Probe.Concurrency)
+	if c.Probe.Concurrency < 1 || c.Probe.Concurrency > MaxConcurrency {
+		add("probe: concurrency must be 1 to %d, got %d", MaxConcurrency, c.Probe.Concurrency)
 	}
-	if c.Probe.PerAddress < 1 {
-		add("probe: per_address must be at least 1, got %d", c.Probe.PerAddress)
+	if c.Probe.PerAddress < 1 || c.Probe.PerAddress > MaxPerAddress {
+		add("probe: per_address must be 1 to %d, got %d", MaxPerAddress, c.Probe.PerAddress)
 	}
 	if c.Probe.Retries < 0 || c.Probe.Retries > 5 {
 		add("probe: retries must be 0 to 5, got %d", c.Probe.Retries)
@@ -304,6 +349,7 @@ func (c *Config) validate(pos positions) error {
 			add("policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
 		}
 	}
+	errs = append(errs, c.Policy.Tiers.checkOrder()...)
 	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
 		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity} {
 		if _, err := policy.ParseTier(v); err != nil {
@@ -317,11 +363,10 @@ func (c *Config) validate(pos positions) error {
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
-	// By line (in file order) where known, then alphabetically.
-	slices.SortFunc(errs, func(a, b error) int {
-		return cmp.Or(cmp.Compare(lineOf(a.Error()), lineOf(b.Error())), strings.Compare(a.Error(), b.Error()))
-	})
-	return errors.Join(errs...)
+	for i, e := range errs {
+		errs[i] = pos.locate(c, e)
+	}
+	return errs
 }
 
 // ReadSecret returns a secret from exactly one of: a file (trailing

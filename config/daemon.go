@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -94,6 +95,13 @@ const (
 	DefaultMetricsSeriesLimit = 10000
 )
 
+// The shortest gaps between two runs of a job that a schedule may have.
+const (
+	MinDiscoveryInterval = time.Minute
+	MinProbeInterval     = 5 * time.Second
+	MaxGracePeriod       = 10 * time.Minute
+)
+
 func (d *Daemon) applyDefaults() {
 	if d.Listen == "" {
 		d.Listen = DefaultListen
@@ -166,9 +174,13 @@ func (d *Daemon) validate() []error {
 	if err := checkListen(d.Listen); err != nil {
 		add("listen: %v", err)
 	}
-	for _, j := range []struct{ name, spec string }{
-		{"discovery", d.Schedules.Discovery},
-		{"probe", d.Schedules.Probe},
+	for _, j := range []struct {
+		name, spec string
+		min        time.Duration
+		why        string
+	}{
+		{"discovery", d.Schedules.Discovery, MinDiscoveryInterval, "(each run transfers every zone and lists every AWS account)"},
+		{"probe", d.Schedules.Probe, MinProbeInterval, "(each run connects to every endpoint)"},
 	} {
 		s, err := ParseSchedule(j.spec)
 		if err != nil {
@@ -180,8 +192,15 @@ func (d *Daemon) validate() []error {
 			add("schedules: %s: %q never runs twice", j.name, j.spec)
 			continue
 		}
-		if gap < time.Second {
-			add("schedules: %s: runs more often than once a second", j.name)
+		// cron rounds "@every 100ms" (and 0s) up to a second: judge what
+		// was written.
+		if every, ok := strings.CutPrefix(strings.TrimSpace(j.spec), "@every "); ok {
+			if d, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && d < gap {
+				gap = d
+			}
+		}
+		if gap < j.min {
+			add("schedules: %s: %q runs every %v, more often than the minimum of %v %s", j.name, j.spec, gap, j.min, j.why)
 			continue
 		}
 		if d.Jitter > 0 && time.Duration(d.Jitter) >= gap/2 {
@@ -197,14 +216,14 @@ func (d *Daemon) validate() []error {
 	if d.SweepTimeout < 0 {
 		add("sweep_timeout must not be negative, got %v", d.SweepTimeout)
 	}
-	if d.GracePeriod <= 0 {
-		add("grace_period must be positive, got %v", d.GracePeriod)
+	if d.GracePeriod <= 0 || d.GracePeriod > Duration(MaxGracePeriod) {
+		add("grace_period must be above 0 and at most %v, got %v", MaxGracePeriod, d.GracePeriod)
 	}
 	if d.DropThreshold < 0 || d.DropThreshold >= 1 {
 		add("drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)
 	}
-	if d.MetricsSeriesLimit < 1 {
-		add("metrics_series_limit must be at least 1, got %d", d.MetricsSeriesLimit)
+	if d.MetricsSeriesLimit < 1 || d.MetricsSeriesLimit > 1_000_000 {
+		add("metrics_series_limit must be 1 to 1000000, got %d", d.MetricsSeriesLimit)
 	}
 	h := d.Heartbeat
 	n := 0

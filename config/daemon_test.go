@@ -63,7 +63,7 @@ func TestDecodeDaemonErrors(t *testing.T) {
 		{"listen without port", "daemon:\n  listen: 127.0.0.1\n", []string{"daemon: listen", "want HOST:PORT"}},
 		{"drop threshold of one", "daemon:\n  drop_threshold: 1\n", []string{"drop_threshold must be at least 0 and below 1"}},
 		{"two heartbeat urls", "daemon:\n  heartbeat:\n    url_env: A\n    url_file: /run/b\n", []string{"heartbeat: set only one"}},
-		{"negative grace", "daemon:\n  grace_period: -1s\n", []string{"grace_period must be positive"}},
+		{"negative grace", "daemon:\n  grace_period: -1s\n", []string{"grace_period must be above 0"}},
 		{"unknown key", "daemon:\n  schedule:\n    probe: \"@hourly\"\n", []string{"line 2", "schedule"}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"go.yaml.in/yaml/v3"
 
@@ -15,7 +16,8 @@ const checkConfigUsage = `Usage:
 
 Validate FILE and print the effective configuration: the file laid over the
 defaults. Every problem is reported at once, with its YAML line where it has
-one (unknown keys, bad durations, bad addresses). Secrets print as <secret>.
+one. Tiers print from notice to critical, durations as the file writes them.
+Secrets print as <secret>.
 Exit code 0 when valid, 2 when not.
 `
 
@@ -35,10 +37,18 @@ func (e *env) checkConfig(args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	data, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("config: %w", err))
+	}
+	doc, err := config.Effective(c, data)
+	if err != nil {
+		return fmt.Errorf("print config: %w", err)
+	}
 	fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration:\n", fs.Arg(0))
 	enc := yaml.NewEncoder(e.stdout)
 	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}
 	return enc.Close()

@@ -396,6 +396,24 @@ func TestCheckConfig(t *testing.T) {
 	}
 }
 
+// TestCheckConfigAsWritten checks that check-config prints tiers from
+// notice to critical and durations as the file writes them.
+func TestCheckConfigAsWritten(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(file, []byte("policy:\n  tiers:\n    critical: {within: 24h}\n    notice: {within: 720h}\nprobe:\n  timeout: 90s\n"), 0o600)
+	stdout, stderr, code := run(t, "check-config", file)
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr: %s", code, stderr)
+	}
+	want := "  tiers:\n    notice:\n      within: 720h\n    warning:\n      within: 14d\n    page:\n      within: 7d\n    critical:\n      within: 24h\n"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("check-config printed:\n%s\nwant the tiers in order, as written:\n%s", stdout, want)
+	}
+	if !strings.Contains(stdout, "  timeout: 90s\n") {
+		t.Errorf("check-config printed:\n%s\nwant probe timeout 90s as written", stdout)
+	}
+}
+
 func TestDemo(t *testing.T) {
 	stdout, stderr, code := run(t, "demo")
 	if code != 0 {

@@ -224,8 +224,8 @@ notify:
 daemon:
   listen: 127.0.0.1:0
   schedules:
-    discovery: "@every 4s"
-    probe: "@every 2s"
+    discovery: "@every 1m"
+    probe: "@every 5s"
   jitter: 500ms
   grace_period: 5s
 `, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), slackURL, pdURL)
@@ -383,13 +383,13 @@ func TestRunEndToEnd(t *testing.T) {
 	})
 
 	// SIGHUP with a valid config: applied without a restart.
-	if err := os.WriteFile(cfg, []byte(strings.Replace(good, `probe: "@every 2s"`, `probe: "@every 3s"`, 1)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(strings.Replace(good, `probe: "@every 5s"`, `probe: "@every 6s"`, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if reloaded := p.waitLog(t, "reload", 1, msg("config reloaded")); reloaded["probe"] != "@every 3s" {
+	if reloaded := p.waitLog(t, "reload", 1, msg("config reloaded")); reloaded["probe"] != "@every 6s" {
 		t.Errorf("reloaded config = %v, want the new probe schedule", reloaded)
 	}
 	runsBefore = metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`)
