@@ -32,8 +32,8 @@ type Daemon struct {
 	// gap between two runs of the job minus Jitter, so a run ends before the
 	// next one is due. A probe run's, set or derived, must be at least
 	// probe.timeout × (1 + probe.retries), the time one address that does
-	// not answer can take (see ValidateSweep): a run cut short is
-	// discarded.
+	// not answer can take (see ValidateSweep): a run cut short reports the
+	// endpoints it did not reach as not probed.
 	SweepTimeout Duration `yaml:"sweep_timeout,omitempty"`
 	// GracePeriod is how long a running job may go on after SIGTERM before it
 	// is cancelled, and then how long the outbox gets to drain.
@@ -249,8 +249,8 @@ func (d *Daemon) validate() []error {
 
 // SweepFloor is the shortest sweep timeout that suits probe settings p:
 // the time one address that does not answer can take, probe.timeout for
-// each of its 1 + retries attempts. A shorter probe run is cut short, and
-// its report discarded, whenever a single address does not answer.
+// each of its 1 + retries attempts. A shorter probe run is cut short, with
+// endpoints not probed, whenever a single address does not answer.
 func SweepFloor(p Probe) time.Duration {
 	return time.Duration(p.Timeout) * time.Duration(1+max(p.Retries, 0))
 }
@@ -271,7 +271,7 @@ func (d Daemon) SweepTimeoutFor(gap time.Duration) time.Duration {
 // validates a whole Config does.
 func (d Daemon) ValidateSweep(p Probe) []error {
 	floor := SweepFloor(p)
-	budget := fmt.Sprintf("one address that does not answer can take %v (probe.timeout %v × %d attempts), so runs would be cut short and their reports discarded",
+	budget := fmt.Sprintf("one address that does not answer can take %v (probe.timeout %v × %d attempts), so runs would be cut short, leaving endpoints not probed",
 		floor, time.Duration(p.Timeout), 1+max(p.Retries, 0))
 	if d.SweepTimeout > 0 {
 		if time.Duration(d.SweepTimeout) < floor {

@@ -100,6 +100,9 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 		run.targets = append(run.targets, tg.Key())
 		ep := scan.Endpoint{Name: tg.Name, Port: tg.Port, Address: "127.0.0.1"}
 		switch {
+		case run.cancelled: // as scan.Pass reports a sweep cut short
+			ep.Error, ep.Failure = "not probed: "+context.Cause(ctx).Error(), "not_probed"
+			r.CutShort, r.NotProbed = true, r.NotProbed+1
 		case down:
 			ep.Error, ep.Failure = "dial: connection refused", "refused"
 		case certs:
@@ -366,7 +369,8 @@ func TestTimedOutRunPublishesWhatItProbed(t *testing.T) {
 				t.Errorf("%s report: findings %+v, %d endpoints; want a probe_cut_short finding and what was probed", what, r.Findings, len(r.Endpoints))
 				continue
 			}
-			if f := r.Findings[i]; f.Tier != policy.Warning || !strings.Contains(f.Message, "sweep_timeout") || !strings.Contains(f.Message, "1m0s") {
+			if f := r.Findings[i]; f.Tier != policy.Warning || !strings.Contains(f.Message, "sweep_timeout") || !strings.Contains(f.Message, "1m0s") ||
+				!strings.Contains(f.Message, "2 of 2 endpoints not probed") {
 				t.Errorf("%s probe_cut_short finding = %+v, want a warning naming the timeout and what to change", what, f)
 			}
 		}

@@ -12,10 +12,6 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// notProbed is the failure class of an endpoint a cut-short sweep did not
-// reach (probes.FailNotProbed, as the sweep reports it).
-const notProbed = "not_probed"
-
 // probe probes the last good inventory, publishes the report (to the
 // Recorder, with findings whose endpoints stopped answering kept as
 // unverified) and hands it to the notifier; a complete, delivered run in
@@ -127,15 +123,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 // cutShort is the self-monitoring finding of a probe run that hit its sweep
 // timeout after probing part of its inventory.
 func cutShort(r *scan.Report, targets int, timeout time.Duration, at time.Time) policy.Finding {
-	missed := 0
-	for _, ep := range r.Endpoints {
-		if ep.Failure == notProbed {
-			missed++
-		}
-	}
 	what := fmt.Sprintf("%d targets", targets)
-	if missed > 0 {
-		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, missed, len(r.Endpoints))
+	if r.NotProbed > 0 {
+		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, r.NotProbed, len(r.Endpoints))
 	}
 	return policy.Finding{
 		Kind: ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: at.UTC(),

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// Ready returns nil once a discovery run has produced an inventory, and
-// otherwise says why there is none yet.
+// Ready returns nil once there is an inventory to probe (restored from
+// Memory at start, or produced by a discovery run), and otherwise says why
+// there is none yet.
 func (d *Daemon) Ready() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -445,3 +445,50 @@ func TestRunRestartKeepsWhatItLearnt(t *testing.T) {
 		return l["kind"] == "state_created" && l["event"] == "new" && strings.Contains(fmt.Sprint(l["message"]), "announced as new")
 	})
 }
+
+// TestRunCutShortPublishes: a probe run that hits its sweep timeout (the
+// lab's hung address takes the whole probe timeout) publishes what it
+// probed, with a probe_cut_short finding and a timeout in the metrics,
+// never a discarded report, and does not ping the heartbeat.
+func TestRunCutShortPublishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	bin := buildBinary(t)
+	l := startLab(t)
+	hb := newHeartbeats(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	writeConfig(t, cfg, strings.Replace(selfMonConfig(l, l.DNS, filepath.Join(dir, "state.db")),
+		"  grace_period: 3s\n", "  grace_period: 3s\n  sweep_timeout: 1s\n", 1))
+	p := startRun(t, bin, cfg, "CW_HB_URL="+hb.url)
+	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
+	p.waitLog(t, "two cut-short probe runs", 2, probeFinished(func(l map[string]any) bool { return l["cut_short"] == true }))
+	p.waitLog(t, "findings applied", 2, msg("findings applied"))
+
+	r := getReport(t, base)
+	if findingCert(r, "expired", "expired.internal.example") == "" {
+		t.Errorf("the cut-short run's report lacks the expired certificate it probed: %+v", r.Findings)
+	}
+	var cut *reportFinding
+	for i, f := range r.Findings {
+		if f.Kind == "probe_cut_short" {
+			cut = &r.Findings[i]
+		}
+	}
+	if cut == nil || cut.Tier != "warning" || !strings.Contains(cut.Message, "timeout of 1s") || !strings.Contains(cut.Message, "sweep_timeout") {
+		t.Errorf("probe_cut_short finding = %+v, want a warning naming the 1s timeout and what to change", cut)
+	}
+	if v := metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="timeout"}`); v < 2 {
+		t.Errorf("certwatch_job_runs_total{probe,timeout} = %v, want the cut-short runs", v)
+	}
+	if v := metric(t, base, `certwatch_findings{kind="probe_cut_short",tier="warning"}`); v != 1 {
+		t.Errorf(`certwatch_findings{kind="probe_cut_short"} = %v, want 1`, v)
+	}
+	if strings.Contains(p.log(), "discarded") {
+		t.Error("the log says a report was discarded")
+	}
+	if n := hb.pings.Load(); n != 0 {
+		t.Errorf("%d heartbeats after cut-short runs, want none", n)
+	}
+}
