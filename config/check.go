@@ -61,11 +61,11 @@ func (p positions) at(path string) string {
 
 // checkTargets parses every target as the static source will, so that a
 // target scan would reject fails validation (and check-config) instead.
-func checkTargets(targets []string, pos positions) []error {
+func checkTargets(targets []Target, pos positions) []error {
 	var errs []error
 	for i, t := range targets {
 		// The ports only fill in targets without one; any valid list will do.
-		if _, err := static.New([]string{t}, nil); err != nil {
+		if _, err := static.New([]string{string(t)}, nil, nil); err != nil {
 			errs = append(errs, fmt.Errorf("%s%w", pos.at(fmt.Sprintf("targets[%d]", i)), err))
 		}
 	}

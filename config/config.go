@@ -26,11 +26,17 @@ import (
 type Config struct {
 	// Zones are DNS zones to transfer (AXFR) and scan.
 	Zones []Zone `yaml:"zones,omitempty"`
-	// Targets are static endpoints: "host", "host:port", "10.0.0.1:8443".
-	Targets []string `yaml:"targets,omitempty"`
+	// Targets are static endpoints: "host", "host:port", "10.0.0.1:8443",
+	// "db.internal:6432/postgres", or {address: db.internal:6432,
+	// protocol: postgres}.
+	Targets []Target `yaml:"targets,omitempty"`
 	// Ports are probed on every A/AAAA/CNAME name of a zone and on targets
 	// given without a port. SRV records carry their own port.
 	Ports []int `yaml:"ports,omitempty"`
+	// Protocols says how ports reach TLS where the well-known protocol of
+	// the port is not the one spoken (see discovery.PortProtocols): e.g.
+	// {6432: postgres, 2525: smtp, 25: tls}. Zones may override it.
+	Protocols map[int]Protocol `yaml:"protocols,omitempty"`
 	// CAFiles are PEM files of extra trusted roots (private CAs). System
 	// roots stay trusted.
 	CAFiles []string `yaml:"ca_files,omitempty"`
@@ -64,6 +70,9 @@ type Zone struct {
 	TSIG *TSIG `yaml:"tsig,omitempty"`
 	// Ports overrides the top-level ports for this zone.
 	Ports []int `yaml:"ports,omitempty"`
+	// Protocols overrides the top-level protocols of ports for this
+	// zone's names, port by port.
+	Protocols map[int]Protocol `yaml:"protocols,omitempty"`
 	// Include keeps only names matching one of these globs ("*" spans dots).
 	Include []string `yaml:"include,omitempty"`
 	// Exclude drops names matching any of these globs.
@@ -281,6 +290,11 @@ func (c *Config) problems(pos positions) []error {
 	if len(c.Ports) == 0 {
 		add("ports: at least one port is required")
 	}
+	for p := range c.Protocols {
+		if p < 1 || p > 65535 {
+			add("%sprotocols: invalid port %d: want 1 to 65535", pos.at("protocols"), p)
+		}
+	}
 	seen := map[string]bool{}
 	for i, z := range c.Zones {
 		name := discovery.NormalizeName(z.Name)
@@ -303,6 +317,11 @@ func (c *Config) problems(pos positions) []error {
 		for _, p := range z.Ports {
 			if p < 1 || p > 65535 {
 				add("%s: ports: invalid port %d: want 1 to 65535", where, p)
+			}
+		}
+		for p := range z.Protocols {
+			if p < 1 || p > 65535 {
+				add("%s: protocols: invalid port %d: want 1 to 65535", where, p)
 			}
 		}
 		if _, err := discovery.NewFilter(z.Include, z.Exclude); err != nil {
@@ -392,4 +411,24 @@ func ReadSecret(what string, inline Secret, file, env string) (Secret, error) {
 		return Secret(s), nil
 	}
 	return inline, nil
+}
+
+// PortProtocols returns the port -> protocol overrides for the names of
+// zone z (nil: for the static targets): the top-level protocols with the
+// zone's own laid over them.
+func (c *Config) PortProtocols(z *Zone) discovery.PortProtocols {
+	var zone map[int]Protocol
+	if z != nil {
+		zone = z.Protocols
+	}
+	if len(c.Protocols)+len(zone) == 0 {
+		return nil
+	}
+	out := make(discovery.PortProtocols, len(c.Protocols)+len(zone))
+	for _, m := range []map[int]Protocol{c.Protocols, zone} {
+		for p, v := range m {
+			out[p] = discovery.Protocol(v)
+		}
+	}
+	return out
 }

@@ -1,9 +1,12 @@
 package config_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/certwatch/certwatch/config"
 )
@@ -32,6 +35,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"url as target", "targets: [\"https://a.example/\"]\n", []string{"line 1: ", "not a URL"}},
 		{"wildcard target", "targets:\n  - \"*.a.example\"\n", []string{"line 2: ", "wildcard"}},
 		{"empty target", "targets: [a.example, \" \"]\n", []string{"line 1: ", "empty entry"}},
+		{"unknown protocol of a target", "targets:\n  - a.example\n  - {address: db.example:6432, protocol: oracle}\n", []string{"line 3: ", `unknown protocol "oracle"`}},
+		{"unknown key of a target", "targets:\n  - {address: db.example:6432, proto: postgres}\n", []string{"line 2", `"proto" is not a known key`}},
+		{"target without address", "targets:\n  - {protocol: postgres}\n", []string{"line 2", "address is required"}},
+		{"unknown protocol of a port", "protocols:\n  6432: oracle\n", []string{"line 2", `unknown protocol "oracle"`}},
+		{"protocol of a bad port", "protocols: {70000: smtp}\n", []string{"protocols: invalid port 70000"}},
+		{"unknown protocol in a zone", "zones:\n  - name: a.example\n    protocols: {2525: smpt}\n", []string{"line 3", `unknown protocol "smpt"`}},
 		{"bad zone name", "zones:\n  - name: bad..example\n", []string{"line 2: ", `"bad..example" is not a valid domain name`}},
 		{"bad tsig algorithm", "zones:\n  - name: a.example\n    tsig: {name: k, algorithm: hmac-sha257, secret_env: TSIG}\n", []string{"line 3: ", `unsupported algorithm "hmac-sha257"`}},
 		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
@@ -48,6 +57,43 @@ func TestDecodeErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDecodeProtocols(t *testing.T) {
+	c, err := config.Decode(strings.NewReader(`
+ports: [443, 6432]
+protocols: {6432: postgres, 25: tls}
+targets:
+  - mail.example:25
+  - {address: db.example:6433, protocol: PostgreSQL}
+  - ldap.example:389/tls
+zones:
+  - name: a.example
+    protocols: {25: smtp, 2525: smtp}
+  - name: b.example
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.Targets), "[mail.example:25 db.example:6433/PostgreSQL ldap.example:389/tls]"; got != want {
+		t.Errorf("targets = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(c.PortProtocols(nil)), "map[25:tls 6432:postgres]"; got != want {
+		t.Errorf("protocols = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(c.PortProtocols(&c.Zones[0])), "map[25:smtp 2525:smtp 6432:postgres]"; got != want {
+		t.Errorf("zone a.example protocols = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(c.PortProtocols(&c.Zones[1])), "map[25:tls 6432:postgres]"; got != want {
+		t.Errorf("zone b.example protocols = %s, want %s", got, want)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "protocols:\n    25: tls\n    6432: postgres\n") && !strings.Contains(string(out), "protocols:\n  25: tls\n  6432: postgres\n") {
+		t.Errorf("marshalled config does not list the protocols by name:\n%s", out)
 	}
 }
 
@@ -103,7 +149,7 @@ func TestValidateOrdersByLine(t *testing.T) {
 // checked the same way, just without lines.
 func TestValidateWithoutFile(t *testing.T) {
 	c := config.Default()
-	c.Targets = []string{"a.example:99999"}
+	c.Targets = []config.Target{"a.example:99999"}
 	c.Zones = []config.Zone{{Name: "a.example", TSIG: &config.TSIG{Name: "k", Algorithm: "hmac-sha256", Secret: "c2VjcmV0!"}}}
 	err := c.Validate()
 	if err == nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/certwatch/certwatch/discovery"
 )
 
 // Secret holds a token, key or password. It prints, marshals and logs as
@@ -138,3 +141,65 @@ func ParsePort(s string) (int, error) {
 func lineError(n *yaml.Node, err error) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
 }
+
+// Target is one static target: "host", "host:port" or
+// "host:port/protocol" (see static.New). In YAML it is that string, or a
+// mapping {address: host:port, protocol: postgres}, which decodes to
+// "host:port/postgres".
+type Target string
+
+// UnmarshalYAML accepts a string or an {address, protocol} mapping,
+// reporting unknown keys with their line.
+func (t *Target) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*t = Target(n.Value)
+		return nil
+	case yaml.MappingNode:
+		var addr, proto string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind != yaml.ScalarNode {
+				return lineError(v, fmt.Errorf("target %s: want a string", k.Value))
+			}
+			switch k.Value {
+			case "address":
+				addr = v.Value
+			case "protocol":
+				proto = v.Value
+			default:
+				return lineError(k, fmt.Errorf("target: %q is not a known key (want address and protocol)", k.Value))
+			}
+		}
+		if addr == "" {
+			return lineError(n, errors.New("target: address is required"))
+		}
+		if proto != "" {
+			addr += "/" + proto
+		}
+		*t = Target(addr)
+		return nil
+	}
+	return lineError(n, errors.New("target: want HOST[:PORT][/PROTOCOL] or {address: HOST:PORT, protocol: PROTOCOL}"))
+}
+
+// Protocol is how a port reaches TLS (discovery.Protocol), written by name
+// in YAML: tls, smtp, imap, pop3, ftp, ldap, postgres, mysql, xmpp-client,
+// xmpp-server.
+type Protocol discovery.Protocol
+
+// UnmarshalYAML parses the name, reporting the YAML line on error.
+func (p *Protocol) UnmarshalYAML(n *yaml.Node) error {
+	v, err := discovery.ParseProtocol(n.Value)
+	if err != nil {
+		return lineError(n, err)
+	}
+	*p = Protocol(v)
+	return nil
+}
+
+// MarshalYAML writes the name.
+func (p Protocol) MarshalYAML() (any, error) { return discovery.Protocol(p).String(), nil }
+
+// String returns the name.
+func (p Protocol) String() string { return discovery.Protocol(p).String() }

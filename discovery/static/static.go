@@ -33,13 +33,20 @@ type Source struct {
 //	IPv4 or IPv4:port    10.0.0.1, 10.0.0.1:8443
 //	IPv6 or [IPv6]:port  2001:db8::1, [2001:db8::1], [2001:db8::1]:8443
 //
+// optionally followed by "/protocol" (discovery.ParseProtocol), which says
+// how the port reaches TLS: db.internal:6432/postgres, mail.example/smtp
+// (a protocol without a port means the protocol's port, here 25),
+// ldap.example:389/tls. Without one, the protocol is the one protocols
+// gives the port, else the port's well-known one
+// (discovery.PortProtocols.ProtocolFor), else TLS.
+//
 // Names are normalised (lower case, no trailing dot). For an IP literal the
 // target's Name is the address in canonical form and Addresses holds it, so
 // it is probed without a lookup (and without a meaningful SNI).
 //
 // defaultPorts are used for entries without a port; nil or empty means
 // [443]. New reports every malformed entry at once. Duplicates are merged.
-func New(targets []string, defaultPorts []int) (*Source, error) {
+func New(targets []string, defaultPorts []int, protocols discovery.PortProtocols) (*Source, error) {
 	if len(defaultPorts) == 0 {
 		defaultPorts = []int{443}
 	}
@@ -54,7 +61,7 @@ func New(targets []string, defaultPorts []int) (*Source, error) {
 	}
 	var out []discovery.Target
 	for _, s := range targets {
-		ts, err := parse(s, defaultPorts)
+		ts, err := parse(s, defaultPorts, protocols)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -84,16 +91,30 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 }
 
 // parse turns one configured entry into one target per port.
-func parse(raw string, defaultPorts []int) ([]discovery.Target, error) {
+func parse(raw string, defaultPorts []int, protocols discovery.PortProtocols) ([]discovery.Target, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return nil, fmt.Errorf("static target %q: empty entry: want HOST, HOST:PORT or [IPv6]:PORT", raw)
 	}
-	if strings.Contains(s, "://") || strings.ContainsAny(s, "/?#@ ") {
+	if strings.Contains(s, "://") {
+		return nil, fmt.Errorf("static target %q: want HOST, HOST:PORT or [IPv6]:PORT, not a URL; give a protocol as HOST:PORT/PROTOCOL (db.internal:6432/postgres)", raw)
+	}
+	proto, named := discovery.TLS, false
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		p, err := discovery.ParseProtocol(s[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("static target %q: %w", raw, err)
+		}
+		s, proto, named = s[:i], p, true
+	}
+	if strings.ContainsAny(s, "/?#@ ") {
 		return nil, fmt.Errorf("static target %q: want HOST, HOST:PORT or [IPv6]:PORT, not a URL or path", raw)
 	}
 
 	host, ports := s, defaultPorts
+	if named {
+		ports = []int{proto.DefaultPort()}
+	}
 	switch {
 	case isIP(s):
 		// A bare IP literal; an IPv6 one has colons but no port.
@@ -132,7 +153,10 @@ func parse(raw string, defaultPorts []int) ([]discovery.Target, error) {
 
 	out := make([]discovery.Target, 0, len(ports))
 	for _, p := range ports {
-		t.Port = p
+		t.Port, t.Protocol = p, proto
+		if !named {
+			t.Protocol = protocols.ProtocolFor(p)
+		}
 		t.Addresses = slices.Clone(t.Addresses)
 		t.Sources = slices.Clone(t.Sources)
 		out = append(out, t)

@@ -20,6 +20,7 @@ func TestNew(t *testing.T) {
 		name         string
 		targets      []string
 		defaultPorts []int
+		protocols    discovery.PortProtocols
 		want         []discovery.Target
 	}{
 		{
@@ -96,6 +97,21 @@ func TestNew(t *testing.T) {
 			},
 		},
 		{
+			name:         "the protocol comes from the port, its override, or the target",
+			targets:      []string{"mx.example", "db.example:6432", "db.example:5432", "ldap.example:389/tls", "mail.example/smtp", "chat.example:5223/xmpp", "[::1]:6432/postgres"},
+			defaultPorts: []int{25},
+			protocols:    discovery.PortProtocols{6432: discovery.Postgres},
+			want: []discovery.Target{
+				{Name: "::1", Port: 6432, Protocol: discovery.Postgres, Sources: src, Explicit: true, Addresses: []netip.Addr{netip.MustParseAddr("::1")}},
+				{Name: "chat.example", Port: 5223, Protocol: discovery.XMPPClient, Sources: src, Explicit: true},
+				{Name: "db.example", Port: 5432, Protocol: discovery.Postgres, Sources: src, Explicit: true},
+				{Name: "db.example", Port: 6432, Protocol: discovery.Postgres, Sources: src, Explicit: true},
+				{Name: "ldap.example", Port: 389, Protocol: discovery.TLS, Sources: src, Explicit: true},
+				{Name: "mail.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Explicit: true},
+				{Name: "mx.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Explicit: true},
+			},
+		},
+		{
 			name:    "no targets",
 			targets: nil,
 			want:    nil,
@@ -104,7 +120,7 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := static.New(tt.targets, tt.defaultPorts)
+			s, err := static.New(tt.targets, tt.defaultPorts, tt.protocols)
 			if err != nil {
 				t.Fatalf("New(%q) error: %v", tt.targets, err)
 			}
@@ -125,23 +141,26 @@ func TestNewErrors(t *testing.T) {
 		name         string
 		targets      []string
 		defaultPorts []int
+		protocols    discovery.PortProtocols
 		wantInErr    []string
 	}{
-		{"port zero", []string{"a.example:0"}, nil, []string{`"a.example:0"`, `invalid port "0"`, "1 to 65535"}},
-		{"port too large", []string{"a.example:70000"}, nil, []string{`invalid port "70000"`}},
-		{"port not a number", []string{"a.example:https"}, nil, []string{`invalid port "https"`}},
-		{"empty port", []string{"a.example:"}, nil, []string{`invalid port ""`}},
-		{"empty host", []string{":443"}, nil, []string{`":443"`, "empty host name"}},
-		{"empty entry", []string{"  "}, nil, []string{"empty entry"}},
-		{"url", []string{"https://a.example/"}, nil, []string{"not a URL"}},
-		{"bad character", []string{"a!b.example"}, nil, []string{`contains '!'`}},
-		{"empty label", []string{"a..example"}, nil, []string{"empty label"}},
-		{"hyphen label", []string{"-a.example"}, nil, []string{"hyphen"}},
-		{"wildcard", []string{"*.example"}, nil, []string{"wildcard"}},
-		{"long label", []string{strings.Repeat("a", 64) + ".example"}, nil, []string{"longer than 63"}},
-		{"unbracketed ipv6 with port", []string{"[2001:db8::1:443"}, nil, []string{"brackets"}},
-		{"brackets around a name", []string{"[a.example]"}, nil, []string{"not an IPv6 address"}},
-		{"bad default port", []string{"a.example"}, []int{0}, []string{"invalid default port 0"}},
+		{"port zero", []string{"a.example:0"}, nil, nil, []string{`"a.example:0"`, `invalid port "0"`, "1 to 65535"}},
+		{"port too large", []string{"a.example:70000"}, nil, nil, []string{`invalid port "70000"`}},
+		{"port not a number", []string{"a.example:https"}, nil, nil, []string{`invalid port "https"`}},
+		{"empty port", []string{"a.example:"}, nil, nil, []string{`invalid port ""`}},
+		{"empty host", []string{":443"}, nil, nil, []string{`":443"`, "empty host name"}},
+		{"empty entry", []string{"  "}, nil, nil, []string{"empty entry"}},
+		{"url", []string{"https://a.example/"}, nil, nil, []string{"not a URL"}},
+		{"bad character", []string{"a!b.example"}, nil, nil, []string{`contains '!'`}},
+		{"empty label", []string{"a..example"}, nil, nil, []string{"empty label"}},
+		{"hyphen label", []string{"-a.example"}, nil, nil, []string{"hyphen"}},
+		{"wildcard", []string{"*.example"}, nil, nil, []string{"wildcard"}},
+		{"long label", []string{strings.Repeat("a", 64) + ".example"}, nil, nil, []string{"longer than 63"}},
+		{"unbracketed ipv6 with port", []string{"[2001:db8::1:443"}, nil, nil, []string{"brackets"}},
+		{"brackets around a name", []string{"[a.example]"}, nil, nil, []string{"not an IPv6 address"}},
+		{"bad default port", []string{"a.example"}, []int{0}, nil, []string{"invalid default port 0"}},
+		{"unknown protocol", []string{"db.example:6432/oracle"}, nil, nil, []string{`"db.example:6432/oracle"`, `unknown protocol "oracle"`, "postgres"}},
+		{"path after the port", []string{"a.example:443/x/smtp"}, nil, nil, []string{"not a URL or path"}},
 		{
 			name:      "every bad entry is reported",
 			targets:   []string{"a.example:0", "ok.example", "b.example:99999"},
@@ -151,7 +170,7 @@ func TestNewErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := static.New(tt.targets, tt.defaultPorts)
+			_, err := static.New(tt.targets, tt.defaultPorts, tt.protocols)
 			if err == nil {
 				t.Fatalf("New(%q) succeeded, want error", tt.targets)
 			}
@@ -166,7 +185,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestSourceName(t *testing.T) {
 	t.Parallel()
-	s, err := static.New([]string{"a.example"}, nil)
+	s, err := static.New([]string{"a.example"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +196,7 @@ func TestSourceName(t *testing.T) {
 
 func TestTargetsReturnsCopy(t *testing.T) {
 	t.Parallel()
-	s, err := static.New([]string{"10.0.0.1"}, nil)
+	s, err := static.New([]string{"10.0.0.1"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
