@@ -109,7 +109,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		}
 		if a.Route53 {
 			s, err := route53.New(route53.Config{
-				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports,
+				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports, Protocols: c.PortProtocols(nil),
 				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout),
 			}, cfg, logger)
 			if err != nil {

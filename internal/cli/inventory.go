@@ -83,7 +83,7 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 		return writeInventoryJSON(w, slices.Values(targets), sources, acm)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tADDRESSES\tSOURCES\tNOTE")
+	fmt.Fprintln(tw, "TARGET\tPROTOCOL\tADDRESSES\tSOURCES\tNOTE")
 	for _, t := range targets {
 		addrs := "resolve " + t.ResolveName()
 		if t.Skip != "" {
@@ -99,7 +99,7 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 		if note == "" && t.Explicit {
 			note = "explicit"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Key(), addrs, strings.Join(t.Sources, ","), orDash(note))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Key(), t.Protocol, addrs, strings.Join(t.Sources, ","), orDash(note))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -180,13 +180,13 @@ func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources
 // text/tabwriter does: each of the first three columns to its widest cell
 // in runes, plus two spaces.
 func writeInventoryTable(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult) error {
-	header := [4]string{"TARGET", "ADDRESSES", "SOURCES", "NOTE"}
-	var widths [3]int
+	header := [5]string{"TARGET", "PROTOCOL", "ADDRESSES", "SOURCES", "NOTE"}
+	var widths [4]int
 	for i := range widths {
 		widths[i] = utf8.RuneCountInString(header[i])
 	}
 	var row []byte
-	var ends [4]int
+	var ends [5]int
 	for t := range targets {
 		row, ends = appendInventoryRow(row[:0], t)
 		start := 0
@@ -218,7 +218,7 @@ func writeInventoryTable(w io.Writer, targets iter.Seq[discovery.Target], source
 			pad(row[start:ends[i]], i)
 			start = ends[i]
 		}
-		line = append(line, row[start:ends[3]]...)
+		line = append(line, row[start:ends[4]]...)
 		line = append(line, '\n')
 		if len(line) >= 32<<10 {
 			if _, err := bw.Write(line); err != nil {
@@ -236,10 +236,10 @@ func writeInventoryTable(w io.Writer, targets iter.Seq[discovery.Target], source
 	return bw.Flush()
 }
 
-// appendInventoryRow appends the four cells of t's row in the inventory
+// appendInventoryRow appends the five cells of t's row in the inventory
 // table to dst, and returns where each ends.
-func appendInventoryRow(dst []byte, t discovery.Target) ([]byte, [4]int) {
-	var ends [4]int
+func appendInventoryRow(dst []byte, t discovery.Target) ([]byte, [5]int) {
+	var ends [5]int
 	if strings.IndexByte(t.Name, ':') >= 0 { // as t.Key, net.JoinHostPort
 		dst = append(dst, '[')
 		dst = append(dst, t.Name...)
@@ -250,6 +250,8 @@ func appendInventoryRow(dst []byte, t discovery.Target) ([]byte, [4]int) {
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, int64(t.Port), 10)
 	ends[0] = len(dst)
+	dst, _ = t.Protocol.AppendText(dst)
+	ends[1] = len(dst)
 	switch {
 	case t.Skip != "":
 		dst = append(dst, '-')
@@ -264,19 +266,19 @@ func appendInventoryRow(dst []byte, t discovery.Target) ([]byte, [4]int) {
 		dst = append(dst, "resolve "...)
 		dst = append(dst, t.ResolveName()...)
 	}
-	ends[1] = len(dst)
+	ends[2] = len(dst)
 	for i, s := range t.Sources {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, s...)
 	}
-	ends[2] = len(dst)
+	ends[3] = len(dst)
 	note := t.Skip
 	if note == "" && t.Explicit {
 		note = "explicit"
 	}
 	dst = append(dst, orDash(note)...)
-	ends[3] = len(dst)
+	ends[4] = len(dst)
 	return dst, ends
 }

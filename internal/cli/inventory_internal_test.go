@@ -28,6 +28,8 @@ var inventoryCases = []struct {
 			{Name: "2001:db8::1", Port: 8443, Addresses: []netip.Addr{netip.MustParseAddr("2001:db8::1")}, Sources: []string{"static"}, Explicit: true},
 			{Name: "alias.internal.example", Port: 443, Resolve: "cdn.provider.example", Sources: []string{"dnszone:internal.example", "route53:Z1"}},
 			{Name: "bücher.internal.example", Port: 443, Sources: []string{"static"}},
+			{Name: "db.internal.example", Port: 6432, Protocol: discovery.Postgres, Sources: []string{"static"}, Explicit: true},
+			{Name: "mx.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: []string{"dnszone:internal.example"}},
 			{Name: "www.internal.example", Port: 443, Sources: []string{"dnszone:internal.example"},
 				Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("2001:db8::10")}},
 		},

@@ -88,8 +88,8 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.StringVar(&f.nameserver, "nameserver", "", "transfer --zone zones from this `HOST:PORT` instead of their SOA MNAME/NS")
 	fs.StringVar(&f.tsig, "tsig", "", "sign transfers with this TSIG key, `NAME:ALGORITHM:SECRET` (prefer --tsig-file or $CERTWATCH_TSIG: a flag is visible in ps)")
 	fs.StringVar(&f.tsigFile, "tsig-file", "", "read the TSIG key (NAME:ALGORITHM:SECRET) from this `file`")
-	fs.Var(&f.targets, "target", "also probe `HOST[:PORT]` (an IP literal is fine; [v6]:port); repeatable. Unreachable targets are findings")
-	fs.StringVar(&f.ports, "ports", "", "comma-separated `ports` probed on zone names and on targets without a port (default 443); SRV records use their own")
+	fs.Var(&f.targets, "target", "also probe `HOST[:PORT][/PROTOCOL]` (an IP literal is fine; [v6]:port); repeatable. PROTOCOL is tls or a STARTTLS protocol ("+discovery.ProtocolNames()+"), default the port's well-known one (db.internal:6432/postgres; mail.example/smtp means port 25). Unreachable targets are findings")
+	fs.StringVar(&f.ports, "ports", "", "comma-separated `ports` probed on zone names and on targets without a port (default 443), each optionally PORT/PROTOCOL (6432/postgres); a well-known port speaks its protocol (25 and 587 smtp, 143 imap, 110 pop3, 21 ftp, 389 ldap, 5432 postgres, 3306 mysql, 5222 and 5269 xmpp), any other tls; SRV and MX records name their own")
 	fs.StringVar(&f.resolver, "resolver", "", "resolve names the zones do not answer themselves (e.g. CNAMEs leaving the zone) through this DNS server `HOST:PORT` (default: system resolver)")
 	fs.Var(&f.include, "include", "only keep zone names matching this `glob` (\"*\" spans dots); repeatable")
 	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
@@ -127,11 +127,22 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	if set["ports"] {
 		var ports []int
 		for _, p := range strings.Split(f.ports, ",") {
+			p, name, named := strings.Cut(p, "/")
 			n, err := config.ParsePort(p)
 			if err != nil {
 				return c, usageError("--ports: %v", err)
 			}
 			ports = append(ports, n)
+			if named {
+				proto, err := discovery.ParseProtocol(name)
+				if err != nil {
+					return c, usageError("--ports: port %d: %v", n, err)
+				}
+				if c.Protocols == nil {
+					c.Protocols = map[int]config.Protocol{}
+				}
+				c.Protocols[n] = config.Protocol(proto)
+			}
 		}
 		c.Ports = ports
 	}
@@ -187,7 +198,10 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		}
 	}
 	if set["target"] {
-		c.Targets = f.targets
+		c.Targets = nil
+		for _, t := range f.targets {
+			c.Targets = append(c.Targets, config.Target(t))
+		}
 	}
 	if set["ca-file"] {
 		c.CAFiles = f.caFiles
@@ -379,7 +393,11 @@ var (
 func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 	var out []scan.Source
 	if len(c.Targets) > 0 {
-		s, err := static.New(c.Targets, c.Ports)
+		targets := make([]string, len(c.Targets))
+		for i, t := range c.Targets {
+			targets[i] = string(t)
+		}
+		s, err := static.New(targets, c.Ports, c.PortProtocols(nil))
 		if err != nil {
 			return nil, err
 		}
@@ -390,6 +408,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 			Zone:       z.Name,
 			Nameserver: string(z.Nameserver),
 			Ports:      c.Ports,
+			Protocols:  c.PortProtocols(&z),
 			Timeout:    time.Duration(z.Timeout),
 		}
 		if len(z.Ports) > 0 {
