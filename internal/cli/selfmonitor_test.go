@@ -39,8 +39,8 @@ notify:
 daemon:
   listen: 127.0.0.1:0
   schedules:
-    discovery: "@every 3s"
-    probe: "@every 2s"
+    discovery: "@every 1m"
+    probe: "@every 5s"
   jitter: 100ms
   grace_period: 3s
   heartbeat:
