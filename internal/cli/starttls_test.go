@@ -128,7 +128,7 @@ notify:
 		contains string
 	}
 	wants := []want{
-		{policy.Expiring, policy.Page, name("mx1") + ":25", "expires in 4 days"},
+		{policy.Expiring, policy.Page, name("mx1") + ":25", "leaf certificate \"mx1.mx.example\" expires in"},
 		{policy.HostnameMismatch, policy.Page, fmt.Sprintf("%s:%d", name("smtp"), port(sub)), "not for " + name("smtp")},
 		{policy.ChainUntrusted, policy.Page, fmt.Sprintf("%s:%d", name("imap"), port(imap)), "does not verify"},
 		{policy.Expired, policy.Critical, name("db") + ":5432", "expired 2 days ago"},
