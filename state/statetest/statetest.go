@@ -1,0 +1,554 @@
+// Package statetest is the contract every certwatch state store meets: one
+// test suite, run by each store's own tests against a real store (SQLite
+// file, PostgreSQL server), so that a second store cannot drift from the
+// first.
+//
+//	func TestContract(t *testing.T) {
+//		statetest.Run(t, func(t *testing.T) statetest.Opener { ... })
+//	}
+package statetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Store is what a state store offers certwatch: what notify, serve and the
+// CLI call on it.
+type Store interface {
+	Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error
+	Alerts(ctx context.Context, resolved bool) ([]state.Alert, error)
+	Certificate(ctx context.Context, sha256 string) (state.Certificate, bool, error)
+	Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error)
+	Settle(ctx context.Context, ids []int64, st state.Settlement) error
+	Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error)
+	Lease(ctx context.Context, channel, holder string, now, until time.Time) (bool, time.Time, error)
+	OutboxStats(ctx context.Context) ([]state.ChannelStats, error)
+	Check(ctx context.Context) error
+	Created() bool
+	Memo(ctx context.Context, key string) ([]byte, error)
+	SetMemo(ctx context.Context, key string, value []byte) error
+	Close() error
+}
+
+// Opener opens one store: every call opens the same store again (as a
+// restarted process does), and the first call finds it empty.
+type Opener func(t testing.TB) Store
+
+// NewStore makes a fresh, empty store for one test and returns how to open
+// it.
+type NewStore func(t *testing.T) Opener
+
+// Run runs the contract against the stores newStore makes, one per test.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open Opener)
+	}{
+		{"AlertsAndOutboxRoundTrip", testAlertsAndOutboxRoundTrip},
+		{"SettleRetryAndFailure", testSettleRetryAndFailure},
+		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
+		{"CancelDropsOnlyPendingDigests", testCancelDropsOnlyPendingDigests},
+		{"SupersedeDropsOnlyPendingReminders", testSupersedeDropsOnlyPendingReminders},
+		{"UpdateErrorWritesNothing", testUpdateErrorWritesNothing},
+		{"Prune", testPrune},
+		{"CertificatesKeepFirstSeen", testCertificatesKeepFirstSeen},
+		{"Lease", testLease},
+		{"AbandonMarksOnlyPendingOfOtherChannels", testAbandonMarksOnlyPendingOfOtherChannels},
+		{"ConcurrentUpdatesSerialise", testConcurrentUpdatesSerialise},
+		{"EmptyStore", testEmptyStore},
+		{"CreatedAndMemos", testCreatedAndMemos},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t, closing(newStore(t)))
+		})
+	}
+}
+
+// closing wraps open so that every store it opens is closed at the end of
+// the test, once.
+func closing(open Opener) Opener {
+	return func(t testing.TB) Store {
+		t.Helper()
+		s := &onceCloser{Store: open(t)}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+type onceCloser struct {
+	Store
+	once sync.Once
+	err  error
+}
+
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.err = c.Store.Close() })
+	return c.err
+}
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func finding(cert string, tier policy.Tier) policy.Finding {
+	return policy.Finding{
+		Kind: policy.Expiring, Tier: tier, Certificate: cert, Subject: "api.example.com",
+		Deadline:  t0.AddDate(0, 0, 10),
+		Endpoints: []policy.Endpoint{{Name: "api.example.com", Port: 443, Address: "10.0.0.1"}},
+		Message:   "renew it",
+	}
+}
+
+// Alert returns an open alert for an expiring certificate cert at tier,
+// announced on channels at t0.
+func Alert(cert string, tier policy.Tier, channels ...string) state.Alert {
+	f := finding(cert, tier)
+	a := state.Alert{ID: f.ID(), Finding: f, Issuer: "Example CA", Tier: tier, Announced: tier, FirstRaised: t0, LastSeen: t0, Channels: map[string]state.Announcement{}}
+	for _, c := range channels {
+		a.Channels[c] = state.Announcement{Tier: tier, At: t0}
+	}
+	return a
+}
+
+func update(t testing.TB, s Store, ch state.Changes) state.Snapshot {
+	t.Helper()
+	var snap state.Snapshot
+	err := s.Update(context.Background(), func(sn state.Snapshot) (state.Changes, error) {
+		snap = sn
+		return ch, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func pending(t testing.TB, s Store, channel string) []state.Outbound {
+	t.Helper()
+	p, err := s.Pending(context.Background(), channel, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func testEmptyStore(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if snap := update(t, s, state.Changes{}); len(snap.Alerts) != 0 {
+		t.Errorf("snapshot of a new store = %v, want none", snap.Alerts)
+	}
+	if all, err := s.Alerts(ctx, true); err != nil || len(all) != 0 {
+		t.Errorf("Alerts(resolved) of a new store = %v, %v, want none", all, err)
+	}
+	if p := pending(t, s, "certs"); len(p) != 0 {
+		t.Errorf("Pending of a new store = %v, want none", p)
+	}
+	if _, ok, err := s.Certificate(ctx, "aa"); ok || err != nil {
+		t.Errorf("Certificate of a new store = %v, %v, want none", ok, err)
+	}
+	if st, err := s.OutboxStats(ctx); err != nil || len(st) != 0 {
+		t.Errorf("OutboxStats of a new store = %v, %v, want none", st, err)
+	}
+	if err := s.Settle(ctx, nil, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Errorf("Settle of no notifications: %v", err)
+	}
+}
+
+func testCreatedAndMemos(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if !s.Created() {
+		t.Error("Created() of a new store = false, want true")
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("Check of a new store = %v, want nil", err)
+	}
+	if v, err := s.Memo(ctx, "daemon/last_success/probe"); v != nil || err != nil {
+		t.Errorf("Memo of a key never set = %q, %v; want nil, nil", v, err)
+	}
+	for _, v := range []string{"first", "second"} {
+		if err := s.SetMemo(ctx, "daemon/last_success/probe", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t)
+	if s.Created() {
+		t.Error("Created() of a reopened store = true, want false")
+	}
+	v, err := s.Memo(ctx, "daemon/last_success/probe")
+	if err != nil || string(v) != "second" {
+		t.Errorf("Memo after reopening = %q, %v; want \"second\"", v, err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("Check of a reopened store = %v, want nil", err)
+	}
+}
+
+func testAlertsAndOutboxRoundTrip(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+
+	a := Alert("aa", policy.Warning, "certs")
+	a.Channels["oncall"] = state.Announcement{Tier: policy.Warning, At: t0, Summary: true, SummaryKey: "summary:2030-01-01T00:00:00Z"}
+	update(t, s, state.Changes{
+		Alerts: []state.Alert{a},
+		Outbox: []state.Outbound{
+			{Channel: "certs", AlertID: a.ID, Event: "new", Payload: []byte(`{"n":1}`), Created: t0},
+			{Channel: "certs", AlertID: a.ID, Event: "escalated", Payload: []byte(`{"n":2}`), Created: t0.Add(time.Hour)},
+			{Channel: "oncall", AlertID: a.ID, Event: "new", Payload: []byte(`{"n":3}`), Created: t0},
+		},
+	})
+
+	got := pending(t, s, "certs")
+	if len(got) != 2 || got[0].Event != "new" || got[1].Event != "escalated" || got[0].ID >= got[1].ID {
+		t.Fatalf("Pending(certs) = %+v, want new then escalated", got)
+	}
+	if string(got[0].Payload) != `{"n":1}` || !got[0].NextAttempt.Equal(t0) || got[0].Ref != "" {
+		t.Errorf("Pending(certs)[0] = %+v, want payload, due at creation, no ref", got[0])
+	}
+	if got[0].Channel != "certs" || got[0].AlertID != a.ID || !got[0].Created.Equal(t0) {
+		t.Errorf("Pending(certs)[0] = %+v, want channel, alert and creation time kept", got[0])
+	}
+
+	if err := s.Settle(ctx, []int64{got[0].ID}, state.Settlement{At: t0, Delivered: true, Ref: "C1:1.000"}); err != nil {
+		t.Fatal(err)
+	}
+	got = pending(t, s, "certs")
+	if len(got) != 1 || got[0].Ref != "C1:1.000" {
+		t.Fatalf("after delivery, Pending(certs) = %+v, want the escalation carrying the ref of the first post", got)
+	}
+	if p := pending(t, s, "oncall"); len(p) != 1 || p[0].Ref != "" {
+		t.Errorf("Pending(oncall) = %+v, want one without a ref (refs are per channel)", p)
+	}
+
+	// Reopen the store: everything survives.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t)
+	snap := update(t, s, state.Changes{})
+	b, ok := snap.Alerts[a.ID]
+	if !ok {
+		t.Fatalf("snapshot after reopen lacks alert %s", a.ID)
+	}
+	a.Channels["certs"] = state.Announcement{Tier: policy.Warning, At: t0, Ref: "C1:1.000"}
+	if diff := cmp.Diff(a, *b); diff != "" {
+		t.Errorf("alert after reopen (-want +got):\n%s", diff)
+	}
+	all, err := s.Alerts(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 {
+		t.Fatalf("Alerts = %d alerts, want 1", len(all))
+	}
+	if diff := cmp.Diff(a, all[0]); diff != "" {
+		t.Errorf("Alerts()[0] (-want +got):\n%s", diff)
+	}
+}
+
+func testSettleRetryAndFailure(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	update(t, s, state.Changes{Outbox: []state.Outbound{
+		{Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0},
+		{Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0},
+	}})
+	p := pending(t, s, "c")
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: t0, Err: "http 500", Retry: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, []int64{p[1].ID}, state.Settlement{At: t0, Err: "invalid_auth"}); err != nil {
+		t.Fatal(err)
+	}
+	p = pending(t, s, "c")
+	if len(p) != 1 || p[0].Attempts != 1 || p[0].LastError != "http 500" || !p[0].NextAttempt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("Pending after retry and failure = %+v, want only the retried one, due in a minute", p)
+	}
+	stats, err := s.OutboxStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []state.ChannelStats{{Channel: "c", Pending: 1, Failed: 1, OldestPending: t0, LastError: "http 500"}}
+	if diff := cmp.Diff(want, stats); diff != "" {
+		t.Errorf("OutboxStats (-want +got):\n%s", diff)
+	}
+}
+
+func testReopenedAlertForgetsOldThread(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	a := Alert("bb", policy.Page, "certs")
+	update(t, s, state.Changes{Alerts: []state.Alert{a}, Outbox: []state.Outbound{{Channel: "certs", AlertID: a.ID, Event: "new", Payload: []byte("{}"), Created: t0}}})
+	p := pending(t, s, "certs")
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: t0, Delivered: true, Ref: "old-thread"}); err != nil {
+		t.Fatal(err)
+	}
+	a.ResolvedAt, a.Resolution = t0.Add(time.Hour), "certificate replaced"
+	snap := update(t, s, state.Changes{Alerts: []state.Alert{a}})
+	if snap.Alerts[a.ID].Channels["certs"].Ref != "old-thread" {
+		t.Fatalf("ref before resolution = %q, want old-thread", snap.Alerts[a.ID].Channels["certs"].Ref)
+	}
+	snap = update(t, s, state.Changes{})
+	if _, open := snap.Alerts[a.ID]; open {
+		t.Fatal("resolved alert is still in the snapshot of open alerts")
+	}
+	// The finding comes back.
+	b := Alert("bb", policy.Page, "certs")
+	b.FirstRaised = t0.Add(48 * time.Hour)
+	update(t, s, state.Changes{Alerts: []state.Alert{b}, Outbox: []state.Outbound{{Channel: "certs", AlertID: b.ID, Event: "new", Payload: []byte("{}"), Created: b.FirstRaised}}})
+	if p := pending(t, s, "certs"); len(p) != 1 || p[0].Ref != "" {
+		t.Fatalf("Pending for reopened alert = %+v, want no ref to the resolved incident's thread", p)
+	}
+	all, err := s.Alerts(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || !all[0].Open() || !all[0].FirstRaised.Equal(b.FirstRaised) {
+		t.Errorf("Alerts(resolved) = %+v, want the one reopened alert", all)
+	}
+}
+
+func testCancelDropsOnlyPendingDigests(t *testing.T, open Opener) {
+	s := open(t)
+	a := Alert("cc", policy.Notice, "certs")
+	update(t, s, state.Changes{Alerts: []state.Alert{a}, Outbox: []state.Outbound{
+		{Channel: "certs", AlertID: a.ID, Event: "new", Digest: true, Payload: []byte("{}"), Created: t0, NextAttempt: t0.Add(24 * time.Hour)},
+		{Channel: "other", AlertID: a.ID, Event: "new", Digest: true, Payload: []byte("{}"), Created: t0, NextAttempt: t0.Add(24 * time.Hour)},
+	}})
+	update(t, s, state.Changes{
+		Cancel: []state.Key{{AlertID: a.ID, Channel: "certs"}},
+		Outbox: []state.Outbound{{Channel: "certs", AlertID: a.ID, Event: "escalated", Payload: []byte("{}"), Created: t0.Add(time.Hour)}},
+	})
+	if p := pending(t, s, "certs"); len(p) != 1 || p[0].Event != "escalated" {
+		t.Errorf("Pending(certs) = %+v, want only the escalation", p)
+	}
+	p := pending(t, s, "other")
+	if len(p) != 1 || !p[0].Digest || !p[0].NextAttempt.Equal(t0.Add(24*time.Hour)) {
+		t.Errorf("Pending(other) = %+v, want its digest entry kept, due in a day", p)
+	}
+}
+
+func testSupersedeDropsOnlyPendingReminders(t *testing.T, open Opener) {
+	s := open(t)
+	a, b := Alert("ee", policy.Warning, "certs"), Alert("ff", policy.Warning, "certs")
+	out := func(alertID, channel, event string, at time.Time) state.Outbound {
+		return state.Outbound{Channel: channel, AlertID: alertID, Event: event, Payload: []byte("{}"), Created: at}
+	}
+	update(t, s, state.Changes{Alerts: []state.Alert{a, b}, Outbox: []state.Outbound{
+		out(a.ID, "certs", "new", t0),
+		out(a.ID, "certs", "reminder", t0.Add(24*time.Hour)),
+		out(b.ID, "certs", "reminder", t0.Add(24*time.Hour)),
+		out(a.ID, "other", "reminder", t0.Add(24*time.Hour)),
+	}})
+	delivered := pending(t, s, "certs")[0]
+	update(t, s, state.Changes{Outbox: []state.Outbound{out(a.ID, "certs", "reminder", t0.Add(47*time.Hour))}})
+	if err := s.Settle(context.Background(), []int64{delivered.ID}, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, state.Changes{
+		Supersede: []state.Key{{AlertID: a.ID, Channel: "certs"}},
+		Outbox:    []state.Outbound{out(a.ID, "certs", "reminder", t0.Add(48*time.Hour))},
+	})
+	var got []string
+	for _, p := range pending(t, s, "certs") {
+		got = append(got, fmt.Sprintf("%s %s %s", p.AlertID, p.Event, p.Created.Format(time.DateTime)))
+	}
+	want := []string{
+		b.ID + " reminder 2030-01-02 00:00:00",
+		a.ID + " reminder 2030-01-03 00:00:00",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pending(certs) (-want +got):\n%s", diff)
+	}
+	if p := pending(t, s, "other"); len(p) != 1 {
+		t.Errorf("Pending(other) = %+v, want its reminder kept", p)
+	}
+}
+
+func testUpdateErrorWritesNothing(t *testing.T, open Opener) {
+	s := open(t)
+	boom := errors.New("boom")
+	err := s.Update(context.Background(), func(state.Snapshot) (state.Changes, error) {
+		return state.Changes{Alerts: []state.Alert{Alert("dd", policy.Page)}}, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v, want the function's error", err)
+	}
+	if snap := update(t, s, state.Changes{}); len(snap.Alerts) != 0 {
+		t.Errorf("snapshot after failed update = %v, want empty", snap.Alerts)
+	}
+}
+
+func testPrune(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	old := Alert("ee", policy.Page)
+	old.ResolvedAt = t0
+	update(t, s, state.Changes{
+		Alerts:       []state.Alert{old, Alert("ff", policy.Page)},
+		Certificates: []state.Certificate{{SHA256: "ee", LastSeen: t0}, {SHA256: "ff", LastSeen: t0.AddDate(0, 0, 100)}},
+		Outbox:       []state.Outbound{{Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0}, {Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0}},
+	})
+	p := pending(t, s, "c")
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, state.Changes{PruneBefore: t0.AddDate(0, 0, 90)})
+	all, err := s.Alerts(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Finding.Certificate != "ff" {
+		t.Errorf("alerts after prune = %v, want only the open one", all)
+	}
+	if _, ok, _ := s.Certificate(ctx, "ee"); ok {
+		t.Error("certificate last seen before the cut-off survived pruning")
+	}
+	if _, ok, _ := s.Certificate(ctx, "ff"); !ok {
+		t.Error("recent certificate was pruned")
+	}
+	if p := pending(t, s, "c"); len(p) != 1 {
+		t.Errorf("pending after prune = %d, want the undelivered one kept", len(p))
+	}
+}
+
+func testCertificatesKeepFirstSeen(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	eps := []policy.Endpoint{{Name: "a.example", Port: 443, Address: "10.0.0.1"}, {Name: "b.example", Port: 8443, Address: "2001:db8::1"}, {Name: "c.example", Port: 443}}
+	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", LastSeen: t0, Endpoints: eps[:1]}}})
+	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), LastSeen: t0.Add(time.Hour), Endpoints: eps}}})
+	got, ok, err := s.Certificate(ctx, "11")
+	if err != nil || !ok {
+		t.Fatalf("Certificate = %v, %v", ok, err)
+	}
+	want := state.Certificate{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), FirstSeen: t0, LastSeen: t0.Add(time.Hour), Endpoints: eps}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Certificate (-want +got):\n%s", diff)
+	}
+}
+
+func testLease(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	steps := []struct {
+		name       string
+		holder     string
+		at, until  time.Time
+		held       bool
+		otherUntil time.Time
+	}{
+		{"a takes it", "a", t0, t0.Add(time.Minute), true, time.Time{}},
+		{"b waits for a", "b", t0.Add(time.Second), t0.Add(time.Minute), false, t0.Add(time.Minute)},
+		{"a renews", "a", t0.Add(30 * time.Second), t0.Add(90 * time.Second), true, time.Time{}},
+		{"b still waits", "b", t0.Add(time.Minute), t0.Add(2 * time.Minute), false, t0.Add(90 * time.Second)},
+		{"a's lease ended: b takes it", "b", t0.Add(90 * time.Second), t0.Add(3 * time.Minute), true, time.Time{}},
+		{"b gives it up", "b", t0.Add(2 * time.Minute), t0.Add(2 * time.Minute), false, time.Time{}},
+		{"a takes it at once", "a", t0.Add(2 * time.Minute), t0.Add(3 * time.Minute), true, time.Time{}},
+	}
+	for _, st := range steps {
+		held, other, err := s.Lease(ctx, "certs", st.holder, st.at, st.until)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if held != st.held || !other.Equal(st.otherUntil) {
+			t.Errorf("%s: Lease = %v, %v; want %v, %v", st.name, held, other, st.held, st.otherUntil)
+		}
+	}
+	if held, _, err := s.Lease(ctx, "other", "b", t0.Add(2*time.Minute), t0.Add(3*time.Minute)); err != nil || !held {
+		t.Errorf("lease of another channel = %v, %v; want held: leases are per channel", held, err)
+	}
+}
+
+func testAbandonMarksOnlyPendingOfOtherChannels(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	update(t, s, state.Changes{Outbox: []state.Outbound{
+		{Channel: "certs", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "new", Payload: []byte(`{}`), Created: t0},
+		{Channel: "old", Event: "resolved", Payload: []byte(`{}`), Created: t0},
+		{Channel: "gone", Event: "new", Payload: []byte(`{}`), Created: t0},
+	}})
+	old := pending(t, s, "old")
+	if err := s.Settle(ctx, []int64{old[0].ID}, state.Settlement{At: t0, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Abandon(ctx, []string{"certs", "oncall"}, t0.Add(time.Hour), "channel removed from the configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"old": 2, "gone": 1}, got); diff != "" {
+		t.Errorf("Abandon (-want +got):\n%s", diff)
+	}
+	stats, err := s.OutboxStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []state.ChannelStats{
+		{Channel: "certs", Pending: 1, OldestPending: t0},
+		{Channel: "gone", Failed: 1},
+		{Channel: "old", Failed: 2, Delivered: 1},
+	}
+	if diff := cmp.Diff(want, stats); diff != "" {
+		t.Errorf("outbox after Abandon (-want +got):\n%s", diff)
+	}
+	if got, err := s.Abandon(ctx, []string{"certs"}, t0.Add(2*time.Hour), "again"); err != nil || len(got) != 0 {
+		t.Errorf("second Abandon = %v, %v, want nothing left to abandon", got, err)
+	}
+	if got, err := s.Abandon(ctx, nil, t0.Add(2*time.Hour), "no channels"); err != nil || got["certs"] != 1 {
+		t.Errorf("Abandon keeping none = %v, %v, want certs abandoned", got, err)
+	}
+}
+
+// testConcurrentUpdatesSerialise: two processes updating one store at once
+// each see the other's committed changes, never the same snapshot: every
+// one of n increments of a counter kept in an alert survives.
+func testConcurrentUpdatesSerialise(t *testing.T, open Opener) {
+	const workers, rounds = 3, 10
+	stores := make([]Store, workers)
+	for i := range stores {
+		stores[i] = open(t)
+	}
+	a := Alert("99", policy.Warning)
+	update(t, stores[0], state.Changes{Alerts: []state.Alert{a}})
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for i, s := range stores {
+		wg.Go(func() {
+			for range rounds {
+				err := s.Update(context.Background(), func(snap state.Snapshot) (state.Changes, error) {
+					b := *snap.Alerts[a.ID]
+					b.MissingRuns++
+					return state.Changes{Alerts: []state.Alert{b}}, nil
+				})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	snap := update(t, stores[0], state.Changes{})
+	if got := snap.Alerts[a.ID].MissingRuns; got != workers*rounds {
+		t.Errorf("counter after %d concurrent updates = %d: updates acted on the same snapshot", workers*rounds, got)
+	}
+}
