@@ -4,11 +4,13 @@
 // resolved), and the outbox of notifications waiting to be delivered.
 //
 // The records are plain data. Stores live in sub-packages (state/sqlite, the
-// embedded default); the notify package declares the interface it needs.
+// embedded default; state/postgres, shared by replicas); the notify
+// package declares the interface it needs.
 // Stores report trouble that an operator must fix (a file locked by another
 // process, a corrupt file, a full disk, a file deleted or replaced under
 // the running process) with errors matching ErrLocked, ErrCorrupt, ErrFull,
-// ErrTooNew or ErrReplaced, never by losing data silently.
+// ErrTooNew or ErrReplaced, never by losing data silently; a replica whose
+// leadership was taken over gets ErrFenced.
 //
 // Besides what notify declares, every store provides what the daemon and
 // its self-monitoring need (declared by their consumers, in daemon and
@@ -57,6 +59,10 @@ var (
 	// file was deleted, moved or replaced while certwatch ran). Nothing
 	// more is written to it until certwatch is restarted.
 	ErrReplaced = errors.New("state file was deleted or replaced while certwatch ran")
+	// ErrFenced: this process was the leader of replicas sharing the store,
+	// and another one has taken over since (a newer fencing epoch exists);
+	// nothing was written.
+	ErrFenced = errors.New("leadership was taken over by another certwatch")
 )
 
 // Certificate is a certificate certwatch has seen, with where it was seen

@@ -1,0 +1,410 @@
+// Package postgres keeps certwatch's state in a PostgreSQL database, through
+// github.com/jackc/pgx/v5, so that several certwatch processes (replicas of
+// one deployment, instances in several accounts) share one alert state and
+// one outbox.
+//
+// Connection settings come from the URL (postgres://user@host:port/db?…)
+// and libpq's environment variables (PGPASSWORD, PGPASSFILE, PGSSLMODE,
+// PGSSLROOTCERT, …); a password is never part of the configuration file:
+// it comes from the environment, a password file, or Options.Password. The
+// schema is versioned; Open applies the migrations this certwatch knows
+// under an advisory lock, so replicas starting together migrate once, and
+// refuses a database written by a newer certwatch.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/certwatch/certwatch/state"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout     = time.Minute
+	DefaultLockTimeout = 30 * time.Second
+	DefaultMaxConns    = 4
+	defaultConnect     = 10 * time.Second
+)
+
+// lockMigrate is the advisory lock key under which migrations run
+// ("certwatch" in ASCII, folded into 63 bits).
+const lockMigrate int64 = 0x6365727477617463
+
+// lockUpdate serialises Update transactions across processes, as SQLite's
+// write lock does for a file.
+const lockUpdate int64 = lockMigrate + 1
+
+// Options tune a Store. The zero value is the documented defaults.
+type Options struct {
+	// Password, when set, is used instead of PGPASSWORD or a password
+	// file. It is never logged or printed.
+	Password string
+	// Timeout bounds each store operation (one query or transaction), so a
+	// database that stops answering fails the operation instead of hanging
+	// the run. 0 means DefaultTimeout.
+	Timeout time.Duration
+	// LockTimeout is how long an update waits for another process's update
+	// before failing with state.ErrLocked. 0 means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// MaxConns caps the connections the store opens. 0 means
+	// DefaultMaxConns.
+	MaxConns int32
+	// ApplicationName is shown in pg_stat_activity; empty means
+	// "certwatch".
+	ApplicationName string
+}
+
+// Store is a state store in a PostgreSQL database. It is safe for
+// concurrent use by several goroutines and several processes. Close it
+// when done.
+//
+// The store never recreates its tables once open: should they vanish (the
+// database dropped and created again), every operation fails with
+// state.ErrReplaced. Check reports the latest failure.
+type Store struct {
+	pool        *pgxpool.Pool
+	name        string // the URL without credentials, for messages
+	timeout     time.Duration
+	lockTimeout time.Duration
+	created     bool
+
+	// mu guards lastErr: the error of the latest failed operation, cleared
+	// by the next write that commits.
+	mu      sync.Mutex
+	lastErr error
+}
+
+// IsURL reports whether a state setting names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Redact returns the URL without its password and query parameters, fit
+// for logs and messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres database (unparsable URL)"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if u.User != nil {
+		r.User = url.User(u.User.Username())
+	}
+	return r.String()
+}
+
+// CheckURL reports what is wrong with a state URL: not parsable, or
+// carrying a password (which belongs in PGPASSWORD, a password file or
+// state_password_file, never in the configuration).
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if _, set := u.User.Password(); set || u.Query().Has("password") {
+		return errors.New("the URL must not carry a password: set PGPASSWORD, PGPASSFILE or notify.state_password_file / state_password_env instead")
+	}
+	if _, err := pgx.ParseConfig(raw); err != nil {
+		return fmt.Errorf("not a valid PostgreSQL URL: %v", strings.ReplaceAll(err.Error(), raw, Redact(raw)))
+	}
+	return nil
+}
+
+// Open connects to the database at rawURL and brings its schema up to
+// date. Errors match state.ErrLocked, state.ErrFull or state.ErrTooNew
+// where that is the cause, and name the database (never the password).
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	name := Redact(rawURL)
+	if err := CheckURL(rawURL); err != nil {
+		return nil, fmt.Errorf("open state %s: %v", name, err)
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: not a valid PostgreSQL URL", name)
+	}
+	if opts.Password != "" {
+		cfg.ConnConfig.Password = opts.Password
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnect
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = cmpOr(opts.ApplicationName, "certwatch")
+	}
+	cfg.MaxConns = cmpOr(opts.MaxConns, DefaultMaxConns)
+	cfg.MinConns = 0
+	s := &Store{
+		name:        name,
+		timeout:     cmpOr(opts.Timeout, DefaultTimeout),
+		lockTimeout: cmpOr(opts.LockTimeout, DefaultLockTimeout),
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, s.wrap("open state", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Name returns the database the store was opened on, without credentials.
+func (s *Store) Name() string { return s.name }
+
+// Created reports whether the database held no certwatch state when Open
+// opened it: every open finding is about to be announced as new.
+func (s *Store) Created() bool { return s.created }
+
+// checkTimeout bounds Check's round trip: it serves readiness probes.
+const checkTimeout = 2 * time.Second
+
+// Check returns nil while the store works: the database answers (one
+// round trip, at most 2s), its certwatch tables are still there, and no
+// operation has failed since the latest write that committed. Otherwise
+// it returns what is wrong, naming the database.
+func (s *Store) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&ok); err != nil {
+		return s.describe("check state", err)
+	}
+	if !ok {
+		return s.describe("check state", errGone)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// errGone is what an operation finds once the tables are gone.
+var errGone = fmt.Errorf("%w: certwatch's tables are gone (the database was dropped or replaced) and are not recreated while certwatch runs, since an empty state would announce every open alert again; "+
+	"restore the database and restart certwatch, or restart certwatch to start afresh on purpose", state.ErrReplaced)
+
+// note records the outcome of an operation for Check: a failure is kept
+// until a write commits. Cancellations say nothing about the store.
+func (s *Store) note(err error) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastErr = err
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// op bounds one store operation by the store's timeout.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("state operation on %s took longer than %v", s.name, s.timeout))
+}
+
+// wrap turns a driver error into one that names the database, matches the
+// state sentinel errors and says what to do, and records it for Check.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = s.describe(op, err)
+	s.note(err)
+	return err
+}
+
+// describe is wrap without recording the failure.
+func (s *Store) describe(op string, err error) error {
+	if errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrReplaced) {
+		return fmt.Errorf("%s %s: %w", op, s.name, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "55P03" || pe.Code == "40P01":
+			return fmt.Errorf("%s %s: %w (%s); another certwatch held the state's lock for longer than %v: check for a stuck process in pg_stat_activity", op, s.name, state.ErrLocked, pe.Message, s.lockTimeout)
+		case pe.Code == "53100":
+			return fmt.Errorf("%s %s: %w (%s); free space on the database server, nothing was written and the run can be repeated", op, s.name, state.ErrFull, pe.Message)
+		case pe.Code == "XX001" || pe.Code == "XX002":
+			return fmt.Errorf("%s %s: %w (%s); restore the database from a backup", op, s.name, state.ErrCorrupt, pe.Message)
+		case strings.HasPrefix(pe.Code, "28"):
+			return fmt.Errorf("%s %s: %s (SQLSTATE %s); check the user and the password (PGPASSWORD, PGPASSFILE or notify.state_password_file)", op, s.name, pe.Message, pe.Code)
+		case pe.Code == "42P01":
+			return fmt.Errorf("%s %s: %w", op, s.name, errGone)
+		case pe.Code == "3D000":
+			return fmt.Errorf("%s %s: %s; create the database (createdb) or fix the URL", op, s.name, pe.Message)
+		case pe.Code == "42501":
+			return fmt.Errorf("%s %s: %s; the user needs CREATE on the schema and ownership of certwatch's tables", op, s.name, pe.Message)
+		}
+		return fmt.Errorf("%s %s: %s (SQLSTATE %s)", op, s.name, pe.Message, pe.Code)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%s %s: cannot connect (%v); check that PostgreSQL is running and reachable from here", op, s.name, ce.Unwrap())
+	}
+	return fmt.Errorf("%s %s: %w", op, s.name, err)
+}
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. Append only: a released migration never changes. Times are
+// Unix nanoseconds (BIGINT), 0 or NULL for none, as in state/sqlite, so
+// both stores keep times exactly.
+var migrations = []string{
+	// 1: certificates, alerts and what each channel was told, message
+	// references, the outbox, and the per-channel delivery leases.
+	`
+CREATE TABLE certificates (
+	sha256     TEXT PRIMARY KEY,
+	subject    TEXT NOT NULL,
+	issuer     TEXT NOT NULL,
+	not_after  BIGINT NOT NULL,
+	first_seen BIGINT NOT NULL,
+	last_seen  BIGINT NOT NULL,
+	endpoints  TEXT NOT NULL
+);
+
+CREATE TABLE alerts (
+	id             TEXT PRIMARY KEY,
+	kind           TEXT NOT NULL,
+	certificate    TEXT NOT NULL,
+	tier           INTEGER NOT NULL,
+	announced_tier INTEGER NOT NULL,
+	first_raised   BIGINT NOT NULL,
+	last_seen      BIGINT NOT NULL,
+	missing_runs   INTEGER NOT NULL DEFAULT 0,
+	resolved_at    BIGINT,
+	resolution     TEXT NOT NULL DEFAULT '',
+	finding        TEXT NOT NULL,
+	issuer         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX alerts_open ON alerts(id) WHERE resolved_at IS NULL;
+
+CREATE TABLE alert_channels (
+	alert_id     TEXT NOT NULL REFERENCES alerts(id) ON DELETE CASCADE,
+	channel      TEXT NOT NULL,
+	tier         INTEGER NOT NULL,
+	announced_at BIGINT NOT NULL,
+	digest       BOOLEAN NOT NULL DEFAULT false,
+	summary      BOOLEAN NOT NULL DEFAULT false,
+	summary_key  TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (alert_id, channel)
+);
+
+CREATE TABLE message_refs (
+	alert_id   TEXT NOT NULL,
+	channel    TEXT NOT NULL,
+	ref        TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (alert_id, channel)
+);
+
+CREATE TABLE outbox (
+	id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	channel         TEXT NOT NULL,
+	alert_id        TEXT NOT NULL DEFAULT '',
+	event           TEXT NOT NULL,
+	digest          BOOLEAN NOT NULL DEFAULT false,
+	payload         BYTEA NOT NULL,
+	created_at      BIGINT NOT NULL,
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at BIGINT NOT NULL,
+	last_error      TEXT NOT NULL DEFAULT '',
+	delivered_at    BIGINT,
+	failed_at       BIGINT
+);
+CREATE INDEX outbox_pending ON outbox(channel, id) WHERE delivered_at IS NULL AND failed_at IS NULL;
+CREATE INDEX outbox_alert ON outbox(alert_id, channel) WHERE delivered_at IS NULL AND failed_at IS NULL;
+
+CREATE TABLE dispatch_leases (
+	channel    TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	expires_at BIGINT NOT NULL
+);
+
+CREATE TABLE memos (
+	key   TEXT PRIMARY KEY,
+	value BYTEA NOT NULL
+);
+`,
+}
+
+// migrate applies the missing migrations in one transaction that holds
+// an advisory lock, so that processes starting together on a new database
+// do not both migrate it: the second waits, then finds it up to date.
+func (s *Store) migrate(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var have, at int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockMigrate); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	version    INTEGER NOT NULL,
+	applied_at BIGINT NOT NULL
+)`); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+			return err
+		}
+		if have > len(migrations) {
+			return nil
+		}
+		for at = have + 1; at <= len(migrations); at++ {
+			if _, err := tx.Exec(ctx, migrations[at-1]); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)`, at, time.Now().UnixNano()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.created = err == nil && have == 0
+	switch {
+	case err != nil && at > have:
+		return s.wrap(fmt.Sprintf("migrate state to schema version %d", at), err)
+	case err != nil:
+		return s.wrap("open state", err)
+	case have > len(migrations):
+		return fmt.Errorf("open state %s: %w: schema version %d, this certwatch knows up to %d; upgrade certwatch or point notify.state at another database",
+			s.name, state.ErrTooNew, have, len(migrations))
+	}
+	return nil
+}
+
+// SchemaVersion returns the schema version of the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+		return 0, s.wrap("read state schema version", err)
+	}
+	return v, nil
+}
+
+// Migrations returns how many schema versions this certwatch knows.
+func Migrations() int { return len(migrations) }

@@ -1,0 +1,596 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// tx runs fn in one read-committed transaction that first passes the
+// fence (see Fence).
+// A commit clears the failure Check reports.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.checkFence(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		s.note(nil)
+	}
+	return err
+}
+
+// Update reads the open alerts and calls fn with them; the changes fn
+// returns are written in the same transaction, which holds the store's
+// update lock throughout, so two processes cannot both act on the same
+// snapshot. fn must not block. An error from fn is returned as is and
+// nothing is written.
+func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var fnErr error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = `+strconv.FormatInt(s.lockTimeout.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockUpdate); err != nil {
+			return err
+		}
+		snap, err := loadAlerts(ctx, tx, false)
+		if err != nil {
+			return err
+		}
+		m := make(map[string]*state.Alert, len(snap))
+		for i := range snap {
+			m[snap[i].ID] = &snap[i]
+		}
+		ch, err := fn(state.Snapshot{Alerts: m})
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		return applyChanges(ctx, tx, ch)
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return s.wrap("update state", err)
+}
+
+// Alerts returns the open alerts, and the resolved ones still kept when
+// resolved is set: open first, then by tier (most urgent first) and
+// deadline.
+func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var out []state.Alert
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		out, err = loadAlerts(ctx, tx, resolved)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("read alerts", err)
+	}
+	slices.SortFunc(out, func(a, b state.Alert) int {
+		if a.Open() != b.Open() {
+			if a.Open() {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(
+			cmp.Compare(b.Tier, a.Tier),
+			a.Finding.Deadline.Compare(b.Finding.Deadline),
+			strings.Compare(a.ID, b.ID),
+		)
+	})
+	return out, nil
+}
+
+func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, error) {
+	where := "WHERE a.resolved_at IS NULL"
+	if resolved {
+		where = ""
+	}
+	rows, err := tx.Query(ctx, `SELECT a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
+	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer FROM alerts a `+where)
+	if err != nil {
+		return nil, err
+	}
+	var out []state.Alert
+	index := map[string]int{}
+	for rows.Next() {
+		var a state.Alert
+		var first, last, res int64
+		var tier, announced int
+		var finding string
+		if err := rows.Scan(&a.ID, &tier, &announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding, &a.Issuer); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.Tier, a.Announced = policy.Tier(tier), policy.Tier(announced)
+		a.FirstRaised, a.LastSeen, a.ResolvedAt = fromTS(first), fromTS(last), fromTS(res)
+		if err := json.Unmarshal([]byte(finding), &a.Finding); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("alert %s: decode finding: %w", a.ID, err)
+		}
+		index[a.ID] = len(out)
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, c.summary_key, COALESCE(r.ref, '')
+	FROM alert_channels c JOIN alerts a ON a.id = c.alert_id
+	LEFT JOIN message_refs r ON r.alert_id = c.alert_id AND r.channel = c.channel `+where)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, channel string
+		var an state.Announcement
+		var at int64
+		var tier int
+		if err := rows.Scan(&id, &channel, &tier, &at, &an.Digest, &an.Summary, &an.SummaryKey, &an.Ref); err != nil {
+			return nil, err
+		}
+		an.Tier, an.At = policy.Tier(tier), fromTS(at)
+		i, ok := index[id]
+		if !ok {
+			continue
+		}
+		if out[i].Channels == nil {
+			out[i].Channels = map[string]state.Announcement{}
+		}
+		out[i].Channels[channel] = an
+	}
+	return out, rows.Err()
+}
+
+func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
+	if len(ch.Alerts) > 0 {
+		if err := writeAlerts(ctx, tx, ch.Alerts); err != nil {
+			return err
+		}
+	}
+	if len(ch.Certificates) > 0 {
+		if err := writeCertificates(ctx, tx, ch.Certificates); err != nil {
+			return err
+		}
+	}
+	var b pgx.Batch
+	for _, k := range ch.Cancel {
+		b.Queue(`DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND digest
+	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel)
+	}
+	for _, k := range ch.Supersede {
+		b.Queue(`DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND event = 'reminder'
+	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel)
+	}
+	for _, o := range ch.Outbox {
+		next := o.NextAttempt
+		if next.IsZero() {
+			next = o.Created
+		}
+		b.Queue(`INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`, o.Channel, o.AlertID, o.Event, o.Digest, o.Payload, ts(o.Created), ts(next))
+	}
+	if t := ch.PruneBefore; !t.IsZero() {
+		b.Queue(`DELETE FROM outbox WHERE delivered_at < $1 OR failed_at < $1`, ts(t))
+		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, ts(t))
+		b.Queue(`DELETE FROM alerts WHERE resolved_at < $1`, ts(t))
+		b.Queue(`DELETE FROM certificates WHERE last_seen < $1`, ts(t))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, &b).Close()
+}
+
+func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
+	// An alert written twice in one change: the last one wins, as when
+	// written one after the other.
+	last := make(map[string]int, len(alerts))
+	for i, a := range alerts {
+		last[a.ID] = i
+	}
+	if len(last) < len(alerts) {
+		var kept []state.Alert
+		for i, a := range alerts {
+			if last[a.ID] == i {
+				kept = append(kept, a)
+			}
+		}
+		alerts = kept
+	}
+	ids := make([]string, len(alerts))
+	for i, a := range alerts {
+		ids[i] = a.ID
+	}
+	// A reopened alert starts a new conversation: its old message thread
+	// belongs to the resolved incident.
+	var reopened []string
+	for _, a := range alerts {
+		if a.Open() {
+			reopened = append(reopened, a.ID)
+		}
+	}
+	var b pgx.Batch
+	if len(reopened) > 0 {
+		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE id = ANY($1) AND resolved_at IS NOT NULL)`, reopened)
+	}
+	b.Queue(`DELETE FROM alert_channels WHERE alert_id = ANY($1)`, ids)
+	for _, a := range alerts {
+		finding, err := json.Marshal(a.Finding)
+		if err != nil {
+			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
+		}
+		b.Queue(`INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding, issuer)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, certificate = excluded.certificate, tier = excluded.tier,
+		announced_tier = excluded.announced_tier, first_raised = excluded.first_raised, last_seen = excluded.last_seen,
+		missing_runs = excluded.missing_runs, resolved_at = excluded.resolved_at, resolution = excluded.resolution,
+		finding = excluded.finding, issuer = excluded.issuer`,
+			a.ID, string(a.Finding.Kind), a.Finding.Certificate, int(a.Tier), int(a.Announced),
+			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
+		for _, name := range sortedKeys(a.Channels) {
+			an := a.Channels[name]
+			b.Queue(`INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+				a.ID, name, int(an.Tier), ts(an.At), an.Digest, an.Summary, an.SummaryKey)
+		}
+	}
+	return tx.SendBatch(ctx, &b).Close()
+}
+
+// certChunk is how many certificates one statement upserts: arrays of
+// this many rows keep a statement well under the protocol's limits while
+// needing one round trip per chunk rather than per certificate.
+const certChunk = 5000
+
+func writeCertificates(ctx context.Context, tx pgx.Tx, certs []state.Certificate) error {
+	for start := 0; start < len(certs); start += certChunk {
+		part := certs[start:min(start+certChunk, len(certs))]
+		n := len(part)
+		sha, subject, issuer, eps := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		notAfter, first, last := make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, c := range part {
+			f := c.FirstSeen
+			if f.IsZero() {
+				f = c.LastSeen
+			}
+			sha[i], subject[i], issuer[i], eps[i] = c.SHA256, c.Subject, c.Issuer, encodeEndpoints(c.Endpoints)
+			notAfter[i], first[i], last[i] = ts(c.NotAfter), ts(f), ts(c.LastSeen)
+		}
+		// A certificate listed twice in one statement would make ON
+		// CONFLICT fail ("cannot affect row a second time"): the last
+		// one wins, as with row-by-row upserts.
+		if _, err := tx.Exec(ctx, `INSERT INTO certificates (sha256, subject, issuer, not_after, first_seen, last_seen, endpoints)
+	SELECT DISTINCT ON (sha256) sha256, subject, issuer, not_after, first_seen, last_seen, endpoints
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[]) WITH ORDINALITY
+		AS c(sha256, subject, issuer, not_after, first_seen, last_seen, endpoints, n)
+	ORDER BY sha256, n DESC
+	ON CONFLICT (sha256) DO UPDATE SET subject = excluded.subject, issuer = excluded.issuer, not_after = excluded.not_after,
+		last_seen = excluded.last_seen, endpoints = excluded.endpoints`,
+			sha, subject, issuer, notAfter, first, last, eps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Certificate returns the stored certificate with the given SHA-256, and
+// whether there is one.
+func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certificate, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var c state.Certificate
+	var notAfter, first, last int64
+	var eps string
+	err := s.pool.QueryRow(ctx, `SELECT sha256, subject, issuer, not_after, first_seen, last_seen, endpoints FROM certificates WHERE sha256 = $1`, sha256).
+		Scan(&c.SHA256, &c.Subject, &c.Issuer, &notAfter, &first, &last, &eps)
+	if err == pgx.ErrNoRows {
+		return state.Certificate{}, false, nil
+	}
+	if err != nil {
+		return state.Certificate{}, false, s.wrap("read certificate", err)
+	}
+	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
+	c.Endpoints = decodeEndpoints(eps)
+	return c, true, nil
+}
+
+// Pending returns up to limit undelivered notifications of channel, due or
+// not: immediate ones first, then digest ones, each in outbox order. Each
+// carries the reference recorded by the last delivery for its alert on the
+// channel.
+func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT o.id, o.channel, o.alert_id, o.event, o.digest, o.payload, o.created_at, o.next_attempt_at,
+	o.attempts, o.last_error, COALESCE(r.ref, '')
+	FROM outbox o LEFT JOIN message_refs r ON o.alert_id <> '' AND r.alert_id = o.alert_id AND r.channel = o.channel
+	WHERE o.channel = $1 AND o.delivered_at IS NULL AND o.failed_at IS NULL
+	ORDER BY o.digest, o.id LIMIT $2`, channel, limit)
+	if err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	defer rows.Close()
+	var out []state.Outbound
+	for rows.Next() {
+		var o state.Outbound
+		var created, next int64
+		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &o.Payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref); err != nil {
+			return nil, s.wrap("read outbox", err)
+		}
+		o.Created, o.NextAttempt = fromTS(created), fromTS(next)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	return out, nil
+}
+
+// Settle records the outcome of one delivery attempt of the notifications
+// ids (several for a digest). On delivery, a Ref is recorded for each
+// notification's alert and channel in the same transaction.
+func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		switch {
+		case st.Delivered:
+			if st.Ref != "" {
+				if _, err := tx.Exec(ctx, `INSERT INTO message_refs (alert_id, channel, ref, created_at)
+	SELECT DISTINCT ON (alert_id, channel) alert_id, channel, $2, $3 FROM outbox WHERE id = ANY($1) AND alert_id <> ''
+	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, ids, st.Ref, ts(st.At)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Exec(ctx, `UPDATE outbox SET delivered_at = $2, last_error = '' WHERE id = ANY($1)`, ids, ts(st.At))
+			return err
+		case !st.Retry.IsZero():
+			_, err := tx.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3 WHERE id = ANY($1)`,
+				ids, ts(st.Retry), st.Err)
+			return err
+		default:
+			_, err := tx.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, failed_at = $2, last_error = $3 WHERE id = ANY($1)`,
+				ids, ts(st.At), st.Err)
+			return err
+		}
+	})
+	return s.wrap("record delivery", err)
+}
+
+// Abandon marks the undelivered notifications of every channel not in
+// keep as failed at at, with reason as their last error, and returns how
+// many it marked, by channel. They stay in the database, failed, until
+// pruned.
+func (s *Store) Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if keep == nil {
+		keep = []string{}
+	}
+	out := map[string]int{}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH gone AS (
+	UPDATE outbox SET failed_at = $2, last_error = $3
+	WHERE delivered_at IS NULL AND failed_at IS NULL AND channel <> ALL($1)
+	RETURNING channel)
+SELECT channel, COUNT(*) FROM gone GROUP BY channel`, keep, ts(at), reason)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c string
+			var n int
+			if err := rows.Scan(&c, &n); err != nil {
+				return err
+			}
+			out[c] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrap("abandon outbox of removed channels", err)
+	}
+	return out, nil
+}
+
+// Lease takes or renews holder's lease on delivering channel's outbox,
+// until until, unless another holder's lease lasts past now; an until not
+// after now gives holder's lease up. It reports whether holder holds the
+// lease and, when another does, when that lease ends.
+func (s *Store) Lease(ctx context.Context, channel, holder string, now, until time.Time) (bool, time.Time, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var held bool
+	var other time.Time
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if !until.After(now) {
+			_, err := tx.Exec(ctx, `DELETE FROM dispatch_leases WHERE channel = $1 AND holder = $2`, channel, holder)
+			return err
+		}
+		var h string
+		var exp int64
+		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at) VALUES ($1, $2, $3)
+	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+	WHERE l.holder = excluded.holder OR l.expires_at <= $4
+	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now)).Scan(&h, &exp)
+		if err == pgx.ErrNoRows {
+			// The other holder's lease lasts: the upsert changed nothing.
+			err = tx.QueryRow(ctx, `SELECT holder, expires_at FROM dispatch_leases WHERE channel = $1`, channel).Scan(&h, &exp)
+		}
+		if err != nil {
+			return err
+		}
+		held = h == holder
+		if !held {
+			other = fromTS(exp)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, time.Time{}, s.wrap("lease outbox of "+channel, err)
+	}
+	return held, other, nil
+}
+
+// Memo returns the value SetMemo last stored under key, or nil when there
+// is none.
+func (s *Store) Memo(ctx context.Context, key string) ([]byte, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var v []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM memos WHERE key = $1`, key).Scan(&v)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("read memo "+key, err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// SetMemo stores value under key, replacing what was there, in one
+// transaction.
+func (s *Store) SetMemo(ctx context.Context, key string, value []byte) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if value == nil {
+		value = []byte{}
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO memos (key, value) VALUES ($1, $2)
+	ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+	return s.wrap("write memo "+key, err)
+}
+
+// OutboxStats summarises the outbox per channel, by channel name.
+func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT channel,
+	COUNT(*) FILTER (WHERE delivered_at IS NULL AND failed_at IS NULL),
+	COUNT(*) FILTER (WHERE failed_at IS NOT NULL),
+	COUNT(*) FILTER (WHERE delivered_at IS NOT NULL),
+	COALESCE(MIN(created_at) FILTER (WHERE delivered_at IS NULL AND failed_at IS NULL), 0),
+	COALESCE((SELECT last_error FROM outbox i WHERE i.channel = o.channel AND i.delivered_at IS NULL AND i.failed_at IS NULL AND i.last_error <> ''
+		ORDER BY i.id DESC LIMIT 1), '')
+	FROM outbox o GROUP BY channel ORDER BY channel`)
+	if err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	defer rows.Close()
+	var out []state.ChannelStats
+	for rows.Next() {
+		var c state.ChannelStats
+		var oldest int64
+		if err := rows.Scan(&c.Channel, &c.Pending, &c.Failed, &c.Delivered, &oldest, &c.LastError); err != nil {
+			return nil, s.wrap("read outbox", err)
+		}
+		c.OldestPending = fromTS(oldest)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read outbox", err)
+	}
+	return out, nil
+}
+
+// Times are stored as Unix nanoseconds, 0 (or NULL where the column is
+// nullable) for the zero time.
+func ts(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func nullTS(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func fromTS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Endpoints are stored one per line as "name port address", as in
+// state/sqlite. Names and addresses never contain spaces.
+func encodeEndpoints(eps []policy.Endpoint) string {
+	var b strings.Builder
+	for i, e := range eps {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Name)
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(e.Port))
+		if e.Address != "" {
+			b.WriteByte(' ')
+			b.WriteString(e.Address)
+		}
+	}
+	return b.String()
+}
+
+func decodeEndpoints(s string) []policy.Endpoint {
+	if s == "" {
+		return nil
+	}
+	var out []policy.Endpoint
+	for line := range strings.SplitSeq(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		e := policy.Endpoint{Name: f[0]}
+		e.Port, _ = strconv.Atoi(f[1])
+		if len(f) > 2 {
+			e.Address = f[2]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
