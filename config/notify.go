@@ -21,8 +21,15 @@ import (
 // only with --notify.
 type Notify struct {
 	// State is the SQLite file holding alert state and the outbox of
-	// notifications not yet delivered.
+	// notifications not yet delivered, or a PostgreSQL URL
+	// (postgres://user@host:5432/db?sslmode=verify-full) that several
+	// certwatch processes share. A URL never carries the password.
 	State string `yaml:"state"`
+	// StatePasswordFile and StatePasswordEnv say where the password of a
+	// PostgreSQL state is read from (a file, an environment variable);
+	// without them libpq's PGPASSWORD and PGPASSFILE apply.
+	StatePasswordFile string `yaml:"state_password_file,omitempty"`
+	StatePasswordEnv  string `yaml:"state_password_env,omitempty"`
 	// Channels are the places notifications go, each with a unique name
 	// that routes refer to.
 	Channels []Channel `yaml:"channels,omitempty"`
@@ -203,6 +210,12 @@ const (
 
 var channelNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// StateIsPostgres reports whether a state setting names a PostgreSQL
+// database (postgres:// or postgresql://) rather than a SQLite file.
+func StateIsPostgres(state string) bool {
+	return strings.HasPrefix(state, "postgres://") || strings.HasPrefix(state, "postgresql://")
+}
+
 func (n *Notify) applyDefaults() {
 	if n.State == "" {
 		n.State = DefaultNotifyState
@@ -259,6 +272,18 @@ func (n *Notify) validate() []error {
 
 	if strings.TrimSpace(n.State) == "" {
 		add("state: a file path is required (e.g. /var/lib/certwatch/state.db)")
+	}
+	if StateIsPostgres(n.State) {
+		if u, err := url.Parse(n.State); err != nil {
+			add("state: not a valid PostgreSQL URL")
+		} else if _, set := u.User.Password(); set || u.Query().Has("password") {
+			add("state: the URL must not carry a password: use state_password_file, state_password_env, PGPASSWORD or PGPASSFILE")
+		}
+		if n.StatePasswordFile != "" && n.StatePasswordEnv != "" {
+			add("state_password_file and state_password_env: set at most one")
+		}
+	} else if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
+		add("state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
 	}
 	kinds := map[string]string{}
 	for i, c := range n.Channels {

@@ -75,6 +75,10 @@ func TestDecodeNotifyErrors(t *testing.T) {
 		{"duplicate channel", "notify:\n  channels: [{name: x, kind: log}, {name: x, kind: log}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"channel x: listed twice"}},
 		{"bad share", "notify:\n  storm: {max_failure_share: 2}\n", []string{"max_failure_share"}},
 		{"bad reminder tier", "notify:\n  reminders: {urgent: 1h}\n", []string{`reminders: unknown tier "urgent"`}},
+		{"password in the state URL", "notify:\n  state: postgres://cw:hunter2@db:5432/certwatch\n", []string{"must not carry a password"}},
+		{"password parameter in the state URL", "notify:\n  state: postgres://cw@db/certwatch?password=hunter2\n", []string{"must not carry a password"}},
+		{"state password for a file", "notify:\n  state: state.db\n  state_password_env: PGPW\n", []string{"only for a PostgreSQL state"}},
+		{"two state password sources", "notify:\n  state: postgres://cw@db/certwatch\n  state_password_env: A\n  state_password_file: /b\n", []string{"set at most one"}},
 		{"bad api url", "notify:\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A, api_url: 'ftp://x'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"api_url"}},
 	}
 	for _, tt := range tests {

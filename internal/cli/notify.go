@@ -16,7 +16,6 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/scan"
-	"github.com/certwatch/certwatch/state/sqlite"
 )
 
 const alertsUsage = `Usage:
@@ -55,7 +54,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	store, err := openState(ctx, c.Notify)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 		return writeJSON(e.stdout, alerts)
 	}
 	if len(alerts) == 0 {
-		fmt.Fprintf(e.stdout, "No alerts in %s.\n", c.Notify.State)
+		fmt.Fprintf(e.stdout, "No alerts in %s.\n", stateName(c.Notify.State))
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -163,7 +162,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 	if err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
-	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	store, err := openState(ctx, c.Notify)
 	if err != nil {
 		return nil, nil, err
 	}

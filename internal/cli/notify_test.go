@@ -5,24 +5,44 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
 )
 
 // TestScanNotify runs 'certwatch scan --notify' twice against the lab with
 // Slack and PagerDuty fakes: the first run pages once per paging finding, the
-// second announces nothing new, and 'alerts' lists what is open.
+// second announces nothing new, and 'alerts' lists what is open. It runs on
+// a SQLite state file and on a PostgreSQL database.
 func TestScanNotify(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testScanNotify(t, func(cfg string) string { return cfg }) })
+	t.Run("postgres", func(t *testing.T) {
+		srv := pgtest.Start(t, pgtest.Options{Password: "cw-state-pw"})
+		url := srv.CreateDatabase(t)
+		t.Setenv("CW_E2E_STATE_PW", "cw-state-pw")
+		testScanNotify(t, func(cfg string) string {
+			if !stateLine.MatchString(cfg) {
+				t.Fatal("the configuration has no notify.state line to point at PostgreSQL")
+			}
+			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
+		})
+	})
+}
+
+var stateLine = regexp.MustCompile(`(?m)^  state: .*\n`)
+
+func testScanNotify(t *testing.T, edit func(cfg string) string) {
 	l := startLab(t)
 	sl := slacktest.New(t, slackToken, "#certs")
 	pd := pagerdutytest.New(t, pdKey)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(runConfig(l, dir, sl.URL(), pd.URL())), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(edit(runConfig(l, dir, sl.URL(), pd.URL()))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("CW_E2E_SLACK_TOKEN", slackToken)

@@ -23,7 +23,6 @@ import (
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
-	"github.com/certwatch/certwatch/state/sqlite"
 )
 
 const runUsage = `Usage:
@@ -59,10 +58,6 @@ var (
 	_ daemon.Dispatcher = runNotifier{}
 	_ daemon.Recorder   = (*serve.Server)(nil)
 	_ daemon.Scanner    = (*scan.Pass)(nil)
-	_ daemon.Memory     = (*sqlite.Store)(nil)
-	_ notify.Store      = (*sqlite.Store)(nil)
-	_ notify.Leaser     = (*sqlite.Store)(nil)
-	_ serve.Outbox      = (*sqlite.Store)(nil)
 	_ notify.Sender     = (*slack.Sender)(nil)
 	_ notify.Sender     = (*pagerduty.Sender)(nil)
 )
@@ -213,7 +208,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	logger := newLogger(e.stderr, level)
 
-	store, err := sqlite.Open(ctx, c.Notify.State, sqlite.Options{})
+	store, err := openState(ctx, c.Notify)
 	if err != nil {
 		return err
 	}
@@ -248,7 +243,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	d.HTTPClient = client
 	d.Memory = store
 	if store.Created() {
-		d.EmptyState = c.Notify.State
+		d.EmptyState = stateName(c.Notify.State)
 	}
 
 	ln, err := net.Listen("tcp", c.Daemon.Listen)
@@ -256,7 +251,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s (daemon.listen): %w", c.Daemon.Listen, err)
 	}
 	logger.Info("certwatch running", "version", version(), "config", *configFile, "listen", ln.Addr().String(),
-		"state", c.Notify.State, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
+		"state", stateName(c.Notify.State), "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
 
 	// HTTP stays up until the daemon has stopped, so the status page and
 	// metrics cover the shutdown.
@@ -296,7 +291,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // reload loads path and, when it is valid and its parts can be built,
 // hands them to d and returns the new notifier. Settings that only take
 // effect at start keep their running values, with a warning.
-func (e *env) reload(ctx context.Context, path string, cur *config.Config, store *sqlite.Store, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store stateStore, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {

@@ -84,12 +84,6 @@ type Store struct {
 	lastErr error
 }
 
-// IsURL reports whether a state setting names a PostgreSQL database
-// (postgres:// or postgresql://) rather than a SQLite file.
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
 // Redact returns the URL without its password and query parameters, fit
 // for logs and messages.
 func Redact(raw string) string {
