@@ -241,7 +241,7 @@ func TestProbeFailures(t *testing.T) {
 		connected bool
 	}{
 		{"refused", nil, probes.FailRefused, 1, "nothing listens on the port", false},
-		{"silent", certtest.ServeSilent, probes.FailTimeout, 3, "no answer within "+shortTimeout.String(), true},
+		{"silent", certtest.ServeSilent, probes.FailTimeout, 3, "no answer within " + shortTimeout.String(), true},
 		{"garbage", certtest.ServeGarbage, probes.FailNotTLS, 1, "plain HTTP", true},
 		{"reset", certtest.ServeReset, probes.FailReset, 3, "closed the connection", true},
 		{"alert", alerting, probes.FailAlert, 1, "remote error: tls", true},

@@ -131,7 +131,7 @@ func TestStartTLSFaults(t *testing.T) {
 			// from a STARTTLS client's side; here it answers garbage.
 			_, _ = io.WriteString(c, "\x15\x03\x01\x00\x02\x02\x28")
 			_, _ = io.Copy(io.Discard, c)
-		}, probes.FailTimeout, "no answer within "+shortTimeout.String()+" (the server did not complete the smtp dialogue in time)"},
+		}, probes.FailTimeout, "no answer within " + shortTimeout.String() + " (the server did not complete the smtp dialogue in time)"},
 		{"endless greeting", discovery.SMTP, func(c net.Conn) {
 			line := "220-" + strings.Repeat("x", 1000) + "\r\n"
 			for {
