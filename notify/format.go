@@ -101,23 +101,29 @@ func hours(d time.Duration) string {
 }
 
 // Subject names what a finding is about for a headline: the certificate's
-// subject, the name, or the first endpoint.
+// subject, the name, or the first endpoint, with control and format
+// characters escaped (policy.Printable).
 func Subject(f policy.Finding) string {
 	switch {
 	case f.Subject != "":
-		return f.Subject
+		return policy.Printable(f.Subject)
 	case f.Name != "":
-		return f.Name
+		return policy.Printable(f.Name)
 	case len(f.Endpoints) > 0:
-		return f.Endpoints[0].Name
+		return policy.Printable(f.Endpoints[0].Name)
 	}
-	return f.ID()
+	return policy.Printable(f.ID())
 }
 
 // Headline is a one-line description of a notification, used as message
 // text, incident summary and log line: "WARNING: api.example.com:
-// certificate expires in 12 days".
+// certificate expires in 12 days". Control and format characters are
+// escaped (policy.Printable).
 func Headline(n Notification) string {
+	return policy.Printable(headline(n))
+}
+
+func headline(n Notification) string {
 	f := n.Finding
 	switch n.Event {
 	case EventDigest:

@@ -106,7 +106,8 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 	id := findingKey{kind, key}
 	i, ok := e.findingIdx[id]
 	if !ok {
-		f := Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: msg()}
+		// Messages quote certificate fields and server errors: Printable.
+		f := Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: Printable(msg())}
 		if cert == "" || kind == InconsistentDeployment {
 			f.Name = key
 		}
@@ -436,11 +437,19 @@ func sortEndpoints(eps []Endpoint) {
 // describe returns the description of leaf c. It shares what it can: the
 // subject with an equal first DNS name, the issuer with other leaves.
 func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
-	subject := subjectOf(c)
-	if len(c.DNSNames) > 0 && c.DNSNames[0] == subject {
-		subject = c.DNSNames[0]
+	// What a server puts in its certificate is shown to people: Printable.
+	subject := Printable(subjectOf(c))
+	names := c.DNSNames
+	if slices.ContainsFunc(names, func(n string) bool { return Printable(n) != n }) {
+		names = make([]string, len(c.DNSNames))
+		for i, n := range c.DNSNames {
+			names[i] = Printable(n)
+		}
 	}
-	issuer := issuerOf(c)
+	if len(names) > 0 && names[0] == subject {
+		subject = names[0]
+	}
+	issuer := Printable(issuerOf(c))
 	if is, ok := e.issuers[issuer]; ok {
 		issuer = is
 	} else {
@@ -451,7 +460,7 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 		Subject:   subject,
 		Issuer:    issuer,
 		Serial:    c.SerialNumber.Text(16),
-		DNSNames:  c.DNSNames,
+		DNSNames:  names,
 		NotBefore: c.NotBefore.UTC(),
 		NotAfter:  c.NotAfter.UTC(),
 	}

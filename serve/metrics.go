@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/certwatch/certwatch/policy"
 )
 
 // Cardinality, worst case. Per-certificate and per-endpoint families are
@@ -98,6 +100,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.jobRuns.Collect(ch)
 	m.jobDuration.Collect(ch)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		// Label values come from certificates and DNS: no raw ESC, BEL
+		// or bidirectional override reaches a dashboard or a terminal.
+		for i, l := range labels {
+			labels[i] = policy.Printable(l)
+		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(m.buildInfo, 1, m.s.opts.Version, runtime.Version())

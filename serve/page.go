@@ -179,7 +179,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			d.Jobs = append(d.Jobs, jobLine{Job: job, Last: "not run yet"})
 			continue
 		}
-		jl := jobLine{Job: job, Last: "not run since start", Error: ri.LastError}
+		jl := jobLine{Job: job, Last: "not run since start", Error: policy.Printable(ri.LastError)}
 		if !ri.LastRun.IsZero() {
 			jl.Last = ri.LastRun.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
@@ -205,7 +205,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, src := range discovery {
 		if src.Error != "" {
-			d.Banners = append(d.Banners, banner{"warning", fmt.Sprintf("Discovery source %s failed: %s", src.Name, src.Error)})
+			d.Banners = append(d.Banners, banner{"warning", policy.Printable(fmt.Sprintf("Discovery source %s failed: %s", src.Name, src.Error))})
 		}
 	}
 	for _, c := range s.channels() {

@@ -206,6 +206,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 	}
 	for i := range v.rows {
 		rw := &v.rows[i]
+		printableRow(rw)
 		for _, f := range rw.Findings {
 			if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified.IsZero() || u.Before(rw.Unverified)) {
 				rw.Unverified = u
@@ -269,6 +270,35 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.endpointSeries = v.endpointSeries[:limit]
 	}
 	return v
+}
+
+// printableRow escapes control and format characters (policy.Printable) in
+// everything the row shows: a certificate's subject, a name from DNS or a
+// finding kept from an earlier report must not reorder or hide what a
+// person reads. Findings and endpoints are copied when one changes, since
+// they belong to the report.
+func printableRow(rw *row) {
+	rw.Subject, rw.Issuer, rw.Renewal = policy.Printable(rw.Subject), policy.Printable(rw.Issuer), policy.Printable(rw.Renewal)
+	for _, l := range [][]string{rw.Sources, rw.ACM, rw.Resources} {
+		for i, s := range l {
+			l[i] = policy.Printable(s)
+		}
+	}
+	if slices.ContainsFunc(rw.Findings, func(f policy.Finding) bool {
+		return policy.Printable(f.Message) != f.Message || policy.Printable(f.Name) != f.Name || policy.Printable(f.Subject) != f.Subject
+	}) {
+		rw.Findings = slices.Clone(rw.Findings)
+		for i := range rw.Findings {
+			f := &rw.Findings[i]
+			f.Message, f.Name, f.Subject = policy.Printable(f.Message), policy.Printable(f.Name), policy.Printable(f.Subject)
+		}
+	}
+	if slices.ContainsFunc(rw.Endpoints, func(ep policy.Endpoint) bool { return policy.Printable(ep.Name) != ep.Name }) {
+		rw.Endpoints = slices.Clone(rw.Endpoints)
+		for i := range rw.Endpoints {
+			rw.Endpoints[i].Name = policy.Printable(rw.Endpoints[i].Name)
+		}
+	}
 }
 
 // sourcesOfFinding returns what a finding says about its source: the

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
@@ -40,17 +39,6 @@ var tierColor = map[policy.Tier]string{
 	policy.Info:     "\x1b[00;02m",
 }
 
-// printable replaces control characters (a server-chosen certificate
-// subject could carry terminal escape sequences) with "?".
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
-}
-
 func writeTable(w io.Writer, r *scan.Report, color bool) error {
 	now := r.GeneratedAt
 	paint := func(t policy.Tier, s string) string {
@@ -67,7 +55,7 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 				paint(f.Tier, strings.ToUpper(f.Tier.String())),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
 				left(f.Deadline, now),
-				f.Kind, printable(orDash(f.Subject)), len(f.Endpoints), printable(firstNames(f, 3)))
+				f.Kind, policy.Printable(orDash(f.Subject)), len(f.Endpoints), policy.Printable(firstNames(f, 3)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -81,9 +69,9 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 			if f.Certificate != "" {
 				fmt.Fprintf(w, " (sha256 %s…)", f.Certificate[:min(16, len(f.Certificate))])
 			}
-			fmt.Fprintf(w, "\n   %s\n", printable(f.Message))
+			fmt.Fprintf(w, "\n   %s\n", policy.Printable(f.Message))
 			if n := len(f.Endpoints); n > 0 {
-				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, printable(endpointList(f.Endpoints, 8)))
+				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, policy.Printable(endpointList(f.Endpoints, 8)))
 			}
 			if len(f.ACM) > 0 {
 				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
@@ -132,7 +120,7 @@ func writeSummary(w io.Writer, r *scan.Report) {
 		fmt.Fprintf(w, "No certificate from %d endpoint(s) (%s); see --output json for each.\n", len(r.Endpoints)-ok, strings.Join(parts, ", "))
 	}
 	if len(r.Skipped) > 0 {
-		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), r.Skipped[0].Key(), r.Skipped[0].Skip)
+		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), policy.Printable(r.Skipped[0].Key()), r.Skipped[0].Skip)
 	}
 	writeSourceErrors(w, r.Sources)
 }
@@ -140,7 +128,7 @@ func writeSummary(w io.Writer, r *scan.Report) {
 func writeSourceErrors(w io.Writer, sources []scan.SourceResult) {
 	for _, s := range sources {
 		if s.Error != "" {
-			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
+			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, policy.Printable(s.Error))
 		}
 	}
 }

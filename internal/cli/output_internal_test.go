@@ -31,7 +31,7 @@ func TestTableNeutralisesControlCharacters(t *testing.T) {
 	if strings.ContainsAny(out.String(), "\x1b\x07") {
 		t.Errorf("table output carries control characters:\n%q", out.String())
 	}
-	if !strings.Contains(out.String(), "evil?]0;pwned??[2J.example") {
+	if !strings.Contains(out.String(), `evil\x1b]0;pwned\x07\x1b[2J.example`) {
 		t.Errorf("subject not shown with control characters replaced:\n%s", out.String())
 	}
 }
@@ -54,5 +54,28 @@ func TestTableFarDates(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "1700-01-01 00:00  -120530d  expired") || strings.Contains(out.String(), "106751") {
 		t.Errorf("table does not show the exact age of a certificate that expired in 1700:\n%s", out.String())
+	}
+}
+
+// TestTableBidiCertificate: a certificate whose subject carries a
+// right-to-left override is listed with the override as a visible escape,
+// so the table reads in the order it is written.
+func TestTableBidiCertificate(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root\u2066", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	leaf := root.MustLeaf(certtest.LeafOptions{CommonName: "invoice\u202efdp.exe", DNSNames: []string{"bidi.example"}, NotBefore: now.AddDate(0, 0, -30), NotAfter: now.AddDate(0, 0, 5)})
+	v := probes.Verify([]*x509.Certificate{leaf.Cert}, "bidi.example", root.Pool(), now)
+	ev := policy.Evaluate([]probes.Observation{{Name: "bidi.example", Port: 443, Address: netip.MustParseAddr("10.0.0.2"),
+		Chain: []*x509.Certificate{leaf.Cert}, Trust: v.Trust, Paths: v.Paths, NameMatch: v.NameMatch}}, policy.DefaultRules(), now)
+	r := &scan.Report{GeneratedAt: now, Findings: ev.Findings, Certificates: ev.Certificates, Endpoints: ev.Endpoints}
+	var out bytes.Buffer
+	if err := writeTable(&out, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\u202e\u2066") {
+		t.Errorf("table carries raw bidirectional controls:\n%q", out.String())
+	}
+	if n := strings.Count(out.String(), `invoice\u202efdp.exe`); n < 2 {
+		t.Errorf("subject shown with a visible escape %d times, want in the table and the detail:\n%s", n, out.String())
 	}
 }

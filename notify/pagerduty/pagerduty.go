@@ -173,18 +173,19 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 	default:
 		d["kind"] = string(f.Kind)
 		d["tier"] = f.Tier.String()
-		d["message"] = f.Message
+		// Text a person reads in the incident: policy.Printable.
+		d["message"] = policy.Printable(f.Message)
 		if f.Certificate != "" {
 			d["certificate_sha256"] = f.Certificate
 		}
 		if f.Subject != "" {
-			d["subject"] = f.Subject
+			d["subject"] = policy.Printable(f.Subject)
 		}
 		if n.Issuer != "" {
-			d["issuer"] = n.Issuer
+			d["issuer"] = policy.Printable(n.Issuer)
 		}
 		if f.Name != "" {
-			d["name"] = f.Name
+			d["name"] = policy.Printable(f.Name)
 		}
 		if notify.HasDeadline(f) {
 			d["deadline"] = f.Deadline.UTC().Format(time.RFC3339)

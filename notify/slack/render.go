@@ -36,7 +36,7 @@ func emoji(t policy.Tier) string {
 }
 
 func header(text string) slack.Block {
-	return slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(text, maxHeader), true, false))
+	return slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, truncate(policy.Printable(text), maxHeader), true, false))
 }
 
 func mrkdwn(text string) *slack.TextBlockObject {
@@ -66,9 +66,12 @@ func code(s string) string {
 	return "`" + escape(strings.ReplaceAll(s, "`", "'")) + "`"
 }
 
-// escape makes text safe inside mrkdwn: Slack reads &, < and > as markup.
+// escape makes text safe inside mrkdwn: Slack reads &, < and > as markup,
+// and control and format characters (policy.Printable) could reorder or
+// hide what the reader sees. Every piece of data in a message goes through
+// escape (or code, which calls it); header escapes its whole text.
 func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(policy.Printable(s))
 }
 
 func truncate(s string, n int) string {
