@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
 )
 
 // Memo keys in Memory.
@@ -18,6 +20,9 @@ const (
 	// memoInventory holds map[source]savedRun: each source's last good
 	// run.
 	memoInventory = "daemon/inventory"
+	// memoReport holds the savedReport of the latest published report, so
+	// that a restart during an outage still shows what was known.
+	memoReport = "daemon/report"
 )
 
 // memoTimeout bounds one read or write of a memo.
@@ -29,6 +34,14 @@ type savedRun struct {
 	TargetCount  int                `json:"target_count"`
 	Certificates int                `json:"certificates,omitempty"`
 	At           time.Time          `json:"at"`
+}
+
+// savedReport is what carryForward needs of a published report: its time,
+// and its findings about endpoints with their certificates.
+type savedReport struct {
+	GeneratedAt  time.Time            `json:"generated_at"`
+	Findings     []policy.Finding     `json:"findings"`
+	Certificates []policy.Certificate `json:"certificates,omitempty"`
 }
 
 // restore reads back what Memory kept: each job's last success (handed to
@@ -50,7 +63,14 @@ func (d *Daemon) restore(ctx context.Context) {
 	if err := d.load(ctx, memoInventory, &saved); err != nil {
 		d.logger.Error("cannot read the last good inventory from the state: sources failing at start-up contribute nothing until they recover", "err", err)
 	}
+	var report *savedReport
+	if err := d.load(ctx, memoReport, &report); err != nil {
+		d.logger.Error("cannot read the latest report from the state: findings whose endpoints do not answer after the restart are not shown until they answer", "err", err)
+	}
 	d.mu.Lock()
+	if report != nil && d.published == nil {
+		d.published = &scan.Report{GeneratedAt: report.GeneratedAt, Findings: report.Findings, Certificates: report.Certificates}
+	}
 	maps.Copy(d.successes, successes)
 	for name, r := range saved {
 		d.sources[name] = goodRun{list: r.Targets, targets: r.TargetCount, certs: r.Certificates, at: r.At}
@@ -114,6 +134,30 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	d.save(ctx, memoInventory, m)
+}
+
+// rememberReport keeps what carryForward needs of r in Memory: its
+// findings about endpoints, and their certificates.
+func (d *Daemon) rememberReport(ctx context.Context, r *scan.Report) {
+	if d.Memory == nil {
+		return
+	}
+	s := savedReport{GeneratedAt: r.GeneratedAt, Findings: []policy.Finding{}}
+	certs := map[string]bool{}
+	for _, f := range r.Findings {
+		if len(f.Endpoints) > 0 {
+			s.Findings = append(s.Findings, f)
+			certs[f.Certificate] = true
+		}
+	}
+	for _, c := range r.Certificates {
+		if certs[c.SHA256] {
+			s.Certificates = append(s.Certificates, c)
+		}
+	}
+	d.memoMu.Lock()
+	defer d.memoMu.Unlock()
+	d.save(ctx, memoReport, s)
 }
 
 // save writes v under key unless it is what was last written. Callers

@@ -82,6 +82,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 	if d.Recorder != nil {
 		d.Recorder.RecordReport(published)
 	}
+	d.rememberReport(ctx, published)
 	failedN, outage := failureShare(r, share)
 	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
 		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", unverified,

@@ -210,3 +210,47 @@ func TestEmptyStateIsAnnounced(t *testing.T) {
 		}
 	})
 }
+
+// TestRestartDuringOutageKeepsFindings: a daemon restarted while every
+// endpoint is down still publishes the findings the last report before the
+// restart had, unverified since then.
+func TestRestartDuringOutageKeepsFindings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	var seen time.Time
+	for i, down := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			store, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			s := &fakeScanner{sources: map[string]int{"zone": 12}, certs: true, down: down}
+			rec := &successRecorder{}
+			d, err := daemon.New(config(0), s, &fakeNotifier{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Memory, d.Recorder = store, rec
+			stop := start(t, d)
+			synctest.Wait()
+			stop()
+			r := rec.last()
+			exp := findingsOf(r, policy.Expired)
+			if i == 0 {
+				seen = r.GeneratedAt
+				if len(exp) != 12 {
+					t.Fatalf("first start: %d expired findings, want 12", len(exp))
+				}
+				return
+			}
+			if len(exp) != 12 || len(r.Certificates) != 12 {
+				t.Fatalf("restart during the outage: %d expired findings, %d certificates; want the 12 kept", len(exp), len(r.Certificates))
+			}
+			for _, f := range exp {
+				if !f.UnverifiedSince.Equal(seen) {
+					t.Errorf("finding %s unverified since %v, want the last report before the restart, %v", f.Subject, f.UnverifiedSince, seen)
+				}
+			}
+		})
+	}
+}

@@ -187,6 +187,27 @@ func TestRunOutageKeepsFindings(t *testing.T) {
 	if !strings.Contains(p.log(), "max_failure_share") {
 		t.Error("the log does not say the failure share was exceeded")
 	}
+
+	// A restart during the outage still shows what was known.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.waitExit(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+	p2 := startRun(t, bin, cfg, "CW_HB_URL="+hb.url)
+	base2 := "http://" + p2.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
+	p2.waitLog(t, "a probe run after the restart", 1, msg("probe run finished"))
+	restarted := getReport(t, base2)
+	for _, f := range restarted.Findings {
+		if f.Kind == "expired" && f.Subject == "expired.internal.example" {
+			if f.Tier != "critical" || f.UnverifiedSince == "" {
+				t.Errorf("after a restart during the outage the expired finding is %s, unverified since %q; want critical and a time", f.Tier, f.UnverifiedSince)
+			}
+			return
+		}
+	}
+	t.Errorf("after a restart during the outage the expired finding is gone: %+v", restarted.Findings)
 }
 
 func findingCert(r apiReport, kind, subject string) string {
