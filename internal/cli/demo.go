@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,7 +30,8 @@ the report. Nothing leaves the machine.
 
 With --keep, the lab stays up after the report until Ctrl-C, and the
 equivalent 'certwatch scan' command line is printed so you can run it (or
-'certwatch inventory') yourself.
+'certwatch inventory') yourself. A ready 'certwatch run' configuration for
+the lab is written next to its CA file, with the command that uses it.
 `
 
 func (e *env) demo(ctx context.Context, args []string) error {
@@ -78,7 +82,59 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err != nil || !*keep {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d\n", cmdline, lab.Zone, l.DNS, l.Port)
+	runConfig, listen, err := writeRunConfig(l)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d\n"+
+		"or run the daemon against it (status page on http://%s/, findings logged):\n  certwatch run --config %s\n",
+		cmdline, lab.Zone, l.DNS, l.Port, listen, runConfig)
 	<-ctx.Done()
 	return nil
+}
+
+// writeRunConfig writes a `certwatch run` configuration for the lab next
+// to its CA file (removed with the lab), checks that it loads, and returns
+// its path and the address it serves HTTP on.
+func writeRunConfig(l *lab.Lab) (path, listen string, err error) {
+	// A free port now, so the status page's address can be printed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", fmt.Errorf("find a free port for the daemon: %w", err)
+	}
+	listen = ln.Addr().String()
+	ln.Close()
+	dir := filepath.Dir(l.CAFile)
+	path = filepath.Join(dir, "certwatch-run.yaml")
+	text := fmt.Sprintf(`# certwatch run configuration for the lab of 'certwatch demo --keep'.
+zones:
+  - name: %s
+    nameserver: %s
+targets: [%q]
+ports: [%d]
+ca_files: [%q]
+probe:
+  timeout: 1s
+notify:
+  state: %q
+  channels:
+    - name: log        # one log line per notification, on stderr
+      kind: log
+  routes:
+    - tiers: [notice, warning, page, critical]
+      channels: [log]
+daemon:
+  listen: %s
+  schedules:
+    discovery: "@every 5m"
+    probe: "@every 1m"
+  jitter: 5s
+`, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return "", "", fmt.Errorf("write the run configuration: %w", err)
+	}
+	if _, err := config.Load(path); err != nil {
+		return "", "", fmt.Errorf("the run configuration for the lab does not load: %w", err)
+	}
+	return path, listen, nil
 }

@@ -1,0 +1,86 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/internal/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls s until re matches, for at most 60s.
+func waitFor(t *testing.T, what string, s *syncBuffer, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(s.String()); m != nil {
+			return m
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %s within 60s; output:\n%s", what, s.String())
+	return nil
+}
+
+// TestDemoKeepWritesRunConfig runs `certwatch demo --keep`, then the
+// `certwatch run` command it prints, and finds the lab's expired
+// certificate in the daemon's report.
+func TestDemoKeepWritesRunConfig(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var demoOut, demoErr syncBuffer
+	demoDone := make(chan error, 1)
+	go func() { demoDone <- cli.Run(ctx, []string{"demo", "--keep"}, &demoOut, &demoErr) }()
+	m := waitFor(t, "run command", &demoErr, regexp.MustCompile(`status page on http://(127\.0\.0\.1:\d+)/.*\n  certwatch run --config (\S+)\n`))
+	listen, cfg := m[1], m[2]
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var runErr syncBuffer
+	runDone := make(chan error, 1)
+	go func() { runDone <- cli.Run(runCtx, []string{"run", "--config", cfg}, io.Discard, &runErr) }()
+	waitFor(t, "a probe run", &runErr, regexp.MustCompile(`"msg":"findings applied"`))
+
+	resp, err := http.Get("http://" + listen + "/api/v1/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "expired.internal.example") {
+		t.Errorf("GET /api/v1/report = %d, want 200 with the lab's expired certificate:\n%.500s", resp.StatusCode, body)
+	}
+
+	stopRun()
+	if err := <-runDone; cli.ExitCode(err) != 0 {
+		t.Errorf("run exited with %v; stderr:\n%s", err, runErr.String())
+	}
+	cancel()
+	if err := <-demoDone; err != nil {
+		t.Errorf("demo --keep exited with %v", err)
+	}
+}
