@@ -105,6 +105,9 @@ func testScanNotify(t *testing.T, edit func(cfg string) string) {
 	if len(open) < len(pagedSubjects) {
 		t.Errorf("alerts lists %d open alerts, want at least %d", len(open), len(pagedSubjects))
 	}
+	if strings.Contains(stdout, "resolved_at") || strings.Contains(stdout, "0001-01-01") {
+		t.Errorf("open alerts carry resolved_at or a zero time:\n%.800s", stdout)
+	}
 
 	// The table names each alert's channels in a stable order.
 	table, _, _ := run(t, "alerts", "--config", cfg)
