@@ -152,7 +152,8 @@ type Storm struct {
 	MaxNewFindings int `yaml:"max_new_findings"`
 	// MaxFailureShare is the share of probed endpoints (0 to 1) that may
 	// fail in one run before it is treated as an outage. While above it,
-	// absent findings are not counted towards resolution either.
+	// absent findings are not counted towards resolution either, and
+	// `certwatch run` does not ping its heartbeat.
 	MaxFailureShare float64 `yaml:"max_failure_share"`
 	// Top is how many items a summary lists.
 	Top int `yaml:"top"`
