@@ -112,6 +112,7 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 		{policy.InconsistentDeployment, policy.Warning, []string{name("mixed"), name("mixed")}, "127.0.0.12"},
 		{policy.Expiring, policy.Warning, []string{name("mixed")}, "expires in 12 days"},
 		{policy.Expiring, policy.Notice, []string{name("ldap")}, "expires in 25 days"},
+		{policy.Expiring, policy.Notice, []string{name("smtp")}, "expires in 20 days"},
 		{policy.BundleExpired, policy.Notice, []string{name("bundle")}, "which no verified path needs"},
 		{policy.Unreachable, policy.Warning, []string{"127.0.0.19"}, "refused"},
 		{policy.TLSBroken, policy.Warning, []string{name("hung")}, "accepts connections but the TLS handshake fails (timeout"},
@@ -163,6 +164,22 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 	}
 	if eps := byName[name("hung")]; len(eps) != 1 || eps[0].Failure != "timeout" {
 		t.Errorf("hung endpoint = %+v, want one timeout", eps)
+	}
+	// The STARTTLS services behind SRV records: SMTP upgraded and judged,
+	// IMAP without STARTTLS an endpoint error (not a finding).
+	for _, c := range []struct {
+		name, proto, failure string
+		port                 int
+	}{{"smtp", "smtp", "", l.SubmissionPort}, {"imap", "imap", "no_starttls", l.IMAPPort}} {
+		found := false
+		for _, ep := range byName[name(c.name)] {
+			if ep.Port == c.port {
+				found = ep.Protocol.String() == c.proto && ep.Failure == c.failure && (c.failure != "") == (ep.Certificate == "")
+			}
+		}
+		if !found {
+			t.Errorf("%s endpoints = %+v, want port %d probed with %s (failure %q)", name(c.name), byName[name(c.name)], c.port, c.proto, c.failure)
+		}
 	}
 	srvProbed := false
 	for _, ep := range byName[name("ldap")] {

@@ -24,7 +24,9 @@ DNS server serving the zone internal.example over AXFR, and TLS endpoints
 with planted problems (an expired certificate, a shared wildcard about to
 expire, an expiring intermediate, a wrong host name, a missing
 intermediate, a self-signed certificate, a half-finished rollout, an SRV
-service on its own port, a silent port, an expired cross-sign in a bundle).
+service on its own port, SMTP behind STARTTLS found through a _submission
+SRV record, an IMAP server that offers no STARTTLS, a silent port, an
+expired cross-sign in a bundle).
 Then scan it through exactly the code path of 'certwatch scan' and print
 the report. Nothing leaves the machine.
 

@@ -1,6 +1,7 @@
 // Package lab starts a small, self-contained certificate estate on loopback:
 // an authoritative DNS server serving a zone over AXFR, and TLS endpoints on
-// 127.0.0.x addresses with planted problems. `certwatch demo` scans it, and
+// 127.0.0.x addresses with planted problems, two of them STARTTLS services
+// found through SRV records. `certwatch demo` scans it, and
 // end-to-end tests use it as their target. Certificates are minted at start,
 // relative to the given time; nothing here reaches beyond loopback.
 package lab
@@ -16,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/starttlstest"
 )
 
 // Zone is the lab's DNS zone.
@@ -31,6 +34,12 @@ type Lab struct {
 	Port int
 	// LDAPPort is the port announced by the _ldaps._tcp SRV record.
 	LDAPPort int
+	// SubmissionPort is the port announced by the _submission._tcp SRV
+	// record: SMTP with STARTTLS.
+	SubmissionPort int
+	// IMAPPort is the port announced by the _imap._tcp SRV record: an IMAP
+	// server that does not offer STARTTLS.
+	IMAPPort int
 	// CAFile is a PEM file holding the lab's private root CA.
 	CAFile string
 	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
@@ -79,7 +88,7 @@ type endpoint struct {
 	addr  string   // 127.0.0.x or ::1
 	port  int      // 0 means Lab.Port
 	cert  *tls.Certificate
-	kind  string // "tls", "silent"
+	kind  string // "tls", "silent", "none", "smtp", "imap-plain"
 	note  string
 }
 
@@ -97,6 +106,12 @@ func Start(now time.Time) (l *Lab, err error) {
 		return nil, err
 	}
 	if l.LDAPPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if l.SubmissionPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if l.IMAPPort, err = freePort(); err != nil {
 		return nil, err
 	}
 	day := 24 * time.Hour
@@ -146,6 +161,8 @@ func Start(now time.Time) (l *Lab, err error) {
 	mixedNew := must(leaf(issuing, now.Add(-1*day), now.Add(364*day), name("mixed")))
 	ldap := must(leaf(issuing, now.Add(-340*day), now.Add(25*day), name("ldap")))
 	padded := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("bundle")))
+	submission := must(leaf(issuing, now.Add(-345*day), now.Add(20*day), name("smtp")))
+	imap := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("imap")))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -168,6 +185,8 @@ func Start(now time.Time) (l *Lab, err error) {
 		{names: []string{"bundle"}, addr: "127.0.0.15", cert: chain(padded, append(padded.Intermediates, crossSign)...), note: "valid chain plus an expired cross-sign"},
 		{names: []string{"hung"}, addr: "127.0.0.16", kind: "silent", note: "accepts TCP, never speaks TLS"},
 		{names: []string{"mail"}, addr: "127.0.0.17", kind: "none", note: "nothing listens on the port"},
+		{names: []string{"smtp"}, addr: "127.0.0.20", port: l.SubmissionPort, cert: full(submission), kind: "smtp", note: "SMTP STARTTLS via _submission._tcp SRV, expires in 20 days"},
+		{names: []string{"imap"}, addr: "127.0.0.21", port: l.IMAPPort, cert: full(imap), kind: "imap-plain", note: "IMAP via _imap._tcp SRV, offers no STARTTLS"},
 	}
 	if ipv6Loopback() {
 		eps = append(eps, endpoint{names: []string{"www"}, addr: "::1", cert: full(healthy), note: "healthy, IPv6"})
@@ -176,6 +195,8 @@ func Start(now time.Time) (l *Lab, err error) {
 	var zone strings.Builder
 	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
 	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
+	fmt.Fprintf(&zone, "_submission._tcp SRV 10 0 %d smtp\n", l.SubmissionPort)
+	fmt.Fprintf(&zone, "_imap._tcp SRV 10 0 %d imap\n", l.IMAPPort)
 	for _, ep := range eps {
 		port := ep.port
 		if port == 0 {
@@ -196,6 +217,15 @@ func Start(now time.Time) (l *Lab, err error) {
 			continue
 		case "silent":
 			s, err = certtest.ServeSilent(hostport)
+		case "smtp", "imap-plain":
+			proto, refuse := discovery.SMTP, false
+			if ep.kind == "imap-plain" {
+				proto, refuse = discovery.IMAP, true
+			}
+			var st *starttlstest.Server
+			if st, err = starttlstest.Serve(hostport, proto, starttlstest.Options{Cert: *ep.cert, Refuse: refuse, Hostname: name(ep.names[0])}); err == nil {
+				s = st.Server
+			}
 		default:
 			s, err = certtest.Serve(hostport, *ep.cert)
 		}
