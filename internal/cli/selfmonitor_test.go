@@ -187,6 +187,10 @@ func TestRunOutageKeepsFindings(t *testing.T) {
 	if !strings.Contains(p.log(), "max_failure_share") {
 		t.Error("the log does not say the failure share was exceeded")
 	}
+	// The alert state agrees: the alerts are open, not resolved.
+	if out, stderr, code := run(t, "alerts", "--config", cfg); code != 0 || !strings.Contains(out, "expired.internal.example") {
+		t.Errorf("certwatch alerts during the outage: exit %d, %q %q; want the expired certificate's alert open", code, out, stderr)
+	}
 
 	// A restart during the outage still shows what was known.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
