@@ -14,6 +14,7 @@ godebug tlssha1=1
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_model v0.6.3
+	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.25.0
 )
 

@@ -47,6 +47,8 @@ type Config struct {
 	Probe Probe `yaml:"probe"`
 	// Policy sets expiry tiers and the tier of each kind of problem.
 	Policy Policy `yaml:"policy"`
+	// Revocation configures CRL and OCSP checks.
+	Revocation Revocation `yaml:"revocation"`
 	// Output is the report format of `certwatch scan`: table or json.
 	Output string `yaml:"output"`
 	// FailOn is the lowest tier that makes `certwatch scan` exit 1.
@@ -183,6 +185,7 @@ func Default() Config {
 	c.AWS.applyDefaults()
 	c.Notify.applyDefaults()
 	c.Daemon.applyDefaults()
+	c.Revocation.applyDefaults()
 	return c
 }
 
@@ -381,6 +384,7 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.AWS.validate()...)
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
+	errs = append(errs, c.Revocation.validate()...)
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	for i, e := range errs {
 		errs[i] = pos.locate(c, e)

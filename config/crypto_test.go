@@ -20,3 +20,27 @@ func TestCryptoPolicyKeys(t *testing.T) {
 		t.Errorf("weak_key: loud: error %v, want one naming policy: weak_key and the tier", err)
 	}
 }
+
+func TestRevocationKeys(t *testing.T) {
+	c, err := config.Decode(strings.NewReader("revocation:\n  stale: warning\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Revocation
+	if !r.Enabled || r.Stale != "warning" || r.Revoked != "critical" || r.RevokedIntermediate != "page" || r.Unavailable != "info" {
+		t.Errorf("revocation = %+v; want enabled, stale warning, defaults kept", r)
+	}
+	if c, err := config.Decode(strings.NewReader("revocation:\n  enabled: false\n")); err != nil || c.Revocation.Enabled {
+		t.Errorf("enabled: false: %+v, %v", c.Revocation, err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"revocation:\n  unavailable: page\n", "revocation: unavailable: at most info, got page"},
+		{"revocation:\n  stale: critical\n", "revocation: stale: at most warning"},
+		{"revocation:\n  timeout: 0s\n", "revocation: timeout must be positive"},
+		{"revocation:\n  revoked: loud\n", `revocation: revoked: unknown tier "loud"`},
+	} {
+		if _, err := config.Decode(strings.NewReader(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

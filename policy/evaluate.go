@@ -171,6 +171,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	e.judgeExpiry(o, leaf, fp, ep)
 	e.judgeCrypto(o, leaf, fp, ep)
+	e.judgeRevocation(o, fp, ep)
 }
 
 // judgeExpiry rates expiry along the verified path that lives longest, so an

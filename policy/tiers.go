@@ -33,6 +33,14 @@ type Rules struct {
 	WeakKey       Tier
 	WeakSignature Tier
 	LongValidity  Tier
+	// Revoked and RevokedIntermediate are the tiers of a revoked leaf and
+	// of a revoked intermediate; RevocationStale of revocation information
+	// past its next update; RevocationUnavailable of revocation that could
+	// not be checked, never above Info (see revocation.go).
+	Revoked               Tier
+	RevokedIntermediate   Tier
+	RevocationStale       Tier
+	RevocationUnavailable Tier
 	// RenewalMargin: an ACM certificate that ACM renews and that is still
 	// not renewed when less than this is left is renewal_overdue. Zero
 	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
@@ -53,14 +61,18 @@ func DefaultRules() Rules {
 			{Tier: Page, Within: 7 * day},
 			{Tier: Critical, Within: 2 * day},
 		},
-		Broken:        Page,
-		Inconsistent:  Warning,
-		Unreachable:   Warning,
-		TLSBroken:     Warning,
-		WeakKey:       Warning,
-		WeakSignature: Warning,
-		LongValidity:  Notice,
-		RenewalMargin: DefaultRenewalMargin,
+		Broken:                Page,
+		Inconsistent:          Warning,
+		Unreachable:           Warning,
+		TLSBroken:             Warning,
+		WeakKey:               Warning,
+		WeakSignature:         Warning,
+		LongValidity:          Notice,
+		Revoked:               Critical,
+		RevokedIntermediate:   Page,
+		RevocationStale:       Info,
+		RevocationUnavailable: Info,
+		RenewalMargin:         DefaultRenewalMargin,
 	}
 }
 

@@ -63,6 +63,7 @@ var errDialTimeout = errors.New("dial timeout")
 
 type attemptResult struct {
 	certs     []*x509.Certificate
+	staple    []byte // the stapled OCSP response, if any
 	version   uint16
 	suite     uint16
 	err       error
@@ -140,7 +141,7 @@ func (p *Prober) attempt(ctx context.Context, name string, proto discovery.Proto
 		// Only possible with anonymous suites, which we never offer.
 		return attemptResult{err: &probeError{op: "tls handshake with", target: target, err: errors.New("server sent no certificate")}, failure: FailHandshake, inHandshake: true}
 	}
-	return attemptResult{certs: cs.PeerCertificates, version: cs.Version, suite: cs.CipherSuite}
+	return attemptResult{certs: cs.PeerCertificates, staple: cs.OCSPResponse, version: cs.Version, suite: cs.CipherSuite}
 }
 
 // failed classifies err from an attempt whose budget was budget. A failure

@@ -123,6 +123,11 @@ type Observation struct {
 	// PublicRoot reports whether a verified path ends at one of
 	// Config.PublicRoots (a publicly trusted root, not a private CA).
 	PublicRoot bool `json:"public_root,omitempty"`
+	// Revocation holds the revocation facts of the certificates below the
+	// root of the first verified path that name a CRL distribution point
+	// or an OCSP responder (and of a leaf with a stapled response). Empty
+	// when there is no verified path or revocation is not checked.
+	Revocation []Revocation `json:"revocation,omitempty"`
 }
 
 // Leaf returns the leaf certificate, or nil when there was no handshake.

@@ -91,6 +91,10 @@ type Config struct {
 	// rest of the sweep (default 3; negative never gives up). Probe
 	// outside a Sweep never gives up.
 	BreakAfter int
+	// Revocation tunes the revocation checks of verified paths; its zero
+	// value checks (see RevocationConfig). CRL and OCSP fetches are
+	// retried like connections (Attempts, Backoff).
+	Revocation RevocationConfig
 
 	// Now is the clock used for timestamps and verification (default
 	// time.Now).
@@ -132,6 +136,7 @@ type Prober struct {
 	perAddr  *addrLimiter
 	cache    *verifyCache
 	public   *publicRoots
+	rev      *revocationChecker // nil: revocation is not checked
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -170,6 +175,7 @@ func New(c Config) *Prober {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.rev = newRevocationChecker(c.Revocation, p.attempts, p.backoff, p.now)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -257,6 +263,9 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 			o.Trust, o.TrustError, o.Paths = v.trust, v.msg, v.paths
 			o.NameMatch = o.Chain[0].VerifyHostname(t.Name) == nil
 			o.PublicRoot = p.public.anyPublic(o.Paths)
+			if p.rev != nil && len(o.Paths) > 0 {
+				o.Revocation = p.rev.check(ctx, o.Paths[0], res.staple, now)
+			}
 			break
 		}
 		o.Failure, o.Error = res.failure, res.err.Error()

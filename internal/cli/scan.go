@@ -378,7 +378,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	return &scan.Pass{
 		Sources:     sources,
 		Prober:      prober,
-		Rules:       renewalRules(rules(c.Policy), c.AWS),
+		Rules:       revocationRules(renewalRules(rules(c.Policy), c.AWS), c.Revocation),
 		Parallelism: c.Probe.Concurrency,
 		Logger:      logger,
 	}, nil
@@ -448,7 +448,13 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		Concurrency:      c.Probe.Concurrency,
 		PerAddress:       c.Probe.PerAddress,
 		Attempts:         c.Probe.Retries + 1,
-		Logger:           logger.With("component", "probes"),
+		Revocation: probes.RevocationConfig{
+			Disabled:    !c.Revocation.Enabled,
+			Timeout:     time.Duration(c.Revocation.Timeout),
+			MaxCRLBytes: c.Revocation.MaxCRLBytes,
+			RetryAfter:  time.Duration(c.Revocation.RetryAfter),
+		},
+		Logger: logger.With("component", "probes"),
 	}
 	if c.Resolver != "" {
 		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
@@ -482,6 +488,15 @@ func trustedRoots(files []string) (*x509.CertPool, error) {
 		}
 	}
 	return pool, nil
+}
+
+// revocationRules sets the tiers of the revocation kinds of c on r.
+func revocationRules(r policy.Rules, c config.Revocation) policy.Rules {
+	r.Revoked, _ = policy.ParseTier(c.Revoked) // validated at load
+	r.RevokedIntermediate, _ = policy.ParseTier(c.RevokedIntermediate)
+	r.RevocationStale, _ = policy.ParseTier(c.Stale)
+	r.RevocationUnavailable, _ = policy.ParseTier(c.Unavailable)
+	return r
 }
 
 func rules(p config.Policy) policy.Rules {

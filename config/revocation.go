@@ -1,0 +1,71 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+// Revocation configures the CRL and OCSP checks of verified chains and the
+// tiers of what they find.
+type Revocation struct {
+	// Enabled turns revocation checking on (the default) or off.
+	Enabled bool `yaml:"enabled"`
+	// Timeout bounds one HTTP request for a CRL or an OCSP response.
+	Timeout Duration `yaml:"timeout"`
+	// MaxCRLBytes caps the size of one CRL; a larger one is unavailable.
+	MaxCRLBytes int64 `yaml:"max_crl_bytes"`
+	// RetryAfter is how long a CRL or responder that failed, or whose
+	// answer is past its next update, is left alone before it is asked
+	// again. A current answer is kept until its next update.
+	RetryAfter Duration `yaml:"retry_after"`
+	// Revoked is the tier of a revoked leaf, RevokedIntermediate of a
+	// revoked intermediate.
+	Revoked             string `yaml:"revoked"`
+	RevokedIntermediate string `yaml:"revoked_intermediate"`
+	// Stale is the tier of revocation information past its next update
+	// (info, or up to warning); Unavailable of revocation that could not
+	// be checked (none or info: an unreachable CRL host never pages).
+	Stale       string `yaml:"stale"`
+	Unavailable string `yaml:"unavailable"`
+}
+
+func (r *Revocation) applyDefaults() {
+	*r = Revocation{
+		Enabled:             true,
+		Timeout:             Duration(5e9),
+		MaxCRLBytes:         10 << 20,
+		RetryAfter:          Duration(600e9),
+		Revoked:             "critical",
+		RevokedIntermediate: "page",
+		Stale:               "info",
+		Unavailable:         "info",
+	}
+}
+
+func (r *Revocation) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("revocation: "+format, args...)) }
+	if r.Timeout <= 0 {
+		add("timeout must be positive, got %v", r.Timeout)
+	}
+	if r.MaxCRLBytes < 1024 {
+		add("max_crl_bytes must be at least 1024, got %d", r.MaxCRLBytes)
+	}
+	if r.RetryAfter <= 0 {
+		add("retry_after must be positive, got %v", r.RetryAfter)
+	}
+	tier := func(key, v string, most policy.Tier) {
+		t, err := policy.ParseTier(v)
+		if err != nil {
+			add("%s: %v", key, err)
+		} else if t > most {
+			add("%s: at most %s, got %s", key, most, t)
+		}
+	}
+	tier("revoked", r.Revoked, policy.Critical)
+	tier("revoked_intermediate", r.RevokedIntermediate, policy.Critical)
+	tier("stale", r.Stale, policy.Warning)
+	tier("unavailable", r.Unavailable, policy.Info)
+	return errs
+}

@@ -1,0 +1,388 @@
+package probes
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RevocationStatus is what is known of whether a certificate was revoked.
+type RevocationStatus string
+
+// Revocation statuses.
+const (
+	// RevocationGood: a CRL or OCSP response, signed by the issuer and
+	// current, does not list the certificate as revoked.
+	RevocationGood RevocationStatus = "good"
+	// RevocationRevoked: a CRL or OCSP response signed by the issuer says
+	// the certificate was revoked (a stale one too: revocation is final).
+	RevocationRevoked RevocationStatus = "revoked"
+	// RevocationStale: the newest information that could be trusted does
+	// not list the certificate, but is past its next update.
+	RevocationStale RevocationStatus = "stale"
+	// RevocationUnavailable: no source answered with information that
+	// could be trusted (unreachable, too large, malformed, not signed by
+	// the issuer, or the responder does not know the certificate).
+	RevocationUnavailable RevocationStatus = "unavailable"
+)
+
+// Revocation is the revocation fact of one certificate on the verified
+// path: the leaf, or an intermediate (never the root, which nothing above
+// it can revoke). Only certificates that name a CRL distribution point or
+// an OCSP responder, and a leaf with a stapled OCSP response, have one.
+type Revocation struct {
+	// Depth is the certificate's place on the path: 0 for the leaf, 1 for
+	// its issuer, and so on. Subject is its subject, for messages.
+	Depth   int              `json:"depth"`
+	Subject string           `json:"subject"`
+	Status  RevocationStatus `json:"status"`
+	// Source is where the answer came from: "crl URL", "ocsp URL" or
+	// "stapled ocsp".
+	Source string `json:"source,omitempty"`
+	// RevokedAt and Reason (RFC 5280 CRLReason) are set when revoked.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	Reason    int       `json:"reason,omitempty"`
+	// NextUpdate is when the information used said it would be renewed.
+	NextUpdate time.Time `json:"next_update,omitzero"`
+	// Error says why the status is unavailable or stale.
+	Error string `json:"error,omitempty"`
+}
+
+// RevocationConfig tunes revocation checking. The zero value checks, with
+// the defaults documented on each field.
+type RevocationConfig struct {
+	// Disabled turns revocation checking off: observations carry no
+	// Revocation facts and nothing is fetched.
+	Disabled bool
+	// Timeout bounds one HTTP request for a CRL or an OCSP response,
+	// connect to last byte (default 5s).
+	Timeout time.Duration
+	// MaxCRLBytes caps the size of a CRL (default 10 MiB); a larger one is
+	// unavailable. OCSP responses are capped at 64 KiB.
+	MaxCRLBytes int64
+	// RetryAfter is how long a CRL or OCSP answer that failed, or was
+	// already past its next update, is kept before it is fetched again
+	// (default 10m). A current answer is kept until its next update. So a
+	// run makes at most one fetch per URL, whatever the number of
+	// certificates that name it.
+	RetryAfter time.Duration
+	// Client makes the requests. Nil means a client of its own with no
+	// proxy from the environment and no redirects followed to other
+	// schemes.
+	Client *http.Client
+}
+
+// Defaults for zero RevocationConfig fields.
+const (
+	DefaultRevocationTimeout = 5 * time.Second
+	DefaultMaxCRLBytes       = 10 << 20
+	DefaultRevocationRetry   = 10 * time.Minute
+	maxOCSPBytes             = 64 << 10
+)
+
+// revocationChecker finds the revocation status of verified paths from
+// stapled OCSP responses, CRLs and OCSP responders, sharing every fetch
+// between the endpoints of a Prober (see fetchCache). It is safe for
+// concurrent use.
+type revocationChecker struct {
+	client     *http.Client
+	timeout    time.Duration
+	maxCRL     int64
+	retryAfter time.Duration
+	attempts   int
+	backoff    Backoff
+	now        func() time.Time
+
+	crls  *fetchCache[*crlEntry]
+	ocsps *fetchCache[*ocspAnswer]
+}
+
+func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now func() time.Time) *revocationChecker {
+	if c.Disabled {
+		return nil
+	}
+	rc := &revocationChecker{
+		client:     c.Client,
+		timeout:    orDefault(c.Timeout, DefaultRevocationTimeout),
+		maxCRL:     c.MaxCRLBytes,
+		retryAfter: orDefault(c.RetryAfter, DefaultRevocationRetry),
+		attempts:   attempts,
+		backoff:    backoff,
+		now:        now,
+		crls:       newFetchCache[*crlEntry](maxCachedCRLs),
+		ocsps:      newFetchCache[*ocspAnswer](maxCachedOCSP),
+	}
+	if rc.maxCRL <= 0 {
+		rc.maxCRL = DefaultMaxCRLBytes
+	}
+	if rc.client == nil {
+		d := net.Dialer{KeepAlive: -1}
+		rc.client = &http.Client{
+			Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
+			CheckRedirect: func(req *http.Request, via []*http.Request) error {
+				if len(via) >= 3 || req.URL.Scheme != "http" {
+					return errors.New("redirect refused")
+				}
+				return nil
+			},
+		}
+	}
+	return rc
+}
+
+// check returns the revocation facts of the certificates below the root of
+// path (leaf first, root last), judged at now. staple is the OCSP response
+// the server stapled, if any.
+func (rc *revocationChecker) check(ctx context.Context, path []*x509.Certificate, staple []byte, now time.Time) []Revocation {
+	var out []Revocation
+	for i, c := range path[:len(path)-1] {
+		issuer := path[i+1]
+		var st []byte
+		if i == 0 {
+			st = staple
+		}
+		if len(st) == 0 && !hasHTTP(c.CRLDistributionPoints) && !hasHTTP(c.OCSPServer) {
+			continue
+		}
+		r := rc.checkOne(ctx, c, issuer, st, now)
+		r.Depth, r.Subject = i, certName(c)
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkOne asks, in order, the stapled response, each CRL distribution
+// point and each OCSP responder, and returns the first answer that is
+// current and trusted; failing that, the first stale one, and failing that
+// why none was available.
+func (rc *revocationChecker) checkOne(ctx context.Context, c, issuer *x509.Certificate, staple []byte, now time.Time) Revocation {
+	var stale *Revocation
+	var errs, srcs []string
+	consider := func(r Revocation) bool {
+		switch r.Status {
+		case RevocationGood, RevocationRevoked:
+			return true
+		case RevocationStale:
+			if stale == nil {
+				stale = &r
+			}
+		default:
+			errs, srcs = append(errs, r.Error), append(srcs, r.Source)
+		}
+		return false
+	}
+	if len(staple) > 0 {
+		if r := stapled(staple, c, issuer, now); consider(r) {
+			return r
+		}
+	}
+	for _, u := range c.CRLDistributionPoints {
+		if !isHTTP(u) {
+			continue
+		}
+		if r := rc.crlCheck(ctx, u, c, issuer, now); consider(r) {
+			return r
+		}
+	}
+	for _, u := range c.OCSPServer {
+		if !isHTTP(u) {
+			continue
+		}
+		if r := rc.ocspCheck(ctx, u, c, issuer, now); consider(r) {
+			return r
+		}
+	}
+	if stale != nil {
+		return *stale
+	}
+	return Revocation{Status: RevocationUnavailable, Source: strings.Join(srcs, ", "), Error: strings.Join(errs, "; ")}
+}
+
+func isHTTP(u string) bool { return strings.HasPrefix(strings.ToLower(u), "http://") }
+
+func hasHTTP(urls []string) bool {
+	for _, u := range urls {
+		if isHTTP(u) {
+			return true
+		}
+	}
+	return false
+}
+
+// get fetches url (a GET, or a POST of body when body is set) with the
+// probes' retry rules: transient failures (network errors, timeouts, 429
+// and 5xx) are retried with jittered exponential backoff, up to the
+// Prober's attempts. The body read is capped at limit bytes.
+func (rc *revocationChecker) get(ctx context.Context, url, contentType string, body []byte, limit int64) ([]byte, error) {
+	var err error
+	for attempt := 1; ; attempt++ {
+		var data []byte
+		var retry bool
+		data, retry, err = rc.getOnce(ctx, url, contentType, body, limit)
+		if err == nil {
+			return data, nil
+		}
+		if !retry || attempt >= rc.attempts || ctx.Err() != nil {
+			return nil, err
+		}
+		if werr := rc.backoff.wait(ctx, attempt); werr != nil {
+			return nil, err
+		}
+	}
+}
+
+func (rc *revocationChecker) getOnce(ctx context.Context, url, contentType string, body []byte, limit int64) (data []byte, retry bool, err error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, rc.timeout, fmt.Errorf("revocation fetch timeout (%v)", rc.timeout))
+	defer cancel()
+	method := http.MethodGet
+	var rd io.Reader
+	if body != nil {
+		method, rd = http.MethodPost, strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, false, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := rc.client.Do(req)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			err = cause
+		}
+		return nil, true, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+			fmt.Errorf("http status %d", resp.StatusCode)
+	}
+	data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, true, err
+	}
+	if int64(len(data)) > limit {
+		return nil, false, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, false, nil
+}
+
+// fetchCache shares the fetch of one key (a URL) between every caller:
+// while a fetch is in flight, other callers wait for it; its result is
+// kept until the time the fetch set (a CRL's next update, or RetryAfter
+// for a failure), so one run makes one fetch per key. It is safe for
+// concurrent use and holds at most max entries.
+type fetchCache[T any] struct {
+	max int
+
+	mu      sync.Mutex
+	entries map[string]*fetchEntry[T]
+}
+
+type fetchEntry[T any] struct {
+	done  chan struct{} // closed when val, err and until are set
+	val   T
+	err   error
+	until time.Time
+}
+
+// Bounds of the fetch caches.
+const (
+	maxCachedCRLs = 1024
+	maxCachedOCSP = 16384
+)
+
+func newFetchCache[T any](max int) *fetchCache[T] {
+	return &fetchCache[T]{max: max, entries: make(map[string]*fetchEntry[T])}
+}
+
+// get returns the cached result for key while it is valid at now, waits
+// for a fetch in flight, or fetches. fetch returns the value, until when
+// it (or the error) may be reused, and the error. A fetch cut short by the fetching
+// caller's ctx is not kept: a waiting caller then fetches itself.
+func (fc *fetchCache[T]) get(ctx context.Context, key string, now func() time.Time, fetch func(ctx context.Context) (T, time.Time, error)) (T, error) {
+	for {
+		fc.mu.Lock()
+		e, ok := fc.entries[key]
+		if ok {
+			select {
+			case <-e.done:
+				if !now().Before(e.until) {
+					ok = false // expired: fetch again
+				}
+			default: // in flight
+			}
+		}
+		if ok {
+			fc.mu.Unlock()
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				var zero T
+				return zero, context.Cause(ctx)
+			}
+			if e.err != nil && errors.Is(e.err, errAbandoned) {
+				continue
+			}
+			return e.val, e.err
+		}
+		e = &fetchEntry[T]{done: make(chan struct{})}
+		fc.evictLocked(now())
+		fc.entries[key] = e
+		fc.mu.Unlock()
+
+		e.val, e.until, e.err = fetch(ctx)
+		if ctx.Err() != nil && e.err != nil {
+			e.err = fmt.Errorf("%w: %w", errAbandoned, e.err)
+			fc.mu.Lock()
+			if fc.entries[key] == e {
+				delete(fc.entries, key)
+			}
+			fc.mu.Unlock()
+			close(e.done)
+			var zero T
+			return zero, context.Cause(ctx)
+		}
+		close(e.done)
+		return e.val, e.err
+	}
+}
+
+// errAbandoned marks a fetch its caller gave up on.
+var errAbandoned = errors.New("fetch abandoned")
+
+// evictLocked makes room for one entry: expired entries go first, then
+// every finished one.
+func (fc *fetchCache[T]) evictLocked(now time.Time) {
+	if len(fc.entries) < fc.max {
+		return
+	}
+	for k, e := range fc.entries {
+		select {
+		case <-e.done:
+			if !now.Before(e.until) {
+				delete(fc.entries, k)
+			}
+		default:
+		}
+	}
+	if len(fc.entries) < fc.max {
+		return
+	}
+	for k, e := range fc.entries {
+		select {
+		case <-e.done:
+			delete(fc.entries, k)
+		default:
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package probes_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// revocationPKI is a test CA that publishes CRLs over HTTP and runs an
+// OCSP responder on loopback.
+type revocationPKI struct {
+	root, inter, revokedInter *certtest.CA
+	srv                       *certtest.RevocationServer
+}
+
+func newRevocationPKI(t testing.TB) *revocationPKI {
+	t.Helper()
+	srv, err := certtest.ServeRevocation("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	root := certtest.MustCA("Revocation Root", now.AddDate(-5, 0, 0), now.AddDate(5, 0, 0))
+	rootCRL := certtest.Revocation{CRL: []string{srv.URL("/root.crl")}}
+	inter, err := root.IntermediateWith("Revocation Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0), rootCRL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedInter, err := root.IntermediateWith("Revoked Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0), rootCRL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, srv, "/root.crl", root, []*x509.Certificate{revokedInter.Cert}, now.Add(-time.Hour), now.Add(day))
+	return &revocationPKI{root: root, inter: inter, revokedInter: revokedInter, srv: srv}
+}
+
+func publish(t testing.TB, srv *certtest.RevocationServer, path string, ca *certtest.CA, revoked []*x509.Certificate, thisUpdate, nextUpdate time.Time) {
+	t.Helper()
+	der, err := ca.CRL(revoked, thisUpdate, nextUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.PublishCRL(path, der)
+}
+
+func (rp *revocationPKI) leaf(t testing.TB, ca *certtest.CA, name string, r certtest.Revocation) *certtest.Leaf {
+	t.Helper()
+	l, err := ca.Leaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-day), NotAfter: now.Add(60 * day), Revocation: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// closedURL returns an http URL on loopback where nothing listens.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/ocsp"
+}
+
+func TestRevocation(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	crl := func(path string) certtest.Revocation { return certtest.Revocation{CRL: []string{rp.srv.URL(path)}} }
+	ocspAt := func(url string) certtest.Revocation { return certtest.Revocation{OCSP: []string{url}} }
+
+	good := rp.leaf(t, rp.inter, "good.example", crl("/inter.crl"))
+	revoked := rp.leaf(t, rp.inter, "revoked.example", crl("/inter.crl"))
+	publish(t, rp.srv, "/inter.crl", rp.inter, []*x509.Certificate{revoked.Cert}, now.Add(-time.Hour), now.Add(day))
+
+	underRevoked := rp.leaf(t, rp.revokedInter, "under-revoked.example", certtest.Revocation{})
+
+	forgedLeaf := rp.leaf(t, rp.inter, "forged.example", crl("/forged.crl"))
+	impostor := certtest.MustCA("Revocation Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	publish(t, rp.srv, "/forged.crl", impostor, nil, now.Add(-time.Hour), now.Add(day))
+
+	staleLeaf := rp.leaf(t, rp.inter, "stale.example", crl("/expired.crl"))
+	staleRevoked := rp.leaf(t, rp.inter, "stale-revoked.example", crl("/expired.crl"))
+	publish(t, rp.srv, "/expired.crl", rp.inter, []*x509.Certificate{staleRevoked.Cert}, now.Add(-10*day), now.Add(-3*day))
+
+	ocspGood := rp.leaf(t, rp.inter, "ocsp-good.example", ocspAt(rp.srv.URL("/ocsp")))
+	ocspRevoked := rp.leaf(t, rp.inter, "ocsp-revoked.example", ocspAt(rp.srv.URL("/ocsp")))
+	rp.srv.Respond("/ocsp", rp.inter, map[string]time.Time{ocspRevoked.Cert.SerialNumber.String(): now.Add(-2 * day)}, now.Add(-time.Hour), now.Add(day))
+	down := rp.leaf(t, rp.inter, "down.example", ocspAt(closedURL(t)))
+
+	// No CRL or responder named: only the stapled response says.
+	stapledRevoked := rp.leaf(t, rp.inter, "stapled.example", certtest.Revocation{})
+	staple, err := rp.inter.OCSPResponse(stapledRevoked.Cert, now.Add(-day), now.Add(-time.Hour), now.Add(day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stapledCert := stapledRevoked.FullChain()
+	stapledCert.OCSPStaple = staple
+
+	tests := []struct {
+		name string
+		cert tls.Certificate
+		// want is "depth status source-prefix" per fact.
+		want     []string
+		contains string
+	}{
+		{"good leaf under a good intermediate", good.FullChain(), []string{"0 good crl", "1 good crl"}, ""},
+		{"revoked leaf", revoked.FullChain(), []string{"0 revoked crl", "1 good crl"}, ""},
+		{"revoked intermediate", underRevoked.FullChain(), []string{"1 revoked crl"}, ""},
+		{"crl signed by the wrong key", forgedLeaf.FullChain(), []string{"0 unavailable crl", "1 good crl"}, "is not signed by"},
+		{"expired crl", staleLeaf.FullChain(), []string{"0 stale crl", "1 good crl"}, "past its next update"},
+		{"expired crl that lists the leaf", staleRevoked.FullChain(), []string{"0 revoked crl", "1 good crl"}, ""},
+		{"ocsp good", ocspGood.FullChain(), []string{"0 good ocsp", "1 good crl"}, ""},
+		{"ocsp revoked", ocspRevoked.FullChain(), []string{"0 revoked ocsp", "1 good crl"}, ""},
+		{"responder down", down.FullChain(), []string{"0 unavailable ocsp", "1 good crl"}, "connection refused"},
+		{"stapled response", stapledCert, []string{"0 revoked stapled", "1 good crl"}, ""},
+	}
+	prober := probes.New(testConfig(rp.root.Pool()))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := serve(t, "127.0.0.1:0", tt.cert)
+			o := probeOne(t, prober, target(tt.cert.Leaf.DNSNames[0], s.Addr()))
+			if o.Trust != probes.Trusted {
+				t.Fatalf("Trust = %q (%s), want trusted", o.Trust, o.TrustError)
+			}
+			var got, errs []string
+			for _, r := range o.Revocation {
+				got = append(got, strings.Join([]string{string(rune('0' + r.Depth)), string(r.Status), strings.Fields(r.Source)[0]}, " "))
+				errs = append(errs, r.Error)
+			}
+			if strings.Join(got, ", ") != strings.Join(tt.want, ", ") {
+				t.Errorf("revocation = %v, want %v (%+v)", got, tt.want, o.Revocation)
+			}
+			if !strings.Contains(strings.Join(errs, "\n"), tt.contains) {
+				t.Errorf("errors %q lack %q", errs, tt.contains)
+			}
+		})
+	}
+	if n := rp.srv.Requests("/inter.crl"); n != 1 {
+		t.Errorf("/inter.crl fetched %d times, want 1", n)
+	}
+	if n := rp.srv.Requests("/root.crl"); n != 1 {
+		t.Errorf("/root.crl fetched %d times, want 1", n)
+	}
+}
+
+// TestRevocationOneFetchPerURL: many endpoints whose leaves share one CRL
+// distribution point, probed at once, make one fetch of it; turning
+// revocation off makes none.
+func TestRevocationOneFetchPerURL(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	const endpoints = 50
+	var targets []discovery.Target
+	for range endpoints {
+		l := rp.leaf(t, rp.inter, "svc.example", certtest.Revocation{CRL: []string{rp.srv.URL("/shared.crl")}})
+		targets = append(targets, target("svc.example", serve(t, "127.0.0.1:0", l.FullChain()).Addr()))
+	}
+	publish(t, rp.srv, "/shared.crl", rp.inter, nil, now.Add(-time.Hour), now.Add(day))
+
+	for _, disabled := range []bool{true, false} {
+		cfg := testConfig(rp.root.Pool())
+		cfg.Revocation.Disabled = disabled
+		prober := probes.New(cfg)
+		before := rp.srv.Requests("/shared.crl")
+		var wg sync.WaitGroup
+		for _, tg := range targets {
+			wg.Go(func() {
+				o := prober.Probe(t.Context(), tg)[0]
+				want := 2
+				if disabled {
+					want = 0
+				}
+				if len(o.Revocation) != want || (want > 0 && o.Revocation[0].Status != probes.RevocationGood) {
+					t.Errorf("disabled %v: revocation %+v, want %d facts, the leaf good", disabled, o.Revocation, want)
+				}
+			})
+		}
+		wg.Wait()
+		want := 1
+		if disabled {
+			want = 0
+		}
+		if n := rp.srv.Requests("/shared.crl") - before; n != want {
+			t.Errorf("disabled %v: %d endpoints fetched the shared CRL %d times, want %d", disabled, endpoints, n, want)
+		}
+	}
+}
