@@ -104,6 +104,7 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 	}
 	wants := []want{
 		{policy.Expired, policy.Critical, []string{name("expired")}, "expired 3 days ago"},
+		{policy.Revoked, policy.Critical, []string{name("revoked")}, "was revoked at"},
 		{policy.Expiring, policy.Page, []string{name("api"), name("auth"), name("billing"), name("search")}, "leaf certificate"},
 		{policy.Expiring, policy.Warning, []string{name("legacy")}, "intermediate certificate \"Example Issuing CA 1\""},
 		{policy.HostnameMismatch, policy.Page, []string{name("intranet")}, name("intranet")},
@@ -439,7 +440,7 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit code = %d; stderr: %s", code, stderr)
 	}
-	for _, want := range []string{"certwatch demo: lab of zone internal.example", "CRITICAL", "would exit 1"} {
+	for _, want := range []string{"certwatch demo: lab of zone internal.example", "CRITICAL", "would exit 1", "revoked.internal.example"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

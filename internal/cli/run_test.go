@@ -234,7 +234,7 @@ daemon:
 var (
 	rowSubjectRe  = regexp.MustCompile(`(?s)<tr class="tier-[a-z]+"[^>]*data-deadline="([^"]+)"[^>]*>.*?<span class="subject">([^<]*)</span>`)
 	wantLabOrder  = []string{"expired.internal.example", "*.internal.example", "legacy.internal.example", "mixed.internal.example", "ldap.internal.example", "www.internal.example"}
-	pagedSubjects = []string{"expired.internal.example", "*.internal.example", "nochain.internal.example", "printer.internal.example", "intranet.other.example"}
+	pagedSubjects = []string{"expired.internal.example", "*.internal.example", "nochain.internal.example", "printer.internal.example", "intranet.other.example", "revoked.internal.example"}
 )
 
 // labRows returns the status page's (deadline, subject) rows.

@@ -53,6 +53,7 @@ type Lab struct {
 
 	dns     *dnstest.Server
 	servers []*certtest.Server
+	crl     *certtest.RevocationServer
 	dir     string
 }
 
@@ -64,6 +65,9 @@ func (l *Lab) Close() error {
 	}
 	if l.dns != nil {
 		errs = append(errs, l.dns.Close())
+	}
+	if l.crl != nil {
+		errs = append(errs, l.crl.Close())
 	}
 	if l.dir != "" {
 		errs = append(errs, os.RemoveAll(l.dir))
@@ -136,6 +140,21 @@ func Start(now time.Time) (l *Lab, err error) {
 		return nil, err
 	}
 
+	// The issuing CA publishes a CRL on loopback, naming one revoked leaf.
+	if l.crl, err = certtest.ServeRevocation("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	revoked, err := issuing.Leaf(certtest.LeafOptions{DNSNames: []string{"revoked." + Zone}, NotBefore: now.Add(-20 * day), NotAfter: now.Add(300 * day),
+		Revocation: certtest.Revocation{CRL: []string{l.crl.URL("/issuing-ca-2.crl")}}})
+	if err != nil {
+		return nil, err
+	}
+	crl, err := issuing.CRL([]*x509.Certificate{revoked.Cert}, now.Add(-time.Hour), now.Add(7*day))
+	if err != nil {
+		return nil, err
+	}
+	l.crl.PublishCRL("/issuing-ca-2.crl", crl)
+
 	leaf := func(ca *certtest.CA, notBefore, notAfter time.Time, names ...string) (*certtest.Leaf, error) {
 		return ca.Leaf(certtest.LeafOptions{DNSNames: names, NotBefore: notBefore, NotAfter: notAfter})
 	}
@@ -184,6 +203,7 @@ func Start(now time.Time) (l *Lab, err error) {
 		{names: []string{"ldap"}, addr: "127.0.0.14", port: l.LDAPPort, cert: full(ldap), note: "found via _ldaps._tcp SRV, expires in 25 days"},
 		{names: []string{"bundle"}, addr: "127.0.0.15", cert: chain(padded, append(padded.Intermediates, crossSign)...), note: "valid chain plus an expired cross-sign"},
 		{names: []string{"hung"}, addr: "127.0.0.16", kind: "silent", note: "accepts TCP, never speaks TLS"},
+		{names: []string{"revoked"}, addr: "127.0.0.30", cert: full(revoked), note: "revoked: listed on its CA's CRL"},
 		{names: []string{"mail"}, addr: "127.0.0.17", kind: "none", note: "nothing listens on the port"},
 		{names: []string{"smtp"}, addr: "127.0.0.20", port: l.SubmissionPort, cert: full(submission), kind: "smtp", note: "SMTP STARTTLS via _submission._tcp SRV, expires in 20 days"},
 		{names: []string{"imap"}, addr: "127.0.0.21", port: l.IMAPPort, cert: full(imap), kind: "imap-plain", note: "IMAP via _imap._tcp SRV, offers no STARTTLS"},
