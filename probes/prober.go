@@ -369,7 +369,7 @@ func (p *Prober) logObservation(ctx context.Context, o *Observation) {
 		return
 	}
 	p.log.LogAttrs(ctx, slog.LevelDebug, "probed",
-		slog.String("name", o.Name), slog.Int("port", o.Port), slog.String("address", addrString(o.Address)),
+		slog.String("name", o.Name), slog.Int("port", o.Port), slog.String("protocol", o.Protocol.String()), slog.String("address", addrString(o.Address)),
 		slog.Int("attempts", o.Attempts), slog.Duration("duration", o.Duration),
 		slog.String("failure", string(o.Failure)), slog.String("error", o.Error),
 		slog.String("trust", string(o.Trust)), slog.Bool("name_match", o.NameMatch))

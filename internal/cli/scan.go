@@ -32,8 +32,19 @@ Examples:
   certwatch scan --zone internal.example --nameserver 10.0.0.2:53 \
       --tsig-file /run/secrets/tsig --ca-file internal-root.pem
   certwatch scan --target vault.internal.example:8200 --output json
+  certwatch scan --target db.internal.example:6432/postgres --target mail.internal.example/smtp
+  certwatch scan --zone internal.example --ports 443,5432,389,6432/postgres
   certwatch scan --config /etc/certwatch/config.yaml --fail-on warning
   certwatch scan --route53 --acm --region eu-west-1 --region us-east-1
+
+Ports that speak TLS only after a plain-text upgrade are probed through
+their protocol's STARTTLS dialogue: SRV records name the protocol
+(_submission, _imap, _pop3, _ldap, _postgresql, _xmpp-client, ...), every
+MX target is probed on 25 with SMTP, and well-known ports speak their
+protocol (25 and 587 smtp, 143 imap, 110 pop3, 21 ftp, 389 ldap, 5432
+postgres, 3306 mysql, 5222 and 5269 xmpp); a target or a --ports entry can
+name it (HOST:PORT/PROTOCOL, PORT/PROTOCOL). A server that does not offer
+STARTTLS fails as no_starttls.
 
 Flags override the same settings in --config. Without --nameserver, the
 zone is transferred from its SOA MNAME (then its NS names), looked up through

@@ -203,3 +203,40 @@ notify:
 		}
 	}
 }
+
+// TestProtocolFlags: --target HOST:PORT/PROTOCOL and --ports PORT/PROTOCOL
+// set the protocol inventory shows; an unknown protocol is a usage error.
+func TestProtocolFlags(t *testing.T) {
+	stdout, stderr, code := run(t, "inventory", "--target", "db.example:6432/postgres", "--target", "mx.example",
+		"--target", "directory.example/ldap", "--ports", "443,2525/smtp", "--output", "json")
+	if code != 0 {
+		t.Fatalf("inventory: exit code %d; stderr:\n%s", code, stderr)
+	}
+	var inv struct {
+		Targets []struct {
+			Name     string `json:"name"`
+			Port     int    `json:"port"`
+			Protocol string `json:"protocol"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tg := range inv.Targets {
+		got = append(got, fmt.Sprintf("%s:%d/%s", tg.Name, tg.Port, tg.Protocol))
+	}
+	want := []string{"db.example:6432/postgres", "directory.example:389/ldap", "mx.example:443/tls", "mx.example:2525/smtp"}
+	if !slices.Equal(got, want) {
+		t.Errorf("inventory targets %v, want %v", got, want)
+	}
+	for _, args := range [][]string{
+		{"inventory", "--target", "mx.example", "--ports", "443,2525/smpt"},
+		{"scan", "--target", "db.example:6432/oracle"},
+	} {
+		_, stderr, code := run(t, args...)
+		if code != cli.ExitUsage || !strings.Contains(stderr, "unknown protocol") || !strings.Contains(stderr, "postgres") {
+			t.Errorf("%v: exit code %d, stderr %q; want a usage error naming the known protocols", args, code, stderr)
+		}
+	}
+}
