@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // Exit codes.
@@ -239,13 +240,28 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 }
 
 // newLogger logs to stderr: text on a terminal, JSON otherwise (containers,
-// log shippers).
+// log shippers). Durations are Go duration strings ("1.5s") in both: the
+// JSON handler would write a time.Duration as integer nanoseconds, beside
+// the strings other records carry.
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationString}
 	if isTerminal(w) {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationString is a ReplaceAttr that writes a time.Duration as its
+// String, rounded to the millisecond above a second.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	d := a.Value.Duration()
+	if d > time.Second || d < -time.Second {
+		d = d.Round(time.Millisecond)
+	}
+	return slog.String(a.Key, d.String())
 }
 
 func isTerminal(w io.Writer) bool {

@@ -104,7 +104,7 @@ func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[
 // no other channel's) from its file or environment variable.
 func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *slog.Logger) (notify.Sender, error) {
 	if ch.Kind == config.ChannelLog {
-		return notify.NewLogSender(logger.With("component", "notify", "channel", ch.Name)), nil
+		return notify.NewLogSender(logger.With("component", "notify")), nil // each record names its channel, nil
 	}
 	secret, err := ch.Secret()
 	if err != nil {
@@ -138,7 +138,7 @@ type runParts struct {
 }
 
 func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
-	pass, err := newPassWithAWS(ctx, c, logger, logger.With("component", "scan"))
+	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return runParts{}, err
 	}

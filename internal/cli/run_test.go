@@ -408,6 +408,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
 	p.waitLog(t, "stop line", 1, msg("certwatch stopped"))
+	checkLogLines(t, p.log()) // one key once per record, durations as strings
 	p.waitLog(t, "undelivered outbox warning", 1, msg("outbox not fully delivered at shutdown; it is kept for the next start"))
 	if n := len(sl.TopLevel("#certs")); n != 0 {
 		t.Fatalf("%d Slack posts while Slack answered 500, want none", n)

@@ -391,7 +391,8 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 		Prober:      prober,
 		Rules:       revocationRules(renewalRules(rules(c.Policy), c.AWS), c.Revocation),
 		Parallelism: c.Probe.Concurrency,
-		Logger:      logger,
+		// Each part adds its own component: sources, the prober, the pass.
+		Logger: logger.With("component", "scan"),
 	}, nil
 }
 
@@ -437,7 +438,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 			}
 			zc.TSIG = &dnszone.TSIG{Name: z.TSIG.Name, Algorithm: z.TSIG.Algorithm, Secret: secret.Reveal()}
 		}
-		s, err := dnszone.New(zc, logger.With("component", "dnszone", "zone", z.Name))
+		s, err := dnszone.New(zc, logger) // it adds component and zone
 		if err != nil {
 			return nil, err
 		}
