@@ -71,7 +71,9 @@ func (d *dialogue) ldap() error {
 	return nil
 }
 
-func ldapUnexpected(what string) error { return &protocolError{proto: "ldap", msg: what} }
+func ldapUnexpected(what string) error {
+	return &protocolError{proto: "ldap", msg: "unexpected reply: " + what, hint: otherProtocol}
+}
 
 // berElement reads one BER element with tag want from the connection and
 // returns its contents. Lengths may use the long form with leading zeros,

@@ -33,7 +33,7 @@ func (d *dialogue) mysql() error {
 		return &protocolError{proto: "mysql", msg: "the server refused the connection: " + msg}
 	}
 	if len(payload) == 0 || payload[0] != 10 {
-		return &protocolError{proto: "mysql", msg: "the server's first packet is not a protocol 10 handshake"}
+		return &protocolError{proto: "mysql", msg: "the server's first packet is not a protocol 10 handshake", hint: otherProtocol}
 	}
 	// version (NUL-terminated), connection ID (4), auth data (8), filler
 	// (1), capabilities (lower 2), charset (1), status (2), capabilities

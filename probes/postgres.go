@@ -27,5 +27,5 @@ func (d *dialogue) postgres() error {
 		// connection, sends an ErrorResponse.
 		return &protocolError{proto: "postgres", msg: "the server answered SSLRequest with an error"}
 	}
-	return &protocolError{proto: "postgres", msg: fmt.Sprintf("SSLRequest answered 0x%02x", b[0])}
+	return &protocolError{proto: "postgres", msg: fmt.Sprintf("SSLRequest answered 0x%02x", b[0]), hint: otherProtocol}
 }

@@ -172,7 +172,6 @@ func (p *Prober) startTLS(ctx context.Context, conn net.Conn, proto discovery.Pr
 // is FailHandshake.
 func (p *Prober) failedStartTLS(ctx context.Context, proto discovery.Protocol, target string, err error) attemptResult {
 	op := "starttls (" + proto.String() + ") with"
-	var pe *probeError
 	switch {
 	case errors.Is(err, errNoStartTLS):
 		return attemptResult{err: &probeError{op: op, target: target, err: err,
@@ -180,24 +179,26 @@ func (p *Prober) failedStartTLS(ctx context.Context, proto discovery.Protocol, t
 	case errors.Is(err, errTooLong), errors.Is(err, errInjected):
 		return attemptResult{err: &probeError{op: op, target: target, err: err}, failure: FailHandshake}
 	}
-	if _, ok := errors.AsType[*protocolError](err); ok {
-		return attemptResult{err: &probeError{op: op, target: target, err: err,
-			hint: "the port may speak another protocol: set the target's protocol"}, failure: FailHandshake}
+	if e, ok := errors.AsType[*protocolError](err); ok {
+		return attemptResult{err: &probeError{op: op, target: target, err: err, hint: e.hint}, failure: FailHandshake}
 	}
 	res := p.failed(ctx, op, target, err, p.hsTO)
-	if pe, _ = res.err.(*probeError); pe != nil && res.failure == FailTimeout && ctx.Err() == nil {
-		pe.hint = "the server did not complete the " + proto.String() + " dialogue in time"
+	if pe, ok := res.err.(*probeError); ok && res.failure == FailTimeout && ctx.Err() == nil {
+		pe.hint = "the server did not complete the " + proto.String() + " dialogue in time; a port that speaks TLS at once waits silently for the client: then set its protocol to tls"
 	}
 	return res
 }
 
-// protocolError is a reply the protocol does not allow at that point.
+// protocolError is a reply the dialogue cannot go on from: one the
+// protocol does not allow at that point, or a server that refuses the
+// session. hint, if set, says what to check.
 type protocolError struct {
 	proto string
 	msg   string
+	hint  string
 }
 
-func (e *protocolError) Error() string { return "unexpected " + e.proto + " reply: " + e.msg }
+func (e *protocolError) Error() string { return e.proto + ": " + e.msg }
 
 // unexpected returns a *protocolError quoting at most 80 bytes of reply.
 func unexpected(proto, reply string) error {
@@ -205,8 +206,12 @@ func unexpected(proto, reply string) error {
 	if len(reply) > quote {
 		reply = reply[:quote] + "..."
 	}
-	return &protocolError{proto: proto, msg: fmt.Sprintf("%q", reply)}
+	return &protocolError{proto: proto, msg: fmt.Sprintf("unexpected reply %q", reply), hint: otherProtocol}
 }
+
+// otherProtocol is the hint of a reply that belongs to no dialogue of
+// the protocol.
+const otherProtocol = "the port may speak another protocol: set the target's protocol"
 
 // hasWord reports whether the space-separated words of s include w, in
 // any case.

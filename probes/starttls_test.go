@@ -131,7 +131,7 @@ func TestStartTLSFaults(t *testing.T) {
 			// from a STARTTLS client's side; here it answers garbage.
 			_, _ = io.WriteString(c, "\x15\x03\x01\x00\x02\x02\x28")
 			_, _ = io.Copy(io.Discard, c)
-		}, probes.FailTimeout, "no answer within " + shortTimeout.String() + " (the server did not complete the smtp dialogue in time)"},
+		}, probes.FailTimeout, "no answer within " + shortTimeout.String() + " (the server did not complete the smtp dialogue in time; a port that speaks TLS at once waits silently for the client: then set its protocol to tls)"},
 		{"endless greeting", discovery.SMTP, func(c net.Conn) {
 			line := "220-" + strings.Repeat("x", 1000) + "\r\n"
 			for {
@@ -147,7 +147,7 @@ func TestStartTLSFaults(t *testing.T) {
 		{"HTTP server on the IMAP port", discovery.IMAP, func(c net.Conn) {
 			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n")
 			_, _ = io.Copy(io.Discard, c)
-		}, probes.FailHandshake, `unexpected imap reply: "HTTP/1.1 400 Bad Request"`},
+		}, probes.FailHandshake, `imap: unexpected reply "HTTP/1.1 400 Bad Request" (the port may speak another protocol`},
 		{"plain text injected after STARTTLS", discovery.SMTP, func(c net.Conn) {
 			_, _ = io.WriteString(c, "220 mx ESMTP\r\n")
 			buf := make([]byte, 512)

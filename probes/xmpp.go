@@ -39,7 +39,7 @@ func (d *dialogue) xmpp(server bool) error {
 		return err
 	}
 	if el.Name.Space != xmppStreams || el.Name.Local != "stream" {
-		return &protocolError{proto: "xmpp", msg: "the server's reply is not an XMPP stream"}
+		return &protocolError{proto: "xmpp", msg: "the server's reply is not an XMPP stream", hint: otherProtocol}
 	}
 	if el, err = d.xmppNext(dec); err != nil {
 		return err
@@ -96,7 +96,11 @@ func (d *dialogue) xmppNext(dec *xml.Decoder) (xml.StartElement, error) {
 				if c, err := d.xmppNext(dec); err == nil {
 					cond = c.Name.Local
 				}
-				return xml.StartElement{}, &protocolError{proto: "xmpp", msg: "stream error: " + cond}
+				e := &protocolError{proto: "xmpp", msg: "stream error: " + cond}
+				if cond == "host-unknown" {
+					e.hint = "the server does not serve the target's name as an XMPP domain"
+				}
+				return xml.StartElement{}, e
 			}
 			return t, nil
 		case xml.EndElement:
@@ -116,7 +120,7 @@ func (d *dialogue) xmppToken(dec *xml.Decoder) (xml.Token, error) {
 		return tok, nil
 	}
 	if _, ok := errors.AsType[*xml.SyntaxError](err); ok && d.lim.N > 0 {
-		return nil, &protocolError{proto: "xmpp", msg: err.Error()}
+		return nil, &protocolError{proto: "xmpp", msg: err.Error(), hint: otherProtocol}
 	}
 	if d.lim.N <= 0 {
 		err = io.EOF // the budget ran out, whatever the decoder made of it
