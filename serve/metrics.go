@@ -49,7 +49,7 @@ func newMetrics(s *Server) *metrics {
 		s: s,
 		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "certwatch_probe_latency_seconds",
-			Help:    "Time of each probe (dial and TLS handshake of one address), by result: ok or the failure class.",
+			Help:    "Time of each probe that made a connection (dial and TLS handshake of one address), by result: ok or the failure class.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20},
 		}, []string{"result"}),
 		jobRuns: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -302,15 +302,21 @@ func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// ObserveProbe records one probe's outcome for the duration histogram and
-// the per-endpoint series of the run in progress. Set it as the scan pass's
+// ObserveProbe records one probe's outcome for the duration histogram (if
+// it made a connection) and the per-endpoint series of the run in progress. Set it as the scan pass's
 // OnObservation; the pass calls it serially.
 func (s *Server) ObserveProbe(o *probes.Observation) {
 	result := "ok"
 	if o.Failure != probes.FailNone {
 		result = string(o.Failure)
 	}
-	s.metrics.probeDuration.WithLabelValues(result).Observe(o.Duration.Seconds())
+	if o.Attempts > 0 {
+		// A probe that made no connection (the sweep gave up on the
+		// address, a failed lookup, a run cut short) has no latency:
+		// observed as 0 s it would make a hung address look fast. It is
+		// still counted in certwatch_endpoints by its result.
+		s.metrics.probeDuration.WithLabelValues(result).Observe(o.Duration.Seconds())
+	}
 	addr := ""
 	if o.Address.IsValid() {
 		addr = o.Address.String()

@@ -71,7 +71,7 @@ func testReport() (*scan.Report, []probes.Observation) {
 	var obs []probes.Observation
 	for _, ep := range eps {
 		o := probes.Observation{Name: ep.Name, Port: ep.Port, Address: netip.MustParseAddr(ep.Address), Sources: []string{"dnszone:internal.example"},
-			Duration: 20 * time.Millisecond, Failure: probes.Failure(ep.Failure)}
+			Duration: 20 * time.Millisecond, Attempts: 1, Failure: probes.Failure(ep.Failure)}
 		if ep.Name == "www.internal.example" {
 			o.Sources = append(o.Sources, "static")
 		}
