@@ -10,8 +10,10 @@ import (
 )
 
 // AWS configures discovery in AWS: every Route 53 hosted zone (public and
-// private) and the ACM certificates of every listed region, in the default
-// account or in each account reached through Roles.
+// private), the ACM certificates of every listed region, the account's IAM
+// server certificates and the resources serving each certificate (load
+// balancers, CloudFront, API Gateway), in the default account or in each
+// account reached through Roles.
 //
 // Credentials come from the SDK's default chain (environment, shared files,
 // SSO, web identity, container or instance role). Endpoints honour the SDK's
@@ -55,6 +57,13 @@ type AWS struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Timeout bounds one API call, its retries included.
 	Timeout Duration `yaml:"timeout"`
+	// SkipIAM leaves out the IAM server certificates (iam:
+	// ListServerCertificates, iam:GetServerCertificate) that ACM enables.
+	SkipIAM bool `yaml:"skip_iam,omitempty"`
+	// SkipConsumers leaves out the inventory of who serves each certificate
+	// (ELBv2 and classic load balancers, CloudFront distributions, API
+	// Gateway custom domains) that ACM enables.
+	SkipConsumers bool `yaml:"skip_consumers,omitempty"`
 	// RenewalMargin: an ACM certificate that ACM renews itself is quiet
 	// ("auto-renews") until less than this is left before it expires;
 	// still not renewed by then, it is renewal_overdue. ACM starts renewing
@@ -77,9 +86,14 @@ type AWSRole struct {
 // AWSEndpoints are per-service endpoint URLs. Empty means the SDK's
 // resolution (environment, shared config, then the public endpoint).
 type AWSEndpoints struct {
-	ACM     string `yaml:"acm,omitempty"`
-	Route53 string `yaml:"route53,omitempty"`
-	STS     string `yaml:"sts,omitempty"`
+	ACM        string `yaml:"acm,omitempty"`
+	Route53    string `yaml:"route53,omitempty"`
+	STS        string `yaml:"sts,omitempty"`
+	IAM        string `yaml:"iam,omitempty"`
+	ELBv2      string `yaml:"elbv2,omitempty"`
+	ELB        string `yaml:"elb,omitempty"`
+	CloudFront string `yaml:"cloudfront,omitempty"`
+	APIGateway string `yaml:"apigateway,omitempty"`
 }
 
 // AWS defaults.
@@ -166,7 +180,8 @@ func (a *AWS) validate() []error {
 			add("%s: invalid session_name %q (2 to 64 letters, digits or +=,.@-)", where, r.SessionName)
 		}
 	}
-	for name, ep := range map[string]string{"acm": a.Endpoints.ACM, "route53": a.Endpoints.Route53, "sts": a.Endpoints.STS} {
+	for name, ep := range map[string]string{"acm": a.Endpoints.ACM, "route53": a.Endpoints.Route53, "sts": a.Endpoints.STS,
+		"iam": a.Endpoints.IAM, "elbv2": a.Endpoints.ELBv2, "elb": a.Endpoints.ELB, "cloudfront": a.Endpoints.CloudFront, "apigateway": a.Endpoints.APIGateway} {
 		if ep == "" {
 			continue
 		}

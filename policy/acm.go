@@ -8,6 +8,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/route53"
 )
 
@@ -111,6 +112,7 @@ type inventory struct {
 	acm       []acm.Certificate
 	zones     []route53.Zone
 	consumers []consumers.Consumer
+	iam       []iam.Certificate
 	// pointers maps an AWS resource's DNS name to the Route 53 names
 	// pointing at it; built on first use from zones.
 	pointers map[string][]string

@@ -108,7 +108,7 @@ func (e *Evaluator) directNote(c *acm.Certificate, eps []Endpoint) string {
 	case len(c.InUseBy) == 0 && !known:
 		return fmt.Sprintf(". ACM lists no resource using it, so %s %s a copy installed by hand: deploy the renewed certificate there and reload", endpointList(direct, 8), verb)
 	case known:
-		return fmt.Sprintf(". %s %s it directly, not through the resources ACM lists: deploy the renewed certificate there too and reload", capitalize(endpointList(direct, 8)), verb)
+		return fmt.Sprintf(". Of the endpoints listed, %s %s it directly, not through the resources ACM lists: deploy the renewed certificate there too and reload", endpointList(direct, 8), verb)
 	}
 	return fmt.Sprintf(". The resources ACM lists pick up what ACM holds; any of %s not behind them serves a copy directly: deploy the renewed certificate there too and reload", endpointList(direct, 8))
 }

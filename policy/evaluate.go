@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/consumers"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -28,6 +29,8 @@ type Result struct {
 	// ACM are the certificates given to AddACM with their renewal state,
 	// by NotAfter.
 	ACM []ACMCertificate
+	// IAM are the server certificates given to AddIAM, by NotAfter.
+	IAM []IAMCertificate
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -164,7 +167,9 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	// A target given as an IP address has no name to match: the operator
 	// asked about the certificate, not about a name.
-	if !o.NameMatch && !isIPLiteral(o.Name) {
+	// Nor does an AWS load balancer probed under its own DNS name, which
+	// serves its default certificate, made for the names pointing at it.
+	if !o.NameMatch && !isIPLiteral(o.Name) && !awsResourceName(o.Sources) {
 		e.add(HostnameMismatch, e.rules.Broken, fp, fp, e.now, ep, func() string {
 			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", subjectOf(leaf), namesOf(leaf), o.Name, o.Name)
 		})
@@ -279,6 +284,7 @@ func (e *Evaluator) Result() Result {
 	}
 	out := Result{Endpoints: e.probed}
 	out.Findings, out.ACM = e.judgeInventory(fs)
+	out.Findings, out.IAM = e.judgeIAM(out.Findings)
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
 	out.Certificates = e.certs
@@ -543,6 +549,12 @@ func humanDuration(d time.Duration) string {
 		return fmt.Sprintf("%d hours", int(d/time.Hour))
 	}
 	return fmt.Sprintf("%d minutes", int(d/time.Minute))
+}
+
+// awsResourceName reports whether every source of an endpoint is a load
+// balancer's own DNS name (consumers.LoadBalancerSource).
+func awsResourceName(sources []string) bool {
+	return len(sources) > 0 && !slices.ContainsFunc(sources, func(s string) bool { return !strings.HasPrefix(s, consumers.LoadBalancerSource) })
 }
 
 func isIPLiteral(name string) bool {

@@ -170,6 +170,9 @@ type Finding struct {
 	// ACM lists the ACM certificates the finding is about, or that its
 	// endpoints serve (matched by serial number).
 	ACM []ACMRef `json:"acm,omitempty"`
+	// IAM lists the IAM server certificates the finding is about, or that
+	// its endpoints serve (matched by serial number).
+	IAM []IAMRef `json:"iam,omitempty"`
 	// UnverifiedSince is set on a finding a report carries over from an
 	// earlier run because every endpoint of its blast radius failed to
 	// answer since (an outage, a cut-short run): it is when the finding

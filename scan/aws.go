@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/route53"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -22,6 +24,50 @@ type CertificateSource interface {
 // Implemented by *route53.Source.
 type ZoneSource interface {
 	Zones() []route53.Zone
+}
+
+// ServerCertificateSource is a Source that also holds an IAM server
+// certificate inventory. Implemented by *iam.Source.
+type ServerCertificateSource interface {
+	ServerCertificates(ctx context.Context) ([]iam.Certificate, error)
+}
+
+// ConsumerSource is a Source that knows the AWS resources serving
+// certificates (load balancers, distributions, API Gateway domains), read
+// by its Targets call. Implemented by *consumers.Source.
+type ConsumerSource interface {
+	Consumers() []consumers.Consumer
+}
+
+// awsInventory holds the IAM inventories of the last Discover by source
+// name; a source that failed keeps its previous inventory.
+type awsInventory struct {
+	iam map[string][]iam.Certificate
+}
+
+// fetchInventory fetches the inventory of s, if it holds one, after its
+// Targets call returned err, and returns its size with err and the
+// inventory's error joined.
+func (p *Pass) fetchInventory(ctx context.Context, s Source, err error) (int, error) {
+	switch x := s.(type) {
+	case CertificateSource:
+		return p.fetchCertificates(ctx, s.Name(), x, err)
+	case ServerCertificateSource:
+		certs, cerr := x.ServerCertificates(ctx)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.aws.iam == nil {
+			p.aws.iam = make(map[string][]iam.Certificate)
+		}
+		var ie *iam.Error
+		if cerr == nil || !errors.As(cerr, &ie) || ie.Op != "list server certificates" {
+			p.aws.iam[s.Name()] = certs // a listing that failed keeps the previous inventory
+		}
+		return len(p.aws.iam[s.Name()]), errors.Join(err, cerr)
+	case ConsumerSource:
+		return len(x.Consumers()), err
+	}
+	return 0, err
 }
 
 // fetchCertificates lists the certificates of cs after its Targets call
@@ -87,6 +133,12 @@ func (p *Pass) addInventory(ev *policy.Evaluator) {
 	for _, s := range p.Sources {
 		if certs := p.certs[s.Name()]; len(certs) > 0 {
 			ev.AddACM(certs...)
+		}
+		if certs := p.aws.iam[s.Name()]; len(certs) > 0 {
+			ev.AddIAM(certs...)
+		}
+		if cs, ok := s.(ConsumerSource); ok {
+			ev.AddConsumers(cs.Consumers()...)
 		}
 	}
 }

@@ -81,6 +81,9 @@ type Pass struct {
 	// certs are the inventories of CertificateSources by source name, from
 	// the last Discover (see fetchCertificates).
 	certs map[string][]acm.Certificate
+	// aws are the IAM and consumer inventories by source name (see
+	// fetchInventory).
+	aws awsInventory
 }
 
 // SourceResult says what one source contributed.
@@ -111,6 +114,9 @@ type Report struct {
 	// ACM lists the ACM certificates with their renewal state and the
 	// endpoints that serve them.
 	ACM []policy.ACMCertificate `json:"acm,omitempty"`
+	// IAM lists the IAM server certificates with the endpoints and AWS
+	// resources serving them.
+	IAM []policy.IAMCertificate `json:"iam,omitempty"`
 
 	// CutShort is set when the pass's context ended (a sweep deadline, a
 	// shutdown) before every endpoint was probed. The report then holds
@@ -154,9 +160,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 			ts, err := s.Targets(ctx)
 			results[i] = SourceResult{Name: s.Name(), Targets: len(ts)}
 			lists[i] = ts
-			if cs, ok := s.(CertificateSource); ok {
-				results[i].Certificates, err = p.fetchCertificates(ctx, s.Name(), cs, err)
-			}
+			results[i].Certificates, err = p.fetchInventory(ctx, s, err)
 			if err != nil {
 				results[i].Error = err.Error()
 				p.logger().Warn("source failed", "source", s.Name(), "err", err)
@@ -387,7 +391,7 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	}
 	p.addInventory(ev)
 	res := ev.Result()
-	r.Endpoints, r.Certificates, r.Findings, r.ACM = res.Endpoints, res.Certificates, res.Findings, res.ACM
+	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{} // "endpoints": [], not null
 	}

@@ -79,10 +79,14 @@ type Request struct {
 // NewServer and Close it when done.
 type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:41234".
-	URL     string
-	ACM     *ACM
-	Route53 *Route53
-	STS     *STS
+	URL        string
+	ACM        *ACM
+	Route53    *Route53
+	STS        *STS
+	IAM        *IAM
+	ELB        *ELB
+	CloudFront *CloudFront
+	APIGateway *APIGateway
 
 	srv *httptest.Server
 
@@ -105,6 +109,10 @@ func NewServer() *Server {
 	s.ACM = &ACM{s: s, certs: map[string]*Certificate{}, denied: map[string]bool{}}
 	s.Route53 = &Route53{s: s, zones: map[string]*Zone{}, denied: map[string]bool{}}
 	s.STS = &STS{s: s, roles: map[string]Role{}}
+	s.IAM = &IAM{s: s}
+	s.ELB = &ELB{s: s}
+	s.CloudFront = &CloudFront{s: s}
+	s.APIGateway = &APIGateway{s: s}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -212,6 +220,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.Route53.serve(c, r)
 	case "sts":
 		s.STS.serve(c, r, body)
+	case "iam":
+		s.IAM.serve(c, r, body)
+	case "elasticloadbalancing":
+		s.ELB.serve(c, r, body)
+	case "cloudfront":
+		s.CloudFront.serve(c, r)
+	case "apigateway":
+		s.APIGateway.serve(c, r)
 	default:
 		s.fail(c, http.StatusBadRequest, "UnknownService", "no fake for service "+rec.Service)
 	}
@@ -241,6 +257,14 @@ func (s *Server) fail(c *call, status int, code, msg string) {
 		acmError(c, http.StatusBadRequest, code, msg)
 	case "route53":
 		xmlError(c, status, route53NS, code, msg)
+	case "iam":
+		xmlError(c, status, iamNS, code, msg)
+	case "elasticloadbalancing":
+		xmlError(c, status, elbv2NS, code, msg)
+	case "cloudfront":
+		xmlError(c, status, cloudfrontNS, code, msg)
+	case "apigateway":
+		restJSONError(c, status, code, msg)
 	default:
 		xmlError(c, status, stsNS, code, msg)
 	}

@@ -14,16 +14,22 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/route53"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
 
 var (
-	_ scan.Source            = (*route53.Source)(nil)
-	_ scan.ZoneSource        = (*route53.Source)(nil)
-	_ scan.Source            = (*acm.Source)(nil)
-	_ scan.CertificateSource = (*acm.Source)(nil)
+	_ scan.Source                  = (*route53.Source)(nil)
+	_ scan.ZoneSource              = (*route53.Source)(nil)
+	_ scan.Source                  = (*acm.Source)(nil)
+	_ scan.CertificateSource       = (*acm.Source)(nil)
+	_ scan.Source                  = (*iam.Source)(nil)
+	_ scan.ServerCertificateSource = (*iam.Source)(nil)
+	_ scan.Source                  = (*consumers.Source)(nil)
+	_ scan.ConsumerSource          = (*consumers.Source)(nil)
 )
 
 // awsFlags are the AWS flags shared by scan and inventory.
@@ -36,7 +42,7 @@ type awsFlags struct {
 
 func (f *awsFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.route53, "route53", false, "discover every Route 53 hosted zone, public and private, and probe its names (private-zone names resolve through --resolver: in a VPC, the VPC resolver)")
-	fs.BoolVar(&f.acm, "acm", false, "list the ACM certificates of every --region, judge their renewal and link them to the endpoints serving them")
+	fs.BoolVar(&f.acm, "acm", false, "list the ACM certificates of every --region and the account's IAM server certificates, judge their renewal, list the load balancers, CloudFront distributions and API Gateway domains serving each, and link them to the endpoints serving them")
 	fs.Var(&f.regions, "region", "AWS `region` whose ACM certificates are listed, e.g. eu-west-1 (CloudFront's live in us-east-1); repeatable or comma-separated")
 	fs.Var(&f.roles, "role-arn", "assume this IAM role `ARN` and inventory its account instead of the default credentials' own; repeatable, one per account")
 }
@@ -126,6 +132,18 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 				return nil, err
 			}
 			out = append(out, s)
+			if !a.SkipIAM {
+				out = append(out, iam.New(iam.Config{Account: ac.Label(), Endpoint: a.Endpoints.IAM, RateLimit: a.ACMRateLimit,
+					Concurrency: a.ACMConcurrency, Timeout: time.Duration(a.Timeout)}, cfg, logger))
+			}
+			if !a.SkipConsumers {
+				cs, err := consumers.New(consumers.Config{Regions: a.Regions, Account: ac.Label(), Ports: c.Ports, RateLimit: a.ACMRateLimit, Timeout: time.Duration(a.Timeout),
+					Endpoints: consumers.Endpoints{ELBv2: a.Endpoints.ELBv2, ELB: a.Endpoints.ELB, CloudFront: a.Endpoints.CloudFront, APIGateway: a.Endpoints.APIGateway}}, cfg, logger)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, cs)
+			}
 		}
 	}
 	return out, nil
@@ -172,6 +190,58 @@ func writeACM(w io.Writer, certs []policy.ACMCertificate, now time.Time, probed 
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, c := range certs {
+		writeConsumers(w, c.ARN, c.Consumers)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// writeConsumers lists the AWS resources serving the certificate arn.
+func writeConsumers(w io.Writer, arn string, cs []policy.ConsumerRef) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %s is served by:\n", arn)
+	for _, k := range cs {
+		var ports []string
+		for _, p := range k.Ports {
+			ports = append(ports, fmt.Sprint(p))
+		}
+		names := ""
+		if len(k.Names) > 0 {
+			names = ", reached as " + strings.Join(k.Names, ", ")
+		}
+		fmt.Fprintf(w, "    %s %s (%s, port %s%s)\n", k.Kind, k.ARN, k.DNSName, strings.Join(ports, ", "), names)
+	}
+}
+
+// writeIAM writes the IAM server certificates, soonest expiry first, with
+// the endpoints and resources serving them.
+func writeIAM(w io.Writer, certs []policy.IAMCertificate, now time.Time) error {
+	if len(certs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "IAM server certificates (%d), renewed by hand:\n", len(certs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NOT AFTER\tLEFT\tNAME\tSUBJECT\tUSED BY\tSERVED BY\tARN")
+	for _, c := range certs {
+		notAfter, remaining := "-", "-"
+		if !c.NotAfter.IsZero() {
+			notAfter, remaining = c.NotAfter.UTC().Format(time.DateOnly), left(c.NotAfter, now)
+		}
+		used := "-"
+		if n := len(c.Consumers); n > 0 {
+			used = fmt.Sprintf("%d resource(s)", n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", notAfter, remaining, c.Name, orDash(c.Subject), used, orDash(endpointList(c.Endpoints, 2)), c.ARN)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range certs {
+		writeConsumers(w, c.ARN, c.Consumers)
 	}
 	fmt.Fprintln(w)
 	return nil

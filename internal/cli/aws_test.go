@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
 	"github.com/certwatch/certwatch/policy"
@@ -37,6 +39,9 @@ type awsEstate struct {
 	fp     map[string]string // served certificate fingerprint, by short name
 	old    map[string]string // fingerprint of an older certificate also served, by short name
 	pem    map[string]string // fingerprint of the PEM ACM gives, by short name
+	iam    map[string]string // IAM server certificate ARNs, by name
+	lb     map[string]string // load balancer ARNs and DNS names, by name and name+"/dns"
+	dns    string            // a DNS server answering for the AWS resources' names
 }
 
 // acmSerial renders a serial number as ACM shows it: colon-separated
@@ -137,6 +142,10 @@ func startAWSEstate(t *testing.T) *awsEstate {
 		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("www"), Type: "CNAME", TTL: 300, Values: []string{acmTarget + "."}},
 		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("docs"), Type: "CNAME", TTL: 300, Values: []string{"_0000.old.acm-validations.aws."}},
 	)
+	public = append(public,
+		awstest.RecordSet{Name: name("portal"), Type: "A", Alias: &awstest.Alias{DNSName: "dualstack.web-1.eu-west-1.elb.amazonaws.com.", HostedZoneID: "Z32O12XQLNTSW2"}},
+		awstest.RecordSet{Name: name("portal2"), Type: "A", TTL: 60, Values: []string{"127.0.0.53"}},
+	)
 	ids := srv.Route53.AddZone(
 		awstest.Zone{Name: awsZone, Records: public},
 		awstest.Zone{Name: "internal." + awsZone, Private: true, VPCs: []awstest.VPC{{ID: "vpc-0abc", Region: "eu-west-1"}}, Records: private},
@@ -189,16 +198,83 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	idle := other("idle", days(200), "1c")
 	idle.InUseBy, idle.RenewalEligibility, idle.Validations = nil, "INELIGIBLE", validation("idle", "SUCCESS")
 
-	order := []string{"www", "api", "login", "legacy", "shop", "docs", "pay", "spare", "gone", "blog", "fresh", "idle"}
-	arns := srv.ACM.Add(www, api, login, legacy, shop, docs, pay, spare, gone, blog, fresh, idle)
+	// lbonly is served only by the ALB "web", whose DNS name no hosted zone
+	// points to; portal is imported and in use by that ALB, which serves
+	// it to portal.corp.example (an alias to the ALB), while
+	// portal2.corp.example serves a copy directly.
+	lbOnly := leaf(days(25), "lbonly.example.net")
+	portalLeaf := leaf(days(12), name("portal"), name("portal2"))
+	const webARN = "arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/app/web/50dc6c495c0c9188"
+	lbonly := awstest.Certificate{Region: "eu-west-1", DomainName: "lbonly.example.net", ARN: "arn:aws:acm:eu-west-1:111111111111:certificate/lbonly", InUseBy: []string{webARN}, Serial: acmSerial(lbOnly), Type: "IMPORTED",
+		NotBefore: lbOnly.Cert.NotBefore, NotAfter: lbOnly.Cert.NotAfter, RenewalEligibility: "INELIGIBLE"}
+	portal := awstest.Certificate{Region: "eu-west-1", DomainName: name("portal"), ARN: "arn:aws:acm:eu-west-1:111111111111:certificate/portal", InUseBy: []string{webARN}, SubjectAlternativeNames: []string{name("portal"), name("portal2")},
+		Serial: acmSerial(portalLeaf), Type: "IMPORTED", NotBefore: portalLeaf.Cert.NotBefore, NotAfter: portalLeaf.Cert.NotAfter, RenewalEligibility: "INELIGIBLE"}
+
+	order := []string{"www", "api", "login", "legacy", "shop", "docs", "pay", "spare", "gone", "blog", "fresh", "idle", "lbonly", "portal"}
+	arns := srv.ACM.Add(www, api, login, legacy, shop, docs, pay, spare, gone, blog, fresh, idle, lbonly, portal)
 	for i, short := range order {
 		e.arn[short] = arns[i]
 	}
+
+	// IAM server certificates: edge, used by the classic ELB "old" and a
+	// CloudFront distribution; orphan, used by nothing.
+	edgeLeaf := leaf(days(12), name("static"), "old-lb.example.net")
+	orphanLeaf := leaf(days(20), "orphan.example.net")
+	e.iam = map[string]string{}
+	for i, a := range srv.IAM.Add(
+		awstest.ServerCertificate{Name: "edge-2025", ID: "ASCAEDGE", Body: string(certtest.PEM(edgeLeaf.Cert)), UploadDate: days(-300), Expiration: edgeLeaf.Cert.NotAfter},
+		awstest.ServerCertificate{Name: "orphan", Body: string(certtest.PEM(orphanLeaf.Cert)), UploadDate: days(-300), Expiration: orphanLeaf.Cert.NotAfter},
+	) {
+		e.iam[[]string{"edge-2025", "orphan"}[i]] = a
+	}
+	e.fp["edge"], e.pem["orphan"] = probes.Fingerprint(edgeLeaf.Cert), probes.Fingerprint(orphanLeaf.Cert)
+	e.fp["lbonly"], e.fp["portal"] = probes.Fingerprint(lbOnly.Cert), probes.Fingerprint(portalLeaf.Cert)
+
+	e.lb = map[string]string{}
+	lbARNs := srv.ELB.Add(
+		awstest.LoadBalancer{Region: "eu-west-1", Name: "web", ARN: webARN, Listeners: []awstest.LBListener{
+			{Port: port, Protocol: "HTTPS", Certificates: []string{e.arn["lbonly"], e.arn["portal"]}}}},
+		awstest.LoadBalancer{Region: "eu-west-1", Name: "old", Type: "classic", Listeners: []awstest.LBListener{
+			{Port: port, Protocol: "HTTPS", Certificates: []string{e.iam["edge-2025"]}}}},
+	)
+	e.lb["web"], e.lb["web/dns"], e.lb["old/dns"] = lbARNs[0], "web-1.eu-west-1.elb.amazonaws.com", "old-2.eu-west-1.elb.amazonaws.com"
+	cdn := srv.CloudFront.Add(awstest.Distribution{ID: "E2CDN", Aliases: []string{name("static")}, IAMCertificateID: "ASCAEDGE"})
+	e.lb["cdn"] = cdn[0]
+	srv.APIGateway.Add(awstest.DomainName{Region: "eu-west-1", Name: name("api"), RegionalCertificateARN: e.arn["api"]})
+	for _, x := range []struct {
+		addr  string
+		certs map[string]tls.Certificate
+	}{
+		{"127.0.0.52", map[string]tls.Certificate{"": lbOnly.FullChain(), name("portal"): portalLeaf.FullChain()}},
+		{"127.0.0.53", map[string]tls.Certificate{"": portalLeaf.FullChain()}},
+		{"127.0.0.54", map[string]tls.Certificate{"": edgeLeaf.FullChain()}},
+	} {
+		s, err := certtest.ServeSNI(net.JoinHostPort(x.addr, fmt.Sprint(port)), x.certs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+	}
+	// The AWS resources' own names resolve through a DNS server of the
+	// test's: the load balancers' and the distribution's.
+	ns, err := dnstest.Start(
+		dnstest.Zone{Name: "eu-west-1.elb.amazonaws.com", Text: "web-1 A 127.0.0.52\ndualstack.web-1 A 127.0.0.52\nold-2 A 127.0.0.54\n"},
+		dnstest.Zone{Name: "static." + awsZone, Text: "@ A 127.0.0.54\n"}, // the distribution's alias, at another DNS provider
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	e.dns = ns.Addr()
 	return e
 }
 
 func (e *awsEstate) args(cmd string, extra ...string) []string {
-	return append([]string{cmd, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}, extra...)
+	args := []string{cmd, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}
+	if cmd == "scan" {
+		args = append(args, "--resolver", e.dns)
+	}
+	return append(args, extra...)
 }
 
 // TestScanAWS is the end-to-end scan of an AWS estate: the real CLI lists
@@ -240,7 +316,55 @@ func TestScanAWS(t *testing.T) {
 		"legacy": policy.RenewalManual, "shop": policy.AutoRenews, "docs": policy.RenewalAtRisk,
 		"pay": policy.RenewalStateFailed, "spare": policy.RenewalIneligible, "gone": policy.RenewalExpired,
 		"blog": policy.RenewalManual, "fresh": policy.RenewalNotIssued, "idle": policy.RenewalIneligible,
+		"lbonly": policy.RenewalManual, "portal": policy.RenewalManual,
 	}
+	// IAM server certificates: edge is used by the classic ELB and the
+	// distribution and served by both; orphan by nothing.
+	iamWants := []struct {
+		name, contains string
+		tier           policy.Tier
+		endpoints      string
+	}{
+		{"edge-2025", "used by elb arn:aws:elasticloadbalancing:eu-west-1::loadbalancer/old (old-2.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + "), cloudfront " + e.lb["cdn"] + " (de2cdn.cloudfront.net, port 443)",
+			policy.Warning, "old-2.eu-west-1.elb.amazonaws.com,static"},
+		{"orphan", "not used by any listener certwatch sees", policy.Notice, ""},
+	}
+	for _, w := range iamWants {
+		i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return len(f.IAM) == 1 && f.IAM[0].ARN == e.iam[w.name] })
+		if i < 0 {
+			t.Errorf("no finding about IAM server certificate %s", w.name)
+			continue
+		}
+		f := r.Findings[i]
+		var eps []string
+		for _, ep := range f.Endpoints {
+			eps = append(eps, strings.TrimSuffix(ep.Name, "."+awsZone))
+		}
+		if f.Kind != policy.Expiring || f.Tier != w.tier || strings.Join(eps, ",") != w.endpoints || !strings.Contains(f.Message, w.contains) ||
+			!strings.Contains(f.Message, "manual renewal required") || !strings.Contains(f.Message, "aws iam upload-server-certificate") {
+			t.Errorf("IAM %s: %s %s on %v: %s\nwant expiring %s on %q, mentioning %q and the manual renewal", w.name, f.Tier, f.Kind, eps, f.Message, w.tier, w.endpoints, w.contains)
+		}
+		if w.name == "orphan" && (f.Certificate != e.pem["orphan"] || f.Name != e.iam["orphan"]) {
+			t.Errorf("orphan's finding: certificate %q name %q, want the PEM's fingerprint and the ARN", f.Certificate, f.Name)
+		}
+	}
+	if len(r.IAM) != 2 || r.IAM[0].Name != "edge-2025" || len(r.IAM[0].Consumers) != 2 || r.IAM[0].SHA256 != e.fp["edge"] {
+		t.Errorf("IAM section = %+v, want edge-2025 (two consumers, linked) and orphan", r.IAM)
+	}
+	// Each certificate lists its consumers by ARN and DNS name, with the
+	// names pointing at them.
+	for short, want := range map[string]string{"portal": "elbv2 " + e.lb["web"] + " web-1.eu-west-1.elb.amazonaws.com [portal." + awsZone + "]",
+		"api": "apigateway arn:aws:apigateway:eu-west-1::/domainnames/api." + awsZone + " d-0000000001.execute-api.eu-west-1.amazonaws.com [api." + awsZone + "]"} {
+		i := slices.IndexFunc(r.ACM, func(c policy.ACMCertificate) bool { return c.ARN == e.arn[short] })
+		var got []string
+		for _, k := range r.ACM[i].Consumers {
+			got = append(got, fmt.Sprintf("%s %s %s %v", k.Kind, k.ARN, k.DNSName, k.Names))
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s's consumers = %q, want %q", short, got, want)
+		}
+	}
+
 	if len(r.ACM) != len(states) {
 		t.Errorf("ACM section has %d certificates, want %d", len(r.ACM), len(states))
 	}
@@ -254,7 +378,7 @@ func TestScanAWS(t *testing.T) {
 		if c.Renewal != want {
 			t.Errorf("%s: renewal = %q, want %q", short, c.Renewal, want)
 		}
-		if fp := e.fp[short]; short != "shop" && fp != "" && (c.SHA256 != fp || len(c.Endpoints) != 1 || c.Endpoints[0].Name != short+"."+awsZone) {
+		if fp := e.fp[short]; short != "shop" && short != "portal" && short != "lbonly" && fp != "" && (c.SHA256 != fp || len(c.Endpoints) != 1 || c.Endpoints[0].Name != short+"."+awsZone) {
 			t.Errorf("%s: linked to %q on %+v, want the served certificate %q on %s.%s", short, c.SHA256, c.Endpoints, fp, short, awsZone)
 		}
 	}
@@ -291,6 +415,16 @@ func TestScanAWS(t *testing.T) {
 			"expires in 6 days (" + time.Now().AddDate(0, 0, 6).UTC().Format(time.DateOnly) + ")"}},
 		{policy.Expiring, policy.Notice, "", "spare", []string{"not in use, so ACM will not renew it"}},
 		{policy.Expired, policy.Info, "", "gone", []string{"not in use", "delete it"}},
+		// portal: imported, served through the ALB ACM lists (portal, an
+		// alias to it) and directly (portal2), which a reimport misses.
+		{policy.Expiring, policy.Warning, "portal,portal2", "portal", []string{"reimport it into the same ARN",
+			fmt.Sprintf("Of the endpoints listed, portal2.%s:%d (127.0.0.53) serves it directly, not through the resources ACM lists: deploy the renewed certificate there too", awsZone, e.port)}},
+		// lbonly is served only by an ALB no hosted zone points to: seen
+		// on the wire under the ALB's DNS name.
+		{policy.Expiring, policy.Notice, "web-1.eu-west-1.elb.amazonaws.com", "lbonly", []string{"imported"}},
+		// The IAM server certificates (checked in detail below).
+		{policy.Expiring, policy.Warning, "old-2.eu-west-1.elb.amazonaws.com,static", "", []string{"IAM server certificate \"edge-2025\""}},
+		{policy.Expiring, policy.Notice, "", "", []string{"IAM server certificate \"orphan\""}},
 	}
 	matched := make([]bool, len(r.Findings))
 	for _, w := range wants {
@@ -328,6 +462,23 @@ func TestScanAWS(t *testing.T) {
 		}
 	}
 
+	// deploy/iam-policy.json grants exactly the actions the scan called
+	// (sts:AssumeRole aside, which only roles need).
+	called := map[string]bool{}
+	for _, req := range e.srv.Requests("") {
+		action := req.Service + ":" + req.Operation
+		switch req.Service {
+		case "apigateway":
+			action = "apigateway:" + req.Method
+		case "":
+			t.Errorf("unrecognised request %s %s", req.Method, req.Path)
+		}
+		called[action] = true
+	}
+	if diff := cmpSets(policyActions(t), called); diff != "" {
+		t.Errorf("deploy/iam-policy.json vs the actions a scan calls: %s", diff)
+	}
+
 	// ACM-only findings name the certificate by the fingerprint of ACM's
 	// PEM (where ACM gives one) and list no endpoint as [], not null.
 	var raw struct {
@@ -353,6 +504,59 @@ func TestScanAWS(t *testing.T) {
 	}
 }
 
+// policyActions returns the actions deploy/iam-policy.json allows, but
+// sts:AssumeRole.
+func policyActions(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/iam-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Statement []struct {
+			Action json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, st := range doc.Statement {
+		var list []string
+		if err := json.Unmarshal(st.Action, &list); err != nil {
+			var one string
+			if err := json.Unmarshal(st.Action, &one); err != nil {
+				t.Fatal(err)
+			}
+			list = []string{one}
+		}
+		for _, a := range list {
+			if a != "sts:AssumeRole" {
+				out[a] = true
+			}
+		}
+	}
+	return out
+}
+
+// cmpSets says what is only in the policy (granted, never called) and
+// only in the calls (called, not granted).
+func cmpSets(granted, called map[string]bool) string {
+	var d []string
+	for a := range granted {
+		if !called[a] {
+			d = append(d, "granted, never called: "+a)
+		}
+	}
+	for a := range called {
+		if !granted[a] {
+			d = append(d, "called, not granted: "+a)
+		}
+	}
+	slices.Sort(d)
+	return strings.Join(d, "; ")
+}
+
 func TestScanAWSTable(t *testing.T) {
 	e := startAWSEstate(t)
 	stdout, stderr, code := run(t, e.args("scan", "--ca-file", e.caFile, "--timeout", "2s")...)
@@ -362,9 +566,12 @@ func TestScanAWSTable(t *testing.T) {
 	for _, want := range []string{
 		"stale_deployment", "renewal_overdue",
 		"ACM: " + e.arn["api"] + " (AMAZON_ISSUED, overdue, in use by 1 resource(s))",
-		"ACM certificates (12):", "RENEWAL", "auto-renews (pending_auto_renewal)", "manual", "www." + awsZone + ":" + fmt.Sprint(e.port),
+		"ACM certificates (14):", "RENEWAL", "auto-renews (pending_auto_renewal)", "manual", "www." + awsZone + ":" + fmt.Sprint(e.port),
 		"validation_record_missing", "127.0.0.49 serves \"mix." + awsZone, "blog." + awsZone + ":" + fmt.Sprint(e.port) + " (127.0.0.48) still serves",
 		" 6d ", // pay: six days left, as its deadline date says
+		"IAM server certificates (2), renewed by hand:", "edge-2025", "IAM: " + e.iam["edge-2025"] + " (server certificate edge-2025, renewed by hand)",
+		e.arn["portal"] + " is served by:", "elbv2 " + e.lb["web"] + " (web-1.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + ", reached as portal." + awsZone + ")",
+		"cloudfront " + e.lb["cdn"] + " (de2cdn.cloudfront.net, port 443, reached as static." + awsZone + ")",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table output lacks %q:\n%s", want, stdout)
@@ -380,8 +587,8 @@ func TestInventoryAWS(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("www.%s:%d", awsZone, e.port), fmt.Sprintf("db.internal.%s:%d", awsZone, e.port), "route53",
-		"ACM certificates (12):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
-		"Source acm: 0 target(s), 12 certificate(s)",
+		"ACM certificates (14):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
+		"Source acm: 0 target(s), 14 certificate(s)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, stdout)
@@ -401,10 +608,10 @@ func TestInventoryAWS(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
 		t.Fatal(err)
 	}
-	if len(inv.ACM) != 12 || !slices.ContainsFunc(inv.ACM, func(c policy.ACMCertificate) bool {
+	if len(inv.ACM) != 14 || !slices.ContainsFunc(inv.ACM, func(c policy.ACMCertificate) bool {
 		return c.ARN == e.arn["login"] && c.Renewal == policy.RenewalStateFailed && c.RenewalStatus == "PENDING_VALIDATION"
 	}) {
-		t.Errorf("inventory JSON acm = %+v, want 12 certificates with login's failed renewal", inv.ACM)
+		t.Errorf("inventory JSON acm = %+v, want 14 certificates with login's failed renewal", inv.ACM)
 	}
 }
 
@@ -422,8 +629,8 @@ func TestScanAWSRegionDenied(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.ACM) != 12 {
-		t.Errorf("ACM section has %d certificates, want eu-west-1's 12", len(r.ACM))
+	if len(r.ACM) != 14 {
+		t.Errorf("ACM section has %d certificates, want eu-west-1's 14", len(r.ACM))
 	}
 	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
 	if i < 0 {
@@ -433,6 +640,34 @@ func TestScanAWSRegionDenied(t *testing.T) {
 		if !strings.Contains(r.Findings[i].Message, want) {
 			t.Errorf("discovery_failed message lacks %q: %s", want, r.Findings[i].Message)
 		}
+	}
+}
+
+// TestScanAWSServiceDenied denies API Gateway: it fails alone, as a
+// discovery_failed finding naming the action to grant, and the load
+// balancers, distributions and certificates are still inventoried.
+func TestScanAWSServiceDenied(t *testing.T) {
+	e := startAWSEstate(t)
+	e.srv.APIGateway.DenyRegion("eu-west-1")
+	stdout, stderr, code := run(t, e.args("scan", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")...)
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code = %d, want 1; stderr:\n%s", code, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
+	if i < 0 {
+		t.Fatalf("no discovery_failed finding: %+v", r.Findings)
+	}
+	for _, want := range []string{"apigateway", "eu-west-1", "grant apigateway:GET"} {
+		if !strings.Contains(r.Findings[i].Message, want) {
+			t.Errorf("discovery_failed message lacks %q: %s", want, r.Findings[i].Message)
+		}
+	}
+	if len(r.ACM) != 14 || len(r.IAM) != 2 || len(r.IAM[0].Consumers) != 2 {
+		t.Errorf("ACM %d, IAM %+v: want every certificate and edge-2025's two consumers despite API Gateway failing", len(r.ACM), r.IAM)
 	}
 }
 

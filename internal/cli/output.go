@@ -76,10 +76,16 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 			if len(f.ACM) > 0 {
 				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
 			}
+			for _, ref := range f.IAM {
+				fmt.Fprintf(w, "   IAM: %s (server certificate %s, renewed by hand)\n", ref.ARN, ref.Name)
+			}
 		}
 		fmt.Fprintln(w)
 	}
 	if err := writeACM(w, r.ACM, now, true); err != nil {
+		return err
+	}
+	if err := writeIAM(w, r.IAM, now); err != nil {
 		return err
 	}
 	writeSummary(w, r)

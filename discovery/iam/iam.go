@@ -1,0 +1,271 @@
+// Package iam inventories the IAM server certificates of one account: the
+// certificates classic load balancers, ALBs and CloudFront still use
+// outside ACM, which nothing renews and no AWS-native alert covers.
+//
+// ListServerCertificates (Marker/IsTruncated pagination) lists them; each
+// is fetched with GetServerCertificate, a bounded number at a time, for its
+// PEM: serial number, names, validity and fingerprint, so served
+// certificates are linked to it as to ACM's. IAM is global: requests are
+// signed for us-east-1. Every attempt (retries included) waits for the
+// Source's rate limiter.
+package iam
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/awsaccount"
+)
+
+// Defaults used when Config fields are zero.
+const (
+	// DefaultRateLimit stays well below IAM's per-account quotas.
+	DefaultRateLimit   = 5
+	DefaultConcurrency = 4
+	DefaultTimeout     = 2 * time.Minute
+	// DefaultPageSize is ListServerCertificates' maximum MaxItems.
+	DefaultPageSize = 1000
+)
+
+// Config configures a Source for one account.
+type Config struct {
+	// Account labels the source ("iam:<account>"); empty means "iam".
+	Account string
+	// Endpoint overrides the IAM endpoint; empty means the SDK's
+	// resolution, which honours AWS_ENDPOINT_URL_IAM and AWS_ENDPOINT_URL.
+	Endpoint string
+	// RateLimit is requests per second, retries included. Zero means
+	// DefaultRateLimit.
+	RateLimit float64
+	// Concurrency is GetServerCertificate calls in flight. Zero means
+	// DefaultConcurrency.
+	Concurrency int
+	// Timeout bounds one API call with its retries. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// PageSize is ListServerCertificates' MaxItems. Zero means
+	// DefaultPageSize.
+	PageSize int32
+}
+
+// Certificate is one IAM server certificate.
+type Certificate struct {
+	ARN     string `json:"arn"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Account string `json:"account"`
+	// UploadedAt is when it was uploaded; Expiration is IAM's NotAfter.
+	UploadedAt time.Time `json:"uploaded_at,omitzero"`
+	Expiration time.Time `json:"expiration,omitzero"`
+	// Serial (lower-case hex, as x509's SerialNumber.Text(16)),
+	// Fingerprint (SHA-256 of the DER, lower-case hex), Subject, Issuer,
+	// DNSNames, NotBefore and NotAfter come from the PEM; empty when
+	// Partial.
+	Serial      string    `json:"serial,omitempty"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Subject     string    `json:"subject,omitempty"`
+	Issuer      string    `json:"issuer,omitempty"`
+	DNSNames    []string  `json:"dns_names,omitempty"`
+	NotBefore   time.Time `json:"not_before,omitzero"`
+	NotAfter    time.Time `json:"not_after,omitzero"`
+	// Partial is set when GetServerCertificate failed: only the listing's
+	// metadata is known (NotAfter is then Expiration).
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Source lists IAM server certificates. Its methods are safe for
+// concurrent use.
+type Source struct {
+	c      Config
+	client *iam.Client
+	logger *slog.Logger
+}
+
+// New returns a Source for the account whose credentials cfg holds (see
+// awsaccount.Load). New does no I/O.
+func New(c Config, cfg aws.Config, logger *slog.Logger) *Source {
+	c.RateLimit = cmp.Or(c.RateLimit, DefaultRateLimit)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.PageSize = cmp.Or(c.PageSize, DefaultPageSize)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	limiter := rate.NewLimiter(rate.Limit(c.RateLimit), 1)
+	s := &Source{c: c, logger: logger.With("component", "iam")}
+	s.client = iam.NewFromConfig(cfg, func(o *iam.Options) {
+		o.Region = "us-east-1"
+		if c.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.Endpoint)
+		}
+		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(limiter))
+	})
+	return s
+}
+
+// Name is "iam", or "iam:<account>" when Config.Account is set.
+func (s *Source) Name() string {
+	if s.c.Account == "" {
+		return "iam"
+	}
+	return "iam:" + s.c.Account
+}
+
+// Targets returns no targets: server certificates are inventory, linked to
+// the endpoints serving them by serial number. Use ServerCertificates.
+func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
+	return nil, nil
+}
+
+// Error is the failure to list or fetch server certificates of one
+// account.
+type Error struct {
+	Account string
+	// Op is "list server certificates" or "get server certificates".
+	Op string
+	// Failed is how many certificates could not be fetched (Op "get
+	// server certificates"); Err is the first failure.
+	Failed int
+	Err    error
+}
+
+func (e *Error) Error() string {
+	who := ""
+	if e.Account != "" {
+		who = " in account " + e.Account
+	}
+	if e.Failed > 0 {
+		return fmt.Sprintf("iam %s%s: %d failed, first: %v", e.Op, who, e.Failed, e.Err)
+	}
+	return fmt.Sprintf("iam %s%s: %v", e.Op, who, e.Err)
+}
+
+// Unwrap returns the underlying SDK error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ServerCertificates lists and fetches every server certificate, sorted
+// by ARN. If they cannot be listed it returns an *Error naming the account
+// and the action to grant. A certificate that could not be fetched is
+// returned from its metadata with Partial set, with an *Error joining the
+// count. Cancelling ctx stops the inventory and returns ctx's error.
+func (s *Source) ServerCertificates(ctx context.Context) ([]Certificate, error) {
+	start := time.Now()
+	var metas []types.ServerCertificateMetadata
+	p := iam.NewListServerCertificatesPaginator(s.client, &iam.ListServerCertificatesInput{MaxItems: aws.Int32(s.c.PageSize)})
+	for p.HasMorePages() {
+		page, err := withTimeout(ctx, s, func(ctx context.Context) (*iam.ListServerCertificatesOutput, error) { return p.NextPage(ctx) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("iam inventory: %w", context.Cause(ctx))
+			}
+			return nil, &Error{Account: s.c.Account, Op: "list server certificates", Err: awsaccount.WithHint(err, "iam:ListServerCertificates")}
+		}
+		metas = append(metas, page.ServerCertificateMetadataList...)
+	}
+	out := make([]Certificate, len(metas))
+	var (
+		mu     sync.Mutex
+		failed int
+		first  error
+	)
+	var g errgroup.Group
+	g.SetLimit(s.c.Concurrency)
+	for i := range metas {
+		g.Go(func() error {
+			m := &metas[i]
+			out[i] = fromMetadata(m)
+			res, err := withTimeout(ctx, s, func(ctx context.Context) (*iam.GetServerCertificateOutput, error) {
+				return s.client.GetServerCertificate(ctx, &iam.GetServerCertificateInput{ServerCertificateName: m.ServerCertificateName})
+			})
+			if err == nil && res.ServerCertificate != nil {
+				err = out[i].setPEM(aws.ToString(res.ServerCertificate.CertificateBody))
+			} else if err == nil {
+				err = errors.New("empty GetServerCertificate response")
+			}
+			if err != nil {
+				mu.Lock()
+				failed++
+				if first == nil {
+					first = fmt.Errorf("%s: %w", out[i].ARN, awsaccount.WithHint(err, "iam:GetServerCertificate"))
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("iam inventory: %w", context.Cause(ctx))
+	}
+	slices.SortFunc(out, func(a, b Certificate) int { return strings.Compare(a.ARN, b.ARN) })
+	s.logger.Debug("server certificates inventoried", "certificates", len(out), "get_failed", failed, "duration", time.Since(start))
+	if failed > 0 {
+		return out, &Error{Account: s.c.Account, Op: "get server certificates", Failed: failed, Err: first}
+	}
+	return out, nil
+}
+
+// withTimeout runs one API call (with the SDK's retries) under the
+// per-call timeout.
+func withTimeout[T any](ctx context.Context, s *Source, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.c.Timeout, fmt.Errorf("iam call took longer than the %v timeout", s.c.Timeout))
+	defer cancel()
+	return f(ctx)
+}
+
+func fromMetadata(m *types.ServerCertificateMetadata) Certificate {
+	c := Certificate{
+		ARN: aws.ToString(m.Arn), ID: aws.ToString(m.ServerCertificateId), Name: aws.ToString(m.ServerCertificateName),
+		Path: aws.ToString(m.Path), Partial: true,
+	}
+	c.Account = awsaccount.AccountID(c.ARN)
+	if m.UploadDate != nil {
+		c.UploadedAt = m.UploadDate.UTC()
+	}
+	if m.Expiration != nil {
+		c.Expiration = m.Expiration.UTC()
+		c.NotAfter = c.Expiration
+	}
+	return c
+}
+
+// setPEM fills what the certificate body says.
+func (c *Certificate) setPEM(body string) error {
+	b, _ := pem.Decode([]byte(body))
+	if b == nil || b.Type != "CERTIFICATE" {
+		return errors.New("certificate body is not a PEM certificate")
+	}
+	x, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return fmt.Errorf("parse certificate body: %w", err)
+	}
+	sum := sha256.Sum256(b.Bytes)
+	c.Fingerprint = hex.EncodeToString(sum[:])
+	c.Serial = x.SerialNumber.Text(16)
+	c.Subject, c.Issuer = x.Subject.CommonName, x.Issuer.CommonName
+	for _, n := range x.DNSNames {
+		c.DNSNames = append(c.DNSNames, discovery.NormalizeName(n))
+	}
+	c.NotBefore, c.NotAfter = x.NotBefore.UTC(), x.NotAfter.UTC()
+	c.Partial = false
+	return nil
+}
