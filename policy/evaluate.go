@@ -153,7 +153,8 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		e.certs = append(e.certs, e.describe(leaf, fp))
 	}
 	// A handshake that completed has no error to report.
-	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp})
+	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
+		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:

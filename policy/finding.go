@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/probes"
 )
 
 // Tier is the urgency of a finding. Tiers are ordered: a higher value is more
@@ -125,6 +126,10 @@ type Probed struct {
 	// Certificate is the SHA-256 of the leaf served (Certificate.SHA256);
 	// empty when there was no handshake.
 	Certificate string `json:"certificate,omitempty"`
+	// TLSVersion and CipherSuite are what the handshake negotiated
+	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256"); absent without one.
+	TLSVersion  probes.TLSVersion  `json:"tls_version,omitempty"`
+	CipherSuite probes.CipherSuite `json:"cipher_suite,omitempty"`
 	// Error says why there was no handshake, and Failure classifies it
 	// (probes.Failure).
 	Error   string `json:"error,omitempty"`

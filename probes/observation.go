@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -159,6 +160,17 @@ func (v TLSVersion) String() string {
 // MarshalText encodes the version as its name.
 func (v TLSVersion) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText decodes a name MarshalText wrote.
+func (v *TLSVersion) UnmarshalText(b []byte) error {
+	for _, id := range []uint16{tls.VersionTLS10, tls.VersionTLS11, tls.VersionTLS12, tls.VersionTLS13} {
+		if tls.VersionName(id) == string(b) {
+			*v = TLSVersion(id)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown TLS version %q", b)
+}
+
 // CipherSuite is a TLS cipher suite ID. It prints and marshals as its IANA
 // name, e.g. "TLS_AES_128_GCM_SHA256".
 type CipherSuite uint16
@@ -173,3 +185,14 @@ func (c CipherSuite) String() string {
 
 // MarshalText encodes the suite as its name.
 func (c CipherSuite) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes a name MarshalText wrote.
+func (c *CipherSuite) UnmarshalText(b []byte) error {
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if s.Name == string(b) {
+			*c = CipherSuite(s.ID)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown cipher suite %q", b)
+}

@@ -595,3 +595,22 @@ func TestBackoffDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSVersionAndSuiteText: the names in a report decode back to the
+// same values.
+func TestTLSVersionAndSuiteText(t *testing.T) {
+	for _, v := range []probes.TLSVersion{tls.VersionTLS10, tls.VersionTLS12, tls.VersionTLS13} {
+		b, _ := v.MarshalText()
+		var got probes.TLSVersion
+		if err := got.UnmarshalText(b); err != nil || got != v {
+			t.Errorf("TLSVersion %q decodes to %v, %v", b, got, err)
+		}
+	}
+	for _, c := range []probes.CipherSuite{probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256), probes.CipherSuite(tls.TLS_RSA_WITH_AES_128_CBC_SHA)} {
+		b, _ := c.MarshalText()
+		var got probes.CipherSuite
+		if err := got.UnmarshalText(b); err != nil || got != c {
+			t.Errorf("CipherSuite %q decodes to %v, %v", b, got, err)
+		}
+	}
+}

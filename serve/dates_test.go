@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,17 @@ func TestFarDates(t *testing.T) {
 		t.Errorf("expiry of old.example = %v, want %v", got["old.example"], want)
 	}
 
+	var endpointExpiry []float64
+	for _, m := range fams["certwatch_endpoint_certificate_expiry_timestamp_seconds"].GetMetric() {
+		endpointExpiry = append(endpointExpiry, m.Gauge.GetValue())
+	}
+	if len(endpointExpiry) != 2 || !slices.Contains(endpointExpiry, float64(noExpiry.Unix())) {
+		t.Errorf("endpoint expiry series = %v, want two, one at %d", endpointExpiry, noExpiry.Unix())
+	}
+	if n := len(fams["certwatch_endpoint_tls_info"].GetMetric()); n != 2 {
+		t.Errorf("%d certwatch_endpoint_tls_info series, want one per endpoint (2)", n)
+	}
+
 	_, _, page := get(t, hs.URL+"/")
 	days := policy.DaysUntil(noExpiry, now) // 2914853
 	if !strings.Contains(page, fmt.Sprintf(`<td data-label="Left" class="left">%dd</td>`, days)) || strings.Contains(page, "106751d") {
@@ -79,7 +91,9 @@ func TestFarDates(t *testing.T) {
 		t.Error("status page does not show the 9999-12-31 not-after date")
 	}
 	_, _, api := get(t, hs.URL+"/api/v1/report")
-	for _, s := range []string{`"not_after": "9999-12-31T23:59:59Z"`, `"not_before": "0001-01-02T00:00:00Z"`} {
+	// The endpoints say what their handshake negotiated (certtest's servers
+	// take crypto/tls's defaults).
+	for _, s := range []string{`"not_after": "9999-12-31T23:59:59Z"`, `"not_before": "0001-01-02T00:00:00Z"`, `"tls_version": "TLS 1.3"`, `"cipher_suite": "TLS_AES_`} {
 		if !strings.Contains(api, s) {
 			t.Errorf("report JSON lacks %s", s)
 		}

@@ -10,15 +10,17 @@ import (
 )
 
 // Cardinality, worst case. Per-certificate and per-endpoint families are
-// capped at SeriesLimit (default 10,000) each; the most urgent certificates
-// and the failing endpoints are kept first, and
-// certwatch_metrics_series_dropped{family} counts the rest. For 100,000
-// endpoints each serving its own certificate that is at most
-// 10,000 (expiry) + 10,000 (probe_success) + 10,000 (probe_duration)
-// = 30,000 series, plus about 250 bounded ones: the probe latency
-// histogram (14 buckets x 8 results), findings (11 kinds x 5 tiers), job
+// capped at SeriesLimit (default 10,000) each; the most urgent certificates,
+// the failing endpoints and the endpoints whose leaf expires first are kept
+// first, and certwatch_metrics_series_dropped{family} counts the rest
+// (families certificate_expiry, probe, endpoint_certificate). For 100,000
+// endpoints each serving its own certificate that is at most 10,000 x 2
+// (certificate expiry and not-before) + 10,000 x 2 (probe_success,
+// probe_duration) + 10,000 x 3 (endpoint expiry, not-before, TLS info)
+// = 70,000 series, plus about 250 bounded ones: the probe latency
+// histogram (14 buckets x 8 results), findings (kinds x 5 tiers), job
 // runs and durations (2 jobs), discovery per source, outbox and
-// notifications per channel. Uncapped it would be 300,000. Every endpoint
+// notifications per channel. Uncapped it would be 700,000. Every endpoint
 // stays in the latency histogram and in certwatch_endpoints{result}
 // whatever the cap.
 
@@ -35,7 +37,7 @@ type metrics struct {
 	jobRuns       *prometheus.CounterVec
 	jobDuration   *prometheus.HistogramVec
 
-	expiry, probeSuccess, probeDurationLast, findings, unverified, endpoints,
+	expiry, notBefore, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	buildInfo *prometheus.Desc
@@ -62,6 +64,10 @@ func newMetrics(s *Server) *metrics {
 			Buckets: []float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800},
 		}, []string{"daemon_job"}),
 		expiry:            d("certificate_expiry_timestamp_seconds", "NotAfter of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
+		notBefore:         d("certificate_not_before_timestamp_seconds", "NotBefore of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
+		endpointExpiry:    d("endpoint_certificate_expiry_timestamp_seconds", "NotAfter of the leaf each endpoint served in the latest probe run, as a Unix time; name, port and address join certwatch_probe_success.", "name", "port", "address", "sha256"),
+		endpointNotBefore: d("endpoint_certificate_not_before_timestamp_seconds", "NotBefore of the leaf each endpoint served in the latest probe run, as a Unix time.", "name", "port", "address", "sha256"),
+		endpointTLS:       d("endpoint_tls_info", "The TLS version and cipher suite each endpoint negotiated in the latest probe run; always 1.", "name", "port", "address", "version", "cipher"),
 		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
 		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
 		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
@@ -87,7 +93,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
+	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
 		ch <- d
@@ -132,6 +138,14 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.reportTime, unix(v.generated))
 		for _, c := range v.certSeries {
 			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
+			gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)
+		}
+		for _, e := range v.certEndpointSeries {
+			gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
+			gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
+			if e.version != "" {
+				gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher)
+			}
 		}
 		for _, e := range v.endpointSeries {
 			ok := 0.0
@@ -152,6 +166,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
 		gauge(m.dropped, float64(v.endpointDropped), "probe")
+		gauge(m.dropped, float64(v.certEndpointDropped), "endpoint_certificate")
 	}
 
 	if s.opts.Outbox != nil || s.opts.State != nil {

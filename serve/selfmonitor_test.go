@@ -72,7 +72,7 @@ func TestUnverifiedFindings(t *testing.T) {
 		t.Errorf("certwatch_findings_unverified{kind=expiring} = %v, want no series for a verified finding", got)
 	}
 	if _, ok := value(fams, "certwatch_certificate_expiry_timestamp_seconds", map[string]string{
-		"sha256": shaExpired[:16], "subject_cn": "expired.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "dnszone:internal.example"}); !ok {
+		"sha256": shaExpired, "subject_cn": "expired.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "dnszone:internal.example"}); !ok {
 		t.Error("the unverified certificate's expiry series lost its source label")
 	}
 	code, _, page := get(t, hs.URL+"/")

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +53,8 @@ func testReport() (*scan.Report, []probes.Observation) {
 		{Name: "auth.internal.example", Port: 443, Address: "127.0.0.4", Certificate: shaWildcard},
 		{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7", Certificate: shaExpired},
 		{Name: "hung.internal.example", Port: 443, Address: "127.0.0.16", Error: "handshake timed out", Failure: "timeout"},
-		{Name: "www.internal.example", Port: 443, Address: "127.0.0.2", Certificate: shaHealthy},
+		{Name: "www.internal.example", Port: 443, Address: "127.0.0.2", Certificate: shaHealthy,
+			TLSVersion: tls.VersionTLS13, CipherSuite: probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256)},
 	}
 	r := &scan.Report{
 		GeneratedAt: now, Targets: 5, Endpoints: eps, Certificates: certs,
@@ -180,11 +182,21 @@ func TestMetrics(t *testing.T) {
 		want   float64
 	}{
 		{"certwatch_certificate_expiry_timestamp_seconds",
-			map[string]string{"sha256": shaWildcard[:16], "subject_cn": "*.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "dnszone:internal.example"},
+			map[string]string{"sha256": shaWildcard, "subject_cn": "*.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "dnszone:internal.example"},
 			float64(now.Add(5 * 24 * time.Hour).Unix())},
 		{"certwatch_certificate_expiry_timestamp_seconds",
-			map[string]string{"sha256": shaHealthy[:16], "subject_cn": "www.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "static"},
+			map[string]string{"sha256": shaHealthy, "subject_cn": "www.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "static"},
 			float64(now.Add(200 * 24 * time.Hour).Unix())},
+		{"certwatch_certificate_not_before_timestamp_seconds",
+			map[string]string{"sha256": shaHealthy, "subject_cn": "www.internal.example", "issuer_cn": "Example Issuing CA 2", "source": "static"},
+			float64(now.Add(-30 * 24 * time.Hour).Unix())},
+		// Per endpoint, joinable to probe_success on name, port and address.
+		{"certwatch_endpoint_certificate_expiry_timestamp_seconds", map[string]string{"name": "auth.internal.example", "port": "443", "address": "127.0.0.4", "sha256": shaWildcard},
+			float64(now.Add(5 * 24 * time.Hour).Unix())},
+		{"certwatch_endpoint_certificate_not_before_timestamp_seconds", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "sha256": shaHealthy},
+			float64(now.Add(-30 * 24 * time.Hour).Unix())},
+		{"certwatch_endpoint_tls_info", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "version": "TLS 1.3", "cipher": "TLS_AES_128_GCM_SHA256"}, 1},
+		{"certwatch_metrics_series_dropped", map[string]string{"family": "endpoint_certificate"}, 0},
 		{"certwatch_probe_success", map[string]string{"name": "hung.internal.example", "port": "443", "address": "127.0.0.16"}, 0},
 		{"certwatch_probe_success", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 1},
 		{"certwatch_probe_duration_seconds", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 0.02},
@@ -273,6 +285,20 @@ func TestMetricsSeriesLimitKeepsMostUrgent(t *testing.T) {
 	}
 	if got, _ := value(fams, "certwatch_metrics_series_dropped", map[string]string{"family": "certificate_expiry"}); got != 2 {
 		t.Errorf("dropped certificate_expiry series = %v, want 2 (healthy cert via two sources)", got)
+	}
+	var names []string
+	for _, m := range fams["certwatch_endpoint_certificate_expiry_timestamp_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "name" {
+				names = append(names, l.GetValue())
+			}
+		}
+	}
+	if want := []string{"api.internal.example", "expired.internal.example"}; !cmp.Equal(sortStrings(names), want) {
+		t.Errorf("endpoint expiry series for %q, want the two whose leaf expires first %q", names, want)
+	}
+	if got, _ := value(fams, "certwatch_metrics_series_dropped", map[string]string{"family": "endpoint_certificate"}); got != 2 {
+		t.Errorf("dropped endpoint_certificate series = %v, want 2 (auth and www)", got)
 	}
 	var failing int
 	for _, m := range fams["certwatch_probe_success"].GetMetric() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,11 @@ type view struct {
 	certDropped     int
 	endpointSeries  []endpointSeries
 	endpointDropped int
-	findings        map[findingKey]int
+	// certEndpointSeries are the endpoints that served a leaf, with its
+	// dates and the TLS version and cipher negotiated.
+	certEndpointSeries  []certEndpointSeries
+	certEndpointDropped int
+	findings            map[findingKey]int
 	// unverified counts findings kept from an earlier run because their
 	// endpoints did not answer (policy.Finding.UnverifiedSince).
 	unverified map[findingKey]int
@@ -61,7 +66,13 @@ type row struct {
 
 type certSeries struct {
 	sha, subject, issuer, source string
-	notAfter                     time.Time
+	notBefore, notAfter          time.Time
+}
+
+type certEndpointSeries struct {
+	name, port, address, sha string
+	version, cipher          string
+	notBefore, notAfter      time.Time
 }
 
 type endpointSeries struct {
@@ -171,10 +182,10 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			}
 		}
 		for _, s := range rw.Sources {
-			v.certSeries = append(v.certSeries, certSeries{sha: short(c.SHA256), subject: c.Subject, issuer: c.Issuer, source: s, notAfter: c.NotAfter})
+			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter})
 		}
 		if len(rw.Sources) == 0 {
-			v.certSeries = append(v.certSeries, certSeries{sha: short(c.SHA256), subject: c.Subject, issuer: c.Issuer, source: "unknown", notAfter: c.NotAfter})
+			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: "unknown", notBefore: c.NotBefore, notAfter: c.NotAfter})
 		}
 		v.rows = append(v.rows, rw)
 	}
@@ -269,6 +280,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.endpointDropped = len(v.endpointSeries) - limit
 		v.endpointSeries = v.endpointSeries[:limit]
 	}
+	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
 	return v
 }
 
@@ -299,6 +311,35 @@ func printableRow(rw *row) {
 			rw.Endpoints[i].Name = policy.Printable(rw.Endpoints[i].Name)
 		}
 	}
+}
+
+// certEndpoints returns the per-endpoint certificate series of r: every
+// endpoint that served a leaf, soonest expiry first, at most limit of them,
+// and how many more were left out.
+func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
+	certs := make(map[string]*policy.Certificate, len(r.Certificates))
+	for i := range r.Certificates {
+		certs[r.Certificates[i].SHA256] = &r.Certificates[i]
+	}
+	var out []certEndpointSeries
+	for _, ep := range r.Endpoints {
+		c := certs[ep.Certificate]
+		if c == nil {
+			continue
+		}
+		out = append(out, certEndpointSeries{
+			name: ep.Name, port: strconv.Itoa(ep.Port), address: ep.Address, sha: ep.Certificate,
+			version: ep.TLSVersion.String(), cipher: ep.CipherSuite.String(),
+			notBefore: c.NotBefore, notAfter: c.NotAfter,
+		})
+	}
+	slices.SortStableFunc(out, func(a, b certEndpointSeries) int {
+		return cmp.Or(a.notAfter.Compare(b.notAfter), strings.Compare(a.name, b.name), strings.Compare(a.port, b.port), strings.Compare(a.address, b.address))
+	})
+	if len(out) > limit {
+		return out[:limit], len(out) - limit
+	}
+	return out, 0
 }
 
 // sourcesOfFinding returns what a finding says about its source: the
