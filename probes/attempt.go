@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -132,7 +133,7 @@ func (p *Prober) attempt(ctx context.Context, name string, proto discovery.Proto
 		err = ctx.Err() // as HandshakeContext reports a cancellation
 	}
 	if err != nil {
-		res := p.failed(ctx, "tls handshake with", target+" (sni "+name+")", err, p.hsTO)
+		res := p.failed(ctx, "tls handshake with", handshakeTarget(target, name), err, p.hsTO)
 		res.inHandshake = true
 		return res
 	}
@@ -168,6 +169,11 @@ func (p *Prober) failed(ctx context.Context, op, target string, err error, budge
 		pe.hint = "the port speaks another protocol, e.g. plain HTTP"
 	case FailAlert:
 		pe.hint = "the server refused the handshake; it may not serve this name"
+		if op == "tls handshake with" && !strings.Contains(target, "(sni ") {
+			pe.hint = "the server refused the handshake; it may want a server name (SNI), which a target given as an IP address does not send"
+		}
+	case FailNoRoute:
+		pe.hint = "this host has no route to the address; check its network (a host that lost its network fails every endpoint this way)"
 	case FailReset:
 		pe.hint = "the server or a middlebox closed the connection"
 	}
@@ -179,10 +185,22 @@ func (p *Prober) failed(ctx context.Context, op, target string, err error, budge
 	return attemptResult{err: pe, failure: f, retryable: transient && ctx.Err() == nil, cut: cut}
 }
 
+// handshakeTarget names the address of a handshake and the SNI it sent:
+// none for an IP address, which crypto/tls never sends as a server name.
+func handshakeTarget(target, name string) string {
+	if _, err := netip.ParseAddr(name); err == nil || name == "" {
+		return target
+	}
+	return target + " (sni " + name + ")"
+}
+
 // classify maps a dial or handshake error onto a Failure.
 func classify(err error) Failure {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return FailRefused
+	}
+	if errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) {
+		return FailNoRoute
 	}
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
 		return FailNotTLS

@@ -25,6 +25,10 @@ const (
 	FailNotProbed Failure = "not_probed"
 	// FailResolve: the name has no A/AAAA records or the lookup failed.
 	FailResolve Failure = "resolve"
+	// FailNoRoute: this host has no route to the address (network or host
+	// unreachable): a problem on certwatch's side of the network, such as a
+	// host that lost its network, more often than of the endpoint.
+	FailNoRoute Failure = "no_route"
 	// FailRefused: TCP connection refused; nothing listens on the port.
 	FailRefused Failure = "refused"
 	// FailTimeout: the dial or the handshake ran out of time (including a

@@ -58,7 +58,14 @@ func unverified(c config.Config, r *scan.Report) error {
 	share := c.Notify.Storm.MaxFailureShare
 	switch {
 	case failed == total:
-		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: likely a network problem on this host, or the services are down", total, tally(classes))
+		why := "likely a network problem on this host, or the services are down"
+		for class := range classes {
+			if !slices.Contains([]string{"refused", "timeout", "no_route", "resolve", "not_probed"}, class) {
+				why = "the servers answered, but no TLS handshake completed"
+				break
+			}
+		}
+		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: %s", total, tally(classes), why)
 	case policy.FailureShareExceeded(failed, total, share):
 		return fmt.Errorf("%d of %d endpoints (%.0f%%) failed to answer (%s), more than notify.storm.max_failure_share (%g): likely a network problem on this host or an outage, and the report cannot vouch for them",
 			failed, total, 100*float64(failed)/float64(total), tally(classes), share)

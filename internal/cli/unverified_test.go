@@ -41,6 +41,11 @@ func TestScanNothingAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tarpit.Close() })
+	garbage, err := certtest.ServeGarbage("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { garbage.Close() })
 
 	names := func(n int, addr string, prefix string) string {
 		var b strings.Builder
@@ -87,6 +92,10 @@ notify:
 		{
 			name: "every endpoint timed out", args: []string{"--target", tarpit.Addr().String(), "--timeout", "200ms"}, code: cli.ExitUnverified,
 			line: "certwatch: none of the 1 endpoints answered (1 timeout), so nothing was checked",
+		},
+		{
+			name: "every endpoint answered, none with TLS", args: []string{"--target", garbage.Addr().String()}, code: cli.ExitUnverified,
+			line: "certwatch: none of the 1 endpoints answered (1 not_tls), so nothing was checked: the servers answered, but no TLS handshake completed",
 		},
 		{
 			name: "6 of 10 refused", args: []string{"--zone", "share.example"}, code: cli.ExitUnverified,
