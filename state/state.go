@@ -192,6 +192,15 @@ type Outbound struct {
 	// Ref is, when a store returns pending notifications, the reference
 	// recorded by the last delivery for the same alert and channel.
 	Ref string `json:"ref,omitempty"`
+	// Marker and Intended are the intent recorded (Intend) before the
+	// latest attempt to deliver the notification to a service without an
+	// idempotency key (Slack): the unique marker its message carries, and
+	// when the attempt began. They stay set after a failed attempt, and
+	// after a crash before the outcome was recorded, so that the next
+	// attempt first looks for a message carrying the marker; "" and zero
+	// when no attempt has begun.
+	Marker   string    `json:"marker,omitempty"`
+	Intended time.Time `json:"intended,omitzero"`
 }
 
 // Settlement is the outcome of one delivery attempt.

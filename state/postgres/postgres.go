@@ -341,6 +341,14 @@ CREATE TABLE memos (
 	value BYTEA NOT NULL
 );
 `,
+	// 2: the intent recorded before a delivery attempt to a service
+	// without an idempotency key (the marker its message carries), so an
+	// attempt cut short by a crash or a takeover is reconciled rather than
+	// repeated.
+	`
+ALTER TABLE outbox ADD COLUMN marker TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN intended_at BIGINT NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds

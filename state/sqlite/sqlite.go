@@ -335,6 +335,13 @@ CREATE TABLE dispatch_leases (
 	key   TEXT PRIMARY KEY,
 	value BLOB NOT NULL
 );`,
+	// 6: the intent recorded before a delivery attempt to a service
+	// without an idempotency key (the marker its message carries), so an
+	// attempt cut short by a crash is reconciled rather than repeated.
+	`
+ALTER TABLE outbox ADD COLUMN marker TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN intended_at INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

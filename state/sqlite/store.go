@@ -306,7 +306,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 // channel.
 func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT o.id, o.channel, o.alert_id, o.event, o.digest, o.payload, o.created_at, o.next_attempt_at,
-	o.attempts, o.last_error, COALESCE(r.ref, '')
+	o.attempts, o.last_error, COALESCE(r.ref, ''), o.marker, o.intended_at
 	FROM outbox o LEFT JOIN message_refs r ON o.alert_id != '' AND r.alert_id = o.alert_id AND r.channel = o.channel
 	WHERE o.channel = ? AND o.delivered_at IS NULL AND o.failed_at IS NULL
 	ORDER BY o.digest, o.id LIMIT ?`, channel, limit)
@@ -318,18 +318,33 @@ func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state
 	for rows.Next() {
 		var o state.Outbound
 		var payload string
-		var created, next int64
-		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref); err != nil {
+		var created, next, intended int64
+		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref, &o.Marker, &intended); err != nil {
 			return nil, s.wrap("read outbox", err)
 		}
 		o.Payload = []byte(payload)
-		o.Created, o.NextAttempt = fromTS(created), fromTS(next)
+		o.Created, o.NextAttempt, o.Intended = fromTS(created), fromTS(next), fromTS(intended)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.wrap("read outbox", err)
 	}
 	return out, nil
+}
+
+// Intend records, durably, that an attempt to deliver the undelivered
+// notifications ids begins at at, posting a message that carries marker.
+// Pending returns both until the notifications are delivered or failed.
+func (s *Store) Intend(ctx context.Context, ids []int64, marker string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE outbox SET marker = ?, intended_at = ?
+	WHERE id IN (`+idList(ids)+`) AND delivered_at IS NULL AND failed_at IS NULL`, marker, ts(at))
+		return err
+	})
+	return s.wrap("record delivery intent", err)
 }
 
 // Settle records the outcome of one delivery attempt of the notifications

@@ -30,6 +30,7 @@ type Store interface {
 	Certificate(ctx context.Context, sha256 string) (state.Certificate, bool, error)
 	Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error)
 	Settle(ctx context.Context, ids []int64, st state.Settlement) error
+	Intend(ctx context.Context, ids []int64, marker string, at time.Time) error
 	Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error)
 	Lease(ctx context.Context, channel, holder string, now, until time.Time) (bool, time.Time, error)
 	OutboxStats(ctx context.Context) ([]state.ChannelStats, error)
@@ -56,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"AlertsAndOutboxRoundTrip", testAlertsAndOutboxRoundTrip},
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
+		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
 		{"CancelDropsOnlyPendingDigests", testCancelDropsOnlyPendingDigests},
 		{"SupersedeDropsOnlyPendingReminders", testSupersedeDropsOnlyPendingReminders},
@@ -285,6 +287,70 @@ func testSettleRetryAndFailure(t *testing.T, open Opener) {
 	want := []state.ChannelStats{{Channel: "c", Pending: 1, Failed: 1, OldestPending: t0, LastError: "http 500"}}
 	if diff := cmp.Diff(want, stats); diff != "" {
 		t.Errorf("OutboxStats (-want +got):\n%s", diff)
+	}
+}
+
+// testIntentSurvivesRetryAndRestart: the intent recorded before an attempt
+// (its marker and time) is what the next attempt, in this process or after
+// a crash, needs to find a message that was posted without its outcome
+// being recorded; it lasts until the notification is delivered.
+func testIntentSurvivesRetryAndRestart(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	update(t, s, state.Changes{Outbox: []state.Outbound{
+		{Channel: "c", AlertID: "x", Event: "new", Payload: []byte("{}"), Created: t0},
+		{Channel: "c", Event: "digest", Digest: true, Payload: []byte("{}"), Created: t0},
+		{Channel: "c", Event: "digest", Digest: true, Payload: []byte("{}"), Created: t0},
+		{Channel: "d", Event: "new", Payload: []byte("{}"), Created: t0},
+	}})
+	p := pending(t, s, "c")
+	if len(p) != 3 || p[0].Marker != "" || !p[0].Intended.IsZero() {
+		t.Fatalf("Pending(c) = %+v, want 3 without an intent", p)
+	}
+	at := t0.Add(time.Minute + 123*time.Nanosecond)
+	if err := s.Intend(ctx, []int64{p[0].ID}, "m-1", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Intend(ctx, []int64{p[1].ID, p[2].ID}, "m-2", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: at, Err: "timeout", Retry: at.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t)
+	p = pending(t, s, "c")
+	if len(p) != 3 {
+		t.Fatalf("Pending(c) after reopen = %+v, want 3", p)
+	}
+	for i, want := range []string{"m-1", "m-2", "m-2"} {
+		if p[i].Marker != want || !p[i].Intended.Equal(at) {
+			t.Errorf("Pending(c)[%d] marker %q intended %v, want %q at %v (kept across a retry and a restart, to the nanosecond)", i, p[i].Marker, p[i].Intended, want, at)
+		}
+	}
+	if d := pending(t, s, "d"); len(d) != 1 || d[0].Marker != "" {
+		t.Errorf("Pending(d) = %+v, want no intent on another channel's notification", d)
+	}
+	// A later attempt records its own time, with the same marker.
+	later := at.Add(time.Hour)
+	if err := s.Intend(ctx, []int64{p[0].ID}, "m-1", later); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(t, s, "c")[0]; got.Marker != "m-1" || !got.Intended.Equal(later) {
+		t.Errorf("after a second intent, Pending(c)[0] = %+v, want m-1 at %v", got, later)
+	}
+	// A delivered notification is not pending, and an intent for it
+	// changes nothing.
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: later, Delivered: true, Ref: "C1:2.000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Intend(ctx, []int64{p[0].ID}, "m-3", later); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(t, s, "c"); len(got) != 2 || got[0].Marker != "m-2" {
+		t.Errorf("after delivery, Pending(c) = %+v, want the two digest rows left", got)
 	}
 }
 
