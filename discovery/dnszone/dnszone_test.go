@@ -53,6 +53,8 @@ _gone._tcp   SRV   0 0 0 .
 _http._tcp   SRV   0 0 8080 .
 _ldap._tcp   SRV   0 0 389 ldap
 _kerberos._udp SRV 0 0 88 ldap
+_xmpp-client._tcp SRV 0 0 5222 www
+_xmpp-server._tcp SRV 0 0 5269 mail.outside.example.
 mailonly     MX    10 www
 txtonly      TXT   "only text"
 sub          NS    ns.sub
@@ -120,6 +122,9 @@ func TestTargets(t *testing.T) {
 				{Name: "ext.internal.example", Port: 443, Sources: src, Resolve: "cdn.provider.example"},
 				{Name: "ext2.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
 				{Name: "hop.internal.example", Port: 443, Sources: src, Resolve: "lb.other.example"},
+				// XMPP: the domain, at its SRV target's addresses.
+				{Name: "internal.example", Port: 5222, Protocol: discovery.XMPPClient, Sources: src, Addresses: wwwAddrs},
+				{Name: "internal.example", Port: 5269, Protocol: discovery.XMPPServer, Sources: src, Resolve: "mail.outside.example"},
 				{Name: "ldap.internal.example", Port: 389, Protocol: discovery.LDAP, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.30")},
 				{Name: "ldap.internal.example", Port: 636, Sources: src, Addresses: addrs("192.0.2.30")},
@@ -172,6 +177,8 @@ func TestTargets(t *testing.T) {
 				return discovery.NewFilter([]string{"*.example"}, []string{"*.internal.example"})
 			},
 			want: []discovery.Target{
+				{Name: "internal.example", Port: 5222, Protocol: discovery.XMPPClient, Sources: src, Addresses: wwwAddrs},
+				{Name: "internal.example", Port: 5269, Protocol: discovery.XMPPServer, Sources: src, Resolve: "mail.outside.example"},
 				{Name: "mail.outside.example", Port: 993, Sources: src},
 			},
 		},
@@ -181,6 +188,8 @@ func TestTargets(t *testing.T) {
 				return discovery.NewFilter(nil, []string{"*l*.internal.example", "*.apps.*", "*.wild.*", "*.outside.example", "*ext*", "hop.*", "ns1.*", "dangling.*", "tocut.*"})
 			},
 			want: []discovery.Target{
+				{Name: "internal.example", Port: 5222, Protocol: discovery.XMPPClient, Sources: src, Addresses: wwwAddrs},
+				{Name: "internal.example", Port: 5269, Protocol: discovery.XMPPServer, Sources: src, Resolve: "mail.outside.example"},
 				{Name: "www.internal.example", Port: 25, Protocol: discovery.SMTP, Sources: src, Addresses: wwwAddrs},
 				{Name: "www.internal.example", Port: 443, Sources: src, Addresses: wwwAddrs},
 			},
@@ -315,8 +324,8 @@ func TestTargetsTSIG(t *testing.T) {
 			if err != nil {
 				t.Fatalf("signed transfer: %v", err)
 			}
-			if len(got) != 19 {
-				t.Errorf("signed transfer gave %d targets, want 19", len(got))
+			if len(got) != 21 {
+				t.Errorf("signed transfer gave %d targets, want 21", len(got))
 			}
 		})
 	}
@@ -378,7 +387,7 @@ func TestTargetsErrors(t *testing.T) {
 		},
 		{
 			name: "truncated transfer", zone: "truncated.example", server: srv.Addr(), wantIs: dnszone.ErrIncomplete,
-			wantSubstr: []string{"incomplete: connection closed after 33 records without the closing SOA"},
+			wantSubstr: []string{"incomplete: connection closed after 35 records without the closing SOA"},
 		},
 		{
 			name: "connection refused", zone: "refused.example", server: closedAddr, wantIs: syscall.ECONNREFUSED,
@@ -807,4 +816,43 @@ func (c *slurpConn) Read(p []byte) (int, error) {
 		c.buf = bytes.NewReader(b)
 	}
 	return c.buf.Read(p)
+}
+
+// TestXMPPDomain: an XMPP service is probed under its domain (the stream's
+// 'to', the SNI, the name the certificate must carry) at the addresses of
+// each host its SRV records name.
+func TestXMPPDomain(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "chat.example", Text: `
+@ SOA ns hostmaster 1 3600 600 86400 300
+@ NS ns
+ns A 127.0.0.1
+_xmpp-client._tcp SRV 5 0 5222 xmpp1
+_xmpp-client._tcp SRV 10 0 5222 xmpp2
+_xmpp-server._tcp SRV 5 0 5269 xmpp1
+xmpp1 A 192.0.2.1
+xmpp2 A 192.0.2.2
+`})
+	got, err := newSource(t, dnszone.Config{Zone: "chat.example", Nameserver: srv.Addr(), Ports: []int{443}, Filter: mustFilter(t, "chat.example")}).Targets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []string{"dnszone:chat.example"}
+	want := []discovery.Target{
+		{Name: "chat.example", Port: 5222, Protocol: discovery.XMPPClient, Sources: src, Addresses: addrs("192.0.2.1")},
+		{Name: "chat.example", Port: 5222, Protocol: discovery.XMPPClient, Sources: src, Addresses: addrs("192.0.2.2")},
+		{Name: "chat.example", Port: 5269, Protocol: discovery.XMPPServer, Sources: src, Addresses: addrs("192.0.2.1")},
+	}
+	if d := diffTargets(want, got); d != "" {
+		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+	}
+}
+
+func mustFilter(t *testing.T, include ...string) discovery.Filter {
+	t.Helper()
+	f, err := discovery.NewFilter(include, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

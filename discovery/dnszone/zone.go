@@ -169,10 +169,13 @@ type addr6 struct {
 	id uint32
 }
 
-// srvTarget is a name an SRV or MX record points at, with the port and
-// protocol the record gives it.
+// srvTarget is a name an SRV or MX record makes a target of, with the
+// port and protocol the record gives it. via is the name whose addresses
+// it is probed at: the record's target, which is id itself except for
+// XMPP, whose target is named by its domain (see addSRV).
 type srvTarget struct {
 	id    uint32
+	via   uint32
 	port  uint16
 	proto discovery.Protocol
 }
@@ -265,7 +268,8 @@ func (z *zoneIndex) add(rr dns.RR) {
 	case *dns.MX:
 		z.target = appendNormalised(z.target[:0], v.Mx)
 		if len(z.target) > 0 { // "." is a null MX: no mail here (RFC 7505)
-			z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: mxPort, proto: discovery.SMTP})
+			id := z.intern(z.target)
+			z.srvs = append(z.srvs, srvTarget{id: id, via: id, port: mxPort, proto: discovery.SMTP})
 		}
 	case *dns.NS:
 		z.addNS()
@@ -304,7 +308,19 @@ func (z *zoneIndex) addSRV(port uint16) {
 	if !ok {
 		return
 	}
-	z.srvs = append(z.srvs, srvTarget{id: z.intern(z.target), port: port, proto: proto})
+	via := z.intern(z.target)
+	id := via
+	if proto == discovery.XMPPClient || proto == discovery.XMPPServer {
+		// An XMPP stream is addressed to the domain the SRV record is
+		// for, and the certificate must be valid for that domain, not
+		// for the host that serves it (RFC 6120 3.2.1, 13.7.2.1): the
+		// target is the domain, probed at the host's addresses.
+		_, domain, _ := strings.Cut(string(z.owner), ".") // _tcp.domain
+		if _, domain, ok = strings.Cut(domain, "."); ok {
+			id = z.intern([]byte(domain))
+		}
+	}
+	z.srvs = append(z.srvs, srvTarget{id: id, via: via, port: port, proto: proto})
 }
 
 // addNS records an NS record of z.owner, a name in the zone.
@@ -362,10 +378,12 @@ type Zone struct {
 	targets int // how many targets All yields
 }
 
-// portProto is a port a name is a target on, with its protocol.
+// portProto is a port a name is a target on, with its protocol and the
+// name whose addresses it is probed at (see srvTarget).
 type portProto struct {
 	port  int
 	proto discovery.Protocol
+	via   uint32
 }
 
 // zone turns the index into a Zone. It consumes the index. The protocol
@@ -375,22 +393,23 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 	z.ids = nameTable{} // no more lookups by name; let the table go
 	zn := &Zone{z: z, sources: sources}
 	for _, p := range slices.Sorted(slices.Values(ports)) {
-		zn.ports = append(zn.ports, portProto{port: p, proto: z.protocols.ProtocolFor(p)})
+		zn.ports = append(zn.ports, portProto{port: p, proto: z.protocols.ProtocolFor(p)}) // via: set per name
 	}
 	zn.v4, zn.v4start = z.v4Table()
 	zn.v6 = z.v6Table()
 	zn.nAddrs = len(zn.v4) + len(zn.v6)
 
-	// SRV targets by id, then port, one per (id, port); each such name is
+	// SRV targets by id, then port, one per (id, port, via): an XMPP
+	// domain served by two hosts is a target at each. Each such name is
 	// flagged so that its ports can be found by binary search. Where two
 	// records give one port different protocols, a STARTTLS one wins
 	// (the highest value sorts first and is kept).
 	zn.srvs = z.srvs
 	z.srvs = nil
 	slices.SortFunc(zn.srvs, func(a, b srvTarget) int {
-		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port), cmp.Compare(b.proto, a.proto))
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port), cmp.Compare(a.via, b.via), cmp.Compare(b.proto, a.proto))
 	})
-	zn.srvs = slices.CompactFunc(zn.srvs, func(a, b srvTarget) bool { return a.id == b.id && a.port == b.port })
+	zn.srvs = slices.CompactFunc(zn.srvs, func(a, b srvTarget) bool { return a.id == b.id && a.port == b.port && a.via == b.via })
 	for _, s := range zn.srvs {
 		*z.flags.at(s.id) |= isSRVTarget
 	}
@@ -403,6 +422,8 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 		id     uint32
 	}
 	candidate := func(id uint32) bool { f := *z.flags.at(id); return owner(f) || f&isSRVTarget != 0 }
+	// Names probed at another name's addresses (XMPP domains) are few;
+	// only for them does each look past the name's own resolution.
 	n := 0
 	for id := range uint32(z.names.len()) {
 		if candidate(id) {
@@ -529,20 +550,25 @@ func (zn *Zone) portsOf(dst []portProto, id uint32) []portProto {
 	n := len(dst)
 	if owner(f) {
 		dst = append(dst, zn.ports...)
+		for i := n; i < len(dst); i++ {
+			dst[i].via = id
+		}
 	}
 	if f&isSRVTarget != 0 {
 		configured := len(dst)
 		i, _ := slices.BinarySearchFunc(zn.srvs, id, func(s srvTarget, id uint32) int { return cmp.Compare(s.id, id) })
 		for ; i < len(zn.srvs) && zn.srvs[i].id == id; i++ {
-			pp := portProto{port: int(zn.srvs[i].port), proto: zn.srvs[i].proto}
-			if j := slices.IndexFunc(dst[n:configured], func(c portProto) bool { return c.port == pp.port }); j >= 0 {
-				dst[n+j].proto = pp.proto
+			pp := portProto{port: int(zn.srvs[i].port), proto: zn.srvs[i].proto, via: zn.srvs[i].via}
+			if j := slices.IndexFunc(dst[n:configured], func(c portProto) bool { return c.port == pp.port && c.via == id }); j >= 0 {
+				dst[n+j].proto, dst[n+j].via = pp.proto, pp.via
 				continue
 			}
 			dst = append(dst, pp)
 		}
 		if len(dst) > configured {
-			slices.SortFunc(dst[n:], func(a, b portProto) int { return cmp.Compare(a.port, b.port) })
+			// Stable: one port's entries (an XMPP domain's hosts) stay
+			// in the order of their vias.
+			slices.SortStableFunc(dst[n:], func(a, b portProto) int { return cmp.Compare(a.port, b.port) })
 		}
 	}
 	return dst
@@ -578,6 +604,24 @@ func (zn *Zone) follow(id uint32) resolution {
 		}
 	}
 	return resolution{loop: true}
+}
+
+// via returns t probed at the addresses of name id instead of its own:
+// an XMPP domain at its SRV target's. The addresses are a fresh slice, so
+// the ones t shares with the name's other ports stay as they are.
+func (zn *Zone) via(t discovery.Target, id uint32) discovery.Target {
+	t.Addresses, t.Resolve = nil, ""
+	switch r := zn.follow(id); {
+	case r.loop:
+		t.Skip = "CNAME chain loops or is longer than 16 names: no address to probe"
+	case r.addrs:
+		t.Addresses = zn.appendAddrs(nil, r.id)
+	case r.resolve != "":
+		t.Resolve = r.resolve
+	default:
+		t.Resolve = string(zn.z.names.at(id))
+	}
+	return t
 }
 
 // Len returns how many targets All yields.
@@ -640,6 +684,12 @@ func (zn *Zone) each(addrs func(id uint32) []netip.Addr, yield func(discovery.Ta
 		}
 		for _, p := range ports {
 			t.Port, t.Protocol = p.port, p.proto
+			if p.via != id && t.Skip == "" {
+				if !yield(zn.via(t, p.via)) {
+					return
+				}
+				continue
+			}
 			if !yield(t) {
 				return
 			}

@@ -431,10 +431,12 @@ type alias struct {
 	zone string // hosted zone ID of the alias target
 }
 
-// srvTarget is a name an SRV or MX record points at, with the port and
-// protocol the record gives it.
+// srvTarget is a name an SRV or MX record makes a target of, with the
+// port and protocol the record gives it. via, when set, is the name whose
+// addresses it is probed at: an XMPP domain's SRV target.
 type srvTarget struct {
 	name  string
+	via   string
 	port  int
 	proto discovery.Protocol
 }
@@ -534,9 +536,23 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 			if err != nil || port < 1 || port > 65535 || target == "" {
 				continue
 			}
-			if proto, ok := b.s.c.Protocols.SRVProtocol(name, port); ok {
-				b.srv = append(b.srv, srvTarget{name: target, port: port, proto: proto})
+			proto, ok := b.s.c.Protocols.SRVProtocol(name, port)
+			if !ok {
+				continue
 			}
+			st := srvTarget{name: target, port: port, proto: proto}
+			if proto == discovery.XMPPClient || proto == discovery.XMPPServer {
+				// An XMPP stream is addressed to the domain, and the
+				// certificate must be valid for it, not for the host that
+				// serves it (RFC 6120 3.2.1, 13.7.2.1): the target is the
+				// domain, probed at the host's addresses.
+				if _, rest, ok := strings.Cut(name, "."); ok {
+					if _, domain, ok := strings.Cut(rest, "."); ok {
+						st.name, st.via = domain, target
+					}
+				}
+			}
+			b.srv = append(b.srv, st)
 		case types.RRTypeMx:
 			// "preference exchange"; exchange "." is a null MX (RFC
 			// 7505). Every mail exchanger is probed as a mail server
@@ -590,11 +606,30 @@ func (b *builder) targets() []discovery.Target {
 	// says what the port speaks, the port table only guesses. Between
 	// records, a STARTTLS protocol wins over TLS, as in a zone transfer.
 	byRecord := map[int]bool{} // indices in out whose protocol a record named
+	type viaKey struct {
+		hostPort
+		via string
+	}
+	vias := map[viaKey]bool{}
 	for _, t := range b.srv {
 		if !b.s.c.Filter.Keep(t.name) {
 			continue
 		}
 		i, ok := hosts[hostPort{t.name, t.port}]
+		if t.via != "" {
+			// An XMPP domain is a target at each host its records name.
+			if k := (viaKey{hostPort{t.name, t.port}, t.via}); !vias[k] {
+				vias[k] = true
+				if ok && !byRecord[i] {
+					out[i] = b.targetAt(t.name, t.via, t.port, t.proto)
+				} else {
+					out = append(out, b.targetAt(t.name, t.via, t.port, t.proto))
+					i = len(out) - 1
+				}
+				hosts[hostPort{t.name, t.port}], byRecord[i] = i, true
+			}
+			continue
+		}
 		switch {
 		case !ok:
 			hosts[hostPort{t.name, t.port}] = len(out)
@@ -615,13 +650,18 @@ const (
 )
 
 func (b *builder) target(name string, port int, proto discovery.Protocol) discovery.Target {
+	return b.targetAt(name, name, port, proto)
+}
+
+// targetAt is target name probed at the addresses of via.
+func (b *builder) targetAt(name, via string, port int, proto discovery.Protocol) discovery.Target {
 	t := discovery.Target{Name: name, Port: port, Protocol: proto, Sources: b.source}
 	if strings.HasPrefix(name, "*.") {
 		t.Skip = wildcardSkip
 		return t
 	}
 	r := resolver{b: b}
-	r.resolve(name, 0)
+	r.resolve(via, 0)
 	switch {
 	case r.loop:
 		t.Skip = loopSkip
@@ -630,6 +670,8 @@ func (b *builder) target(name string, port int, proto discovery.Protocol) discov
 		t.Addresses = slices.Compact(r.addrs)
 	case len(r.external) == 1 && len(r.addrs) == 0 && r.external[0] != name:
 		t.Resolve = r.external[0]
+	case via != name:
+		t.Resolve = via
 	}
 	// Otherwise (addresses mixed with names outside the zone, several
 	// outside names, or nothing known) the prober looks up the name itself.

@@ -96,6 +96,7 @@ func testZones() []awstest.Zone {
 				{Name: "db.internal.example", Type: "A", TTL: 300, Values: a("10.0.0.5")},
 				{Name: "_ldap._tcp.internal.example", Type: "SRV", TTL: 300, Values: a("0 0 389 db.internal.example.")},
 				{Name: "_postgresql._tcp.internal.example", Type: "SRV", TTL: 300, Values: a("0 0 5432 db.internal.example.")},
+				{Name: "_xmpp-client._tcp.internal.example", Type: "SRV", TTL: 300, Values: a("5 0 5222 db.internal.example.", "10 0 5222 chat.partner.example.")},
 				{Name: "loop.internal.example", Type: "CNAME", TTL: 300, Values: a("loop.internal.example.")},
 				{Name: "gone.internal.example", Type: "CNAME", TTL: 300, Values: a("nothing.internal.example.")},
 				{Name: "elb.internal.example", Type: "CNAME", TTL: 300, Values: a("internal-web-1.eu-west-1.elb.amazonaws.com.")},
@@ -129,6 +130,8 @@ func TestDiscover(t *testing.T) {
 		{Name: "fo.example.com", Port: 443, Addresses: addrs("192.0.2.10", "192.0.2.11", "192.0.2.30"), Sources: pub},
 		{Name: "geo.example.com", Port: 443, Addresses: addrs("192.0.2.20", "192.0.2.21"), Sources: pub},
 		{Name: "gone.internal.example", Port: 443, Resolve: "nothing.internal.example", Sources: internal},
+		// XMPP: the domain, at each SRV target's addresses (merged).
+		{Name: "internal.example", Port: 5222, Protocol: discovery.XMPPClient, Addresses: addrs("10.0.0.5"), Resolve: "chat.partner.example", Sources: internal},
 		{Name: "lb.example.com", Port: 443, Resolve: "dualstack.web-123.eu-west-1.elb.amazonaws.com", Sources: pub},
 		{Name: "ldap.partner.example", Port: 636, Sources: pub},
 		{Name: "loop.internal.example", Port: 443, Sources: internal, Skip: "CNAME chain loops or is longer than 16 names: no address to probe"},
@@ -150,7 +153,7 @@ func TestDiscover(t *testing.T) {
 				{Name: "lb.example.com", Type: "ALIAS", Value: "dualstack.web-123.eu-west-1.elb.amazonaws.com"},
 			}},
 		{ID: "ZSPLIT", Name: "example.com", Private: true, VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}}, RecordSets: 3},
-		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 8,
+		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 9,
 			AWSTargets: []route53.Record{{Name: "elb.internal.example", Type: "CNAME", Value: "internal-web-1.eu-west-1.elb.amazonaws.com"}},
 			VPCs:       []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
 	}
@@ -186,7 +189,7 @@ func TestDiscover(t *testing.T) {
 	if want := []string{"", "ZSPLIT", "ZINTERNAL"}; !slices.Equal(markers, want) {
 		t.Errorf("ListHostedZones markers = %q, want %q", markers, want)
 	}
-	if want := map[string]int{"ListHostedZones": 3, "GetHostedZone": 2, "ListResourceRecordSets": 13 + 2 + 4}; !maps(ops, want) {
+	if want := map[string]int{"ListHostedZones": 3, "GetHostedZone": 2, "ListResourceRecordSets": 13 + 2 + 5}; !maps(ops, want) {
 		t.Errorf("operations = %v, want %v", ops, want)
 	}
 	// Pages that start inside a routing set carry its identifier.
@@ -244,7 +247,7 @@ func TestFilters(t *testing.T) {
 	for _, t := range inv.Targets {
 		got = append(got, t.Key())
 	}
-	want := []string{"db.internal.example:389", "db.internal.example:443", "db.internal.example:5432", "db.internal.example:8443", "gone.internal.example:443", "gone.internal.example:8443"}
+	want := []string{"db.internal.example:389", "db.internal.example:443", "db.internal.example:5432", "db.internal.example:8443", "gone.internal.example:443", "gone.internal.example:8443", "internal.example:5222"}
 	if !slices.Equal(got, want) {
 		t.Errorf("targets = %v, want %v", got, want)
 	}
@@ -264,8 +267,8 @@ func TestThrottledRunCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
-	if len(inv.Zones) != 3 || len(inv.Targets) != 21 {
-		t.Errorf("got %d zones, %d targets after throttling; want 3, 21", len(inv.Zones), len(inv.Targets))
+	if len(inv.Zones) != 3 || len(inv.Targets) != 22 {
+		t.Errorf("got %d zones, %d targets after throttling; want 3, 22", len(inv.Zones), len(inv.Targets))
 	}
 	var throttled int
 	for _, r := range srv.Requests("route53") {

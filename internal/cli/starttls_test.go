@@ -59,6 +59,8 @@ func TestScanZoneStartTLS(t *testing.T) {
 	ldap := serve("127.0.31.5:0", discovery.LDAP, leaf(root, now.Add(200*day), name("ldap")), false)
 	db := serve("127.0.31.6:5432", discovery.Postgres, leaf(root, now.Add(-2*day), name("db")), false)
 	pop := serve("127.0.31.7:0", discovery.POP3, leaf(root, now.Add(200*day), name("pop")), true)
+	// XMPP is probed under its domain, which its certificate names.
+	xmpp := serve("127.0.31.8:0", discovery.XMPPClient, leaf(root, now.Add(200*day), zone), false)
 
 	dns, err := dnstest.Start(dnstest.Zone{Name: zone, Text: fmt.Sprintf(`
 @ SOA ns hostmaster 1 3600 600 86400 300
@@ -77,7 +79,9 @@ ldap A 127.0.31.5
 db A 127.0.31.6
 _pop3._tcp SRV 0 0 %d pop
 pop A 127.0.31.7
-`, port(sub), port(imap), port(ldap), port(pop))})
+_xmpp-client._tcp SRV 0 0 %d chat
+chat A 127.0.31.8
+`, port(sub), port(imap), port(ldap), port(pop), port(xmpp))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +177,7 @@ notify:
 		fmt.Sprintf("%s:%d", name("imap"), port(imap)): {discovery.IMAP, true, ""},
 		fmt.Sprintf("%s:%d", name("ldap"), port(ldap)): {discovery.LDAP, true, ""},
 		name("db") + ":5432":                           {discovery.Postgres, true, ""},
+		fmt.Sprintf("%s:%d", zone, port(xmpp)):         {discovery.XMPPClient, true, ""},
 		name("db") + ":443":                            {discovery.TLS, false, "refused"},
 		fmt.Sprintf("%s:%d", name("pop"), port(pop)):   {discovery.POP3, false, "no_starttls"},
 	} {
@@ -181,10 +186,14 @@ notify:
 		}
 	}
 	// One connection per STARTTLS probe.
-	for _, s := range []*starttlstest.Server{mx1, mx2, sub, imap, ldap, db} {
+	for _, s := range []*starttlstest.Server{mx1, mx2, sub, imap, ldap, db, xmpp} {
 		if s.Accepted() != 1 || s.Upgraded() != 1 {
 			t.Errorf("server %s accepted %d connections and upgraded %d, want 1 and 1", s.Addr(), s.Accepted(), s.Upgraded())
 		}
+	}
+
+	if got := xmpp.Received(); len(got) != 1 || !strings.Contains(got[0], "to='"+zone+"'") {
+		t.Errorf("the XMPP server received %q, want a stream to %s", got, zone)
 	}
 
 	// inventory lists the protocol of every target.
