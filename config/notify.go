@@ -49,6 +49,10 @@ type Notify struct {
 	// DigestInterval is how often digest routes deliver, aligned to UTC
 	// (24h: once a day just after midnight UTC).
 	DigestInterval Duration `yaml:"digest_interval"`
+	// FlushTimeout is how long `certwatch scan --notify` waits for the
+	// outbox to drain (a dead channel is retried with backoff until then)
+	// before it exits 1 and leaves the rest for the next run.
+	FlushTimeout Duration `yaml:"flush_timeout"`
 	// RunbookURL, when set, is linked from every finding message.
 	RunbookURL string `yaml:"runbook_url,omitempty"`
 	// Storm limits the messages one run can produce.
@@ -188,6 +192,7 @@ const (
 	DefaultRetryInitial      = 2 * time.Second
 	DefaultRetryMax          = 5 * time.Minute
 	DefaultRetryAlertAfter   = 15 * time.Minute
+	DefaultFlushTimeout      = 2 * time.Minute
 )
 
 // DefaultReminders are the reminder intervals per tier: notices weekly (in
@@ -231,6 +236,9 @@ func (n *Notify) applyDefaults() {
 	}
 	if n.ResolveAfter == 0 {
 		n.ResolveAfter = DefaultResolveAfter
+	}
+	if n.FlushTimeout == 0 {
+		n.FlushTimeout = Duration(DefaultFlushTimeout)
 	}
 	if n.DigestInterval == 0 {
 		n.DigestInterval = Duration(DefaultDigestInterval)
@@ -349,6 +357,9 @@ func (n *Notify) validate() []error {
 	}
 	if n.ResolveAfter < 1 {
 		add("resolve_after must be at least 1 run, got %d", n.ResolveAfter)
+	}
+	if n.FlushTimeout <= 0 || n.FlushTimeout > Duration(time.Hour) {
+		add("flush_timeout must be above 0 and at most 1h, got %v", n.FlushTimeout)
 	}
 	if n.DigestInterval < Duration(time.Minute) {
 		add("digest_interval must be at least 1m, got %v", n.DigestInterval)

@@ -34,10 +34,6 @@ outbox), to check its token or routing key, channel name and network path.
 Exit code 0 when the service accepted it, 1 when not.
 `
 
-// notifyTimeout bounds how long 'scan --notify' waits for the outbox to
-// drain before it gives up and leaves the rest for the next run.
-const notifyTimeout = 2 * time.Minute
-
 func (e *env) alerts(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("alerts", flag.ContinueOnError)
 	configFile := fs.String("config", "", "config `file` whose notify.state names the state file")
@@ -145,7 +141,10 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, notifyTimeout, fmt.Errorf("outbox not drained within %v; the rest is delivered on the next run", notifyTimeout))
+	// How long 'scan --notify' waits for the outbox to drain before it
+	// gives up and leaves the rest for the next run.
+	wait := time.Duration(c.Notify.FlushTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, wait, fmt.Errorf("outbox not drained within notify.flush_timeout (%v, --notify-timeout); the rest is delivered on the next run", wait))
 	defer cancel()
 	if err := n.Flush(ctx); err != nil {
 		return fmt.Errorf("notify: %w", err)

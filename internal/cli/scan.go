@@ -88,6 +88,7 @@ type scanFlags struct {
 	exclude     listFlag
 	verbose     bool
 	notify      bool
+	notifyWait  time.Duration
 	allowEmpty  bool
 	aws         awsFlags
 	procs       procsFlag
@@ -117,6 +118,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
+	fs.DurationVar(&f.notifyWait, "notify-timeout", 0, "with --notify, how long to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
 	f.procs.register(fs)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
@@ -234,6 +236,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["fail-on"] {
 		c.FailOn = f.failOn
+	}
+	if set["notify-timeout"] {
+		c.Notify.FlushTimeout = config.Duration(f.notifyWait)
 	}
 	if err := f.aws.apply(&c, set); err != nil {
 		return c, err
