@@ -62,9 +62,17 @@ func stapled(der []byte, c, issuer *x509.Certificate, now time.Time) Revocation 
 	return ocspStatus(resp, src, now)
 }
 
+// maxClockSkew is how far in the future an OCSP response may be dated and
+// still be used.
+const maxClockSkew = 5 * time.Minute
+
 // ocspStatus turns a checked response into a Revocation at now.
 func ocspStatus(resp *ocsp.Response, src string, now time.Time) Revocation {
 	r := Revocation{Source: src, NextUpdate: resp.NextUpdate}
+	if resp.ThisUpdate.After(now.Add(maxClockSkew)) {
+		r.Status, r.Error = RevocationUnavailable, fmt.Sprintf("%s: the response is not valid before %s (clock skew?)", src, resp.ThisUpdate.UTC().Format(time.RFC3339))
+		return r
+	}
 	switch resp.Status {
 	case ocsp.Revoked:
 		r.Status, r.RevokedAt, r.Reason = RevocationRevoked, resp.RevokedAt, resp.RevocationReason

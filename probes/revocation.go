@@ -305,60 +305,42 @@ func newFetchCache[T any](max int) *fetchCache[T] {
 	return &fetchCache[T]{max: max, entries: make(map[string]*fetchEntry[T])}
 }
 
-// get returns the cached result for key while it is valid at now, waits
-// for a fetch in flight, or fetches. fetch returns the value, until when
-// it (or the error) may be reused, and the error. A fetch cut short by the fetching
-// caller's ctx is not kept: a waiting caller then fetches itself.
+// get returns the cached result for key while it is valid at now, or
+// waits for a fetch in flight, or starts one. fetch returns the value,
+// until when it (or the error) may be reused, and the error. A fetch runs
+// to its own deadlines in a goroutine of its own, detached from the
+// cancellation of the caller that started it, so that its outcome is kept
+// even when every caller waiting for it gave up: a CRL host that hangs
+// costs one fetch per RetryAfter, not one per endpoint. Cancelling ctx
+// stops only this caller's wait.
 func (fc *fetchCache[T]) get(ctx context.Context, key string, now func() time.Time, fetch func(ctx context.Context) (T, time.Time, error)) (T, error) {
-	for {
-		fc.mu.Lock()
-		e, ok := fc.entries[key]
-		if ok {
-			select {
-			case <-e.done:
-				if !now().Before(e.until) {
-					ok = false // expired: fetch again
-				}
-			default: // in flight
-			}
+	fc.mu.Lock()
+	e, ok := fc.entries[key]
+	if ok {
+		select {
+		case <-e.done:
+			ok = now().Before(e.until) // expired: fetch again
+		default: // in flight
 		}
-		if ok {
-			fc.mu.Unlock()
-			select {
-			case <-e.done:
-			case <-ctx.Done():
-				var zero T
-				return zero, context.Cause(ctx)
-			}
-			if e.err != nil && errors.Is(e.err, errAbandoned) {
-				continue
-			}
-			return e.val, e.err
-		}
+	}
+	if !ok {
 		e = &fetchEntry[T]{done: make(chan struct{})}
 		fc.evictLocked(now())
 		fc.entries[key] = e
-		fc.mu.Unlock()
-
-		e.val, e.until, e.err = fetch(ctx)
-		if ctx.Err() != nil && e.err != nil {
-			e.err = fmt.Errorf("%w: %w", errAbandoned, e.err)
-			fc.mu.Lock()
-			if fc.entries[key] == e {
-				delete(fc.entries, key)
-			}
-			fc.mu.Unlock()
-			close(e.done)
-			var zero T
-			return zero, context.Cause(ctx)
-		}
-		close(e.done)
+		go func() { // bounded by the fetch's timeouts and retries
+			defer close(e.done)
+			e.val, e.until, e.err = fetch(context.WithoutCancel(ctx))
+		}()
+	}
+	fc.mu.Unlock()
+	select {
+	case <-e.done:
 		return e.val, e.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("gave up waiting: %w", context.Cause(ctx))
 	}
 }
-
-// errAbandoned marks a fetch its caller gave up on.
-var errAbandoned = errors.New("fetch abandoned")
 
 // evictLocked makes room for one entry: expired entries go first, then
 // every finished one.

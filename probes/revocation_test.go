@@ -1,6 +1,7 @@
 package probes_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"net"
@@ -193,5 +194,48 @@ func TestRevocationOneFetchPerURL(t *testing.T) {
 		if n := rp.srv.Requests("/shared.crl") - before; n != want {
 			t.Errorf("disabled %v: %d endpoints fetched the shared CRL %d times, want %d", disabled, endpoints, n, want)
 		}
+	}
+}
+
+// TestRevocationHungCRLHost: a CRL host that accepts connections and never
+// answers costs one fetch (with its retries), however many endpoints name
+// it and however early their probes give up; each endpoint's revocation is
+// unavailable, and its probe ends with its own deadline.
+func TestRevocationHungCRLHost(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	tarpit, err := certtest.ServeSilent("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tarpit.Close()
+	url := "http://" + tarpit.Addr().String() + "/hung.crl"
+	cfg := testConfig(rp.root.Pool())
+	cfg.Attempts = 2
+	cfg.Revocation.Timeout = 200 * time.Millisecond
+	prober := probes.New(cfg)
+	for i := range 5 {
+		l := rp.leaf(t, rp.inter, "hung-crl.example", certtest.Revocation{CRL: []string{url}})
+		s := serve(t, "127.0.0.1:0", l.FullChain())
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		start := time.Now()
+		obs := prober.Probe(ctx, target("hung-crl.example", s.Addr()))
+		cancel()
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("probe %d took %v with a 50ms deadline", i, d)
+		}
+		if o := obs[0]; o.Failure != probes.FailNone || len(o.Revocation) == 0 || o.Revocation[0].Status != probes.RevocationUnavailable {
+			t.Errorf("probe %d: failure %q, revocation %+v; want a completed handshake, the leaf's revocation unavailable", i, o.Failure, o.Revocation)
+		}
+	}
+	// A probe that waits as long as it takes sees the one fetch end at its
+	// own deadline (two attempts of 200ms), and its failure kept.
+	l := rp.leaf(t, rp.inter, "hung-crl.example", certtest.Revocation{CRL: []string{url}})
+	o := probeOne(t, prober, target("hung-crl.example", serve(t, "127.0.0.1:0", l.FullChain()).Addr()))
+	if len(o.Revocation) == 0 || o.Revocation[0].Status != probes.RevocationUnavailable || !strings.Contains(o.Revocation[0].Error, "timeout") {
+		t.Errorf("last probe: revocation %+v, want the leaf unavailable after a timeout", o.Revocation)
+	}
+	if n := tarpit.Accepted(); n != 2 {
+		t.Errorf("the hung CRL host got %d connections from 5 endpoints, want 2 (one fetch, one retry)", n)
 	}
 }
