@@ -13,7 +13,7 @@ import (
 // each issuer that asks (checked), since the CRL alone does not say which
 // certificate's key must have signed it.
 type crlEntry struct {
-	url     string
+	src     string               // "crl URL"
 	list    *x509.RevocationList // entries dropped: see revoked
 	revoked map[string]x509.RevocationListEntry
 
@@ -25,23 +25,26 @@ type crlEntry struct {
 // most once while it is current (see fetchCache), and trusted only when
 // issuer signed it.
 func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer *x509.Certificate, now time.Time) Revocation {
-	src := "crl " + url
-	e, err := rc.crls.get(ctx, url, rc.now, func(ctx context.Context) (*crlEntry, time.Time, error) {
-		e, err := rc.fetchCRL(ctx, url)
-		until := rc.now().Add(rc.retryAfter)
-		if err == nil && e.list.NextUpdate.After(rc.now()) {
-			until = e.list.NextUpdate
-		}
-		return e, until, err
-	})
+	e, ok, err := rc.crls.peek(url, rc.now())
+	if !ok {
+		e, err = rc.crls.get(ctx, url, rc.now, func(ctx context.Context) (*crlEntry, time.Time, error) {
+			e, err := rc.fetchCRL(ctx, url)
+			until := rc.now().Add(rc.retryAfter)
+			if err == nil && e.list.NextUpdate.After(rc.now()) {
+				until = e.list.NextUpdate
+			}
+			return e, until, err
+		})
+	}
 	if err != nil {
-		return Revocation{Status: RevocationUnavailable, Source: src, Error: fmt.Sprintf("crl %s: %v", url, err)}
+		return Revocation{Status: RevocationUnavailable, Source: "crl " + url, Error: fmt.Sprintf("crl %s: %v", url, err)}
 	}
 	if err := e.signedBy(issuer); err != nil {
-		return Revocation{Status: RevocationUnavailable, Source: src, Error: fmt.Sprintf("crl %s is not signed by %q, which issued %q: %v; it is not trusted", url, certName(issuer), certName(c), err)}
+		return Revocation{Status: RevocationUnavailable, Source: e.src, Error: fmt.Sprintf("crl %s is not signed by %q, which issued %q: %v; it is not trusted", url, certName(issuer), certName(c), err)}
 	}
-	r := Revocation{Status: RevocationGood, Source: src, NextUpdate: e.list.NextUpdate}
-	if re, ok := e.revoked[string(c.SerialNumber.Bytes())]; ok {
+	r := Revocation{Status: RevocationGood, Source: e.src, NextUpdate: e.list.NextUpdate}
+	var buf [32]byte
+	if re, ok := e.revoked[string(serialBytes(c, buf[:]))]; ok {
 		r.Status, r.RevokedAt, r.Reason = RevocationRevoked, re.RevocationTime, re.ReasonCode
 		return r
 	}
@@ -61,13 +64,23 @@ func (rc *revocationChecker) fetchCRL(ctx context.Context, url string) (*crlEntr
 	if err != nil {
 		return nil, err
 	}
-	e := &crlEntry{url: url, list: list, revoked: make(map[string]x509.RevocationListEntry, len(list.RevokedCertificateEntries)), checked: make(map[string]error)}
+	e := &crlEntry{src: "crl " + url, list: list, revoked: make(map[string]x509.RevocationListEntry, len(list.RevokedCertificateEntries)), checked: make(map[string]error)}
 	for _, re := range list.RevokedCertificateEntries {
 		re.Raw, re.Extensions = nil, nil
 		e.revoked[string(re.SerialNumber.Bytes())] = re
 	}
 	list.RevokedCertificateEntries = nil
 	return e, nil
+}
+
+// serialBytes returns the big-endian bytes of c's serial number, as
+// big.Int.Bytes does, in buf when it fits.
+func serialBytes(c *x509.Certificate, buf []byte) []byte {
+	n := c.SerialNumber
+	if n.Sign() <= 0 || (n.BitLen()+7)/8 > len(buf) {
+		return n.Bytes()
+	}
+	return n.FillBytes(buf[:(n.BitLen()+7)/8])
 }
 
 // signedBy checks, once per issuer, that issuer signed the CRL and is the

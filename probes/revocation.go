@@ -141,7 +141,16 @@ func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now
 // path (leaf first, root last), judged at now. staple is the OCSP response
 // the server stapled, if any.
 func (rc *revocationChecker) check(ctx context.Context, path []*x509.Certificate, staple []byte, now time.Time) []Revocation {
-	var out []Revocation
+	n := 0
+	for i, c := range path[:len(path)-1] {
+		if (i == 0 && len(staple) > 0) || hasHTTP(c.CRLDistributionPoints) || hasHTTP(c.OCSPServer) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Revocation, 0, n)
 	for i, c := range path[:len(path)-1] {
 		issuer := path[i+1]
 		var st []byte
@@ -163,23 +172,9 @@ func (rc *revocationChecker) check(ctx context.Context, path []*x509.Certificate
 // current and trusted; failing that, the first stale one, and failing that
 // why none was available.
 func (rc *revocationChecker) checkOne(ctx context.Context, c, issuer *x509.Certificate, staple []byte, now time.Time) Revocation {
-	var stale *Revocation
-	var errs, srcs []string
-	consider := func(r Revocation) bool {
-		switch r.Status {
-		case RevocationGood, RevocationRevoked:
-			return true
-		case RevocationStale:
-			if stale == nil {
-				stale = &r
-			}
-		default:
-			errs, srcs = append(errs, r.Error), append(srcs, r.Source)
-		}
-		return false
-	}
+	var v verdicts
 	if len(staple) > 0 {
-		if r := stapled(staple, c, issuer, now); consider(r) {
+		if r := stapled(staple, c, issuer, now); v.final(r) {
 			return r
 		}
 	}
@@ -187,7 +182,7 @@ func (rc *revocationChecker) checkOne(ctx context.Context, c, issuer *x509.Certi
 		if !isHTTP(u) {
 			continue
 		}
-		if r := rc.crlCheck(ctx, u, c, issuer, now); consider(r) {
+		if r := rc.crlCheck(ctx, u, c, issuer, now); v.final(r) {
 			return r
 		}
 	}
@@ -195,17 +190,40 @@ func (rc *revocationChecker) checkOne(ctx context.Context, c, issuer *x509.Certi
 		if !isHTTP(u) {
 			continue
 		}
-		if r := rc.ocspCheck(ctx, u, c, issuer, now); consider(r) {
+		if r := rc.ocspCheck(ctx, u, c, issuer, now); v.final(r) {
 			return r
 		}
 	}
-	if stale != nil {
-		return *stale
+	if v.hasStale {
+		return v.stale
 	}
-	return Revocation{Status: RevocationUnavailable, Source: strings.Join(srcs, ", "), Error: strings.Join(errs, "; ")}
+	return Revocation{Status: RevocationUnavailable, Source: strings.Join(v.srcs, ", "), Error: strings.Join(v.errs, "; ")}
 }
 
-func isHTTP(u string) bool { return strings.HasPrefix(strings.ToLower(u), "http://") }
+// verdicts collects the answers checkOne has had that are not final.
+type verdicts struct {
+	stale      Revocation
+	hasStale   bool
+	errs, srcs []string
+}
+
+// final reports whether r settles the question (good or revoked), and
+// otherwise keeps it.
+func (v *verdicts) final(r Revocation) bool {
+	switch r.Status {
+	case RevocationGood, RevocationRevoked:
+		return true
+	case RevocationStale:
+		if !v.hasStale {
+			v.stale, v.hasStale = r, true
+		}
+	default:
+		v.errs, v.srcs = append(v.errs, r.Error), append(v.srcs, r.Source)
+	}
+	return false
+}
+
+func isHTTP(u string) bool { return len(u) > 7 && strings.EqualFold(u[:7], "http://") }
 
 func hasHTTP(urls []string) bool {
 	for _, u := range urls {
@@ -313,6 +331,25 @@ func newFetchCache[T any](max int) *fetchCache[T] {
 // even when every caller waiting for it gave up: a CRL host that hangs
 // costs one fetch per RetryAfter, not one per endpoint. Cancelling ctx
 // stops only this caller's wait.
+// peek returns the finished, valid result for key, without a fetch; it
+// spares the callers of a warm cache building a fetch function.
+func (fc *fetchCache[T]) peek(key string, now time.Time) (T, bool, error) {
+	fc.mu.Lock()
+	e, ok := fc.entries[key]
+	fc.mu.Unlock()
+	if ok {
+		select {
+		case <-e.done:
+			if now.Before(e.until) {
+				return e.val, true, e.err
+			}
+		default:
+		}
+	}
+	var zero T
+	return zero, false, nil
+}
+
 func (fc *fetchCache[T]) get(ctx context.Context, key string, now func() time.Time, fetch func(ctx context.Context) (T, time.Time, error)) (T, error) {
 	fc.mu.Lock()
 	e, ok := fc.entries[key]

@@ -93,3 +93,50 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkProbeRevocation is BenchmarkProbe (64 endpoints, 8 leaves under
+// one intermediate, one long-lived Prober) with leaves that name a CRL
+// distribution point, with revocation checking off and on: the steady cost
+// per endpoint of a revocation check once the CRL is cached.
+func BenchmarkProbeRevocation(b *testing.B) {
+	const endpoints, certs = 64, 8
+	rp := newRevocationPKI(b)
+	url := rp.srv.URL("/probe.crl")
+	publish(b, rp.srv, "/probe.crl", rp.inter, nil, now.Add(-time.Hour), now.Add(day))
+	var targets []discovery.Target
+	var leaves []*certtest.Leaf
+	for range certs {
+		leaves = append(leaves, rp.leaf(b, rp.inter, "svc.example", certtest.Revocation{CRL: []string{url}}))
+	}
+	for i := range endpoints {
+		s, err := certtest.Serve("127.0.0.1:0", leaves[i%certs].FullChain())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		targets = append(targets, target("svc.example", s.Addr()))
+	}
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			cfg := probes.Config{Roots: rp.root.Pool(), Now: func() time.Time { return now }}
+			cfg.Revocation.Disabled = !on
+			prober := probes.New(cfg)
+			b.ReportAllocs()
+			cpuBefore := cpuTime(b)
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for _, tg := range targets {
+					wg.Go(func() {
+						if o := prober.Probe(b.Context(), tg); o[0].Trust != probes.Trusted || on != (len(o[0].Revocation) == 2) {
+							b.Errorf("%s: %q %q %s %+v", o[0].Address, o[0].Failure, o[0].Trust, o[0].Error, o[0].Revocation)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			n := float64(b.N * endpoints)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/endpoint")
+			b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/n, "cpu-ns/endpoint")
+		})
+	}
+}
