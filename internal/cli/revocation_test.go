@@ -62,6 +62,7 @@ func TestScanRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"scan", "--ca-file", caFile, "--timeout", "1s", "--output", "json"}
+	var downTarget string
 	for _, l := range []*certtest.Leaf{good, revoked, under, down, stale} {
 		s, err := certtest.Serve("127.0.0.1:0", l.FullChain())
 		if err != nil {
@@ -69,6 +70,16 @@ func TestScanRevocation(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		args = append(args, "--target", s.Addr().String())
+		if l == down {
+			downTarget = s.Addr().String()
+		}
+	}
+
+	// A CRL host that is down never fails a scan, whatever --fail-on
+	// short of info.
+	stdout, stderr, code := run(t, "scan", "--ca-file", caFile, "--timeout", "1s", "--output", "json", "--fail-on", "notice", "--target", downTarget)
+	if code != cli.ExitOK || !strings.Contains(stdout, `"revocation_unavailable"`) || !strings.Contains(stdout, `"tier": "info"`) {
+		t.Errorf("scan of an endpoint whose CRL host is down: exit %d, want 0 with an info note; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	config := func(yaml string) string {
 		f := filepath.Join(dir, "config.yaml")
