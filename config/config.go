@@ -110,6 +110,10 @@ type Probe struct {
 	PerAddress int `yaml:"per_address"`
 	// Retries is how often a transient failure (timeout, reset) is retried.
 	Retries int `yaml:"retries"`
+	// BreakAfter is how many endpoints in a row on one IP address must time
+	// out before the rest of the run's endpoints on that address fail fast
+	// as timeout, without connecting. 0 never gives up on an address.
+	BreakAfter int `yaml:"break_after"`
 }
 
 // TierRule says when a tier starts: when at most Within is left before the
@@ -150,6 +154,7 @@ type Policy struct {
 const (
 	MaxConcurrency  = 10000
 	MaxPerAddress   = 64
+	MaxBreakAfter   = 1000
 	MaxProbeTimeout = 2 * time.Minute
 	MaxZoneTimeout  = time.Hour
 )
@@ -163,6 +168,7 @@ func Default() Config {
 			Concurrency: 100,
 			PerAddress:  2,
 			Retries:     2,
+			BreakAfter:  3,
 		},
 		Policy: Policy{
 			Tiers: Tiers{
@@ -358,6 +364,9 @@ func (c *Config) problems(pos positions) []error {
 	}
 	if c.Probe.Retries < 0 || c.Probe.Retries > 5 {
 		add("probe: retries must be 0 to 5, got %d", c.Probe.Retries)
+	}
+	if c.Probe.BreakAfter < 0 || c.Probe.BreakAfter > MaxBreakAfter {
+		add("probe: break_after must be 0 (never give up on an address) to %d, got %d", MaxBreakAfter, c.Probe.BreakAfter)
 	}
 	for name, r := range c.Policy.Tiers {
 		t, err := policy.ParseTier(name)

@@ -59,11 +59,12 @@ func TestDecodeErrorLines(t *testing.T) {
 		},
 		{
 			name: "absurd values",
-			yaml: "probe:\n  concurrency: 100000000\n  per_address: 100000\n  timeout: 1h\n",
+			yaml: "probe:\n  concurrency: 100000000\n  per_address: 100000\n  timeout: 1h\n  break_after: 5000\n",
 			want: []string{
 				"line 2: probe: concurrency must be 1 to 10000, got 100000000",
 				"line 3: probe: per_address must be 1 to 64, got 100000",
 				"line 4: probe: timeout must be above 0 and at most 2m0s, got 1h0m0s",
+				"line 5: probe: break_after must be 0 (never give up on an address) to 1000, got 5000",
 			},
 		},
 		{

@@ -82,6 +82,7 @@ type scanFlags struct {
 	resolver    string
 	timeout     time.Duration
 	concurrency int
+	breakAfter  int
 	output      string
 	failOn      string
 	include     listFlag
@@ -117,6 +118,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
+	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
 	fs.DurationVar(&f.notifyWait, "notify-timeout", 0, "with --notify, how long to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
@@ -230,6 +232,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["concurrency"] {
 		c.Probe.Concurrency = f.concurrency
+	}
+	if set["break-after"] {
+		c.Probe.BreakAfter = f.breakAfter
 	}
 	if set["output"] {
 		c.Output = f.output
@@ -465,6 +470,7 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		Concurrency:      c.Probe.Concurrency,
 		PerAddress:       c.Probe.PerAddress,
 		Attempts:         c.Probe.Retries + 1,
+		BreakAfter:       breakAfter(c.Probe.BreakAfter),
 		Revocation: probes.RevocationConfig{
 			Disabled:    !c.Revocation.Enabled,
 			Timeout:     time.Duration(c.Revocation.Timeout),
@@ -477,6 +483,15 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
 	}
 	return probes.New(pc), nil
+}
+
+// breakAfter maps probe.break_after, where 0 never gives up on an address,
+// to probes.Config.BreakAfter, where 0 is the default and negative never.
+func breakAfter(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // publicRoots returns the system roots, whose leaves the CA/Browser
