@@ -1,9 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -38,6 +41,16 @@ type AWS struct {
 	// Route53Zones keeps only hosted zones whose name matches one of these
 	// globs ("*" spans dots). Empty keeps every zone.
 	Route53Zones []string `yaml:"route53_zones,omitempty"`
+	// Route53Resolvers maps hosted zone name globs ("*" spans dots) to the
+	// DNS resolver ("HOST:PORT") that answers for the names of the zones
+	// they match: private hosted zones associated with different VPCs each
+	// resolve through their VPC's resolver. The most specific glob (the
+	// longest) wins; zones no glob matches use `resolver`.
+	Route53Resolvers map[string]HostPort `yaml:"route53_resolvers,omitempty"`
+	// Route53Labels maps hosted zone name globs to labels attached to
+	// findings with an endpoint in a matching zone, as zones[].labels are
+	// (for notify routes that match on labels).
+	Route53Labels map[string]map[string]string `yaml:"route53_labels,omitempty"`
 	// Include keeps only Route 53 names matching one of these globs.
 	Include []string `yaml:"include,omitempty"`
 	// Exclude drops Route 53 names matching any of these globs.
@@ -193,6 +206,19 @@ func (a *AWS) validate() []error {
 	if _, err := discovery.NewFilter(a.Route53Zones, nil); err != nil {
 		add("route53_zones: %v", err)
 	}
+	for glob := range a.Route53Resolvers {
+		if _, err := discovery.NewFilter([]string{glob}, nil); err != nil {
+			add("route53_resolvers: %v", err)
+		}
+	}
+	for glob, labels := range a.Route53Labels {
+		if _, err := discovery.NewFilter([]string{glob}, nil); err != nil {
+			add("route53_labels: %v", err)
+		}
+		if len(labels) == 0 {
+			add("route53_labels: %s: no labels", glob)
+		}
+	}
 	if _, err := discovery.NewFilter(a.Include, a.Exclude); err != nil {
 		add("%v", err)
 	}
@@ -215,4 +241,15 @@ func (a *AWS) validate() []error {
 		add("renewal_margin must be more than 0 and less than the 60 days before expiry at which ACM starts renewing, got %v", a.RenewalMargin)
 	}
 	return errs
+}
+
+// ZoneGlobs returns the keys of a glob-keyed map, most specific (longest)
+// first, then in lexical order: the order in which they are tried.
+func ZoneGlobs[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	return out
 }

@@ -25,6 +25,9 @@ aws:
     acm: https://vpce-1.acm.eu-west-1.vpce.amazonaws.com
     sts: http://127.0.0.1:4566
   route53_zones: ["*.internal.example"]
+  route53_resolvers: {"*.vpc1.internal.example": "10.1.0.2:53"}
+  route53_labels: {"payments.internal.example": {team: payments}}
+  skip_consumers: true
   exclude: ["legacy.*"]
   route53_rate_limit: 2
   timeout: 30s
@@ -42,6 +45,9 @@ aws:
 		},
 		Endpoints:        config.AWSEndpoints{ACM: "https://vpce-1.acm.eu-west-1.vpce.amazonaws.com", STS: "http://127.0.0.1:4566"},
 		Route53Zones:     []string{"*.internal.example"},
+		Route53Resolvers: map[string]config.HostPort{"*.vpc1.internal.example": "10.1.0.2:53"},
+		Route53Labels:    map[string]map[string]string{"payments.internal.example": {"team": "payments"}},
+		SkipConsumers:    true,
 		Exclude:          []string{"legacy.*"},
 		Route53RateLimit: 2,
 		ACMRateLimit:     config.DefaultACMRateLimit,
@@ -84,6 +90,8 @@ func TestDecodeAWSErrors(t *testing.T) {
 		{"bad attempts", "aws: {max_attempts: 50}\n", []string{"max_attempts must be 1 to 20"}},
 		{"empty pattern", "aws: {include: ['']}\n", []string{"aws: include: empty name pattern"}},
 		{"renewal margin beyond ACM's window", "aws: {renewal_margin: 60d}\n", []string{"renewal_margin must be more than 0 and less than the 60 days"}},
+		{"bad zone resolver", "aws: {route53_resolvers: {'': '10.0.0.2:53', 'a.example': 'nope'}}\n", []string{"route53_resolvers: include: empty name pattern", "want HOST:PORT"}},
+		{"labels without labels", "aws: {route53_labels: {a.example: {}}}\n", []string{"route53_labels: a.example: no labels"}},
 		{"unknown key", "aws:\n  regoins: [eu-west-1]\n", []string{"line 2", "regoins"}},
 	}
 	for _, tt := range tests {

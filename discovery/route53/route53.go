@@ -11,9 +11,10 @@
 // alias's DNS name. Wildcard owners are listed with Skip set.
 //
 // Addresses known from the zone itself are put on the target; names that
-// leave the zone are left for the prober's resolver. Names of private zones
-// only resolve inside their VPCs, so the prober must use a resolver that
-// answers for them (in a VPC, the VPC resolver).
+// leave the zone are left for the prober's resolver, or resolved through
+// the zone's own resolver when Config.Resolvers names one. Names of private
+// zones only resolve inside their VPCs, so the prober must use a resolver
+// that answers for them (in a VPC, the VPC resolver), or each zone its VPC's.
 //
 // Every attempt of every call (retries included) waits for one rate
 // limiter per Source, because Route 53 allows 5 requests per second per
@@ -83,7 +84,33 @@ type Config struct {
 	// Timeout bounds one API call with its retries. Zero means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Resolvers answer for the names of the zones they match, in order
+	// (the first whose Zones keeps a zone's name wins): private hosted
+	// zones associated with different VPCs each need that VPC's resolver.
+	// A target of such a zone that needs a lookup (a CNAME or alias
+	// leaving the zone, or no address in it) is resolved through it during
+	// discovery, so the prober dials the addresses the VPC sees.
+	Resolvers []ZoneResolver
 }
+
+// ZoneResolver is the DNS resolver of the zones Zones keeps.
+type ZoneResolver struct {
+	Zones discovery.Filter
+	// Server names the resolver in errors and logs ("10.1.0.2:53").
+	Server   string
+	Resolver Resolver
+}
+
+// Resolver looks up the addresses of a name. *net.Resolver implements it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// resolveTimeout bounds one lookup through a zone's resolver.
+const resolveTimeout = 5 * time.Second
+
+// resolveConcurrency bounds the lookups in flight per zone.
+const resolveConcurrency = 8
 
 // Zone is one hosted zone as discovery saw it.
 type Zone struct {
@@ -409,9 +436,60 @@ func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*Zone, []disco
 		}
 	}
 	targets := b.targets()
+	s.resolveThrough(ctx, z, targets)
 	s.logger.Debug("zone read", "zone", z.Name, "id", z.ID, "private", z.Private,
 		"record_sets", z.RecordSets, "targets", len(targets))
 	return z, targets, nil
+}
+
+// resolveThrough resolves the targets of z that need a lookup through the
+// resolver configured for z, if any, and puts the addresses on them. A
+// lookup that fails leaves its target for the prober (whose resolve error
+// is then the endpoint's), and is logged once per zone.
+func (s *Source) resolveThrough(ctx context.Context, z *Zone, targets []discovery.Target) {
+	i := slices.IndexFunc(s.c.Resolvers, func(r ZoneResolver) bool { return r.Zones.Keep(z.Name) })
+	if i < 0 {
+		return
+	}
+	r := s.c.Resolvers[i]
+	var (
+		mu     sync.Mutex
+		failed int
+		first  error
+	)
+	var g errgroup.Group
+	g.SetLimit(resolveConcurrency)
+	for j := range targets {
+		t := &targets[j]
+		if len(t.Addresses) > 0 || t.Skip != "" {
+			continue
+		}
+		g.Go(func() error {
+			ctx, cancel := context.WithTimeoutCause(ctx, resolveTimeout, fmt.Errorf("resolve through %s took longer than %v", r.Server, resolveTimeout))
+			defer cancel()
+			addrs, err := r.Resolver.LookupNetIP(ctx, "ip", t.ResolveName())
+			if err != nil || len(addrs) == 0 {
+				mu.Lock()
+				failed++
+				if first == nil {
+					first = fmt.Errorf("resolve %s: %v", t.ResolveName(), err)
+				}
+				mu.Unlock()
+				return nil
+			}
+			for k, a := range addrs {
+				addrs[k] = a.Unmap()
+			}
+			slices.SortFunc(addrs, netip.Addr.Compare)
+			t.Addresses = slices.Compact(addrs) // each goroutine owns its target
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil
+	if failed > 0 {
+		s.logger.Warn("zone names not resolved through the zone's resolver", "zone", z.Name, "id", z.ID,
+			"resolver", r.Server, "failed", failed, "first", first)
+	}
 }
 
 // nameInfo holds what one zone says about one owner name.

@@ -14,7 +14,9 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/probes"
 )
 
 func newSource(t *testing.T, c route53.Config) (*route53.Source, *awstest.Server) {
@@ -435,5 +437,57 @@ func TestPublicZoneFor(t *testing.T) {
 		if ok != (tt.want != "") || z.ID != tt.want {
 			t.Errorf("PublicZoneFor(%q) = %q, %v; want %q", tt.name, z.ID, ok, tt.want)
 		}
+	}
+}
+
+// TestZoneResolvers: two private zones associated with different VPCs
+// each resolve the names leaving them through their own VPC's resolver (a
+// real DNS server on loopback); a zone without one is left to the prober.
+func TestZoneResolvers(t *testing.T) {
+	vpc1, err := dnstest.Start(dnstest.Zone{Name: "eu-west-1.elb.amazonaws.com", Text: "internal-app-1 A 10.1.0.7\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vpc1.Close() })
+	vpc2, err := dnstest.Start(dnstest.Zone{Name: "eu-west-1.elb.amazonaws.com", Text: "internal-app-1 A 10.2.0.7\ninternal-app-1 AAAA fd00::7\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vpc2.Close() })
+	keep := func(globs ...string) discovery.Filter {
+		f, err := discovery.NewFilter(globs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	s, srv := newSource(t, route53.Config{Resolvers: []route53.ZoneResolver{
+		{Zones: keep("vpc1.internal"), Server: vpc1.Addr(), Resolver: probes.NewResolver(vpc1.Addr(), time.Second)},
+		{Zones: keep("*.vpc2.internal"), Server: vpc2.Addr(), Resolver: probes.NewResolver(vpc2.Addr(), time.Second)},
+	}})
+	app := []awstest.RecordSet{{Name: "app", Type: "CNAME", TTL: 60, Values: a("internal-app-1.eu-west-1.elb.amazonaws.com.")}}
+	for _, z := range []string{"vpc1.internal", "prod.vpc2.internal", "other.internal"} {
+		var recs []awstest.RecordSet
+		for _, r := range app {
+			r.Name += "." + z
+			recs = append(recs, r)
+		}
+		srv.Route53.AddZone(awstest.Zone{Name: z, Private: true, VPCs: []awstest.VPC{{ID: "vpc-" + z, Region: "eu-west-1"}}, Records: recs})
+	}
+	ts, err := s.Targets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]netip.Addr{}
+	for _, tg := range ts {
+		got[tg.Name] = tg.Addresses
+	}
+	want := map[string][]netip.Addr{
+		"app.vpc1.internal":      addrs("10.1.0.7"),
+		"app.prod.vpc2.internal": addrs("10.2.0.7", "fd00::7"),
+		"app.other.internal":     nil,
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("addresses by name (-want +got):\n%s", diff)
 	}
 }

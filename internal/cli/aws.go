@@ -18,6 +18,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/route53"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -95,6 +96,15 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 	if err != nil {
 		return nil, fmt.Errorf("aws: %w", err)
 	}
+	var resolvers []route53.ZoneResolver
+	for _, glob := range config.ZoneGlobs(a.Route53Resolvers) {
+		f, err := discovery.NewFilter([]string{glob}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("aws: route53_resolvers: %w", err)
+		}
+		server := string(a.Route53Resolvers[glob])
+		resolvers = append(resolvers, route53.ZoneResolver{Zones: f, Server: server, Resolver: probes.NewResolver(server, 0)})
+	}
 	accounts := []awsaccount.Config{{}}
 	if len(a.Roles) > 0 {
 		accounts = accounts[:0]
@@ -116,7 +126,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		if a.Route53 {
 			s, err := route53.New(route53.Config{
 				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports, Protocols: c.PortProtocols(nil),
-				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout),
+				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout), Resolvers: resolvers,
 			}, cfg, logger)
 			if err != nil {
 				return nil, err

@@ -42,6 +42,7 @@ type awsEstate struct {
 	iam    map[string]string // IAM server certificate ARNs, by name
 	lb     map[string]string // load balancer ARNs and DNS names, by name and name+"/dns"
 	dns    string            // a DNS server answering for the AWS resources' names
+	vpcDNS string            // the private zone's VPC resolver
 }
 
 // acmSerial renders a serial number as ACM shows it: colon-separated
@@ -142,6 +143,21 @@ func startAWSEstate(t *testing.T) *awsEstate {
 		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("www"), Type: "CNAME", TTL: 300, Values: []string{acmTarget + "."}},
 		awstest.RecordSet{Name: "_3639ac514e785e898d2646601fa951d5." + name("docs"), Type: "CNAME", TTL: 300, Values: []string{"_0000.old.acm-validations.aws."}},
 	)
+	// cache, in the private zone, is a CNAME to a name only that zone's
+	// VPC resolver answers (aws.route53_resolvers).
+	cacheLeaf := leaf(days(9), "cache.internal."+awsZone)
+	private = append(private, awstest.RecordSet{Name: "cache.internal." + awsZone, Type: "CNAME", TTL: 60, Values: []string{"cache-1.vpc-0abc.example."}})
+	cacheSrv, err := certtest.Serve(net.JoinHostPort("127.0.0.55", fmt.Sprint(port)), cacheLeaf.FullChain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cacheSrv.Close() })
+	vpcNS, err := dnstest.Start(dnstest.Zone{Name: "vpc-0abc.example", Text: "cache-1 A 127.0.0.55\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vpcNS.Close() })
+	e.vpcDNS = vpcNS.Addr()
 	public = append(public,
 		awstest.RecordSet{Name: name("portal"), Type: "A", Alias: &awstest.Alias{DNSName: "dualstack.web-1.eu-west-1.elb.amazonaws.com.", HostedZoneID: "Z32O12XQLNTSW2"}},
 		awstest.RecordSet{Name: name("portal2"), Type: "A", TTL: 60, Values: []string{"127.0.0.53"}},
@@ -668,6 +684,46 @@ func TestScanAWSServiceDenied(t *testing.T) {
 	}
 	if len(r.ACM) != 14 || len(r.IAM) != 2 || len(r.IAM[0].Consumers) != 2 {
 		t.Errorf("ACM %d, IAM %+v: want every certificate and edge-2025's two consumers despite API Gateway failing", len(r.ACM), r.IAM)
+	}
+}
+
+// TestScanAWSZoneResolver resolves the private zone's names through its own
+// resolver (aws.route53_resolvers): cache.internal.corp.example, a CNAME to
+// a name only the VPC resolver answers, is probed and its expiry found;
+// without the setting it is an endpoint that could not be resolved.
+func TestScanAWSZoneResolver(t *testing.T) {
+	e := startAWSEstate(t)
+	cfg := filepath.Join(t.TempDir(), "certwatch.yaml")
+	if err := os.WriteFile(cfg, []byte("aws:\n  route53_resolvers:\n    \"internal.*\": \""+e.vpcDNS+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, withResolver := range []bool{true, false} {
+		args := e.args("scan", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")
+		if withResolver {
+			args = append(args, "--config", cfg)
+		}
+		stdout, stderr, code := run(t, args...)
+		if code != cli.ExitFindings {
+			t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+		}
+		var r scan.Report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(r.Endpoints, func(ep scan.Endpoint) bool { return ep.Name == "cache.internal."+awsZone })
+		if i < 0 {
+			t.Fatalf("cache.internal.%s not in the endpoints", awsZone)
+		}
+		ep := r.Endpoints[i]
+		found := slices.ContainsFunc(r.Findings, func(f policy.Finding) bool {
+			return f.Kind == policy.Expiring && len(f.Endpoints) == 1 && f.Endpoints[0].Name == ep.Name
+		})
+		if withResolver && (ep.Address != "127.0.0.55" || ep.Certificate == "" || !found) {
+			t.Errorf("with the zone's resolver: endpoint %+v, expiry finding %v; want 127.0.0.55 probed and its expiry found", ep, found)
+		}
+		if !withResolver && (ep.Certificate != "" || !strings.Contains(ep.Error, "resolve cache-1.vpc-0abc.example")) {
+			t.Errorf("without it: endpoint %+v, want a resolve error", ep)
+		}
 	}
 }
 

@@ -13,6 +13,9 @@ func TestFindingLabels(t *testing.T) {
 		{Name: "payments.internal.example", Labels: map[string]string{"team": "payments"}},
 		{Name: "internal.example", Labels: map[string]string{"env": "prod"}},
 		{Name: "unlabelled.example"},
+	}, map[string]map[string]string{
+		"*.vpc1.aws.example": {"team": "platform"},
+		"shop.example":       {"team": "shop", "cloud": "aws"},
 	})
 	tests := []struct {
 		name string
@@ -31,6 +34,15 @@ func TestFindingLabels(t *testing.T) {
 		{"a suffix that is not a label boundary does not match",
 			policy.Finding{Endpoints: []policy.Endpoint{{Name: "notinternal.example", Port: 443}}},
 			nil},
+		{"a Route 53 zone matching a glob: a name below it",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "db.prod.vpc1.aws.example", Port: 5432}}},
+			map[string]string{"team": "platform"}},
+		{"a Route 53 zone by name: the apex and below",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "shop.example", Port: 443}, {Name: "www.shop.example", Port: 443}}},
+			map[string]string{"team": "shop", "cloud": "aws"}},
+		{"a glob's own suffix is no zone it matches",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "vpc1.aws.example", Port: 443}, {Name: "eshop.example", Port: 443}}},
+			nil},
 		{"unlabelled zone",
 			policy.Finding{Endpoints: []policy.Endpoint{{Name: "www.unlabelled.example", Port: 443}}},
 			nil},
@@ -42,7 +54,7 @@ func TestFindingLabels(t *testing.T) {
 			}
 		})
 	}
-	if findingLabels([]config.Zone{{Name: "a.example"}}) != nil {
+	if findingLabels([]config.Zone{{Name: "a.example"}}, nil) != nil {
 		t.Error("findingLabels without any labelled zone is not nil")
 	}
 }
