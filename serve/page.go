@@ -114,9 +114,12 @@ type pageData struct {
 	Sources   []option
 	Banners   []banner
 	Jobs      []jobLine
-	Counts    []option // Label: tier, Value: count
-	Targets   int
-	Endpoints int
+	Counts    []option // findings by tier; Label: tier, Value: count
+	// Findings and Certificates are the report's totals.
+	Findings     int
+	Certificates int
+	Targets      int
+	Endpoints    int
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -141,10 +144,8 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		d.Total = len(v.rows)
 		d.Targets, d.Endpoints = rep.Targets, len(rep.Endpoints)
 		truncate := len(v.rows) > PageLimit
-		counts := map[policy.Tier]int{}
 		for i := range v.rows {
 			rw := &v.rows[i]
-			counts[rw.Tier]++
 			ok := f.match(rw)
 			if ok {
 				d.Matching++
@@ -158,11 +159,14 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
 			d.Rows = append(d.Rows, pr)
 		}
-		for t := policy.Critical; t >= policy.None; t-- {
-			if counts[t] > 0 {
-				d.Counts = append(d.Counts, option{Label: tierName(t), Value: fmt.Sprint(counts[t])})
+		// Findings by tier, counted as `certwatch scan` counts them.
+		for t := policy.Critical; t >= policy.Info; t-- {
+			if n := v.byTier[t]; n > 0 {
+				d.Counts = append(d.Counts, option{Label: tierName(t), Value: fmt.Sprint(n)})
+				d.Findings += n
 			}
 		}
+		d.Certificates = len(rep.Certificates)
 		for _, k := range v.kinds {
 			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})
 		}

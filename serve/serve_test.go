@@ -393,7 +393,10 @@ func pageRows(t *testing.T, html string) []pageRow {
 	return rows
 }
 
-func TestStatusPageInDeadlineOrder(t *testing.T) {
+// TestStatusPageInTierOrder: rows are most urgent first, by tier and then
+// deadline (a warning due now sorts below a page due in 5 days), and the
+// header counts findings by tier as `certwatch scan` does.
+func TestStatusPageInTierOrder(t *testing.T) {
 	_, base := newServer(t, serve.Options{})
 	code, h, body := get(t, base+"/")
 	if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
@@ -401,9 +404,9 @@ func TestStatusPageInDeadlineOrder(t *testing.T) {
 	}
 	want := []pageRow{
 		{"critical", "2029-12-29T12:00:00Z", "expired.internal.example", false},
+		{"page", "2030-01-06T12:00:00Z", "*.internal.example", false},
 		{"warning", "2030-01-01T11:00:00Z", "route53", false},
 		{"warning", "2030-01-01T12:00:00Z", "vault.internal.example:8200", false},
-		{"page", "2030-01-06T12:00:00Z", "*.internal.example", false},
 		{"ok", "2030-07-20T12:00:00Z", "www.internal.example", false},
 	}
 	if diff := cmp.Diff(want, pageRows(t, body), cmp.AllowUnexported(pageRow{})); diff != "" {
@@ -417,6 +420,9 @@ func TestStatusPageInDeadlineOrder(t *testing.T) {
 		`<link rel="stylesheet" href="/static/style.css">`,      // no CDN
 		`<meta name="viewport"`,                                 // phone
 		`<option value="dnszone:internal.example">`,             // source filter
+		`<option value="static">`,                               // static targets too
+		`<span id="finding-count">4 findings</span>`,            // as the CLI counts them
+		`<li class="tier-warning"><span class="badge">warning</span> 2</li>`,
 		`<option value="discovery_degraded">discovery degraded`, // kind filter
 	} {
 		if !strings.Contains(body, s) {
@@ -442,10 +448,11 @@ func TestStatusPageFilters(t *testing.T) {
 		query string
 		want  []string // subjects shown
 	}{
-		{"", []string{"expired.internal.example", "route53", "vault.internal.example:8200", "*.internal.example", "www.internal.example"}},
+		{"", []string{"expired.internal.example", "*.internal.example", "route53", "vault.internal.example:8200", "www.internal.example"}},
 		{"?tier=page", []string{"expired.internal.example", "*.internal.example"}},
 		{"?kind=unreachable", []string{"vault.internal.example:8200"}},
-		{"?source=static", []string{"www.internal.example"}},
+		// The unreachable target was listed by hand: static.
+		{"?source=static", []string{"vault.internal.example:8200", "www.internal.example"}},
 		{"?q=AUTH.internal", []string{"*.internal.example"}},
 		{"?q=127.0.0.7", []string{"expired.internal.example"}},
 		{"?tier=critical&q=www", nil},
@@ -558,9 +565,9 @@ func TestStatusPageACM(t *testing.T) {
 	for _, row := range pageRows(t, body) {
 		subjects = append(subjects, row.subject)
 	}
-	want := []string{"expired.internal.example", "route53", "vault.internal.example:8200", "cdn.example.com", "*.internal.example", "www.internal.example"}
+	want := []string{"expired.internal.example", "cdn.example.com", "*.internal.example", "route53", "vault.internal.example:8200", "www.internal.example"}
 	if !cmp.Equal(subjects, want) {
-		t.Errorf("rows %q, want %q (the ACM certificate no endpoint serves in deadline order)", subjects, want)
+		t.Errorf("rows %q, want %q (the ACM certificate no endpoint serves in tier, then deadline order)", subjects, want)
 	}
 	for _, s := range []string{
 		cfARN, albARN, unservedARN, // blast radius and identity

@@ -30,6 +30,9 @@ type view struct {
 	certEndpointSeries  []certEndpointSeries
 	certEndpointDropped int
 	findings            map[findingKey]int
+	// byTier counts the report's findings by tier, as the CLI's summary
+	// does.
+	byTier map[policy.Tier]int
 	// unverified counts findings kept from an earlier run because their
 	// endpoints did not answer (policy.Finding.UnverifiedSince).
 	unverified map[findingKey]int
@@ -84,7 +87,7 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}}
 
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
@@ -212,7 +215,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		}
 		v.rows = append(v.rows, row{
 			Tier: f.Tier, Deadline: f.Deadline, Subject: cmp.Or(f.Name, f.Subject, string(f.Kind)),
-			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f),
+			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f, probed),
 		})
 	}
 	for i := range v.rows {
@@ -253,10 +256,19 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		parts = append(parts, rw.Resources...)
 		rw.search = strings.ToLower(strings.Join(parts, " "))
 	}
+	// Most urgent first, as the CLI lists findings: by tier, then deadline.
 	slices.SortStableFunc(v.rows, func(a, b row) int {
-		return cmp.Or(a.Deadline.Compare(b.Deadline), cmp.Compare(b.Tier, a.Tier), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
 	})
+	// Every source of the report is a filter choice, whether or not a row
+	// came from it (static targets that all answer, a failed source).
+	for _, s := range r.Sources {
+		allSources[policy.Printable(s.Name)] = true
+	}
 	v.kinds, v.sources = sortedKeys(allKinds), sortedKeys(allSources)
+	for _, f := range r.Findings {
+		v.byTier[f.Tier]++
+	}
 
 	// Most urgent certificates and failing endpoints first, so the cap
 	// drops the least interesting series.
@@ -342,13 +354,23 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 	return out, 0
 }
 
-// sourcesOfFinding returns what a finding says about its source: the
-// source itself for a degraded source.
-func sourcesOfFinding(f policy.Finding) []string {
+// sourcesOfFinding returns the sources of a finding about no certificate:
+// the source itself for a degraded source, else the sources that led to
+// its endpoints; an unreachable target was listed by hand (static).
+func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []string {
 	if f.Kind == daemon.DiscoveryDegraded && f.Name != "" {
 		return []string{f.Name}
 	}
-	return nil
+	set := map[string]bool{}
+	for _, ep := range f.Endpoints {
+		for _, s := range probed[endpointKey{ep.Name, ep.Port, ep.Address}].sources {
+			set[s] = true
+		}
+	}
+	if len(set) == 0 && f.Kind == policy.Unreachable {
+		set["static"] = true
+	}
+	return sortedKeys(set)
 }
 
 // renewal says, for the status page, whether the certificate has been

@@ -232,30 +232,41 @@ daemon:
 }
 
 var (
-	rowSubjectRe  = regexp.MustCompile(`(?s)<tr class="tier-[a-z]+"[^>]*data-deadline="([^"]+)"[^>]*>.*?<span class="subject">([^<]*)</span>`)
+	rowSubjectRe  = regexp.MustCompile(`(?s)<tr class="tier-([a-z]+)"[^>]*data-deadline="([^"]+)"[^>]*>.*?<span class="subject">([^<]*)</span>`)
 	wantLabOrder  = []string{"expired.internal.example", "*.internal.example", "legacy.internal.example", "mixed.internal.example", "ldap.internal.example", "www.internal.example"}
 	pagedSubjects = []string{"expired.internal.example", "*.internal.example", "nochain.internal.example", "printer.internal.example", "intranet.other.example", "revoked.internal.example"}
 )
 
 // labRows returns the status page's (deadline, subject) rows.
 func labRows(html string) (deadlines, subjects []string) {
-	for _, m := range rowSubjectRe.FindAllStringSubmatch(html, -1) {
-		deadlines = append(deadlines, m[1])
-		subjects = append(subjects, m[2])
-	}
+	_, deadlines, subjects = labRowsWithTier(html)
 	return deadlines, subjects
 }
 
-// checkDeadlineOrder checks that rows are sorted by deadline and that the
-// lab's certificates appear in the order of their deadlines.
+// labRowsWithTier returns the status page's (tier, deadline, subject) rows.
+func labRowsWithTier(html string) (tiers, deadlines, subjects []string) {
+	for _, m := range rowSubjectRe.FindAllStringSubmatch(html, -1) {
+		tiers = append(tiers, m[1])
+		deadlines = append(deadlines, m[2])
+		subjects = append(subjects, m[3])
+	}
+	return tiers, deadlines, subjects
+}
+
+// checkDeadlineOrder checks that rows are sorted most urgent first, by
+// tier and then deadline, and that the lab's certificates appear in that
+// order.
 func checkDeadlineOrder(t *testing.T, where, html string) {
 	t.Helper()
-	deadlines, subjects := labRows(html)
+	tiers, deadlines, subjects := labRowsWithTier(html)
 	if len(subjects) < len(wantLabOrder) {
 		t.Fatalf("%s lists %d rows (%q), want at least the lab's %d certificates", where, len(subjects), subjects, len(wantLabOrder))
 	}
-	if !slices.IsSorted(deadlines) {
-		t.Errorf("%s rows are not in deadline order: %q", where, deadlines)
+	rank := map[string]int{"critical": 5, "page": 4, "warning": 3, "notice": 2, "info": 1, "ok": 0}
+	for i := 1; i < len(tiers); i++ {
+		if r, prev := rank[tiers[i]], rank[tiers[i-1]]; r > prev || r == prev && deadlines[i] < deadlines[i-1] {
+			t.Errorf("%s rows are not in tier, then deadline order: %s %s after %s %s", where, tiers[i], deadlines[i], tiers[i-1], deadlines[i-1])
+		}
 	}
 	var got []string
 	for _, s := range subjects {
@@ -264,7 +275,7 @@ func checkDeadlineOrder(t *testing.T, where, html string) {
 		}
 	}
 	if !slices.Equal(got, wantLabOrder) {
-		t.Errorf("%s lists the lab's certificates as %q, want deadline order %q", where, got, wantLabOrder)
+		t.Errorf("%s lists the lab's certificates as %q, want %q", where, got, wantLabOrder)
 	}
 }
 
