@@ -112,7 +112,10 @@ func (d *dialogue) sendLine(s string) error { return d.send([]byte(s + "\r\n")) 
 var errInjected = errors.New("the server sent plain-text data after agreeing to start TLS")
 
 // upgrade runs the dialogue of proto on conn, leaving conn where the
-// client's TLS ClientHello comes next. It returns a *dialogueError.
+// client's TLS ClientHello comes next. A server without the upgrade is an
+// error matching errNoStartTLS; a reply the dialogue cannot go on from a
+// *protocolError; errTooLong and errInjected what they say; anything else
+// an I/O error of conn (a timeout, a reset).
 func upgrade(conn net.Conn, proto discovery.Protocol, name string) error {
 	d := newDialogue(conn, name)
 	var err error
