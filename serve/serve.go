@@ -74,6 +74,10 @@ type Options struct {
 	// Ready are the conditions /readyz checks (e.g. the state store is
 	// reachable, the first inventory is loaded). Each gets 2 seconds.
 	Ready []Check
+	// Notes, when set, are listed by /readyz after its verdict: what an
+	// operator should know that does not make certwatch unready (no
+	// notification channel, an empty inventory).
+	Notes func() []string
 	// Outbox, when set, is read at every scrape for the outbox metrics.
 	Outbox Outbox
 	// State, when set, is the state store's health, called at every scrape
@@ -278,15 +282,22 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	var notes []string
+	if s.opts.Notes != nil {
+		notes = s.opts.Notes()
+	}
 	if len(failed) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "not ready:")
 		for _, f := range failed {
 			fmt.Fprintln(w, "  "+f)
 		}
-		return
+	} else {
+		fmt.Fprintln(w, "ready")
 	}
-	fmt.Fprintln(w, "ready")
+	for _, n := range notes {
+		fmt.Fprintln(w, "  note: "+n)
+	}
 }
 
 func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {

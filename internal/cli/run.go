@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -216,7 +217,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 
 	var current atomic.Pointer[notify.Notifier]
 	var d *daemon.Daemon
+	notes := &startupNotes{logger: logger}
+	notes.channels(c.Notify)
 	srv := serve.New(serve.Options{
+		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
 		Ready: []serve.Check{
@@ -239,7 +243,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	d.Recorder = srv
+	notes.Recorder = srv
+	d.Recorder = notes
 	d.HTTPClient = client
 	d.Memory = store
 	if store.Created() {
@@ -272,6 +277,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 					continue
 				}
 				current.Store(n)
+				notes.channels(c.Notify)
 			}
 		}
 	})
@@ -332,6 +338,68 @@ func channelStats(n *notify.Notifier) []serve.ChannelStats {
 			Channel: h.Channel, Delivered: h.Delivered, Retried: h.Retried, Refused: h.Refused,
 			Failing: !h.FailingSince.IsZero(),
 		})
+	}
+	return out
+}
+
+// startupNotes says at start-up, in a log line and as a /readyz note, what
+// leaves a running daemon quieter than its operator may think: no
+// notification channel (findings only reach the status page and metrics),
+// or a first inventory with nothing to probe. It passes every record on to
+// Recorder.
+type startupNotes struct {
+	daemon.Recorder
+	logger *slog.Logger
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	noChannel bool
+	empty     string // why the inventory is empty; "" when it is not
+	first     bool   // the first discovery was recorded
+}
+
+// channels notes whether n has no channel, and logs it when that is new.
+func (s *startupNotes) channels(n config.Notify) {
+	none := len(n.Channels) == 0
+	s.mu.Lock()
+	changed := none != s.noChannel
+	s.noChannel = none
+	s.mu.Unlock()
+	if none && changed {
+		s.logger.Warn("no notification channel configured: findings reach only the status page, /metrics and /api/v1/report; add notify.channels and notify.routes to be told")
+	}
+}
+
+// RecordDiscovery notes an empty inventory, and logs the first one.
+func (s *startupNotes) RecordDiscovery(results []scan.SourceResult, inventory int) {
+	s.Recorder.RecordDiscovery(results, inventory)
+	s.mu.Lock()
+	first := !s.first
+	s.first = true
+	s.empty = ""
+	if inventory == 0 {
+		names := make([]string, len(results))
+		for i, r := range results {
+			names[i] = r.Name
+		}
+		s.empty = fmt.Sprintf("the inventory is empty: %s found nothing to probe", strings.Join(names, ", "))
+	}
+	empty := s.empty
+	s.mu.Unlock()
+	if first && empty != "" {
+		s.logger.Warn("first inventory is empty: nothing will be probed until discovery finds targets", "sources", len(results), "detail", empty)
+	}
+}
+
+func (s *startupNotes) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if s.noChannel {
+		out = append(out, "no notification channel: findings are not sent anywhere (notify.channels)")
+	}
+	if s.empty != "" {
+		out = append(out, s.empty)
 	}
 	return out
 }
