@@ -39,6 +39,18 @@ func Problem(f policy.Finding, at time.Time) string {
 		return "TLS handshake fails"
 	case policy.BundleExpired:
 		return "server sends an expired extra certificate"
+	case policy.Revoked:
+		return "certificate revoked"
+	case policy.RevocationStale:
+		return "revocation information out of date"
+	case policy.RevocationUnavailable:
+		return "revocation could not be checked"
+	case policy.WeakKey:
+		return "weak certificate key"
+	case policy.WeakSignature:
+		return "certificate signed with SHA-1 or MD5"
+	case policy.LongValidity:
+		return "certificate valid longer than the CA/Browser Forum allows"
 	case policy.RenewalOverdue:
 		return "ACM has not renewed the certificate, which expires " + In(f.Deadline, at)
 	case policy.RenewalFailed:
@@ -63,7 +75,8 @@ func Problem(f policy.Finding, at time.Time) string {
 func HasDeadline(f policy.Finding) bool {
 	switch f.Kind {
 	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
-		policy.Unreachable, policy.TLSBroken, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded:
+		policy.Unreachable, policy.TLSBroken, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded,
+		policy.Revoked, policy.RevocationStale, policy.RevocationUnavailable, policy.WeakKey, policy.WeakSignature, policy.LongValidity:
 		return false
 	}
 	return !f.Deadline.IsZero()

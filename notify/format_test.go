@@ -20,6 +20,8 @@ func TestHasDeadlineAndProblem(t *testing.T) {
 		{"expiring", policy.Finding{Kind: policy.Expiring, Deadline: at.Add(12 * day)}, true, "certificate expires in 12 days"},
 		{"hostname mismatch is broken now", policy.Finding{Kind: policy.HostnameMismatch, Deadline: at}, false, "certificate does not match the host name"},
 		{"tls broken is broken now", policy.Finding{Kind: policy.TLSBroken, Deadline: at}, false, "TLS handshake fails"},
+		{"revoked is broken now", policy.Finding{Kind: policy.Revoked, Deadline: at}, false, "certificate revoked"},
+		{"weak signature", policy.Finding{Kind: policy.WeakSignature, Deadline: at}, false, "certificate signed with SHA-1 or MD5"},
 		// Beyond the ±292 years a time.Duration holds, days stay exact.
 		{"expired in 1700", policy.Finding{Kind: policy.Expired, Deadline: time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)}, true, "certificate expired 120530 days ago"},
 		{"channel failing", policy.Finding{Kind: notify.KindChannelFailing, Deadline: at}, false, "notifications cannot be delivered"},

@@ -1,7 +1,12 @@
 package policy_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +60,12 @@ func TestCryptoPolicy(t *testing.T) {
 			obs:      observe("a.example", "10.0.0.1", served(mint(certtest.LeafOptions{RSABits: 1024}), inter.Cert), roots, now),
 			want:     []string{"weak_key warning a.example"},
 			contains: "1024-bit RSA key",
+		},
+		{
+			name:     "P-224 leaf",
+			obs:      observe("a.example", "10.0.0.1", served(p224Leaf(t, inter, now), inter.Cert), roots, now),
+			want:     []string{"weak_key warning a.example"},
+			contains: "224-bit elliptic curve key (P-224)",
 		},
 		{
 			// crypto/x509 refuses the SHA-1 signature; the chain is still
@@ -134,4 +145,28 @@ func TestMaxPublicValidity(t *testing.T) {
 			t.Errorf("MaxPublicValidity(%s) = %d, want %d", tt.issued, got, tt.days)
 		}
 	}
+}
+
+// p224Leaf returns a leaf with an elliptic curve key below P-256, which
+// certtest does not mint.
+func p224Leaf(t *testing.T, ca *certtest.CA, now time.Time) *certtest.Leaf {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(224), Subject: pkix.Name{CommonName: "a.example"}, DNSNames: []string{"a.example"},
+		NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 35),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &certtest.Leaf{Cert: c, Key: key, Intermediates: ca.Chain}
 }
