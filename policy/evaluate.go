@@ -61,6 +61,9 @@ type Evaluator struct {
 	issuers map[string]string
 	// inv is the cloud inventory (AddACM, SetZones), judged in Result.
 	inv inventory
+	// stalls are the addresses that stalled after connecting, with the
+	// names the sweep gave up on there, judged in Result (tls_broken).
+	stalls stalls
 }
 
 // findingKey identifies a finding while evaluating: its kind and the
@@ -273,6 +276,7 @@ func (e *Evaluator) Result() Result {
 			e.inconsistent(run)
 		}
 	}
+	e.judgeGivenUp()
 	fs := e.findings.all()
 	e.findings = blocks[Finding]{}
 	for i := range fs {

@@ -79,6 +79,8 @@ type attemptResult struct {
 	// cut: the attempt failed because the caller's context ended (its
 	// deadline or a cancellation), not because of the server.
 	cut bool
+	// givenUp: the sweep's breaker refused the attempt (failure timeout).
+	givenUp bool
 }
 
 // probeError is the message of a failed attempt: the operation, the

@@ -77,6 +77,7 @@ func (b *breaker) open(ap netip.AddrPort) (res attemptResult, ok bool) {
 			err:  fmt.Errorf("not attempted: address %s given up on after %d consecutive timeouts in this sweep", ap.Addr(), n),
 			hint: "it accepts no connections or never answers; its other endpoints fail fast until the next sweep"},
 		failure: FailTimeout,
+		givenUp: true,
 	}, true
 }
 

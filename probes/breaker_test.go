@@ -55,8 +55,8 @@ func TestSweepGivesUpOnAHungAddress(t *testing.T) {
 			tg = target("ok.example", ok.Addr())
 		}
 		o := sweep.Probe(t.Context(), tg)[0]
-		if o.Failure != s.wantFailure || o.Attempts != s.wantAttempts {
-			t.Fatalf("step %d (%s): Failure, Attempts = %q, %d (%s); want %q, %d", i, tg.Name, o.Failure, o.Attempts, o.Error, s.wantFailure, s.wantAttempts)
+		if o.Failure != s.wantFailure || o.Attempts != s.wantAttempts || o.GivenUp != (s.wantAttempts == 0) {
+			t.Fatalf("step %d (%s): Failure, Attempts, GivenUp = %q, %d, %v (%s); want %q, %d, %v", i, tg.Name, o.Failure, o.Attempts, o.GivenUp, o.Error, s.wantFailure, s.wantAttempts, s.wantAttempts == 0)
 		}
 		if s.wantAttempts == 0 {
 			want := "connect to " + netip.AddrPortFrom(tg.Addresses[0], uint16(tg.Port)).String() + ": not attempted: address 127.0.0.3 given up on after 3 consecutive timeouts in this sweep"

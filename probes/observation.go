@@ -105,6 +105,11 @@ type Observation struct {
 	// and then failed the TLS handshake (an alert, a protocol error, no
 	// answer): a broken service, not an absent one.
 	Connected bool `json:"connected,omitempty"`
+	// GivenUp reports that the last attempt was not made because the
+	// sweep had given up on the address after consecutive timeouts of its
+	// other endpoints (Failure is FailTimeout): the endpoint shares their
+	// outage, it was not itself seen to time out.
+	GivenUp bool `json:"given_up,omitempty"`
 
 	// TLSVersion and CipherSuite are what the completed handshake
 	// negotiated; zero when there was none.

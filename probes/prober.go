@@ -248,6 +248,7 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 	for {
 		res := p.attemptLimited(ctx, t.Name, t.Protocol, ap, o, offerAll, b)
 		o.Connected = res.err == nil || res.inHandshake || res.inDialogue
+		o.GivenUp = res.givenUp
 		if res.cut {
 			// The caller gave up, not the server: what an earlier attempt
 			// saw is kept in the message, not in the classification.
