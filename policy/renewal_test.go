@@ -342,6 +342,51 @@ func TestRenewal(t *testing.T) {
 			},
 			want: []want{{policy.StaleDeployment, policy.Warning, "", "legacy.example.com", []string{"which expires in 10 days (2030-01-11), is still in use by " + lbID, "legacy-2031"}}},
 		},
+		{
+			name: "requested, pending validation for two days, record missing: warning naming the record, deadline when ACM gives up",
+			acm: []acm.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
+				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.RenewalEligibility, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, false, nil, acm.Ineligible, now.Add(-2*day)
+			})},
+			zones: []route53.Zone{public},
+			want: []want{{policy.ValidationRecordMissing, policy.Warning, "", "new.example.com", []string{"will never be issued",
+				"Create this record in Route 53 zone example.com (Z1PUBLIC): name _3639ac51.new.example.com, type CNAME, value " + value, "ACM gives up 2030-01-02 00:00 UTC"}}},
+			states: map[string]policy.RenewalState{"new.example.com": policy.RenewalNotIssued},
+		},
+		{
+			name: "pending validation for an hour: info, DNS may still be on its way",
+			acm: []acm.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
+				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, false, nil, now.Add(-time.Hour)
+			})},
+			zones: []route53.Zone{public},
+			want:  []want{{policy.ValidationRecordMissing, policy.Info, "", "new.example.com", []string{"requested 60 minutes ago"}}},
+		},
+		{
+			name: "pending validation whose record is in place: nothing to say",
+			acm: []acm.Certificate{acmCert("login.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
+				c.Status, c.NotBefore, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, now.Add(-2*day)
+			})},
+			zones: []route53.Zone{zone("example.com", "Z1PUBLIC", route53.Record{Name: rec, Type: "CNAME", Value: value})},
+		},
+		{
+			name:  "issued, unused (not yet eligible), record missing: notice naming the record",
+			acm:   []acm.Certificate{acmCert("idle.example.com", in(300), notInUse, dnsValidated(false))},
+			zones: []route53.Zone{public},
+			want: []want{{policy.ValidationRecordMissing, policy.Notice, "", "idle.example.com", []string{"not in use, so not yet eligible",
+				"The day it is used, its renewal will fail", "name _3639ac51.idle.example.com, type CNAME"}}},
+			states: map[string]policy.RenewalState{"idle.example.com": policy.RenewalIneligible},
+		},
+		{
+			name: "an address serves the certificate before ACM's renewal with 100 days left: stale, and no inconsistent_deployment",
+			obs: []probes.Observation{
+				serve("shop.example.com", "10.0.0.1", leaf(in(100), "shop.example.com")),
+				serve("shop.example.com", "10.0.0.2", shopNew),
+			},
+			acm: []acm.Certificate{acmCert("shop.example.com", shopNew.Cert.NotAfter, linked(shopNew), func(c *acm.Certificate) {
+				c.SubjectAlternativeNames = []string{"shop.example.com", "www.example.com"}
+			})},
+			want: []want{{policy.StaleDeployment, policy.Warning, "shop.example.com", "", []string{
+				"shop.example.com:443 (10.0.0.1) still serves", "which expires in 100 days (2030-04-11)", "ACM holds a renewed certificate", "certificate/shop.example.com"}}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,6 +198,7 @@ func (s *Source) Discover(ctx context.Context) ([]Consumer, error) {
 	for _, r := range results {
 		out = append(out, r...)
 	}
+	fillAccount(out)
 	slices.SortFunc(out, func(a, b Consumer) int { return strings.Compare(a.ARN, b.ARN) })
 	return out, errors.Join(errs...)
 }
@@ -381,6 +382,32 @@ func (s *Source) apiGateway(ctx context.Context, region string) ([]Consumer, err
 		}
 	}
 	return out, nil
+}
+
+// fillAccount gives the classic load balancers and API Gateway domains of
+// the default credentials' account (whose ID is not looked up: no
+// sts:GetCallerIdentity) the account that the other consumers' ARNs name,
+// so their ARNs read as AWS writes them (ACM's InUseBy).
+func fillAccount(cs []Consumer) {
+	account := ""
+	for _, c := range cs {
+		if a := awsaccount.AccountID(c.ARN); a != "" {
+			account = a
+			break
+		}
+	}
+	if account == "" {
+		return
+	}
+	for i := range cs {
+		c := &cs[i]
+		if c.Account == "" {
+			c.Account = account
+		}
+		if c.Kind == KindELB && awsaccount.AccountID(c.ARN) == "" {
+			c.ARN = fmt.Sprintf("arn:aws:elasticloadbalancing:%s:%s:loadbalancer/%s", c.Region, account, c.Name)
+		}
+	}
 }
 
 // withListeners keeps the load balancers that have a TLS listener.

@@ -341,7 +341,7 @@ func TestScanAWS(t *testing.T) {
 		tier           policy.Tier
 		endpoints      string
 	}{
-		{"edge-2025", "used by elb arn:aws:elasticloadbalancing:eu-west-1::loadbalancer/old (old-2.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + "), cloudfront " + e.lb["cdn"] + " (de2cdn.cloudfront.net, port 443)",
+		{"edge-2025", "used by elb arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/old (old-2.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + "), cloudfront " + e.lb["cdn"] + " (de2cdn.cloudfront.net, port 443)",
 			policy.Warning, "old-2.eu-west-1.elb.amazonaws.com,static"},
 		{"orphan", "not used by any listener certwatch sees", policy.Notice, ""},
 	}
