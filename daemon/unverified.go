@@ -88,21 +88,28 @@ func allDown(eps []policy.Endpoint, down map[endpointKey]bool) bool {
 }
 
 // failureShare returns how many of r's endpoints failed, and a sentence
-// saying so when more than share of them did, by the rule of the
+// when every one failed or more than share of them went unanswered
+// (policy.Unanswered: a refused port is an answer), by the rule of the
 // notifier's storm guard (policy.FailureShareExceeded): certwatch probably
 // cannot see, rather than everything being down. share 0 disables the
 // check.
 func failureShare(r *scan.Report, share float64) (int, string) {
-	n := 0
+	n, unanswered := 0, 0
 	for i := range r.Endpoints {
-		if failed(&r.Endpoints[i]) {
+		if ep := &r.Endpoints[i]; failed(ep) {
 			n++
+			if policy.Unanswered(ep.Failure) {
+				unanswered++
+			}
 		}
 	}
 	total := len(r.Endpoints)
-	if share <= 0 || !policy.FailureShareExceeded(n, total, share) {
+	if share <= 0 || !policy.FailureShareExceeded(n, unanswered, total, share) {
 		return n, ""
 	}
-	return n, fmt.Sprintf("%d of %d endpoints (%.0f%%) failed to answer, more than storm.max_failure_share (%.0f%%): likely an outage or a network problem on certwatch's side",
-		n, total, 100*float64(n)/float64(total), 100*share)
+	if n == total {
+		return n, fmt.Sprintf("%d of %d endpoints failed, none answered with a certificate (storm.max_failure_share): likely an outage or a network problem on certwatch's side", n, total)
+	}
+	return n, fmt.Sprintf("%d of %d endpoints (%.0f%%) went unanswered, more than storm.max_failure_share (%.0f%%): likely an outage or a network problem on certwatch's side",
+		unanswered, total, 100*float64(unanswered)/float64(total), 100*share)
 }

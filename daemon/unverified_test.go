@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,15 +76,27 @@ func TestCarryForward(t *testing.T) {
 }
 
 func TestFailureShare(t *testing.T) {
-	r := &scan.Report{}
-	for i := range 10 {
-		ep := scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Certificate: "aa"}
-		if i < 6 {
-			ep = scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Error: "refused", Failure: "refused"}
+	report := func(failed int, failure string) *scan.Report {
+		r := &scan.Report{}
+		for i := range 10 {
+			ep := scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Certificate: "aa"}
+			if i < failed {
+				ep = scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Error: failure, Failure: failure}
+			}
+			r.Endpoints = append(r.Endpoints, ep)
 		}
-		r.Endpoints = append(r.Endpoints, ep)
+		return r
 	}
-	if n, why := failureShare(r, 0.5); n != 6 || why == "" {
+	// A refused port is an answer: a zone scanned on ports most of its
+	// names do not serve is no outage, unless nothing answered at all.
+	if n, why := failureShare(report(6, "refused"), 0.5); n != 6 || why != "" {
+		t.Errorf("failureShare(6 of 10 refused, 0.5) = %d, %q; want 6 and no reason", n, why)
+	}
+	if _, why := failureShare(report(10, "refused"), 0.5); !strings.Contains(why, "10 of 10 endpoints failed") {
+		t.Errorf("failureShare(10 of 10 refused, 0.5) = %q; want every endpoint failed named", why)
+	}
+	r := report(6, "timeout")
+	if n, why := failureShare(r, 0.5); n != 6 || !strings.Contains(why, "6 of 10 endpoints (60%) went unanswered") {
 		t.Errorf("failureShare(6 of 10 failed, 0.5) = %d, %q; want 6 and a reason", n, why)
 	}
 	if _, why := failureShare(r, 0.6); why != "" {

@@ -249,7 +249,7 @@ func TestOutageIsNotAResolution(t *testing.T) {
 		at := t0.Add(time.Duration(r) * time.Hour)
 		sw := sweep(at, certs[:2]...)
 		for _, c := range certs[2:] {
-			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Failed: true})
+			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Failed: true, Unanswered: true})
 			sw.Findings = append(sw.Findings, policy.Finding{Kind: policy.Unreachable, Tier: policy.Warning, Name: c.eps[0].Name + ":443", Endpoints: c.eps})
 		}
 		rep := h.run(at, sw)

@@ -34,6 +34,10 @@ type Served struct {
 	Certificate string
 	// Failed is set when no certificate was obtained.
 	Failed bool
+	// Unanswered is set when the endpoint did not answer at all
+	// (policy.Unanswered): only these count towards the storm guard's
+	// failure share.
+	Unanswered bool
 }
 
 // Report says what one Apply did.
@@ -505,19 +509,25 @@ func (p *planner) summary(channel, reason string, ns []Notification) Notificatio
 }
 
 // outage reports whether more than share of a large enough sweep's
-// endpoints failed (policy.FailureShareExceeded).
+// endpoints went unanswered (policy.FailureShareExceeded).
 func outage(sw Sweep, share float64) (bool, string) {
-	total, failed := len(sw.Endpoints), 0
+	total, failed, unanswered := len(sw.Endpoints), 0, 0
 	for _, e := range sw.Endpoints {
 		if e.Failed {
 			failed++
+			if e.Unanswered {
+				unanswered++
+			}
 		}
 	}
-	if !policy.FailureShareExceeded(failed, total, share) {
+	if !policy.FailureShareExceeded(failed, unanswered, total, share) {
 		return false, ""
 	}
-	return true, fmt.Sprintf("%d of %d endpoints (%.0f%%) failed in one run: likely an outage or a network problem on certwatch's side",
-		failed, total, 100*float64(failed)/float64(total))
+	if failed == total {
+		return true, fmt.Sprintf("all %d endpoints failed in one run: likely an outage or a network problem on certwatch's side", total)
+	}
+	return true, fmt.Sprintf("%d of %d endpoints (%.0f%%) went unanswered in one run: likely an outage or a network problem on certwatch's side",
+		unanswered, total, 100*float64(unanswered)/float64(total))
 }
 
 type endpointKey struct {

@@ -80,6 +80,7 @@ func sweepOf(r *scan.Report) notify.Sweep {
 			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address},
 			Certificate: ep.Certificate,
 			Failed:      ep.Certificate == "",
+			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Failure),
 		})
 	}
 	return sw

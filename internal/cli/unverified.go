@@ -21,7 +21,8 @@ import (
 //     (zones[].allow_empty, --allow-empty);
 //   - nothing probed at all (no endpoint, no certificate);
 //   - no endpoint answered with a certificate;
-//   - more than notify.storm.max_failure_share of the endpoints failed, by
+//   - more than notify.storm.max_failure_share of the endpoints went
+//     unanswered (policy.Unanswered: a refused port is an answer), by
 //     the rule of the daemon's storm guard (policy.FailureShareExceeded),
 //     so that a run the daemon treats as an outage is never a green scan.
 func unverified(c config.Config, r *scan.Report) error {
@@ -41,12 +42,15 @@ func unverified(c config.Config, r *scan.Report) error {
 	if len(empty) > 0 {
 		return fmt.Errorf("zone %s transferred with no name to probe, so nothing in it was checked; %s", strings.Join(empty, ", zone "), optOut)
 	}
-	total, failed := len(r.Endpoints), 0
+	total, failed, unanswered := len(r.Endpoints), 0, 0
 	classes := map[string]int{}
 	for _, e := range r.Endpoints {
 		if e.Certificate == "" {
 			failed++
 			classes[cmp.Or(e.Failure, "error")]++
+			if policy.Unanswered(e.Failure) {
+				unanswered++
+			}
 		}
 	}
 	if total == 0 {
@@ -66,9 +70,9 @@ func unverified(c config.Config, r *scan.Report) error {
 			}
 		}
 		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: %s", total, tally(classes), why)
-	case policy.FailureShareExceeded(failed, total, share):
-		return fmt.Errorf("%d of %d endpoints (%.0f%%) failed to answer (%s), more than notify.storm.max_failure_share (%g): likely a network problem on this host or an outage, and the report cannot vouch for them",
-			failed, total, 100*float64(failed)/float64(total), tally(classes), share)
+	case policy.FailureShareExceeded(failed, unanswered, total, share):
+		return fmt.Errorf("%d of %d endpoints (%.0f%%) went unanswered (%s), more than notify.storm.max_failure_share (%g): likely a network problem on this host or an outage, and the report cannot vouch for them",
+			unanswered, total, 100*float64(unanswered)/float64(total), tally(classes), share)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func TestScanNothingAnswered(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	ca := certtest.MustCA("Unverified Test Root", now.Add(-time.Hour), now.AddDate(1, 0, 0))
-	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.share.example", "*.mostly.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(0, 6, 0)})
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.share.example", "*.mostly.example", "*.hung.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(0, 6, 0)})
 	tlsSrv, err := certtest.Serve("127.0.0.1:0", leaf.TLSCertificate())
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +41,12 @@ func TestScanNothingAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tarpit.Close() })
+	// The same on 127.0.0.4 at the port the zones are probed on.
+	hung, err := net.Listen("tcp", fmt.Sprintf("127.0.0.4:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hung.Close() })
 	garbage, err := certtest.ServeGarbage("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +64,7 @@ func TestScanNothingAnswered(t *testing.T) {
 		dnstest.Zone{Name: "refused.example", Text: names(3, "127.0.0.2", "down")},
 		dnstest.Zone{Name: "share.example", Text: names(4, "127.0.0.1", "up") + names(6, "127.0.0.2", "down")},
 		dnstest.Zone{Name: "mostly.example", Text: names(6, "127.0.0.1", "up") + names(4, "127.0.0.2", "down")},
+		dnstest.Zone{Name: "hung.example", Text: names(4, "127.0.0.1", "up") + names(6, "127.0.0.4", "hung")},
 		dnstest.Zone{Name: "empty.example", Text: "@ NS ns1.elsewhere.example.\n@ TXT \"nothing here\"\n"},
 		dnstest.Zone{Name: "wild.example", Text: "* A 127.0.0.1\n"},
 	)
@@ -98,14 +105,19 @@ notify:
 			line: "certwatch: none of the 1 endpoints answered (1 not_tls), so nothing was checked: the servers answered, but no TLS handshake completed",
 		},
 		{
-			name: "6 of 10 refused", args: []string{"--zone", "share.example"}, code: cli.ExitUnverified,
-			line: "certwatch: 6 of 10 endpoints (60%) failed to answer (6 refused), more than notify.storm.max_failure_share (0.5): " + network + " or an outage",
+			// A refused port is an answer: most names of a zone scanned
+			// on extra ports refuse them.
+			name: "6 of 10 refused", args: []string{"--zone", "share.example"}, code: cli.ExitOK,
+		},
+		{
+			name: "6 of 10 unanswered", args: []string{"--zone", "hung.example", "--timeout", "200ms"}, code: cli.ExitUnverified,
+			line: "certwatch: 6 of 10 endpoints (60%) went unanswered (6 timeout), more than notify.storm.max_failure_share (0.5): " + network + " or an outage",
 		},
 		{
 			name: "4 of 10 refused", args: []string{"--zone", "mostly.example"}, code: cli.ExitOK,
 		},
 		{
-			name: "6 of 10 refused, share raised in the config", args: []string{"--config", cfg, "--zone", "share.example"}, code: cli.ExitOK,
+			name: "6 of 10 unanswered, share raised in the config", args: []string{"--config", cfg, "--zone", "hung.example", "--timeout", "200ms"}, code: cli.ExitOK,
 		},
 		{
 			name: "zone with no name to probe", args: []string{"--zone", "empty.example"}, code: cli.ExitUnverified,
