@@ -73,6 +73,11 @@ func (rc *revocationChecker) fetchCRL(ctx context.Context, url string) (*crlEntr
 	return e, nil
 }
 
+// size is about the memory e holds, for the cache's budget.
+func (e *crlEntry) size() int64 {
+	return int64(len(e.list.Raw)) + 100*int64(len(e.revoked))
+}
+
 // serialBytes returns the big-endian bytes of c's serial number, as
 // big.Int.Bytes does, in buf when it fits.
 func serialBytes(c *x509.Certificate, buf []byte) []byte {

@@ -116,8 +116,8 @@ func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now
 		attempts:   attempts,
 		backoff:    backoff,
 		now:        now,
-		crls:       newFetchCache[*crlEntry](maxCachedCRLs),
-		ocsps:      newFetchCache[*ocspAnswer](maxCachedOCSP),
+		crls:       newFetchCache(maxCachedCRLs, maxCRLCacheBytes, (*crlEntry).size),
+		ocsps:      newFetchCache[*ocspAnswer](maxCachedOCSP, 0, nil),
 	}
 	if rc.maxCRL <= 0 {
 		rc.maxCRL = DefaultMaxCRLBytes
@@ -298,12 +298,16 @@ func (rc *revocationChecker) getOnce(ctx context.Context, url, contentType strin
 // while a fetch is in flight, other callers wait for it; its result is
 // kept until the time the fetch set (a CRL's next update, or RetryAfter
 // for a failure), so one run makes one fetch per key. It is safe for
-// concurrent use and holds at most max entries.
+// concurrent use and holds at most max entries and, as size counts them,
+// budget bytes (a value larger than the whole budget is kept alone).
 type fetchCache[T any] struct {
-	max int
+	max    int
+	budget int64
+	size   func(T) int64 // nil: values count for nothing
 
 	mu      sync.Mutex
 	entries map[string]*fetchEntry[T]
+	used    int64 // sum of the sizes of entries
 }
 
 type fetchEntry[T any] struct {
@@ -311,26 +315,22 @@ type fetchEntry[T any] struct {
 	val   T
 	err   error
 	until time.Time
+	size  int64 // guarded by fetchCache.mu
 }
 
-// Bounds of the fetch caches.
+// Bounds of the fetch caches: parsed CRLs hold at most maxCRLCacheBytes
+// (about their DER size plus 100 bytes per entry), so a fleet that names
+// hundreds of large public CRL shards stays bounded.
 const (
-	maxCachedCRLs = 1024
-	maxCachedOCSP = 16384
+	maxCachedCRLs    = 1024
+	maxCRLCacheBytes = 64 << 20
+	maxCachedOCSP    = 16384
 )
 
-func newFetchCache[T any](max int) *fetchCache[T] {
-	return &fetchCache[T]{max: max, entries: make(map[string]*fetchEntry[T])}
+func newFetchCache[T any](max int, budget int64, size func(T) int64) *fetchCache[T] {
+	return &fetchCache[T]{max: max, budget: budget, size: size, entries: make(map[string]*fetchEntry[T])}
 }
 
-// get returns the cached result for key while it is valid at now, or
-// waits for a fetch in flight, or starts one. fetch returns the value,
-// until when it (or the error) may be reused, and the error. A fetch runs
-// to its own deadlines in a goroutine of its own, detached from the
-// cancellation of the caller that started it, so that its outcome is kept
-// even when every caller waiting for it gave up: a CRL host that hangs
-// costs one fetch per RetryAfter, not one per endpoint. Cancelling ctx
-// stops only this caller's wait.
 // peek returns the finished, valid result for key, without a fetch; it
 // spares the callers of a warm cache building a fetch function.
 func (fc *fetchCache[T]) peek(key string, now time.Time) (T, bool, error) {
@@ -350,23 +350,42 @@ func (fc *fetchCache[T]) peek(key string, now time.Time) (T, bool, error) {
 	return zero, false, nil
 }
 
+// get returns the cached result for key while it is valid at now, or
+// waits for a fetch in flight, or starts one. fetch returns the value,
+// until when it (or the error) may be reused, and the error. A fetch runs
+// to its own deadlines in a goroutine of its own, detached from the
+// cancellation of the caller that started it, so that its outcome is kept
+// even when every caller waiting for it gave up: a CRL host that hangs
+// costs one fetch per RetryAfter, not one per endpoint. Cancelling ctx
+// stops only this caller's wait.
 func (fc *fetchCache[T]) get(ctx context.Context, key string, now func() time.Time, fetch func(ctx context.Context) (T, time.Time, error)) (T, error) {
 	fc.mu.Lock()
 	e, ok := fc.entries[key]
 	if ok {
 		select {
 		case <-e.done:
-			ok = now().Before(e.until) // expired: fetch again
+			if !now().Before(e.until) { // expired: fetch again
+				fc.removeLocked(key, e)
+				ok = false
+			}
 		default: // in flight
 		}
 	}
 	if !ok {
 		e = &fetchEntry[T]{done: make(chan struct{})}
-		fc.evictLocked(now())
+		fc.evictLocked(now(), "", fc.max-1, fc.budget)
 		fc.entries[key] = e
 		go func() { // bounded by the fetch's timeouts and retries
-			defer close(e.done)
-			e.val, e.until, e.err = fetch(context.WithoutCancel(ctx))
+			val, until, err := fetch(context.WithoutCancel(ctx))
+			fc.mu.Lock()
+			e.val, e.until, e.err = val, until, err
+			if err == nil && fc.size != nil && fc.entries[key] == e {
+				e.size = fc.size(val)
+				fc.used += e.size
+				fc.evictLocked(now(), key, fc.max, fc.budget)
+			}
+			fc.mu.Unlock()
+			close(e.done)
 		}()
 	}
 	fc.mu.Unlock()
@@ -379,29 +398,31 @@ func (fc *fetchCache[T]) get(ctx context.Context, key string, now func() time.Ti
 	}
 }
 
-// evictLocked makes room for one entry: expired entries go first, then
-// every finished one.
-func (fc *fetchCache[T]) evictLocked(now time.Time) {
-	if len(fc.entries) < fc.max {
-		return
-	}
-	for k, e := range fc.entries {
-		select {
-		case <-e.done:
-			if !now.Before(e.until) {
-				delete(fc.entries, k)
+func (fc *fetchCache[T]) removeLocked(key string, e *fetchEntry[T]) {
+	delete(fc.entries, key)
+	fc.used -= e.size
+}
+
+// evictLocked drops finished entries other than keep until at most
+// entries remain and at most budget bytes are used: expired entries
+// first, then any.
+func (fc *fetchCache[T]) evictLocked(now time.Time, keep string, entries int, budget int64) {
+	over := func() bool { return len(fc.entries) > entries || (fc.size != nil && fc.used > budget) }
+	for _, expiredOnly := range []bool{true, false} {
+		for k, e := range fc.entries {
+			if !over() {
+				return
 			}
-		default:
-		}
-	}
-	if len(fc.entries) < fc.max {
-		return
-	}
-	for k, e := range fc.entries {
-		select {
-		case <-e.done:
-			delete(fc.entries, k)
-		default:
+			if k == keep {
+				continue
+			}
+			select {
+			case <-e.done:
+				if !expiredOnly || !now.Before(e.until) {
+					fc.removeLocked(k, e)
+				}
+			default:
+			}
 		}
 	}
 }
