@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ func newPageRenderer() *pageRenderer {
 		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"kind": func(k policy.Kind) string { return strings.ReplaceAll(string(k), "_", " ") },
+		"num":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	}
 	return &pageRenderer{tmpl: template.Must(template.New("status.html").Funcs(funcs).ParseFS(assets, "templates/status.html"))}
 }
@@ -118,8 +120,11 @@ type pageData struct {
 	// Findings and Certificates are the report's totals.
 	Findings     int
 	Certificates int
-	Targets      int
-	Endpoints    int
+	// Timeline is the chart of deadlines in the next 90 days; nil when
+	// none is due.
+	Timeline  *timeline
+	Targets   int
+	Endpoints int
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +172,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d.Certificates = len(rep.Certificates)
+		d.Timeline = buildTimeline(v.rows, now)
 		for _, k := range v.kinds {
 			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})
 		}

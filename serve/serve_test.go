@@ -413,16 +413,20 @@ func TestStatusPageInTierOrder(t *testing.T) {
 		t.Errorf("status page rows (-want +got):\n%s", diff)
 	}
 	for _, s := range []string{
-		`<summary>2 endpoints, 2 names</summary>`,               // blast radius of the wildcard
-		`api.internal.example:443 (127.0.0.3)`,                  // and its members
-		`due: not renewed yet`,                                  // renewal status
-		`Discovery source route53 failed: list hosted zones`,    // banner
-		`<link rel="stylesheet" href="/static/style.css">`,      // no CDN
-		`<meta name="viewport"`,                                 // phone
-		`<option value="dnszone:internal.example">`,             // source filter
-		`<option value="static">`,                               // static targets too
-		`<span id="finding-count">4 findings</span>`,            // as the CLI counts them
+		`<summary>2 endpoints, 2 names</summary>`,            // blast radius of the wildcard
+		`api.internal.example:443 (127.0.0.3)`,               // and its members
+		`due: not renewed yet`,                               // renewal status
+		`Discovery source route53 failed: list hosted zones`, // banner
+		`<link rel="stylesheet" href="/static/style.css">`,   // no CDN
+		`<meta name="viewport"`,                              // phone
+		`<option value="dnszone:internal.example">`,          // source filter
+		`<option value="static">`,                            // static targets too
+		`<span id="finding-count">4 findings</span>`,         // as the CLI counts them
 		`<li class="tier-warning"><span class="badge">warning</span> 2</li>`,
+		// The timeline: one bar for what is due, then one per week.
+		`<g class="bar"><title>due now or overdue: 1 critical, 1 warning</title>`,
+		`<g class="bar"><title>week of 2030-01-01: 1 page, 1 warning</title>`,
+		`<g class="bar"><title>week of 2030-01-08</title>`,
 		`<option value="discovery_degraded">discovery degraded`, // kind filter
 	} {
 		if !strings.Contains(body, s) {
