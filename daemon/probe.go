@@ -50,8 +50,14 @@ func (d *Daemon) probe(ctx context.Context) error {
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {
-			// Shutdown: the next start probes afresh.
-			return fmt.Errorf("probe run of %d targets abandoned: %w", len(inventory), cause)
+			// Shutdown after the grace period: the process is exiting.
+			// Publishing or notifying a partial view now could resolve
+			// alerts it did not verify; the last complete report stays in
+			// the state, no heartbeat is pinged, and the next start
+			// probes at once (after its offset), so nothing is lost
+			// but time. Restarts that keep cutting runs short stop the
+			// last success from moving (CertwatchProbeStale).
+			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", len(inventory), cause)
 		}
 		cut = cause
 		if te := (*timeoutError)(nil); errors.As(cause, &te) {

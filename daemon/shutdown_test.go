@@ -1,0 +1,97 @@
+package daemon_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/certwatch/certwatch/daemon"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestShutdownAbandonsProbeRunLoudly: a probe run still going when the
+// shutdown's grace period ends is abandoned. The process is exiting, so
+// nothing of it is published or notified (no alert resolves on a partial
+// view), the heartbeat is not pinged, the run is recorded as an error,
+// and an error log line says what was abandoned and that the next start
+// probes again; the report of the last complete run stays as it was.
+func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		pings := 0
+		ln := newPipeListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			mu.Lock()
+			pings++
+			mu.Unlock()
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+
+		s := &fakeScanner{sources: map[string]int{"static": 3}}
+		n := &fakeNotifier{}
+		rec := &fakeRecorder{}
+		c := config(0)
+		c.HeartbeatURL = "http://hc.example/ping/x"
+		var logs lockedBuffer
+		d, err := daemon.New(c, s, n, slog.New(slog.NewJSONHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		d.Recorder = rec
+		stop := start(t, d)
+		synctest.Wait() // first discovery and probe done, heartbeat pinged
+		first := n.last()
+		s.mu.Lock()
+		s.probeTime = 5 * time.Minute // longer than the 30s grace period
+		s.mu.Unlock()
+		time.Sleep(10*time.Minute + time.Second) // a scheduled probe is running
+		stop()
+
+		if len(n.reports) != 1 || n.last() != first {
+			t.Errorf("%d reports notified, want only the first run's: an abandoned run is not notified", len(n.reports))
+		}
+		mu.Lock()
+		if pings != 1 {
+			t.Errorf("%d heartbeats, want 1 (the first run's; none for the abandoned run)", pings)
+		}
+		mu.Unlock()
+		if got := rec.count("probe:error"); got != 1 {
+			t.Errorf("%d probe runs recorded as error, want 1 (the abandoned run); runs %v", got, rec.runs)
+		}
+		var line string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "abandoned") {
+				line = l
+			}
+		}
+		for _, want := range []string{`"level":"ERROR"`, "probe run of 3 targets abandoned at shutdown", "nothing of it is published or notified", "the next start probes again", "shutdown grace period over"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("abandon log line %q lacks %q\nlogs:\n%s", line, want, logs.String())
+			}
+		}
+	})
+}
