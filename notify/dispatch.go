@@ -346,6 +346,7 @@ func (n *Notifier) leftover(ctx context.Context, w *worker) error {
 // returns an error matching IsChannelDown when the service refused the
 // channel, and nil otherwise.
 func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound) error {
+	rows = unconfirmed(rows)
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -354,6 +355,9 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	if err != nil {
 		n.settle(ctx, w, ids, state.Settlement{At: n.now(), Err: err.Error()})
 		n.logger.Error("notification cannot be decoded, dropped", "channel", w.name, "id", ids[0], "err", err)
+		return nil
+	}
+	if n.intend(ctx, w, rows, ids, &note) {
 		return nil
 	}
 	if !n.waitRate(ctx, w) {

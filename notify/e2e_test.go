@@ -324,13 +324,21 @@ func TestEndToEndRateLimitsAndServerErrorsAreRetried(t *testing.T) {
 	w := newWorld(t)
 	var mu sync.Mutex
 	var seen []time.Time
-	w.slack.SetHook(func(slacktest.Call) (slacktest.Response, bool) {
+	// The first three posts fail (the looks at the history that precede
+	// each retry, for a post that may have gone through, succeed).
+	script := []slacktest.Response{{Status: 429, RetryAfter: "20"}, {Status: 500}, {Status: 503}}
+	w.slack.SetHook(func(c slacktest.Call) (slacktest.Response, bool) {
+		if c.Method != "chat.postMessage" {
+			return slacktest.Response{}, false
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, w.clock.Now())
+		if len(seen) <= len(script) {
+			return script[len(seen)-1], true
+		}
 		return slacktest.Response{}, false
 	})
-	w.slack.Script(slacktest.Response{Status: 429, RetryAfter: "20"}, slacktest.Response{Status: 500}, slacktest.Response{Status: 503})
 	w.pd.Script(pagerdutytest.Response{Status: 500}, pagerdutytest.Response{Status: 429, RetryAfter: "30"}, pagerdutytest.Response{Status: 502})
 	c := cert{subject: "edge.example.com", notAfter: t0.Add(36 * time.Hour), eps: eps("edge.example.com")}
 	w.run(t0, sweep(t0, c))

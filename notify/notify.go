@@ -20,7 +20,11 @@
 // until it is; a channel that keeps failing is reported on every other
 // channel. With a Store that is also a Leaser, one process at a time
 // delivers a channel, so processes sharing a state file never send the same
-// notification twice.
+// notification twice. For a channel without idempotency keys (a Sender
+// that is a Finder, Slack) and a Store that is an Intender, a marker is
+// recorded before each attempt and carried by the message, and an attempt
+// whose outcome was lost (a crash, a takeover) is looked for before it is
+// posted again.
 //
 // Senders sort failures three ways. Retryable (network errors, 408, 429,
 // 5xx): retried with backoff. Refusals of one notification (Permanent: a
@@ -131,6 +135,13 @@ type Notification struct {
 	// posted about Key, empty if none; set at delivery, never stored in the
 	// payload.
 	Ref string `json:"-"`
+	// Marker is, for a sender that is a Finder, the unique marker the
+	// message must carry, recorded in the store before the attempt; "" for
+	// other senders. Intended is, when set, when an earlier attempt that
+	// may have posted the message began (see Finder). Both are set at
+	// delivery, never stored in the payload.
+	Marker   string    `json:"-"`
+	Intended time.Time `json:"-"`
 }
 
 // Sender delivers notifications to one channel.

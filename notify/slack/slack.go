@@ -10,6 +10,16 @@
 // Retry-After for the dispatcher to honour; refusals of the token, app or
 // channel (invalid_auth, not_in_channel, ...) are marked notify.ChannelDown
 // with a hint, and refusals of one message notify.Permanent.
+//
+// chat.postMessage has no idempotency key, so every message carries the
+// marker the dispatcher recorded before posting it, in its message
+// metadata (event type certwatch_notification, payload marker, key and
+// event), and Find looks for it with conversations.history (and, for a
+// reply, conversations.replies) after an attempt whose outcome was lost:
+// a message Slack accepted just before certwatch crashed is adopted, with
+// its ts, instead of being posted twice. Reading history needs the bot
+// token's channels:history scope (groups:history for a private channel),
+// and finding a channel configured by name its channels:read (groups:read).
 package slack
 
 import (
@@ -17,8 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -40,7 +52,27 @@ type Sender struct {
 	channel string
 	api     *slack.Client
 	timeout time.Duration
+
+	// mu guards channelID: the ID of the configured channel, once a post
+	// or a lookup has told it.
+	mu        sync.Mutex
+	channelID string
 }
+
+// MetadataEventType is the event_type of the metadata every message
+// certwatch posts carries.
+const MetadataEventType = "certwatch_notification"
+
+// FindSkew is how much earlier than the recorded intent Find looks, for
+// a clock of this host behind Slack's.
+const FindSkew = 5 * time.Minute
+
+// findPages bounds how many pages of history (of 200 messages) Find reads.
+const findPages = 25
+
+// channelIDPattern matches a Slack conversation ID (public, private,
+// direct), as opposed to a name.
+var channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
 // New returns a Sender for channel c (kind slack) with its bot token. client
 // carries every request; nil means a plain http.Client (each request is
@@ -79,17 +111,17 @@ func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, e
 func (s *Sender) Send(ctx context.Context, n notify.Notification) (string, error) {
 	switch n.Event {
 	case notify.EventDigest:
-		return s.post(ctx, "", false, notify.Headline(n), digestBlocks(n, s.RunbookURL))
+		return s.post(ctx, n, notify.Headline(n), digestBlocks(n, s.RunbookURL))
 	case notify.EventSummary:
-		return s.post(ctx, "", false, notify.Headline(n), summaryBlocks(n, s.RunbookURL))
+		return s.post(ctx, n, notify.Headline(n), summaryBlocks(n, s.RunbookURL))
 	case notify.EventTest:
-		return s.post(ctx, "", false, notify.Headline(n), testBlocks(n))
+		return s.post(ctx, n, notify.Headline(n), testBlocks(n))
 	case notify.EventEscalated, notify.EventReminder, notify.EventResolved:
 		if n.Ref != "" {
 			return s.update(ctx, n)
 		}
 	}
-	return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+	return s.post(ctx, n, notify.Headline(n), findingBlocks(n, s.RunbookURL))
 }
 
 // update edits the finding's original message and then replies in its
@@ -98,7 +130,7 @@ func (s *Sender) Send(ctx context.Context, n notify.Notification) (string, error
 func (s *Sender) update(ctx context.Context, n notify.Notification) (string, error) {
 	channel, ts, ok := strings.Cut(n.Ref, ":")
 	if !ok {
-		return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+		return s.post(ctx, n, notify.Headline(n), findingBlocks(n, s.RunbookURL))
 	}
 	original := n
 	if n.Event != notify.EventResolved {
@@ -109,23 +141,26 @@ func (s *Sender) update(ctx context.Context, n notify.Notification) (string, err
 	var gone *goneError
 	if errors.As(err, &gone) {
 		// Someone deleted the original: start over with a new message.
-		return s.post(ctx, "", false, notify.Headline(n), findingBlocks(n, s.RunbookURL))
+		return s.post(ctx, n, notify.Headline(n), findingBlocks(n, s.RunbookURL))
 	}
 	if err != nil {
 		return "", err
 	}
 	broadcast := n.Event == notify.EventEscalated || n.Event == notify.EventReminder
-	if _, err := s.postTo(ctx, channel, ts, broadcast, notify.Headline(n), threadBlocks(n)); err != nil {
+	if _, err := s.postTo(ctx, n, channel, ts, broadcast, notify.Headline(n), threadBlocks(n)); err != nil {
 		return "", err
 	}
 	return n.Ref, nil
 }
 
-func (s *Sender) post(ctx context.Context, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
-	return s.postTo(ctx, s.channel, threadTS, broadcast, text, blocks)
+// post posts a top-level message about n to the configured channel.
+func (s *Sender) post(ctx context.Context, n notify.Notification, text string, blocks []slack.Block) (string, error) {
+	return s.postTo(ctx, n, s.channel, "", false, text, blocks)
 }
 
-func (s *Sender) postTo(ctx context.Context, channel, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
+// postTo posts a message about n, carrying n.Marker in its metadata.
+func (s *Sender) postTo(ctx context.Context, n notify.Notification, channel, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
+	marker := n.Marker
 	op := fmt.Sprintf("slack %s chat.postMessage %s", s.name, s.channel)
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
 	defer cancel()
@@ -140,9 +175,20 @@ func (s *Sender) postTo(ctx context.Context, channel, threadTS string, broadcast
 			opts = append(opts, slack.MsgOptionBroadcast())
 		}
 	}
+	if marker != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType:    MetadataEventType,
+			EventPayload: map[string]any{"marker": marker, "key": n.Key, "event": string(n.Event)},
+		}))
+	}
 	respChannel, ts, err := s.api.PostMessageContext(ctx, channel, opts...)
 	if err != nil {
 		return "", classify(ctx, op, err)
+	}
+	if threadTS == "" {
+		s.mu.Lock()
+		s.channelID = respChannel
+		s.mu.Unlock()
 	}
 	return respChannel + ":" + ts, nil
 }

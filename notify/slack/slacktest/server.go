@@ -6,11 +6,20 @@
 // people in the channel would see. Scripted responses (429 with
 // Retry-After, 5xx, ok:false errors) test retries.
 //
+// Messages keep the metadata they were posted with (event_type and
+// event_payload), and the server reads them back as Slack does:
+// conversations.history (top-level messages and broadcast replies, newest
+// first, oldest/latest/inclusive, limit and cursor pages, metadata only
+// with include_all_metadata), conversations.replies (a thread, oldest
+// first) and conversations.list (to find a channel's ID by name). Message
+// ts values are the posting time, as Slack's are, so oldest bounds work.
+//
 // slack-go's own slacktest serves the RTM and a few read methods; it has no
-// chat.update, threads or scripted failures, hence this one.
+// chat.update, threads, metadata or scripted failures, hence this one.
 package slacktest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,9 +28,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Call is one request the server received.
@@ -36,6 +47,13 @@ type Call struct {
 	Text      string
 	Blocks    string
 	Broadcast bool
+	// Metadata is the message metadata posted, as raw JSON ("" for none).
+	Metadata string
+	// Oldest, Latest, Cursor, Limit and IncludeAllMetadata are the
+	// parameters of a read (conversations.history or .replies).
+	Oldest, Latest, Cursor string
+	Limit                  int
+	IncludeAllMetadata     bool
 	// Error is the "error" the server answered, "" for ok; Status the HTTP
 	// status.
 	Error  string
@@ -50,8 +68,17 @@ type Message struct {
 	Text      string
 	Blocks    string
 	Broadcast bool
+	// Metadata is what the message was posted with, nil for none.
+	Metadata *Metadata
 	// Edits counts chat.update calls on it.
 	Edits int
+}
+
+// Metadata is Slack message metadata
+// (https://api.slack.com/metadata/using).
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
 }
 
 // Response is a scripted answer to one request.
@@ -78,6 +105,13 @@ type Server struct {
 	// hook, when set, answers a request instead of the script and the
 	// normal handling when it returns true.
 	hook func(Call) (Response, bool)
+	// posted, when set, is called with each message accepted, before the
+	// answer is written.
+	posted func(Message)
+	// lastTS is the ts of the latest message, so ts values grow.
+	lastTS time.Time
+	// now is the clock message ts values come from; nil means time.Now.
+	now func() time.Time
 }
 
 // New starts a server on 127.0.0.1 that accepts token, with the given
@@ -108,8 +142,9 @@ func (s *Server) ChannelID(name string) string {
 	return s.channels[name]
 }
 
-// Script queues responses for the next requests, in order. Once used up,
-// the server works normally.
+// Script queues responses for the next chat.postMessage and chat.update
+// requests, in order (reads are answered normally; use SetHook to fail
+// them). Once used up, the server works normally.
 func (s *Server) Script(rs ...Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,6 +160,25 @@ func (s *Server) SetHook(h func(Call) (Response, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = h
+}
+
+// SetClock makes message ts values come from now (a test's clock) rather
+// than time.Now; ts values still grow by at least a microsecond.
+func (s *Server) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// OnPosted installs a function called with each message the server has
+// accepted (stored, so it stands in the channel), before it answers:
+// killing the client there is a crash between Slack accepting a post and
+// the client learning of it. It runs with the server's lock held and must
+// not call the server.
+func (s *Server) OnPosted(f func(Message)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.posted = f
 }
 
 // Calls returns every request received, in order.
@@ -175,6 +229,9 @@ func (s *Server) Thread(channel, ts string) []Message {
 type params struct {
 	token, channel, ts, threadTS, text, blocks string
 	broadcast                                  bool
+	metadata                                   string
+	oldest, latest, cursor, limit, types       string
+	inclusive, includeAllMetadata              bool
 }
 
 func readParams(r *http.Request) (params, error) {
@@ -196,6 +253,7 @@ func readParams(r *http.Request) (params, error) {
 			Text      string          `json:"text"`
 			Blocks    json.RawMessage `json:"blocks"`
 			Broadcast bool            `json:"reply_broadcast"`
+			Metadata  json.RawMessage `json:"metadata"`
 		}
 		if err := json.Unmarshal(body, &j); err != nil {
 			return p, err
@@ -203,6 +261,9 @@ func readParams(r *http.Request) (params, error) {
 		p.channel, p.ts, p.threadTS, p.text, p.broadcast = j.Channel, j.TS, j.ThreadTS, j.Text, j.Broadcast
 		if len(j.Blocks) > 0 && string(j.Blocks) != "null" {
 			p.blocks = string(j.Blocks)
+		}
+		if len(j.Metadata) > 0 && string(j.Metadata) != "null" {
+			p.metadata = string(j.Metadata)
 		}
 	case "application/x-www-form-urlencoded":
 		v, err := url.ParseQuery(string(body))
@@ -214,6 +275,10 @@ func readParams(r *http.Request) (params, error) {
 		}
 		p.channel, p.ts, p.threadTS, p.text, p.blocks = v.Get("channel"), v.Get("ts"), v.Get("thread_ts"), v.Get("text"), v.Get("blocks")
 		p.broadcast = v.Get("reply_broadcast") == "true"
+		p.metadata = v.Get("metadata")
+		p.oldest, p.latest, p.cursor, p.limit, p.types = v.Get("oldest"), v.Get("latest"), v.Get("cursor"), v.Get("limit"), v.Get("types")
+		p.inclusive = truthy(v.Get("inclusive"))
+		p.includeAllMetadata = truthy(v.Get("include_all_metadata"))
 	default:
 		return p, fmt.Errorf("unsupported content type %q", mt)
 	}
@@ -230,13 +295,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	call := Call{Method: method, Channel: p.channel, TS: p.ts, ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast, Status: http.StatusOK}
+	call := Call{Method: method, Channel: p.channel, TS: p.ts, ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast,
+		Metadata: p.metadata, Oldest: p.oldest, Latest: p.latest, Cursor: p.cursor, IncludeAllMetadata: p.includeAllMetadata, Status: http.StatusOK}
+	call.Limit, _ = strconv.Atoi(p.limit)
 	var resp Response
 	scripted := false
 	if s.hook != nil {
 		resp, scripted = s.hook(call)
 	}
-	if !scripted && len(s.script) > 0 {
+	if !scripted && len(s.script) > 0 && strings.HasPrefix(method, "chat.") {
 		resp, s.script, scripted = s.script[0], s.script[1:], true
 	}
 	if scripted {
@@ -295,11 +362,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			fail("thread_not_found")
 			return
 		}
+		var meta *Metadata
+		if p.metadata != "" {
+			// Slack rejects metadata that is not an object with an
+			// event_type and an event_payload object.
+			meta = &Metadata{}
+			if err := json.Unmarshal([]byte(p.metadata), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+				fail("invalid_metadata_format")
+				return
+			}
+		}
 		s.seq++
-		m := &Message{Channel: id, TS: fmt.Sprintf("1700000000.%06d", s.seq), ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast}
+		m := &Message{Channel: id, TS: s.nextTS(), ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast, Metadata: meta}
 		s.messages = append(s.messages, m)
 		s.calls = append(s.calls, call)
-		writeJSON(w, map[string]any{"ok": true, "channel": id, "ts": m.TS, "message": map[string]any{"text": m.Text, "ts": m.TS, "thread_ts": m.ThreadTS}})
+		if s.posted != nil {
+			s.posted(*m)
+		}
+		writeJSON(w, map[string]any{"ok": true, "channel": id, "ts": m.TS, "message": s.render(m, true)})
 	case "chat.update":
 		// chat.update takes a channel ID, not a name.
 		if !known || id != p.channel {
@@ -319,10 +399,167 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		m.Edits++
 		s.calls = append(s.calls, call)
 		writeJSON(w, map[string]any{"ok": true, "channel": id, "ts": m.TS, "text": m.Text})
+	case "conversations.history", "conversations.replies":
+		// Both take a channel ID, not a name.
+		if !known || id != p.channel {
+			fail("channel_not_found")
+			return
+		}
+		var msgs []*Message
+		if method == "conversations.history" {
+			// Newest first: top-level messages and replies broadcast to
+			// the channel.
+			for i := len(s.messages) - 1; i >= 0; i-- {
+				if m := s.messages[i]; m.Channel == id && (m.ThreadTS == "" || m.Broadcast) {
+					msgs = append(msgs, m)
+				}
+			}
+		} else {
+			parent := s.find(id, p.ts)
+			if parent == nil || parent.ThreadTS != "" {
+				fail("thread_not_found")
+				return
+			}
+			// Oldest first: the parent, then its replies.
+			msgs = append(msgs, parent)
+			for _, m := range s.messages {
+				if m.Channel == id && m.ThreadTS == parent.TS {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+		page, next, err := s.page(msgs, p)
+		if err != "" {
+			fail(err)
+			return
+		}
+		out := make([]map[string]any, len(page))
+		for i, m := range page {
+			out[i] = s.render(m, p.includeAllMetadata)
+		}
+		s.calls = append(s.calls, call)
+		writeJSON(w, map[string]any{"ok": true, "messages": out, "has_more": next != "", "pin_count": 0,
+			"response_metadata": map[string]any{"next_cursor": next}})
+	case "conversations.list":
+		var names []string
+		for name, cid := range s.channels {
+			if !strings.HasPrefix(name, "#") && name != cid {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		out := make([]map[string]any, len(names))
+		for i, name := range names {
+			out[i] = map[string]any{"id": s.channels[name], "name": name, "is_channel": true, "is_member": true}
+		}
+		s.calls = append(s.calls, call)
+		writeJSON(w, map[string]any{"ok": true, "channels": out, "response_metadata": map[string]any{"next_cursor": ""}})
 	default:
 		fail("unknown_method")
 	}
 }
+
+// nextTS returns a ts for a message posted now: Slack's form, seconds and
+// microseconds of the posting time, always later than the one before.
+func (s *Server) nextTS() string {
+	now := time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	now = now.Truncate(time.Microsecond)
+	if !now.After(s.lastTS) {
+		now = s.lastTS.Add(time.Microsecond)
+	}
+	s.lastTS = now
+	return fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)
+}
+
+// render is a message as the Web API returns it.
+func (s *Server) render(m *Message, withMetadata bool) map[string]any {
+	out := map[string]any{"type": "message", "user": "U0CERTWATCH", "bot_id": "B0CERTWATCH", "text": m.Text, "ts": m.TS}
+	if m.Blocks != "" {
+		out["blocks"] = json.RawMessage(m.Blocks)
+	}
+	if m.ThreadTS != "" {
+		out["thread_ts"] = m.ThreadTS
+		if m.Broadcast {
+			out["subtype"] = "thread_broadcast"
+		}
+	} else if n := s.replies(m); n > 0 {
+		out["thread_ts"], out["reply_count"] = m.TS, n
+	}
+	if withMetadata && m.Metadata != nil {
+		out["metadata"] = m.Metadata
+	}
+	return out
+}
+
+// replies counts the replies to m.
+func (s *Server) replies(m *Message) int {
+	n := 0
+	for _, r := range s.messages {
+		if r.Channel == m.Channel && r.ThreadTS == m.TS {
+			n++
+		}
+	}
+	return n
+}
+
+// page applies a read's oldest, latest, inclusive, limit and cursor to
+// msgs (in the order the method returns them) as Slack does: limit
+// defaults to 100 (at most 999), and the cursor is opaque, here the
+// position of the next message.
+func (s *Server) page(msgs []*Message, p params) ([]*Message, string, string) {
+	var in []*Message
+	for _, m := range msgs {
+		if p.oldest != "" && (tsLess(m.TS, p.oldest) || (!p.inclusive && m.TS == p.oldest)) {
+			continue
+		}
+		if p.latest != "" && (tsLess(p.latest, m.TS) || (!p.inclusive && m.TS == p.latest)) {
+			continue
+		}
+		in = append(in, m)
+	}
+	start := 0
+	if p.cursor != "" {
+		raw, err := base64.StdEncoding.DecodeString(p.cursor)
+		n, ok := strings.CutPrefix(string(raw), "next:")
+		if err != nil || !ok {
+			return nil, "", "invalid_cursor"
+		}
+		if start, err = strconv.Atoi(n); err != nil || start < 0 || start > len(in) {
+			return nil, "", "invalid_cursor"
+		}
+	}
+	limit, err := strconv.Atoi(p.limit)
+	if err != nil || limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 999)
+	end := min(start+limit, len(in))
+	next := ""
+	if end < len(in) {
+		next = base64.StdEncoding.EncodeToString([]byte("next:" + strconv.Itoa(end)))
+	}
+	return in[start:end], next, ""
+}
+
+// tsLess compares two Slack ts values ("seconds.micros") by time.
+func tsLess(a, b string) bool {
+	sa, ma := splitTS(a)
+	sb, mb := splitTS(b)
+	return sa < sb || (sa == sb && ma < mb)
+}
+
+func splitTS(ts string) (sec, micros int64) {
+	whole, frac, _ := strings.Cut(ts, ".")
+	sec, _ = strconv.ParseInt(whole, 10, 64)
+	frac = (frac + "000000")[:6]
+	micros, _ = strconv.ParseInt(frac, 10, 64)
+	return sec, micros
+}
+
+func truthy(v string) bool { return v == "1" || v == "true" }
 
 func (s *Server) find(channel, ts string) *Message {
 	for _, m := range s.messages {

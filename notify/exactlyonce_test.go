@@ -1,0 +1,158 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/notify/slack"
+	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/state"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+var (
+	_ notify.Finder   = (*slack.Sender)(nil)
+	_ notify.Intender = (*sqlite.Store)(nil)
+)
+
+// intendingStore is a store that keeps its delivery intents (as the real
+// ones do) and whose process dies once Slack has accepted a post, before
+// the delivery is recorded: the outcome is lost, as in a crash.
+type intendingStore struct {
+	*sqlite.Store
+	crash bool
+	kill  context.CancelFunc
+}
+
+func (s *intendingStore) Settle(ctx context.Context, ids []int64, st state.Settlement) error {
+	if s.crash && st.Delivered {
+		s.kill()
+		return errors.New("process killed")
+	}
+	return s.Store.Settle(ctx, ids, st)
+}
+
+// marker returns the certwatch marker of a message's metadata.
+func marker(m slacktest.Message) string {
+	if m.Metadata == nil || m.Metadata.EventType != slack.MetadataEventType {
+		return ""
+	}
+	s, _ := m.Metadata.EventPayload["marker"].(string)
+	return s
+}
+
+// TestEndToEndCrashAfterSlackAcceptedPostsOnce: certwatch dies after
+// Slack accepted chat.postMessage and before the delivery was recorded.
+// chat.postMessage has no idempotency key, so the next process finds the
+// message by the marker in its metadata (conversations.history) instead of
+// posting it again, adopts its ts, and the later escalation lands in its
+// thread.
+func TestEndToEndCrashAfterSlackAcceptedPostsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.slack.SetClock(w.clock.Now)
+	c := cert{subject: "db.internal.example", notAfter: t0.Add(12 * day), eps: eps("db.internal.example")}
+
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	w.wrap = func(s notify.Store) notify.Store {
+		return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill}
+	}
+	w.start()
+	if _, err := w.n.Apply(ctx, sweep(t0, c), t0); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.n.Flush(ctx) // dies once Slack accepted the post
+	w.stop()
+	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+
+	posted := w.slack.TopLevel("#certs")
+	if len(posted) != 1 || marker(posted[0]) == "" {
+		t.Fatalf("#certs after the crash = %q (metadata %+v), want the one warning, carrying a marker", texts(posted), posted)
+	}
+
+	// The next run, an hour later: found, not posted again.
+	w.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), c))
+	top := w.slack.TopLevel("#certs")
+	equalLines(t, "#certs after the restart", texts(top), texts(posted))
+	var history []slacktest.Call
+	for _, call := range w.slack.Calls() {
+		if call.Method == "conversations.history" {
+			history = append(history, call)
+		}
+	}
+	if len(history) != 1 || !history[0].IncludeAllMetadata || history[0].Channel != w.slack.ChannelID("#certs") {
+		t.Fatalf("conversations.history calls = %+v, want one, by channel ID, with include_all_metadata", history)
+	}
+	if want := t0.Add(-slack.FindSkew); history[0].Oldest != slackTS(want) {
+		t.Errorf("conversations.history oldest = %s, want %s (the intent, less the allowed skew)", history[0].Oldest, slackTS(want))
+	}
+	if !strings.Contains(w.logs.String(), "not posting it again") {
+		t.Errorf("log does not say the message was found:\n%s", w.logs.String())
+	}
+
+	// Two days later the finding is a page: the escalation is a reply in
+	// the thread of the adopted message, whose header is edited.
+	at := t0.Add(5*day + time.Hour)
+	w.run(at, sweep(at, c))
+	top = w.slack.TopLevel("#certs")
+	if len(top) != 2 || top[0].TS != posted[0].TS || !strings.HasPrefix(top[1].Text, "PAGE (was warning)") || top[1].ThreadTS != posted[0].TS {
+		t.Fatalf("#certs after the escalation = %q, want the original and its escalation broadcast from its thread", texts(top))
+	}
+	thread := w.slack.Thread("#certs", posted[0].TS)
+	if len(thread) != 1 || marker(thread[0]) == "" || marker(thread[0]) == marker(posted[0]) {
+		t.Errorf("thread = %+v, want the escalation, with a marker of its own", thread)
+	}
+	if top[0].Edits != 1 {
+		t.Errorf("original edited %d times, want once (header shows the page)", top[0].Edits)
+	}
+}
+
+// TestEndToEndCrashBeforeSlackAcceptedPostsOnce: the process dies after
+// recording its intent and before Slack received anything; the next one
+// looks, finds nothing, and posts the message, once.
+func TestEndToEndCrashBeforeSlackAcceptedPostsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.slack.SetClock(w.clock.Now)
+	c := cert{subject: "db.internal.example", notAfter: t0.Add(12 * day), eps: eps("db.internal.example")}
+	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+	// Slack answers 503 to every post of the first process: the intent
+	// is recorded before each attempt and each fails; then it stops.
+	w.slack.SetHook(func(c slacktest.Call) (slacktest.Response, bool) {
+		return slacktest.Response{Status: 503}, c.Method == "chat.postMessage"
+	})
+	w.start()
+	if _, err := w.n.Apply(context.Background(), sweep(t0, c), t0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_ = w.n.Flush(ctx)
+	cancel()
+	w.stop()
+	if got := len(w.slack.TopLevel("#certs")); got != 0 {
+		t.Fatalf("#certs has %d messages after 503s, want none", got)
+	}
+	w.slack.SetHook(nil)
+	w.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), c))
+	top := w.slack.TopLevel("#certs")
+	if len(top) != 1 || marker(top[0]) == "" {
+		t.Fatalf("#certs = %q, want the warning, once, with its marker", texts(top))
+	}
+	var methods []string
+	for _, call := range w.slack.Calls() {
+		if call.Channel == "#certs" || call.Channel == w.slack.ChannelID("#certs") || call.Method == "conversations.list" {
+			methods = append(methods, call.Method)
+		}
+	}
+	if len(methods) < 3 || strings.Join(methods[len(methods)-2:], " ") != "conversations.history chat.postMessage" {
+		t.Errorf("Slack calls = %q, want the post to follow a look at the history", methods)
+	}
+}
+
+func slackTS(t time.Time) string { return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000) }
