@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -8,18 +9,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
 
-func writeReport(w io.Writer, r *scan.Report, format string, color bool) error {
+// writeReport writes r as JSON or as a table that fits in width terminal
+// cells (0: any width).
+func writeReport(w io.Writer, r *scan.Report, format string, color bool, width int) error {
 	if format == "json" {
 		return writeJSON(w, r)
 	}
-	return writeTable(w, r, color)
+	return writeTableWidth(w, r, color, width)
 }
 
 // writeJSON writes v as indented JSON, streaming the long lists of a struct
@@ -40,6 +42,26 @@ var tierColor = map[policy.Tier]string{
 }
 
 func writeTable(w io.Writer, r *scan.Report, color bool) error {
+	return writeTableWidth(w, r, color, 0)
+}
+
+// writeTableWidth writes the table of findings, their details and the
+// summary. With a width, the table's SUBJECT and WHERE columns shrink and
+// detail lines wrap to fit it; columns are aligned in terminal cells.
+func writeTableWidth(w io.Writer, r *scan.Report, color bool, width int) error {
+	if width <= 0 {
+		return layoutTable(w, r, color, 0)
+	}
+	// The table fits by itself; every other line is wrapped.
+	var buf bytes.Buffer
+	err := layoutTable(&buf, r, color, width)
+	if _, werr := io.WriteString(w, wrapLines(buf.String(), width)); err == nil {
+		err = werr
+	}
+	return err
+}
+
+func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 	now := r.GeneratedAt
 	paint := func(t policy.Tier, s string) string {
 		if !color || tierColor[t] == "" {
@@ -48,16 +70,18 @@ func writeTable(w io.Writer, r *scan.Report, color bool) error {
 		return tierColor[t] + s + "\x1b[0m"
 	}
 	if len(r.Findings) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TIER\tDEADLINE\tLEFT\tKIND\tSUBJECT\tENDPOINTS\tWHERE")
+		// WHERE and the endpoint count are in each finding's details too,
+		// and LEFT says what DEADLINE does: those go first on a narrow
+		// terminal.
+		tb := table{rows: [][]string{{"TIER", "DEADLINE", "LEFT", "KIND", "SUBJECT", "ENDPOINTS", "WHERE"}}, shrink: []int{6, 4}, drop: []int{6, 5, 1}}
 		for _, f := range r.Findings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
+			tb.rows = append(tb.rows, []string{
 				paint(f.Tier, strings.ToUpper(f.Tier.String())),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
 				left(f.Deadline, now),
-				f.Kind, policy.Printable(orDash(f.Subject)), len(f.Endpoints), policy.Printable(firstNames(f, 3)))
+				string(f.Kind), policy.Printable(orDash(f.Subject)), strconv.Itoa(len(f.Endpoints)), policy.Printable(firstNames(f, 3))})
 		}
-		if err := tw.Flush(); err != nil {
+		if err := tb.write(w, width); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)

@@ -332,7 +332,11 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if report == nil {
 		return err
 	}
-	if werr := writeReport(e.stdout, report, c.Output, isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""); werr != nil {
+	width := columnsFrom(e.getenv)
+	if width == 0 {
+		width = terminalWidth(e.stdout)
+	}
+	if werr := writeReport(e.stdout, report, c.Output, isTerminal(e.stdout) && e.getenv("NO_COLOR") == "", width); werr != nil {
 		return fmt.Errorf("write report: %w", werr)
 	}
 	if err != nil {
