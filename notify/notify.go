@@ -222,6 +222,8 @@ type Notifier struct {
 	// queued counts notifications the dispatcher itself queued (channel
 	// failure alerts), so Flush knows to go round again.
 	queued atomic.Int64
+	// written is what Apply last wrote of each certificate.
+	written *written
 
 	// startMu guards started: whether the first Run or Flush has dealt
 	// with channels removed from the configuration.
@@ -260,6 +262,7 @@ func New(cfg config.Notify, store Store, senders map[string]Sender, logger *slog
 		router:    r,
 		reminders: map[policy.Tier]time.Duration{},
 		byName:    map[string]*worker{},
+		written:   newWritten(),
 	}
 	for name, d := range cfg.Reminders {
 		t, _ := policy.ParseTier(name) // validated above

@@ -64,15 +64,22 @@ const Retention = 90 * 24 * time.Hour
 // the state, and wakes the dispatcher. It does not deliver anything itself.
 func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, error) {
 	var rep Report
+	var certs []state.Certificate
+	var sums []uint64
 	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
 		var err error
 		var ch state.Changes
 		ch, rep, err = n.plan(snap, sw, now)
+		// Only what changed since this process last wrote it.
+		ch.Certificates, sums = n.written.changed(ch.Certificates, now)
+		certs = ch.Certificates
 		return ch, err
 	})
 	if err != nil {
 		return Report{}, fmt.Errorf("notify: apply findings: %w", err)
 	}
+	n.written.record(certs, sums)
+	n.written.forget(now.Add(-Retention))
 	for _, w := range n.workers {
 		w.poke()
 	}

@@ -72,7 +72,9 @@ type Certificate struct {
 	Subject  string    `json:"subject"`
 	Issuer   string    `json:"issuer"`
 	NotAfter time.Time `json:"not_after"`
-	// FirstSeen is kept from the first sighting; LastSeen is the latest.
+	// FirstSeen is kept from the first sighting; LastSeen is the latest
+	// written (notify writes a certificate seen again unchanged at most
+	// every notify.CertificateRefresh, an hour).
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 	// Endpoints are where the certificate was served at LastSeen.

@@ -1,0 +1,140 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state/postgres"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+// benchCerts is the size of the run BenchmarkApply100k measures; one in
+// benchFindingEvery is inside its warning window, so a first run opens
+// that many alerts and writes as many notifications to the outbox.
+const (
+	benchCerts        = 100_000
+	benchFindingEvery = 100
+)
+
+// benchSweep is a run that sees benchCerts certificates, each on its own
+// endpoint.
+func benchSweep(now time.Time) notify.Sweep {
+	var sw notify.Sweep
+	for i := range benchCerts {
+		c := cert{subject: fmt.Sprintf("svc%06d.internal.example", i), notAfter: t0.Add(400 * day)}
+		if i%benchFindingEvery == 0 {
+			c.notAfter = t0.Add(12 * day)
+		}
+		c.eps = []policy.Endpoint{{Name: c.subject, Port: 443, Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)}}
+		sw.Findings = append(sw.Findings, findingsOf(c, now)...)
+		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: c.notAfter})
+		sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Certificate: c.sha()})
+	}
+	return sw
+}
+
+func findingsOf(c cert, now time.Time) []policy.Finding {
+	if f, ok := c.finding(now); ok {
+		return []policy.Finding{f}
+	}
+	return nil
+}
+
+func benchNotifier(b *testing.B, store notify.Store) *notify.Notifier {
+	b.Helper()
+	cfg := config.Notify{
+		Channels: []config.Channel{{Name: "certs", Kind: config.ChannelLog}},
+		Routes:   []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs"}}},
+		Storm:    config.Storm{MaxNewFindings: benchCerts},
+	}
+	n, err := notify.New(cfg, store, map[string]notify.Sender{"certs": notify.NewLogSender(nil)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkApply100k is one run of 100,000 certificates through the state
+// (certificate upserts, alert transitions, the outbox), on SQLite and on
+// PostgreSQL (skipped without one, see internal/pgtest). first: a run on
+// an empty store (every certificate new, 1,000 alerts opened and queued);
+// steady: the next run of the same daemon, seeing the same certificates.
+//
+//	go test -run - -bench Apply100k -benchtime 3x ./notify
+func BenchmarkApply100k(b *testing.B) {
+	stores := []struct {
+		name string
+		// setup prepares the kind of store and returns how to open a
+		// fresh one.
+		setup func(b *testing.B) func(b *testing.B) notify.Store
+	}{
+		{"sqlite", func(*testing.B) func(b *testing.B) notify.Store {
+			return func(b *testing.B) notify.Store {
+				s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), sqlite.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				return s
+			}
+		}},
+		{"postgres", func(b *testing.B) func(b *testing.B) notify.Store {
+			srv := pgtest.Start(b, pgtest.Options{})
+			return func(b *testing.B) notify.Store {
+				s, err := postgres.Open(context.Background(), srv.CreateDatabase(b), postgres.Options{Timeout: 10 * time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				return s
+			}
+		}},
+	}
+	ctx := context.Background()
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			open := st.setup(b)
+			sw := benchSweep(t0)
+			b.Run("first", func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					n := benchNotifier(b, open(b))
+					b.StartTimer()
+					rep, err := n.Apply(ctx, sw, t0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rep.New != benchCerts/benchFindingEvery {
+						b.Fatalf("first run opened %d alerts, want %d", rep.New, benchCerts/benchFindingEvery)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchCerts), "ns/cert")
+			})
+			b.Run("steady", func(b *testing.B) {
+				n := benchNotifier(b, open(b))
+				if _, err := n.Apply(ctx, sw, t0); err != nil {
+					b.Fatal(err)
+				}
+				at := t0
+				for b.Loop() {
+					at = at.Add(5 * time.Minute)
+					rep, err := n.Apply(ctx, sw, at)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rep.New+rep.Escalated+rep.Resolved != 0 {
+						b.Fatalf("steady run: %+v, want no transitions", rep)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchCerts), "ns/cert")
+			})
+		})
+	}
+}
