@@ -65,7 +65,7 @@ func checkTargets(targets []Target, pos positions) []error {
 	var errs []error
 	for i, t := range targets {
 		// The ports only fill in targets without one; any valid list will do.
-		if _, err := static.New([]string{string(t)}, nil, nil); err != nil {
+		if _, err := static.New([]string{t.Spec}, nil, nil); err != nil {
 			errs = append(errs, fmt.Errorf("%s%w", pos.at(fmt.Sprintf("targets[%d]", i)), err))
 		}
 	}

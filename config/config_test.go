@@ -149,7 +149,7 @@ func TestValidateOrdersByLine(t *testing.T) {
 // checked the same way, just without lines.
 func TestValidateWithoutFile(t *testing.T) {
 	c := config.Default()
-	c.Targets = []config.Target{"a.example:99999"}
+	c.Targets = []config.Target{{Spec: "a.example:99999"}}
 	c.Zones = []config.Zone{{Name: "a.example", TSIG: &config.TSIG{Name: "k", Algorithm: "hmac-sha256", Secret: "c2VjcmV0!"}}}
 	err := c.Validate()
 	if err == nil {
@@ -162,5 +162,41 @@ func TestValidateWithoutFile(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "c2VjcmV0") || strings.Contains(err.Error(), "line ") {
 		t.Errorf("Validate error = %q: shows the secret or a line it cannot know", err)
+	}
+}
+
+func TestDecodeTargetLabels(t *testing.T) {
+	c, err := config.Decode(strings.NewReader(`
+targets:
+  - {address: vault.example:8200, labels: {team: security, env: prod}}
+  - {address: db.example:6433, protocol: postgres, labels: {team: data}}
+  - plain.example
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.Targets), "[vault.example:8200 db.example:6433/postgres plain.example]"; got != want {
+		t.Errorf("targets = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(c.Targets[0].Labels, c.Targets[1].Labels, c.Targets[2].Labels), "map[env:prod team:security] map[team:data] map[]"; got != want {
+		t.Errorf("labels = %s, want %s", got, want)
+	}
+	out, err := yaml.Marshal(c.Targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []config.Target
+	if err := yaml.Unmarshal(out, &back); err != nil || fmt.Sprint(back, back[1].Labels) != fmt.Sprint(c.Targets, c.Targets[1].Labels) {
+		t.Errorf("targets do not survive a round trip (%v):\n%s", err, out)
+	}
+
+	for _, tt := range []struct{ yaml, want string }{
+		{"targets:\n  - {address: a.example, labels: [team]}\n", "line 2: target labels: want a mapping"},
+		{"targets:\n  - {address: a.example, labels: {}}\n", "line 2: target labels: no labels"},
+		{"targets:\n  - {address: a.example, label: x}\n", `line 2: target: "label" is not a known key (want address, protocol and labels)`},
+	} {
+		if _, err := config.Decode(strings.NewReader(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Decode(%q) error = %v, want it to contain %q", tt.yaml, err, tt.want)
+		}
 	}
 }

@@ -142,23 +142,54 @@ func lineError(n *yaml.Node, err error) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
 }
 
-// Target is one static target: "host", "host:port" or
-// "host:port/protocol" (see static.New). In YAML it is that string, or a
-// mapping {address: host:port, protocol: postgres}, which decodes to
-// "host:port/postgres".
-type Target string
+// Target is one static target. In YAML it is a string, "host",
+// "host:port" or "host:port/protocol" (see static.New), or a mapping
+// {address: host:port, protocol: postgres, labels: {team: payments}},
+// whose address and protocol make the Spec "host:port/postgres".
+type Target struct {
+	// Spec is the target as static.New parses it: HOST[:PORT][/PROTOCOL].
+	Spec string `yaml:"-"`
+	// Labels are attached to the findings of the target's endpoints, for
+	// notify routes that match on labels, as zones[].labels are.
+	Labels map[string]string `yaml:"labels,omitempty"`
+}
 
-// UnmarshalYAML accepts a string or an {address, protocol} mapping,
-// reporting unknown keys with their line.
+// String returns the Spec.
+func (t Target) String() string { return t.Spec }
+
+// MarshalYAML writes the string form, or the mapping form when the target
+// has labels.
+func (t Target) MarshalYAML() (any, error) {
+	if len(t.Labels) == 0 {
+		return t.Spec, nil
+	}
+	return struct {
+		Address string            `yaml:"address"`
+		Labels  map[string]string `yaml:"labels"`
+	}{t.Spec, t.Labels}, nil
+}
+
+// UnmarshalYAML accepts a string or an {address, protocol, labels}
+// mapping, reporting unknown keys with their line.
 func (t *Target) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		*t = Target(n.Value)
+		*t = Target{Spec: n.Value}
 		return nil
 	case yaml.MappingNode:
 		var addr, proto string
+		var labels map[string]string
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "labels" {
+				if err := v.Decode(&labels); err != nil || v.Kind != yaml.MappingNode {
+					return lineError(v, errors.New("target labels: want a mapping of names to strings, e.g. {team: payments}"))
+				}
+				if len(labels) == 0 {
+					return lineError(v, errors.New("target labels: no labels; remove the key or give some, e.g. {team: payments}"))
+				}
+				continue
+			}
 			if v.Kind != yaml.ScalarNode {
 				return lineError(v, fmt.Errorf("target %s: want a string", k.Value))
 			}
@@ -168,7 +199,7 @@ func (t *Target) UnmarshalYAML(n *yaml.Node) error {
 			case "protocol":
 				proto = v.Value
 			default:
-				return lineError(k, fmt.Errorf("target: %q is not a known key (want address and protocol)", k.Value))
+				return lineError(k, fmt.Errorf("target: %q is not a known key (want address, protocol and labels)", k.Value))
 			}
 		}
 		if addr == "" {
@@ -177,10 +208,10 @@ func (t *Target) UnmarshalYAML(n *yaml.Node) error {
 		if proto != "" {
 			addr += "/" + proto
 		}
-		*t = Target(addr)
+		*t = Target{Spec: addr, Labels: labels}
 		return nil
 	}
-	return lineError(n, errors.New("target: want HOST[:PORT][/PROTOCOL] or {address: HOST:PORT, protocol: PROTOCOL}"))
+	return lineError(n, errors.New("target: want HOST[:PORT][/PROTOCOL] or {address: HOST:PORT, protocol: PROTOCOL, labels: {NAME: VALUE}}"))
 }
 
 // Protocol is how a port reaches TLS (discovery.Protocol), written by name

@@ -56,7 +56,7 @@ func (e *env) demo(ctx context.Context, args []string) error {
 
 	c := config.Default()
 	c.Zones = []config.Zone{{Name: lab.Zone, Nameserver: config.HostPort(l.DNS)}}
-	c.Targets = []config.Target{config.Target(l.Unreachable)}
+	c.Targets = []config.Target{{Spec: l.Unreachable}}
 	c.Ports = []int{l.Port}
 	c.CAFiles = []string{l.CAFile}
 	c.Probe.Timeout = config.Duration(time.Second)

@@ -16,7 +16,13 @@ func TestFindingLabels(t *testing.T) {
 	}, map[string]map[string]string{
 		"*.vpc1.aws.example": {"team": "platform"},
 		"shop.example":       {"team": "shop", "cloud": "aws"},
-	})
+	}, targetLabels(&config.Config{Ports: []int{443, 8443}, Targets: []config.Target{
+		{Spec: "vault.internal.example:8200", Labels: map[string]string{"team": "security"}},
+		{Spec: "db.other.example/postgres", Labels: map[string]string{"team": "data"}},
+		{Spec: "[2001:DB8::7]", Labels: map[string]string{"site": "v6"}},
+		{Spec: "plain.other.example:443"},
+		{Spec: "vault.payments.internal.example:8200", Labels: map[string]string{"team": "security"}},
+	}}))
 	tests := []struct {
 		name string
 		f    policy.Finding
@@ -43,6 +49,24 @@ func TestFindingLabels(t *testing.T) {
 		{"a glob's own suffix is no zone it matches",
 			policy.Finding{Endpoints: []policy.Endpoint{{Name: "vpc1.aws.example", Port: 443}, {Name: "eshop.example", Port: 443}}},
 			nil},
+		{"a static target's endpoint, with its zone's labels laid under",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "vault.internal.example", Port: 8200}}},
+			map[string]string{"team": "security", "env": "prod"}},
+		{"a static target's labels win over its zone's",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "vault.payments.internal.example", Port: 8200}}},
+			map[string]string{"team": "security", "env": "prod"}},
+		{"a static target's name finding, the protocol's port",
+			policy.Finding{Name: "DB.other.example:5432"},
+			map[string]string{"team": "data"}},
+		{"a static target without a port, on each default port",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "2001:db8::7", Port: 8443}}},
+			map[string]string{"site": "v6"}},
+		{"a static target's name on another port is not the target",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "db.other.example", Port: 443}}},
+			nil},
+		{"a static target without labels",
+			policy.Finding{Endpoints: []policy.Endpoint{{Name: "plain.other.example", Port: 443}}},
+			nil},
 		{"unlabelled zone",
 			policy.Finding{Endpoints: []policy.Endpoint{{Name: "www.unlabelled.example", Port: 443}}},
 			nil},
@@ -54,7 +78,7 @@ func TestFindingLabels(t *testing.T) {
 			}
 		})
 	}
-	if findingLabels([]config.Zone{{Name: "a.example"}}, nil) != nil {
+	if findingLabels([]config.Zone{{Name: "a.example"}}, nil, targetLabels(&config.Config{Targets: []config.Target{{Spec: "a.example"}}})) != nil {
 		t.Error("findingLabels without any labelled zone is not nil")
 	}
 }

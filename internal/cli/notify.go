@@ -170,7 +170,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 		store.Close()
 		return nil, nil, withCode(ExitUsage, err)
 	}
-	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels)
+	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
 	return n, func() { store.Close() }, nil
 }
 

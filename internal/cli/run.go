@@ -153,7 +153,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store,
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)
 	}
-	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels)
+	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
 	d := c.Daemon
 	dc := daemon.Config{
 		Discovery:        d.Schedules.Discovery,

@@ -215,7 +215,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	if set["target"] {
 		c.Targets = nil
 		for _, t := range f.targets {
-			c.Targets = append(c.Targets, config.Target(t))
+			c.Targets = append(c.Targets, config.Target{Spec: t})
 		}
 	}
 	if set["ca-file"] {
@@ -421,7 +421,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 	if len(c.Targets) > 0 {
 		targets := make([]string, len(c.Targets))
 		for i, t := range c.Targets {
-			targets[i] = string(t)
+			targets[i] = t.Spec
 		}
 		s, err := static.New(targets, c.Ports, c.PortProtocols(nil))
 		if err != nil {
