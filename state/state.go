@@ -234,3 +234,22 @@ type ChannelStats struct {
 	// LastError is the latest failure of a pending notification.
 	LastError string `json:"last_error,omitempty"`
 }
+
+// Term is what a store that elects a leader among replicas (state/postgres)
+// says of one campaign.
+type Term struct {
+	// Leader is set when the campaigning process leads.
+	Leader bool
+	// Epoch is the fencing epoch of the current leadership: it grows with
+	// every change of leader, and a store refuses the writes of a process
+	// whose epoch is not the newest (ErrFenced).
+	Epoch int64
+	// Holder names the leading process, this one or another ("" when none
+	// has led yet).
+	Holder string
+	// Until is, on the leader, when its leadership ends unless renewed,
+	// by this process's clock (never later than the database's lease).
+	// On a standby it is when the leader's lease ends, by the database's
+	// clock.
+	Until time.Time
+}

@@ -77,6 +77,7 @@ type Store struct {
 	timeout     time.Duration
 	lockTimeout time.Duration
 	created     bool
+	term        term
 
 	// mu guards lastErr: the error of the latest failed operation, cleared
 	// by the next write that commits.
@@ -196,9 +197,10 @@ var errGone = fmt.Errorf("%w: certwatch's tables are gone (the database was drop
 	"restore the database and restart certwatch, or restart certwatch to start afresh on purpose", state.ErrReplaced)
 
 // note records the outcome of an operation for Check: a failure is kept
-// until a write commits. Cancellations say nothing about the store.
+// until a write commits. Cancellations say nothing about the store, and
+// neither does a write refused because this replica no longer leads.
 func (s *Store) note(err error) {
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, state.ErrFenced)) {
 		return
 	}
 	s.mu.Lock()
@@ -255,7 +257,7 @@ func (s *Store) describe(op string, err error) error {
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
-		return fmt.Errorf("%s %s: cannot connect (%v); check that PostgreSQL is running and reachable from here", op, s.name, ce.Unwrap())
+		return fmt.Errorf("%s %s: cannot connect (%w); check that PostgreSQL is running and reachable from here", op, s.name, ce.Unwrap())
 	}
 	return fmt.Errorf("%s %s: %w", op, s.name, err)
 }
@@ -348,6 +350,20 @@ CREATE TABLE memos (
 	`
 ALTER TABLE outbox ADD COLUMN marker TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN intended_at BIGINT NOT NULL DEFAULT 0;
+`,
+	// 3: the leadership of replicas: one row, its holder, its fencing
+	// epoch and when its lease ends (by the database's clock).
+	`
+CREATE TABLE leader (
+	id         BOOLEAN PRIMARY KEY DEFAULT true CHECK (id),
+	holder     TEXT NOT NULL,
+	epoch      BIGINT NOT NULL,
+	expires_at TIMESTAMPTZ NOT NULL
+);
+-- The epoch of the leader that holds a delivery lease (NULL for a process
+-- that is no replica, such as scan --notify): a newer leader takes over
+-- the lease of an older one at once instead of waiting for it to end.
+ALTER TABLE dispatch_leases ADD COLUMN epoch BIGINT;
 `,
 }
 

@@ -450,12 +450,21 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 			_, err := tx.Exec(ctx, `DELETE FROM dispatch_leases WHERE channel = $1 AND holder = $2`, channel, holder)
 			return err
 		}
+		// A leader (its epoch passed the fence above) also takes the lease
+		// of an older leader's, which was replaced and delivers no more.
+		var epoch *int64
+		s.term.mu.Lock()
+		if s.term.campaigning {
+			e := s.term.epoch
+			epoch = &e
+		}
+		s.term.mu.Unlock()
 		var h string
 		var exp int64
-		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at) VALUES ($1, $2, $3)
-	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-	WHERE l.holder = excluded.holder OR l.expires_at <= $4
-	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now)).Scan(&h, &exp)
+		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at, epoch) VALUES ($1, $2, $3, $5)
+	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, epoch = excluded.epoch
+	WHERE l.holder = excluded.holder OR l.expires_at <= $4 OR l.epoch < excluded.epoch
+	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now), epoch).Scan(&h, &exp)
 		if err == pgx.ErrNoRows {
 			// The other holder's lease lasts: the upsert changed nothing.
 			err = tx.QueryRow(ctx, `SELECT holder, expires_at FROM dispatch_leases WHERE channel = $1`, channel).Scan(&h, &exp)

@@ -192,3 +192,19 @@ func TestTablesGone(t *testing.T) {
 		t.Errorf("%d tables after the failed writes, %v; want none (never recreated)", n, err)
 	}
 }
+
+// TestCallerDeadlineIsNoStoreFailure: an operation cut short by its
+// caller's deadline (a slow scrape) is not a failure Check keeps.
+func TestCallerDeadlineIsNoStoreFailure(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	s := open(t, srv.CreateDatabase(t), postgres.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, err := s.OutboxStats(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("OutboxStats past its deadline = %v, want DeadlineExceeded", err)
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Errorf("Check after a caller's deadline = %v, want nil", err)
+	}
+}
