@@ -363,7 +363,18 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	if !n.waitRate(ctx, w) {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
+	deadline := time.Now().Add(n.sendTimeout())
+	if f, ok := n.store.(Fence); ok {
+		until, err := f.Fenced()
+		if err != nil {
+			n.logger.Warn("not delivering: this replica no longer leads", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
+			return nil
+		}
+		if !until.IsZero() && until.Before(deadline) {
+			deadline = until
+		}
+	}
+	sctx, cancel := context.WithDeadline(ctx, deadline)
 	ref, err := w.sender.Send(sctx, note)
 	cancel()
 	now := n.now()

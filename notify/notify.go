@@ -179,6 +179,15 @@ type Leaser interface {
 	Lease(ctx context.Context, channel, holder string, now, until time.Time) (held bool, other time.Time, err error)
 }
 
+// Fence is a Store shared by replicas of which one leads (state/postgres
+// is one). The store refuses every write of a replica that no longer leads;
+// Fenced is checked, without a round trip, right before each delivery
+// attempt, so a leader paused past its lease and then resumed sends
+// nothing, and no attempt outlasts until, the local end of its lease.
+type Fence interface {
+	Fenced() (until time.Time, err error)
+}
+
 // Abandoner is a Store that can give up the undelivered notifications of
 // channels that are no longer configured (state/sqlite can). Without it,
 // they stay in the outbox, undelivered, until they are pruned.
