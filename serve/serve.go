@@ -102,6 +102,11 @@ type Server struct {
 	metrics  *metrics
 	page     *pageRenderer
 
+	// termMu guards the leadership RecordTerm records.
+	termMu  sync.Mutex
+	term    state.Term
+	termSet bool
+
 	// mu guards the latest view of the world and the probe results of the
 	// run in progress.
 	mu         sync.RWMutex
@@ -157,6 +162,7 @@ func New(o Options) *Server {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		s.metrics,
+		newLeaderCollector(s),
 	)
 	return s
 }
@@ -293,7 +299,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "  "+f)
 		}
 	} else {
-		fmt.Fprintln(w, "ready")
+		fmt.Fprintln(w, "ready"+s.role())
 	}
 	for _, n := range notes {
 		fmt.Fprintln(w, "  note: "+n)
