@@ -53,6 +53,11 @@ type Daemon struct {
 	// Pprof serves Go's /debug/pprof/ handlers on Listen. Off by default:
 	// profiles reveal internals and cost CPU.
 	Pprof bool `yaml:"pprof,omitempty"`
+	// LeaderLease is how long the leadership of replicas sharing a
+	// PostgreSQL state lasts unless renewed (it is renewed every quarter of
+	// it): a standby takes over within about this long after the leader
+	// dies or stalls. Unused with a SQLite state.
+	LeaderLease Duration `yaml:"leader_lease"`
 }
 
 // Schedules are the cron specs of the daemon's jobs.
@@ -93,6 +98,7 @@ const (
 	DefaultDropThreshold      = 0.5
 	DefaultHeartbeatTimeout   = 10 * time.Second
 	DefaultMetricsSeriesLimit = 10000
+	DefaultLeaderLease        = 20 * time.Second
 )
 
 // The shortest gaps between two runs of a job that a schedule may have.
@@ -117,6 +123,9 @@ func (d *Daemon) applyDefaults() {
 	}
 	if d.GracePeriod == 0 {
 		d.GracePeriod = Duration(DefaultGracePeriod)
+	}
+	if d.LeaderLease == 0 {
+		d.LeaderLease = Duration(DefaultLeaderLease)
 	}
 	if d.DropThreshold == 0 {
 		d.DropThreshold = DefaultDropThreshold
@@ -218,6 +227,9 @@ func (d *Daemon) validate() []error {
 	}
 	if d.GracePeriod <= 0 || d.GracePeriod > Duration(MaxGracePeriod) {
 		add("grace_period must be above 0 and at most %v, got %v", MaxGracePeriod, d.GracePeriod)
+	}
+	if d.LeaderLease < Duration(time.Second) || d.LeaderLease > Duration(10*time.Minute) {
+		add("leader_lease must be at least 1s and at most 10m, got %v", d.LeaderLease)
 	}
 	if d.DropThreshold < 0 || d.DropThreshold >= 1 {
 		add("drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)

@@ -217,16 +217,19 @@ func (e *env) run(ctx context.Context, args []string) error {
 	defer store.Close()
 
 	var current atomic.Pointer[notify.Notifier]
-	var d *daemon.Daemon
 	notes := &startupNotes{logger: logger}
 	notes.channels(c.Notify)
+	h := &daemons{client: &http.Client{}, memory: store, recorder: notes, logger: logger}
+	if store.Created() {
+		h.emptyState = stateName(c.Notify.State)
+	}
 	srv := serve.New(serve.Options{
 		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
 		Ready: []serve.Check{
 			{Name: "state", Check: store.Check},
-			{Name: "inventory", Check: func(context.Context) error { return d.Ready() }},
+			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
 		},
 		Outbox:   store,
 		State:    store.Check,
@@ -234,23 +237,19 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Pprof:    c.Daemon.Pprof,
 		Version:  version(),
 	})
-	client := &http.Client{}
+	h.srv = srv
+	client := h.client
 	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return err
 	}
 	current.Store(parts.notifier)
-	d, err = daemon.New(parts.cfg, parts.pass, runNotifier{parts.notifier}, logger.With("component", "daemon"))
-	if err != nil {
+	h.cfg, h.scanner, h.notifier = parts.cfg, parts.pass, runNotifier{parts.notifier}
+	// A configuration the daemon refuses fails now, not at the first term.
+	if _, err := daemon.New(h.cfg, h.scanner, h.notifier, logger); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	notes.Recorder = srv
-	d.Recorder = notes
-	d.HTTPClient = client
-	d.Memory = store
-	if store.Created() {
-		d.EmptyState = stateName(c.Notify.State)
-	}
 
 	ln, err := net.Listen("tcp", c.Daemon.Listen)
 	if err != nil {
@@ -272,7 +271,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				n, err := e.reload(ctx, *configFile, &c, store, srv, client, d, logger)
+				n, err := e.reload(ctx, *configFile, &c, store, srv, client, h, logger)
 				if err != nil {
 					logger.Error("config reload rejected: the running configuration stays", "config", *configFile, "err", err)
 					continue
@@ -282,7 +281,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 			}
 		}
 	})
-	err = d.Run(ctx)
+	if elector, ok := store.(daemon.Elector); ok {
+		err = h.runReplicated(ctx, elector, time.Duration(c.Daemon.LeaderLease))
+	} else {
+		err = h.runOnce(ctx)
+	}
 	stopHTTP()
 	wg.Wait()
 	if err != nil {
@@ -298,7 +301,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // reload loads path and, when it is valid and its parts can be built,
 // hands them to d and returns the new notifier. Settings that only take
 // effect at start keep their running values, with a warning.
-func (e *env) reload(ctx context.Context, path string, cur *config.Config, store stateStore, srv *serve.Server, client *http.Client, d *daemon.Daemon, logger *slog.Logger) (*notify.Notifier, error) {
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store stateStore, srv *serve.Server, client *http.Client, d *daemons, logger *slog.Logger) (*notify.Notifier, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {
@@ -313,8 +316,10 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	keep("daemon.listen", c.Daemon.Listen != cur.Daemon.Listen)
 	keep("daemon.pprof", c.Daemon.Pprof != cur.Daemon.Pprof)
 	keep("daemon.metrics_series_limit", c.Daemon.MetricsSeriesLimit != cur.Daemon.MetricsSeriesLimit)
+	keep("daemon.leader_lease", c.Daemon.LeaderLease != cur.Daemon.LeaderLease)
 	c.Notify.State, c.Daemon.Listen = cur.Notify.State, cur.Daemon.Listen
 	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
+	c.Daemon.LeaderLease = cur.Daemon.LeaderLease
 	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return nil, err

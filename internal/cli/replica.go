@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/serve"
+	"github.com/certwatch/certwatch/state/postgres"
+)
+
+var (
+	_ daemon.Elector = (*postgres.Store)(nil)
+)
+
+// daemons builds the daemon of `certwatch run` and hands it reloaded
+// parts. A single instance runs one daemon for its lifetime; a replica
+// sharing a PostgreSQL state runs a fresh one for each term it leads, and
+// none while it is a standby.
+type daemons struct {
+	srv        *serve.Server
+	recorder   daemon.Recorder
+	client     *http.Client
+	memory     daemon.Memory
+	emptyState string
+	logger     *slog.Logger
+
+	// mu guards the parts the next daemon starts with and the one running.
+	mu       sync.Mutex
+	cfg      daemon.Config
+	scanner  daemon.Scanner
+	notifier daemon.Notifier
+	current  *daemon.Daemon
+}
+
+// start builds a daemon from the latest parts and makes it the current
+// one.
+func (h *daemons) start() (*daemon.Daemon, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, err := daemon.New(h.cfg, h.scanner, h.notifier, h.logger.With("component", "daemon"))
+	if err != nil {
+		return nil, err
+	}
+	d.Recorder = h.recorder
+	d.HTTPClient = h.client
+	d.Memory = h.memory
+	// Only the first daemon of a process that found the store empty says
+	// so; later terms find the state their predecessors wrote.
+	d.EmptyState, h.emptyState = h.emptyState, ""
+	h.current = d
+	return d, nil
+}
+
+// stopped forgets d once its Run has returned.
+func (h *daemons) stopped(d *daemon.Daemon) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current == d {
+		h.current = nil
+	}
+}
+
+// Ready is the current daemon's readiness; a standby is ready.
+func (h *daemons) Ready() error {
+	h.mu.Lock()
+	d := h.current
+	h.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	return d.Ready()
+}
+
+// Reload keeps the parts for the next daemon and hands them to the
+// running one.
+func (h *daemons) Reload(c daemon.Config, s daemon.Scanner, n daemon.Notifier) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current != nil {
+		if err := h.current.Reload(c, s, n); err != nil {
+			return err
+		}
+	}
+	h.cfg, h.scanner, h.notifier = c, s, n
+	return nil
+}
+
+// runOnce runs one daemon until ctx is done.
+func (h *daemons) runOnce(ctx context.Context) error {
+	d, err := h.start()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	defer h.stopped(d)
+	return d.Run(ctx)
+}
+
+// runReplicated runs a daemon whenever this process leads the replicas
+// sharing elector.
+func (h *daemons) runReplicated(ctx context.Context, elector daemon.Elector, lease time.Duration) error {
+	r := &daemon.Replica{
+		Elector: elector,
+		Holder:  replicaName(),
+		Lease:   lease,
+		Logger:  h.logger.With("component", "leader"),
+		OnTerm:  h.srv.RecordTerm,
+	}
+	h.logger.Info("replica campaigning for leadership", "holder", r.Holder, "lease", lease.String())
+	return r.Run(ctx, h.runOnce)
+}
+
+// replicaName names this process among the replicas: its host (the pod's
+// name on Kubernetes), its process ID and a random part, so that a
+// restarted process never passes for its predecessor.
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "certwatch"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
