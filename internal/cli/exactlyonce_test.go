@@ -1,0 +1,131 @@
+package cli_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/notify/slack"
+	"github.com/certwatch/certwatch/notify/slack/slacktest"
+)
+
+// TestScanNotifyKilledAfterSlackAccepted kills a real `certwatch scan
+// --notify` with SIGKILL the moment Slack has accepted its first post,
+// before the answer reaches it (so before anything is recorded), then runs
+// it again: every finding is in #certs once, the killed post included, on
+// a SQLite state file and on a PostgreSQL database.
+func TestScanNotifyKilledAfterSlackAccepted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	bin := buildBinary(t)
+	t.Run("sqlite", func(t *testing.T) { testKilledAfterSlackAccepted(t, bin, func(cfg string) string { return cfg }) })
+	t.Run("postgres", func(t *testing.T) {
+		srv := pgtest.Start(t, pgtest.Options{Password: "cw-state-pw"})
+		url := srv.CreateDatabase(t)
+		t.Setenv("CW_E2E_STATE_PW", "cw-state-pw")
+		testKilledAfterSlackAccepted(t, bin, func(cfg string) string {
+			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
+		})
+	})
+}
+
+func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) string) {
+	l := startLab(t)
+	sl := slacktest.New(t, slackToken, "#certs")
+	pd := pagerdutytest.New(t, pdKey)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(edit(runConfig(l, dir, sl.URL(), pd.URL()))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "CW_E2E_SLACK_TOKEN="+slackToken, "CW_E2E_PD_KEY="+pdKey)
+	scan := func() *exec.Cmd {
+		cmd := exec.Command(bin, "scan", "--config", cfg, "--notify", "--output", "json")
+		cmd.Env = env
+		cmd.Stdout = new(bytes.Buffer)
+		cmd.Stderr = new(bytes.Buffer)
+		return cmd
+	}
+
+	first := scan()
+	exited := make(chan error, 1)
+	killed := make(chan slacktest.Message, 1)
+	sl.OnPosted(func(m slacktest.Message) {
+		if m.ThreadTS != "" || len(killed) > 0 {
+			return
+		}
+		// Slack has the message; certwatch never hears back.
+		_ = first.Process.Kill()
+		select {
+		case err := <-exited:
+			exited <- err
+		case <-time.After(30 * time.Second):
+		}
+		killed <- m
+	})
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- first.Wait() }()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the first scan neither posted to Slack nor exited")
+	}
+	sl.OnPosted(nil)
+	if len(killed) == 0 {
+		t.Fatalf("the first scan exited (%v) without posting to Slack; stderr:\n%s", err, first.Stderr)
+	}
+	lost := <-killed
+	if ps := first.ProcessState; ps == nil || ps.Success() || !strings.Contains(ps.String(), "killed") {
+		t.Fatalf("first scan: %v, want killed", ps)
+	}
+	if lost.Metadata == nil || lost.Metadata.EventType != slack.MetadataEventType || lost.Metadata.EventPayload["key"] == nil {
+		t.Fatalf("the post Slack accepted carries metadata %+v, want certwatch's marker and key", lost.Metadata)
+	}
+	key := lost.Metadata.EventPayload["key"]
+
+	second := scan()
+	if err := second.Run(); second.ProcessState.ExitCode() != 1 {
+		t.Fatalf("second scan: %v, want exit code 1 (findings); stderr:\n%s", err, second.Stderr)
+	}
+
+	// Every finding once in #certs: the killed post was found and adopted,
+	// not posted again.
+	byKey := map[any][]string{}
+	for _, m := range sl.TopLevel("#certs") {
+		if m.Metadata == nil {
+			t.Errorf("message without metadata: %q", m.Text)
+			continue
+		}
+		k := m.Metadata.EventPayload["key"]
+		byKey[k] = append(byKey[k], m.Text)
+	}
+	for k, texts := range byKey {
+		if len(texts) != 1 {
+			t.Errorf("finding %v is in #certs %d times: %q", k, len(texts), texts)
+		}
+	}
+	if got := byKey[key]; len(got) != 1 || got[0] != lost.Text {
+		t.Errorf("the killed post's finding %v: %q in #certs, want it once, as posted", key, got)
+	}
+	if len(byKey) < 2 {
+		t.Errorf("#certs has %d findings, want the lab's several", len(byKey))
+	}
+	looked := false
+	for _, c := range sl.Calls() {
+		looked = looked || (c.Method == "conversations.history" && c.IncludeAllMetadata)
+	}
+	if !looked {
+		t.Error("the second scan did not look for the killed post in the channel's history")
+	}
+}
