@@ -70,18 +70,33 @@ func tarpitPass(ca *certtest.CA, now time.Time, timeout time.Duration) *scan.Pas
 // BenchmarkTarpitZone is the wall time of a pass over 200 names on one
 // address that accepts TCP and never speaks, plus one name elsewhere
 // serving an expired certificate, with a 200ms dial and handshake
-// timeout. One op is one pass; run it with -benchtime=1x. conns/op is the
-// connections the hung address accepted.
+// timeout, with the per-address breaker (breaker) and without it
+// (no_breaker, probe.break_after: 0: every hung endpoint waits out its
+// own timeouts, about a minute). One op is one pass; run it with
+// -benchtime=1x. conns/op is the connections the hung address accepted.
 func BenchmarkTarpitZone(b *testing.B) {
-	now := time.Now()
-	targets, ca, pit := tarpitZone(b, 200, now)
-	for b.Loop() {
-		r := tarpitPass(ca, now, benchTimeout).Probe(b.Context(), targets, now)
-		if !hasExpired(r, "zz-expired.example") {
-			b.Fatalf("the expired certificate of zz-expired.example is not in the findings: %+v", r.Findings)
-		}
+	for _, bb := range []struct {
+		name       string
+		breakAfter int
+	}{{"breaker", 0}, {"no_breaker", -1}} {
+		b.Run(bb.name, func(b *testing.B) {
+			now := time.Now()
+			targets, ca, pit := tarpitZone(b, 200, now)
+			for b.Loop() {
+				pass := &scan.Pass{
+					Prober: probes.New(probes.Config{Roots: ca.Pool(), DialTimeout: benchTimeout, HandshakeTimeout: benchTimeout,
+						BreakAfter: bb.breakAfter, Now: func() time.Time { return now }}),
+					Rules: policy.DefaultRules(),
+					Now:   func() time.Time { return now },
+				}
+				r := pass.Probe(b.Context(), targets, now)
+				if !hasExpired(r, "zz-expired.example") {
+					b.Fatalf("the expired certificate of zz-expired.example is not in the findings: %+v", r.Findings)
+				}
+			}
+			b.ReportMetric(float64(pit.Accepted())/float64(b.N), "conns/op")
+		})
 	}
-	b.ReportMetric(float64(pit.Accepted())/float64(b.N), "conns/op")
 }
 
 // hasExpired reports whether r has an expired finding with an endpoint
