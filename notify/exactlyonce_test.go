@@ -156,3 +156,45 @@ func TestEndToEndCrashBeforeSlackAcceptedPostsOnce(t *testing.T) {
 }
 
 func slackTS(t time.Time) string { return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000) }
+
+// TestEndToEndCrashAfterSlackAcceptedDigestPostsOnce: the same for a
+// digest, one message for several outbox rows: found once for all of
+// them, and not posted again.
+func TestEndToEndCrashAfterSlackAcceptedDigestPostsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.slack.SetClock(w.clock.Now)
+	a := cert{subject: "a.internal.example", notAfter: t0.Add(30 * day), eps: eps("a.internal.example")}
+	b := cert{subject: "b.internal.example", notAfter: t0.Add(29 * day), eps: eps("b.internal.example")}
+
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill} }
+	w.start()
+	if _, err := w.n.Apply(ctx, sweep(t0, a, b), t0); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Set(t0.Add(19 * time.Hour)) // past the daily digest time
+	_ = w.n.Flush(ctx)                  // dies once Slack accepted the digest
+	w.stop()
+	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+
+	posted := w.slack.TopLevel("#certs")
+	if len(posted) != 1 || !strings.HasPrefix(posted[0].Text, "certwatch digest: 2 items") || marker(posted[0]) == "" {
+		t.Fatalf("#certs after the crash = %q, want the digest of both notices, with a marker", texts(posted))
+	}
+	at := t0.Add(20 * time.Hour)
+	w.run(at, sweep(at, a, b))
+	equalLines(t, "#certs after the restart", texts(w.slack.TopLevel("#certs")), texts(posted))
+	w.start()
+	stats, err := w.store.OutboxStats(context.Background())
+	w.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.Channel == "certs" && (s.Pending != 0 || s.Delivered != 2) {
+			t.Errorf("#certs outbox: %d pending, %d delivered; want the digest's 2 rows delivered", s.Pending, s.Delivered)
+		}
+	}
+}
