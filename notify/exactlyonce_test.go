@@ -169,7 +169,9 @@ func TestEndToEndCrashAfterSlackAcceptedDigestPostsOnce(t *testing.T) {
 
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
-	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill} }
+	w.wrap = func(s notify.Store) notify.Store {
+		return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill}
+	}
 	w.start()
 	if _, err := w.n.Apply(ctx, sweep(t0, a, b), t0); err != nil {
 		t.Fatal(err)
