@@ -228,14 +228,19 @@ func writeConsumers(w io.Writer, arn string, cs []policy.ConsumerRef) {
 }
 
 // writeIAM writes the IAM server certificates, soonest expiry first, with
-// the endpoints and resources serving them.
-func writeIAM(w io.Writer, certs []policy.IAMCertificate, now time.Time) error {
+// the resources using them and, when probed (a scan, not an inventory),
+// the endpoints serving them.
+func writeIAM(w io.Writer, certs []policy.IAMCertificate, now time.Time, probed bool) error {
 	if len(certs) == 0 {
 		return nil
 	}
 	fmt.Fprintf(w, "IAM server certificates (%d), renewed by hand:\n", len(certs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NOT AFTER\tLEFT\tNAME\tSUBJECT\tUSED BY\tSERVED BY\tARN")
+	served := "\tSERVED BY"
+	if !probed {
+		served = ""
+	}
+	fmt.Fprintf(tw, "NOT AFTER\tLEFT\tNAME\tSUBJECT\tUSED BY%s\tARN\n", served)
 	for _, c := range certs {
 		notAfter, remaining := "-", "-"
 		if !c.NotAfter.IsZero() {
@@ -245,7 +250,10 @@ func writeIAM(w io.Writer, certs []policy.IAMCertificate, now time.Time) error {
 		if n := len(c.Consumers); n > 0 {
 			used = fmt.Sprintf("%d resource(s)", n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", notAfter, remaining, c.Name, orDash(c.Subject), used, orDash(endpointList(c.Endpoints, 2)), c.ARN)
+		if probed {
+			used += "\t" + orDash(endpointList(c.Endpoints, 2))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", notAfter, remaining, c.Name, orDash(c.Subject), used, c.ARN)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

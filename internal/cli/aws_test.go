@@ -605,6 +605,13 @@ func TestInventoryAWS(t *testing.T) {
 		fmt.Sprintf("www.%s:%d", awsZone, e.port), fmt.Sprintf("db.internal.%s:%d", awsZone, e.port), "route53",
 		"ACM certificates (14):", "auto-renews", "failed (pending_validation)", "expired", e.arn["pay"],
 		"Source acm: 0 target(s), 14 certificate(s)",
+		// IAM server certificates, and the resources using each certificate.
+		"IAM server certificates (2), renewed by hand:", "Source iam: 0 target(s), 2 certificate(s)",
+		"edge-2025  static." + awsZone + "  2 resource(s)  " + e.iam["edge-2025"], "orphan     orphan.example.net   -              " + e.iam["orphan"],
+		e.iam["edge-2025"] + " is served by:\n    elb arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/old (old-2.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + ")\n" +
+			"    cloudfront " + e.lb["cdn"] + " (de2cdn.cloudfront.net, port 443, reached as static." + awsZone + ")\n",
+		e.arn["portal"] + " is served by:\n    elbv2 " + e.lb["web"] + " (web-1.eu-west-1.elb.amazonaws.com, port " + fmt.Sprint(e.port) + ", reached as portal." + awsZone + ")\n",
+		e.arn["api"] + " is served by:\n    apigateway arn:aws:apigateway:eu-west-1::/domainnames/api." + awsZone + " (d-0000000001.execute-api.eu-west-1.amazonaws.com, port 443, reached as api." + awsZone + ")\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, stdout)
@@ -620,6 +627,7 @@ func TestInventoryAWS(t *testing.T) {
 	}
 	var inv struct {
 		ACM []policy.ACMCertificate `json:"acm"`
+		IAM []policy.IAMCertificate `json:"iam"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
 		t.Fatal(err)
@@ -628,6 +636,32 @@ func TestInventoryAWS(t *testing.T) {
 		return c.ARN == e.arn["login"] && c.Renewal == policy.RenewalStateFailed && c.RenewalStatus == "PENDING_VALIDATION"
 	}) {
 		t.Errorf("inventory JSON acm = %+v, want 14 certificates with login's failed renewal", inv.ACM)
+	}
+	consumers := func(cs []policy.ConsumerRef) string {
+		var out []string
+		for _, k := range cs {
+			out = append(out, fmt.Sprintf("%s %s %s %v %v", k.Kind, k.ARN, k.DNSName, k.Ports, k.Names))
+		}
+		return strings.Join(out, "; ")
+	}
+	var iams []string
+	for _, c := range inv.IAM {
+		iams = append(iams, fmt.Sprintf("%s %s %s [%s]", c.Name, c.ARN, c.NotAfter.UTC().Format(time.DateOnly), consumers(c.Consumers)))
+	}
+	if len(inv.IAM) != 2 {
+		t.Errorf("inventory JSON iam = %+v, want edge-2025 and orphan", inv.IAM)
+	} else if got, want := strings.Join(iams, "\n"), fmt.Sprintf("edge-2025 %s %s [elb arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/old old-2.eu-west-1.elb.amazonaws.com [%d] []; cloudfront %s de2cdn.cloudfront.net [443] [static.%s]]\norphan %s %s []",
+		e.iam["edge-2025"], inv.IAM[0].NotAfter.UTC().Format(time.DateOnly), e.port, e.lb["cdn"], awsZone, e.iam["orphan"], inv.IAM[1].NotAfter.UTC().Format(time.DateOnly)); got != want {
+		t.Errorf("inventory JSON iam =\n%s\nwant\n%s", got, want)
+	}
+	for short, want := range map[string]string{
+		"portal": fmt.Sprintf("elbv2 %s web-1.eu-west-1.elb.amazonaws.com [%d] [portal.%s]", e.lb["web"], e.port, awsZone),
+		"api":    fmt.Sprintf("apigateway arn:aws:apigateway:eu-west-1::/domainnames/api.%s d-0000000001.execute-api.eu-west-1.amazonaws.com [443] [api.%s]", awsZone, awsZone),
+	} {
+		i := slices.IndexFunc(inv.ACM, func(c policy.ACMCertificate) bool { return c.ARN == e.arn[short] })
+		if i < 0 || consumers(inv.ACM[i].Consumers) != want {
+			t.Errorf("inventory JSON: %s's consumers, want %q; acm %+v", short, want, inv.ACM)
+		}
 	}
 }
 

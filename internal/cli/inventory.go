@@ -38,8 +38,10 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 		return withCode(ExitUsage, err) // it names every source and why it failed
 	}
 	now := time.Now()
-	acmCerts := pass.Probe(ctx, nil, now).ACM // renewal state only: nothing is probed
-	if werr := writeInventory(e.stdout, targets, sources, acmCerts, now, c.Output); werr != nil {
+	// Renewal state, IAM server certificates and the resources using each
+	// certificate only: nothing is probed.
+	r := pass.Probe(ctx, nil, now)
+	if werr := writeInventory(e.stdout, targets, sources, r.ACM, r.IAM, now, c.Output); werr != nil {
 		return fmt.Errorf("write inventory: %w", werr)
 	}
 	return err
@@ -58,7 +60,7 @@ func (e *env) zoneInventory(ctx context.Context, zs *dnszone.Source, format stri
 	}
 	sources := []scan.SourceResult{{Name: zs.Name(), Targets: zn.Len()}}
 	if format == "json" {
-		err = writeInventoryJSON(e.stdout, zn.All(), sources, nil)
+		err = writeInventoryJSON(e.stdout, zn.All(), sources, nil, nil)
 	} else {
 		err = writeInventoryTable(e.stdout, zn.All(), sources)
 	}
@@ -73,14 +75,15 @@ type inventoryReport struct {
 	Targets []discovery.Target      `json:"targets"`
 	Sources []scan.SourceResult     `json:"sources"`
 	ACM     []policy.ACMCertificate `json:"acm,omitempty"`
+	IAM     []policy.IAMCertificate `json:"iam,omitempty"`
 }
 
-func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, acm []policy.ACMCertificate, now time.Time, format string) error {
+func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.SourceResult, acm []policy.ACMCertificate, iam []policy.IAMCertificate, now time.Time, format string) error {
 	if format == "json" {
 		if targets == nil {
 			targets = []discovery.Target{}
 		}
-		return writeInventoryJSON(w, slices.Values(targets), sources, acm)
+		return writeInventoryJSON(w, slices.Values(targets), sources, acm, iam)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tPROTOCOL\tADDRESSES\tSOURCES\tNOTE")
@@ -110,6 +113,14 @@ func writeInventory(w io.Writer, targets []discovery.Target, sources []scan.Sour
 			return err
 		}
 	}
+	if len(iam) > 0 {
+		if len(acm) == 0 {
+			fmt.Fprintln(w)
+		}
+		if err := writeIAM(w, iam, now, false); err != nil {
+			return err
+		}
+	}
 	for _, s := range sources {
 		writeSourceLine(w, s)
 	}
@@ -129,9 +140,10 @@ func writeSourceLine(w io.Writer, s scan.SourceResult) {
 	}
 }
 
-// writeInventoryJSON writes the inventoryReport of targets, sources and acm
-// byte for byte as writeJSON does, but takes the targets one at a time.
-func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult, acm []policy.ACMCertificate) error {
+// writeInventoryJSON writes the inventoryReport of targets, sources, acm
+// and iam byte for byte as writeJSON does, but takes the targets one at a
+// time.
+func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult, acm []policy.ACMCertificate, iam []policy.IAMCertificate) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	e := &jsonEncoder{w: bw, plans: make(map[reflect.Type]*typePlan)}
 	e.buf = append(e.buf, "{\n  \"targets\": ["...)
@@ -163,6 +175,10 @@ func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources
 	if len(acm) > 0 {
 		e.buf = append(e.buf, ",\n  \"acm\": "...)
 		e.value(reflect.ValueOf(acm), 1)
+	}
+	if len(iam) > 0 {
+		e.buf = append(e.buf, ",\n  \"iam\": "...)
+		e.value(reflect.ValueOf(iam), 1)
 	}
 	e.buf = append(e.buf, "\n}\n"...)
 	e.flush()

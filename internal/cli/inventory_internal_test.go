@@ -9,6 +9,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -18,6 +19,7 @@ var inventoryCases = []struct {
 	targets []discovery.Target
 	sources []scan.SourceResult
 	acm     []policy.ACMCertificate
+	iam     []policy.IAMCertificate
 }{
 	{name: "no targets", sources: []scan.SourceResult{{Name: "dnszone:empty.example"}}},
 	{name: "failed source", sources: []scan.SourceResult{{Name: "dnszone:x.example", Error: "zone x.example: AXFR refused <by> \"ns\""}}},
@@ -38,6 +40,10 @@ var inventoryCases = []struct {
 			Certificate: acm.Certificate{ARN: "arn:aws:acm:eu-west-1:1:certificate/a", DomainName: "www.internal.example"},
 			Renewal:     policy.RenewalStateFailed, RenewBy: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 		}},
+		iam: []policy.IAMCertificate{{
+			Certificate: iam.Certificate{ARN: "arn:aws:iam::1:server-certificate/edge", Name: "edge", NotAfter: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)},
+			Consumers:   []policy.ConsumerRef{{ARN: "arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/old", Kind: "elb", DNSName: "old-1.eu-west-1.elb.amazonaws.com", Ports: []int{443}}},
+		}},
 	},
 }
 
@@ -51,10 +57,10 @@ func TestWriteInventoryJSON(t *testing.T) {
 				targets = []discovery.Target{}
 			}
 			var want, got bytes.Buffer
-			if err := writeJSON(&want, inventoryReport{Targets: targets, Sources: tt.sources, ACM: tt.acm}); err != nil {
+			if err := writeJSON(&want, inventoryReport{Targets: targets, Sources: tt.sources, ACM: tt.acm, IAM: tt.iam}); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeInventoryJSON(&got, slices.Values(tt.targets), tt.sources, tt.acm); err != nil {
+			if err := writeInventoryJSON(&got, slices.Values(tt.targets), tt.sources, tt.acm, tt.iam); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
@@ -72,7 +78,7 @@ func TestWriteInventoryTable(t *testing.T) {
 	for _, tt := range inventoryCases {
 		t.Run(tt.name, func(t *testing.T) {
 			var want, got bytes.Buffer
-			if err := writeInventory(&want, tt.targets, tt.sources, nil, now, "table"); err != nil {
+			if err := writeInventory(&want, tt.targets, tt.sources, nil, nil, now, "table"); err != nil {
 				t.Fatal(err)
 			}
 			if err := writeInventoryTable(&got, slices.Values(tt.targets), tt.sources); err != nil {

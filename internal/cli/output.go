@@ -109,7 +109,7 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 	if err := writeACM(w, r.ACM, now, true); err != nil {
 		return err
 	}
-	if err := writeIAM(w, r.IAM, now); err != nil {
+	if err := writeIAM(w, r.IAM, now, true); err != nil {
 		return err
 	}
 	writeSummary(w, r)
