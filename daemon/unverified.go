@@ -91,8 +91,8 @@ func allDown(eps []policy.Endpoint, down map[endpointKey]bool) bool {
 // when every one failed or more than share of them went unanswered
 // (policy.Unanswered: a refused port is an answer), by the rule of the
 // notifier's storm guard (policy.FailureShareExceeded): certwatch probably
-// cannot see, rather than everything being down. share 0 disables the
-// check.
+// cannot see, rather than everything being down. Every endpoint failing
+// counts however few there are. share 0 disables the check.
 func failureShare(r *scan.Report, share float64) (int, string) {
 	n, unanswered := 0, 0
 	for i := range r.Endpoints {
@@ -104,7 +104,12 @@ func failureShare(r *scan.Report, share float64) (int, string) {
 		}
 	}
 	total := len(r.Endpoints)
-	if share <= 0 || !policy.FailureShareExceeded(n, unanswered, total, share) {
+	// Nothing answered: loud whatever the estate's size, as certwatch scan
+	// exits 3. The share's minimum run (policy.MinEndpointsForFailureShare)
+	// keeps a few refused ports from making the share jump; below it, a
+	// host that lost its network would otherwise ping the heartbeat.
+	nothing := share > 0 && total > 0 && n == total
+	if !nothing && (share <= 0 || !policy.FailureShareExceeded(n, unanswered, total, share)) {
 		return n, ""
 	}
 	if n == total {

@@ -106,4 +106,12 @@ func TestFailureShare(t *testing.T) {
 	if _, why := failureShare(r, 0.5); why != "" {
 		t.Errorf("failureShare(6 of 9 failed) = %q, want none below 10 endpoints", why)
 	}
+	// Nothing answering is loud however small the run.
+	r.Endpoints = r.Endpoints[:3]
+	if _, why := failureShare(r, 0.5); !strings.Contains(why, "3 of 3 endpoints failed") {
+		t.Errorf("failureShare(3 of 3 failed) = %q, want every endpoint failed named", why)
+	}
+	if _, why := failureShare(r, 0); why != "" {
+		t.Errorf("failureShare(3 of 3 failed, share 0) = %q, want none: the check is off", why)
+	}
 }
