@@ -566,6 +566,49 @@ func TestDeployConfigValidates(t *testing.T) {
 	}
 }
 
+// TestDeployReplicasConfigValidates checks the two-replica example: its
+// configuration is valid, its state is PostgreSQL without a password in
+// it, and the password reaches the pods from a Secret.
+func TestDeployReplicasConfigValidates(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/kubernetes/certwatch-replicas.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var cfg string
+	replicas := 0
+	for {
+		var doc struct {
+			Kind string            `yaml:"kind"`
+			Data map[string]string `yaml:"data"`
+			Spec struct {
+				Replicas int `yaml:"replicas"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch doc.Kind {
+		case "ConfigMap":
+			cfg = doc.Data["config.yaml"]
+		case "Deployment":
+			replicas = doc.Spec.Replicas
+		}
+	}
+	c, err := config.Decode(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatalf("the ConfigMap's config.yaml does not validate: %v", err)
+	}
+	if !config.StateIsPostgres(c.Notify.State) || replicas != 2 {
+		t.Errorf("state %q, %d replicas; want PostgreSQL and two", c.Notify.State, replicas)
+	}
+	if !strings.Contains(string(b), "secretKeyRef: {name: certwatch-db, key: password}") {
+		t.Error("the Deployment does not take PGPASSWORD from the Secret certwatch-db")
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
