@@ -75,7 +75,7 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 		return nil
 	})
 	if err != nil {
-		return state.Term{}, s.wrap("campaign for leadership", err)
+		return state.Term{}, s.wrap(ctx, "campaign for leadership", err)
 	}
 	s.term.mu.Lock()
 	defer s.term.mu.Unlock()
@@ -99,7 +99,7 @@ func (s *Store) Resign(ctx context.Context, holder string) error {
 	s.term.epoch, s.term.until = 0, time.Time{}
 	s.term.mu.Unlock()
 	_, err := s.pool.Exec(ctx, `UPDATE leader SET expires_at = clock_timestamp() WHERE holder = $1 AND expires_at > clock_timestamp()`, holder)
-	return s.wrap("resign leadership", err)
+	return s.wrap(ctx, "resign leadership", err)
 }
 
 // Fenced returns nil while this process may write and deliver: it has not

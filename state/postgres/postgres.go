@@ -78,6 +78,7 @@ type Store struct {
 	lockTimeout time.Duration
 	created     bool
 	term        term
+	opTimeout   error // the cause of an operation that ran out of timeout
 
 	// mu guards lastErr: the error of the latest failed operation, cleared
 	// by the next write that commits.
@@ -144,9 +145,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		timeout:     cmpOr(opts.Timeout, DefaultTimeout),
 		lockTimeout: cmpOr(opts.LockTimeout, DefaultLockTimeout),
 	}
+	s.opTimeout = fmt.Errorf("state operation on %s took longer than %v", name, s.timeout)
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, s.wrap("open state", err)
+		return nil, s.wrap(ctx, "open state", err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.pool.Close()
@@ -197,10 +199,10 @@ var errGone = fmt.Errorf("%w: certwatch's tables are gone (the database was drop
 	"restore the database and restart certwatch, or restart certwatch to start afresh on purpose", state.ErrReplaced)
 
 // note records the outcome of an operation for Check: a failure is kept
-// until a write commits. Cancellations say nothing about the store, and
-// neither does a write refused because this replica no longer leads.
+// until a write commits. A write refused because this replica no longer
+// leads says nothing about the store.
 func (s *Store) note(err error) {
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, state.ErrFenced)) {
+	if err != nil && errors.Is(err, state.ErrFenced) {
 		return
 	}
 	s.mu.Lock()
@@ -216,17 +218,28 @@ func (s *Store) Close() error {
 
 // op bounds one store operation by the store's timeout.
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("state operation on %s took longer than %v", s.name, s.timeout))
+	return context.WithTimeoutCause(ctx, s.timeout, s.opTimeout)
 }
 
 // wrap turns a driver error into one that names the database, matches the
 // state sentinel errors and says what to do, and records it for Check.
-func (s *Store) wrap(op string, err error) error {
+// A failure of an operation whose caller's ctx ended (a slow scrape, a
+// shutdown) is not recorded: it says nothing about the store. One that ran
+// out of the store's own Timeout is.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if context.Cause(ctx) == s.opTimeout {
+		err = fmt.Errorf("%s %s: %v (%w); check the database server's load and locks (pg_stat_activity)", op, s.name, s.opTimeout, err)
+		s.note(err)
+		return err
+	}
 	err = s.describe(op, err)
-	s.note(err)
+	cancelled := ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if !cancelled {
+		s.note(err)
+	}
 	return err
 }
 
@@ -403,9 +416,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	s.created = err == nil && have == 0
 	switch {
 	case err != nil && at > have:
-		return s.wrap(fmt.Sprintf("migrate state to schema version %d", at), err)
+		return s.wrap(ctx, fmt.Sprintf("migrate state to schema version %d", at), err)
 	case err != nil:
-		return s.wrap("open state", err)
+		return s.wrap(ctx, "open state", err)
 	case have > len(migrations):
 		return fmt.Errorf("open state %s: %w: schema version %d, this certwatch knows up to %d; upgrade certwatch or point notify.state at another database",
 			s.name, state.ErrTooNew, have, len(migrations))
@@ -419,7 +432,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	defer cancel()
 	var v int
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
-		return 0, s.wrap("read state schema version", err)
+		return 0, s.wrap(ctx, "read state schema version", err)
 	}
 	return v, nil
 }

@@ -66,7 +66,7 @@ func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Chang
 	if fnErr != nil {
 		return fnErr
 	}
-	return s.wrap("update state", err)
+	return s.wrap(ctx, "update state", err)
 }
 
 // Alerts returns the open alerts, and the resolved ones still kept when
@@ -82,7 +82,7 @@ func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error
 		return err
 	})
 	if err != nil {
-		return nil, s.wrap("read alerts", err)
+		return nil, s.wrap(ctx, "read alerts", err)
 	}
 	slices.SortFunc(out, func(a, b state.Alert) int {
 		if a.Open() != b.Open() {
@@ -307,7 +307,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 		return state.Certificate{}, false, nil
 	}
 	if err != nil {
-		return state.Certificate{}, false, s.wrap("read certificate", err)
+		return state.Certificate{}, false, s.wrap(ctx, "read certificate", err)
 	}
 	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
 	c.Endpoints = decodeEndpoints(eps)
@@ -327,7 +327,7 @@ func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state
 	WHERE o.channel = $1 AND o.delivered_at IS NULL AND o.failed_at IS NULL
 	ORDER BY o.digest, o.id LIMIT $2`, channel, limit)
 	if err != nil {
-		return nil, s.wrap("read outbox", err)
+		return nil, s.wrap(ctx, "read outbox", err)
 	}
 	defer rows.Close()
 	var out []state.Outbound
@@ -335,13 +335,13 @@ func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state
 		var o state.Outbound
 		var created, next, intended int64
 		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &o.Payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref, &o.Marker, &intended); err != nil {
-			return nil, s.wrap("read outbox", err)
+			return nil, s.wrap(ctx, "read outbox", err)
 		}
 		o.Created, o.NextAttempt, o.Intended = fromTS(created), fromTS(next), fromTS(intended)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap("read outbox", err)
+		return nil, s.wrap(ctx, "read outbox", err)
 	}
 	return out, nil
 }
@@ -362,7 +362,7 @@ func (s *Store) Intend(ctx context.Context, ids []int64, marker string, at time.
 	WHERE id = ANY($1) AND delivered_at IS NULL AND failed_at IS NULL`, ids, marker, ts(at))
 		return err
 	})
-	return s.wrap("record delivery intent", err)
+	return s.wrap(ctx, "record delivery intent", err)
 }
 
 // Settle records the outcome of one delivery attempt of the notifications
@@ -396,7 +396,7 @@ func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) er
 			return err
 		}
 	})
-	return s.wrap("record delivery", err)
+	return s.wrap(ctx, "record delivery", err)
 }
 
 // Abandon marks the undelivered notifications of every channel not in
@@ -431,7 +431,7 @@ SELECT channel, COUNT(*) FROM gone GROUP BY channel`, keep, ts(at), reason)
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, s.wrap("abandon outbox of removed channels", err)
+		return nil, s.wrap(ctx, "abandon outbox of removed channels", err)
 	}
 	return out, nil
 }
@@ -479,7 +479,7 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 		return nil
 	})
 	if err != nil {
-		return false, time.Time{}, s.wrap("lease outbox of "+channel, err)
+		return false, time.Time{}, s.wrap(ctx, "lease outbox of "+channel, err)
 	}
 	return held, other, nil
 }
@@ -495,7 +495,7 @@ func (s *Store) Memo(ctx context.Context, key string) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, s.wrap("read memo "+key, err)
+		return nil, s.wrap(ctx, "read memo "+key, err)
 	}
 	if v == nil {
 		v = []byte{}
@@ -516,7 +516,7 @@ func (s *Store) SetMemo(ctx context.Context, key string, value []byte) error {
 	ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		return err
 	})
-	return s.wrap("write memo "+key, err)
+	return s.wrap(ctx, "write memo "+key, err)
 }
 
 // OutboxStats summarises the outbox per channel, by channel name.
@@ -532,7 +532,7 @@ func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 		ORDER BY i.id DESC LIMIT 1), '')
 	FROM outbox o GROUP BY channel ORDER BY channel`)
 	if err != nil {
-		return nil, s.wrap("read outbox", err)
+		return nil, s.wrap(ctx, "read outbox", err)
 	}
 	defer rows.Close()
 	var out []state.ChannelStats
@@ -540,13 +540,13 @@ func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 		var c state.ChannelStats
 		var oldest int64
 		if err := rows.Scan(&c.Channel, &c.Pending, &c.Failed, &c.Delivered, &oldest, &c.LastError); err != nil {
-			return nil, s.wrap("read outbox", err)
+			return nil, s.wrap(ctx, "read outbox", err)
 		}
 		c.OldestPending = fromTS(oldest)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap("read outbox", err)
+		return nil, s.wrap(ctx, "read outbox", err)
 	}
 	return out, nil
 }

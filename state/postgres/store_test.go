@@ -208,3 +208,32 @@ func TestCallerDeadlineIsNoStoreFailure(t *testing.T) {
 		t.Errorf("Check after a caller's deadline = %v, want nil", err)
 	}
 }
+
+// TestHungDatabaseIsAStoreFailure: an operation that runs out of the
+// store's own timeout (the database stopped answering) is kept for Check.
+func TestHungDatabaseIsAStoreFailure(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	s := open(t, url, postgres.Options{Timeout: 500 * time.Millisecond})
+	ctx := context.Background()
+	// Another session holds the outbox table's lock: every read waits.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OutboxStats(ctx); err == nil {
+		t.Fatal("OutboxStats on a locked table succeeded")
+	}
+	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), "took longer than 500ms") {
+		t.Errorf("Check after an operation ran out of the store's timeout = %v, want that failure", err)
+	}
+}
