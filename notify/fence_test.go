@@ -1,0 +1,94 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/state"
+	"github.com/certwatch/certwatch/state/postgres"
+)
+
+// TestFencedReplicaDeliversNothing: two replicas' notifiers on one
+// PostgreSQL state. The leader writes a page to the outbox; its lease
+// runs out before it delivers (paused, say): it delivers nothing. The
+// replica that takes over delivers the page, once.
+func TestFencedReplicaDeliversNothing(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	cfg := config.Notify{
+		State:    url,
+		Channels: []config.Channel{{Name: "oncall", Kind: config.ChannelLog}},
+		Routes:   []config.Route{{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}}},
+		Retry:    config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute)},
+	}
+	replica := func(holder string) (*postgres.Store, *notify.Notifier, *recorder) {
+		s, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		rec := &recorder{}
+		n, err := notify.New(cfg, s, map[string]notify.Sender{"oncall": rec}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, n, rec
+	}
+	a, na, reca := replica("a")
+	b, nb, recb := replica("b")
+	const lease = time.Second
+	ta, err := a.Campaign(ctx, "a", lease)
+	if err != nil || !ta.Leader {
+		t.Fatalf("a's campaign = %+v, %v", ta, err)
+	}
+	now := time.Now()
+	if _, err := na.Apply(ctx, sweep(now, cert{subject: "db.example", notAfter: now.AddDate(0, 0, 3), eps: eps("db.example")}), now); err != nil {
+		t.Fatal(err)
+	}
+
+	// a's lease runs out before it delivers.
+	<-time.After(time.Until(ta.Until))
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = na.Flush(fctx)
+	cancel()
+	if !errors.Is(err, state.ErrFenced) {
+		t.Errorf("Flush of a replica whose lease ran out = %v, want ErrFenced", err)
+	}
+	if got := reca.take(); len(got) != 0 {
+		t.Fatalf("the fenced replica delivered %d notifications, want none", len(got))
+	}
+
+	// b takes over once the lease has ended in the database too.
+	var tb state.Term
+	for tb, err = b.Campaign(ctx, "b", time.Minute); err == nil && !tb.Leader; tb, err = b.Campaign(ctx, "b", time.Minute) {
+		<-time.After(time.Until(tb.Until))
+	}
+	if err != nil || tb.Epoch != 2 {
+		t.Fatalf("b's takeover = %+v, %v; want epoch 2", tb, err)
+	}
+	fctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := nb.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := recb.take(); len(got) != 1 || got[0].n.Event != notify.EventNew {
+		t.Errorf("the new leader delivered %v, want the page once", describe(got))
+	}
+	// a, resumed, still delivers nothing.
+	if ta, err = a.Campaign(ctx, "a", lease); err != nil || ta.Leader {
+		t.Fatalf("a's campaign after the takeover = %+v, %v; want b leading", ta, err)
+	}
+	fctx2, cancel2 := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel2()
+	_ = na.Flush(fctx2)
+	if got := reca.take(); len(got) != 0 {
+		t.Errorf("the replaced replica delivered %d notifications after resuming, want none", len(got))
+	}
+}
