@@ -58,12 +58,18 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	first := scan()
 	exited := make(chan error, 1)
 	killed := make(chan slacktest.Message, 1)
+	// started hands the first scan's process to Slack's handler: the
+	// handler runs on the fake's goroutine, which only the child's
+	// request orders after Start.
+	started := make(chan *os.Process, 1)
 	sl.OnPosted(func(m slacktest.Message) {
 		if m.ThreadTS != "" || len(killed) > 0 {
 			return
 		}
 		// Slack has the message; certwatch never hears back.
-		_ = first.Process.Kill()
+		p := <-started
+		started <- p
+		_ = p.Kill()
 		select {
 		case err := <-exited:
 			exited <- err
@@ -74,6 +80,7 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started <- first.Process
 	go func() { exited <- first.Wait() }()
 	var err error
 	select {
