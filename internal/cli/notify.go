@@ -50,7 +50,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openState(ctx, c.Notify)
+	store, err := openState(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 	if err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
-	store, err := openState(ctx, c.Notify)
+	store, err := openState(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -116,6 +116,8 @@ func TestReplicasFailover(t *testing.T) {
 	second := leader(alive, 2)
 	if took := time.Since(killed); took > lease+lease/2+5*time.Second {
 		t.Errorf("takeover took %v, want about the lease (%v)", took, lease)
+	} else {
+		t.Logf("takeover %v after SIGKILL (lease %v)", took.Round(10*time.Millisecond), lease)
 	}
 	checkOneLeader(alive, second)
 	second.waitLog(t, "the new leader's first probe run", 1, msg("findings applied"))
@@ -127,7 +129,9 @@ func TestReplicasFailover(t *testing.T) {
 	if err := second.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	paused := time.Now()
 	third := leader(without(alive, second), 3)
+	t.Logf("takeover %v after SIGSTOP (lease %v)", time.Since(paused).Round(10*time.Millisecond), lease)
 	third.waitLog(t, "the third leader's first probe run", 1, msg("findings applied"))
 	// Slack is back: the third leader delivers what waited.
 	sl.SetHook(nil)

@@ -210,7 +210,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	logger := newLogger(e.stderr, level)
 
-	store, err := openState(ctx, c.Notify)
+	store, err := openState(ctx, c)
 	if err != nil {
 		return err
 	}

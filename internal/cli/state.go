@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
@@ -37,11 +38,14 @@ var (
 
 // openState opens the store notify.state names: a PostgreSQL database for
 // a postgres:// or postgresql:// URL, else a SQLite file.
-func openState(ctx context.Context, n config.Notify) (stateStore, error) {
+func openState(ctx context.Context, c config.Config) (stateStore, error) {
+	n := c.Notify
 	if !config.StateIsPostgres(n.State) {
 		return sqlite.Open(ctx, n.State, sqlite.Options{})
 	}
-	var opts postgres.Options
+	// A replica paused inside a transaction loses its session well before
+	// its lease ends, so its locks do not hold up the takeover.
+	opts := postgres.Options{IdleInTransaction: time.Duration(c.Daemon.LeaderLease) / 2}
 	if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
 		pw, err := config.ReadSecret("notify: state password", "", n.StatePasswordFile, n.StatePasswordEnv)
 		if err != nil {

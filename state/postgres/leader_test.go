@@ -171,3 +171,48 @@ func TestNewLeaderTakesDeliveryLeases(t *testing.T) {
 		t.Errorf("leader's lease of a channel a non-replica delivers = %v, %v, %v; want to wait for it", held, until, err)
 	}
 }
+
+// TestPausedInTransactionDoesNotStallTakeover: a leader paused in the
+// middle of a write holds the leader row's lock; the server ends its
+// session after IdleInTransaction, so a standby still takes over, and the
+// paused write never commits.
+func TestPausedInTransactionDoesNotStallTakeover(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	opts := postgres.Options{IdleInTransaction: 300 * time.Millisecond}
+	a, b := open(t, url, opts), open(t, url, opts)
+	ctx := context.Background()
+	const lease = time.Second
+	if ta := campaign(t, a, "a", lease); !ta.Leader {
+		t.Fatal("a does not lead")
+	}
+	inside, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Update(ctx, func(state.Snapshot) (state.Changes, error) {
+			close(inside)
+			<-resume // paused inside the transaction, holding its locks
+			return state.Changes{Outbox: []state.Outbound{{Channel: "c", Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
+		})
+	}()
+	<-inside
+	start := time.Now()
+	var tb state.Term
+	var err error
+	for tb, err = b.Campaign(ctx, "b", lease); err != nil || !tb.Leader; tb, err = b.Campaign(ctx, "b", lease) {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("no takeover within 15s while the leader is paused in a transaction: %+v, %v", tb, err)
+		}
+		<-time.After(100 * time.Millisecond)
+	}
+	close(resume)
+	if err := <-done; err == nil {
+		t.Error("the paused leader's write committed after the takeover")
+	}
+	if p, err := b.Pending(ctx, "c", 10); err != nil || len(p) != 0 {
+		t.Errorf("outbox = %v, %v; want nothing from the paused leader", p, err)
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Errorf("Check of the resumed replica = %v, want nil (its store works; it no longer leads)", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +31,11 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTimeout     = time.Minute
-	DefaultLockTimeout = 30 * time.Second
-	DefaultMaxConns    = 4
-	defaultConnect     = 10 * time.Second
+	DefaultTimeout           = time.Minute
+	DefaultLockTimeout       = 30 * time.Second
+	DefaultMaxConns          = 4
+	DefaultIdleInTransaction = 10 * time.Second
+	defaultConnect           = 10 * time.Second
 )
 
 // lockMigrate is the advisory lock key under which migrations run
@@ -62,6 +64,13 @@ type Options struct {
 	// ApplicationName is shown in pg_stat_activity; empty means
 	// "certwatch".
 	ApplicationName string
+	// IdleInTransaction is the server's idle_in_transaction_session_timeout
+	// for the store's sessions: a process paused or cut off in the middle
+	// of a transaction has its session ended after this long, so the locks
+	// it held (the leader row, the update lock) pass to the others instead
+	// of stalling every replica. Keep it below the leadership lease. 0
+	// means DefaultIdleInTransaction.
+	IdleInTransaction time.Duration
 }
 
 // Store is a state store in a PostgreSQL database. It is safe for
@@ -137,6 +146,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = cmpOr(opts.ApplicationName, "certwatch")
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cmpOr(opts.IdleInTransaction, DefaultIdleInTransaction).Milliseconds(), 10)
 	}
 	cfg.MaxConns = cmpOr(opts.MaxConns, DefaultMaxConns)
 	cfg.MinConns = 0
@@ -235,7 +247,15 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		s.note(err)
 		return err
 	}
+	// A session the server ended because this process sat inside a
+	// transaction for longer than IdleInTransaction (it was paused) says
+	// nothing about the store: the next operation opens a new one.
+	var pe *pgconn.PgError
+	paused := errors.As(err, &pe) && pe.Code == "25P03"
 	err = s.describe(op, err)
+	if paused {
+		return err
+	}
 	cancelled := ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if !cancelled {
 		s.note(err)
