@@ -56,8 +56,9 @@ zones without a tsig key of their own in --config.
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage or config error, or every discovery source failed; 3 nothing was
 checked: a zone had no name to probe (unless --allow-empty), or no endpoint
-answered, or more than notify.storm.max_failure_share of them (50%) failed
-in a scan of 10 or more.
+answered, or more than notify.storm.max_failure_share of them (50%) went
+unanswered (timeout, reset, no route, no name resolution; a refused port is
+an answer) in a scan of 10 or more.
 `
 
 const inventoryUsage = `Usage:
