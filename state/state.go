@@ -253,3 +253,55 @@ type Term struct {
 	// clock.
 	Until time.Time
 }
+
+// ErrClaimLost: a replica's claim on a probe shard ended before it wrote
+// the shard back (its claim lease ran out and another replica took the
+// shard, or the sweep was closed); what it probed is not written.
+var ErrClaimLost = errors.New("the claim on the probe shard was lost")
+
+// Shared probing (state/postgres). The site leader cuts a probe run's
+// targets into shards and opens a sweep; every replica of the site claims
+// shards (the database hands each to one claimant at a time), probes their
+// targets and writes each result back; the leader closes the sweep once
+// every shard is in or its deadline passed, and evaluates what came back.
+// Stores do not look inside Work and Result: the daemon encodes them.
+
+// Claim is one replica's hold on one shard of an open sweep.
+type Claim struct {
+	Sweep int64
+	Shard int
+	// Token changes with every claim of the shard, so that a claimant
+	// whose claim ran out and was taken over cannot write it back.
+	Token int64
+	// Work is the shard's targets, as the leader encoded them.
+	Work []byte
+	// Deadline is the sweep's: results written after it are not used.
+	Deadline time.Time
+	// Until is when the claim ends unless renewed, by the claimant's clock.
+	Until time.Time
+}
+
+// ShardOutcome is one shard of a closed sweep.
+type ShardOutcome struct {
+	Shard int
+	Work  []byte
+	// Done is set when a claimant wrote Result back before the sweep was
+	// closed; Holder names that claimant (or the last one to claim it).
+	Done   bool
+	Result []byte
+	Holder string
+	// Claims counts how often the shard was claimed (more than once when
+	// a claimant died or stalled past its claim lease).
+	Claims int
+}
+
+// SiteResult is the latest evaluation input one site published: a site is
+// a group of replicas that discovers and probes its own sources (one AWS
+// account, one network), while every site shares the alert state.
+type SiteResult struct {
+	Site string
+	// At is when the site's run started; Epoch is the site leader's.
+	At     time.Time
+	Epoch  int64
+	Result []byte
+}
