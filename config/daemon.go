@@ -58,6 +58,25 @@ type Daemon struct {
 	// it): a standby takes over within about this long after the leader
 	// dies or stalls. Unused with a SQLite state.
 	LeaderLease Duration `yaml:"leader_lease"`
+	// Site names the group of replicas this instance belongs to, when
+	// instances in several AWS accounts or networks share one PostgreSQL
+	// state: each site elects its own leader, discovers its own sources
+	// and probes them on its own replicas, while the alert state is shared,
+	// so a certificate seen from several sites is one finding with the
+	// endpoints of all of them and one page. "" (the default) is the one
+	// site of a deployment without sites. Letters, digits, '.', '_' and
+	// '-', at most 63. Unused with a SQLite state.
+	Site string `yaml:"site,omitempty"`
+	// ShardSize is how many targets one shard of a shared probe run holds
+	// (PostgreSQL state): the site leader cuts every run into shards that
+	// the site's replicas claim, probe and write back, two database round
+	// trips per shard. Targets sharing an address always go into one
+	// shard, so the fleet keeps probe.per_address to any one address.
+	ShardSize int `yaml:"shard_size"`
+	// SiteStaleAfter: a site whose latest published run is older than
+	// this raises site_stale (its last results are still used, so nothing
+	// it knew is resolved). Unused without sites.
+	SiteStaleAfter Duration `yaml:"site_stale_after"`
 }
 
 // Schedules are the cron specs of the daemon's jobs.
@@ -99,6 +118,8 @@ const (
 	DefaultHeartbeatTimeout   = 10 * time.Second
 	DefaultMetricsSeriesLimit = 10000
 	DefaultLeaderLease        = 20 * time.Second
+	DefaultShardSize          = 100
+	DefaultSiteStaleAfter     = time.Hour
 )
 
 // The shortest gaps between two runs of a job that a schedule may have.
@@ -126,6 +147,12 @@ func (d *Daemon) applyDefaults() {
 	}
 	if d.LeaderLease == 0 {
 		d.LeaderLease = Duration(DefaultLeaderLease)
+	}
+	if d.ShardSize == 0 {
+		d.ShardSize = DefaultShardSize
+	}
+	if d.SiteStaleAfter == 0 {
+		d.SiteStaleAfter = Duration(DefaultSiteStaleAfter)
 	}
 	if d.DropThreshold == 0 {
 		d.DropThreshold = DefaultDropThreshold
@@ -231,6 +258,15 @@ func (d *Daemon) validate() []error {
 	if d.LeaderLease < Duration(time.Second) || d.LeaderLease > Duration(10*time.Minute) {
 		add("leader_lease must be at least 1s and at most 10m, got %v", d.LeaderLease)
 	}
+	if d.Site != "" && !validSite(d.Site) {
+		add("site %q must be 1 to 63 letters, digits, '.', '_' or '-' (e.g. the AWS account name)", d.Site)
+	}
+	if d.ShardSize < 1 || d.ShardSize > 100_000 {
+		add("shard_size must be 1 to 100000 targets, got %d", d.ShardSize)
+	}
+	if d.SiteStaleAfter < Duration(time.Minute) {
+		add("site_stale_after must be at least 1m, got %v", d.SiteStaleAfter)
+	}
 	if d.DropThreshold < 0 || d.DropThreshold >= 1 {
 		add("drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)
 	}
@@ -321,4 +357,19 @@ func checkListen(s string) error {
 		return fmt.Errorf("invalid address %q: port must be 0 to 65535", s)
 	}
 	return nil
+}
+
+// validSite reports whether s is a usable site name.
+func validSite(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
