@@ -20,6 +20,11 @@ import (
 // still answers keepalives. A lease ends by the database's clock however
 // the leader fares, and the epoch that each new leader increments lets the
 // store refuse every write of the one it replaced.
+//
+// There is one lease row per site (Options.Site): the replicas of a site
+// elect their leader among themselves, and a write is fenced by its own
+// site's epoch only, so that the leader of one site never stalls or fences
+// another site's.
 
 // term is this store's view of its own leadership.
 type term struct {
@@ -31,9 +36,9 @@ type term struct {
 	until       time.Time // local deadline of the lease (monotonic)
 }
 
-// Campaign takes or renews holder's leadership for lease, unless another
-// holder's lease is still running. It is called by every replica, leader
-// or standby, a few times per lease. A leadership taken after another
+// Campaign takes or renews holder's leadership of the store's site for
+// lease, unless another holder's lease is still running. It is called by
+// every replica of the site, leader or standby, a few times per lease. A leadership taken after another
 // holder's (or this holder's own) lease ended gets a new epoch; a renewal
 // keeps it. From the first Campaign on, the store refuses its writes with
 // state.ErrFenced unless this process leads: once another has taken over,
@@ -53,12 +58,12 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	var t state.Term
 	var left time.Duration
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO leader AS l (id, holder, epoch, expires_at)
-	VALUES (true, $1, 1, clock_timestamp() + $2 * interval '1 microsecond')
-	ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+		err := tx.QueryRow(ctx, `INSERT INTO leader AS l (site, holder, epoch, expires_at)
+	VALUES ($3, $1, 1, clock_timestamp() + $2 * interval '1 microsecond')
+	ON CONFLICT (site) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
 		epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() THEN l.epoch ELSE l.epoch + 1 END
 	WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp()
-	RETURNING epoch`, holder, lease.Microseconds()).Scan(&t.Epoch)
+	RETURNING epoch`, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
 		if err == nil {
 			t.Leader, t.Holder = true, holder
 			return nil
@@ -67,7 +72,7 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 			return err
 		}
 		var micros int64
-		if err := tx.QueryRow(ctx, `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader`).
+		if err := tx.QueryRow(ctx, `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader WHERE site = $1`, s.site).
 			Scan(&t.Holder, &t.Epoch, &micros); err != nil {
 			return err
 		}
@@ -89,16 +94,16 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	return t, nil
 }
 
-// Resign ends holder's lease at once, if it holds it, so that a standby
-// takes over without waiting for the lease to run out. The store refuses
-// writes from then on.
+// Resign ends holder's lease on the store's site at once, if it holds it,
+// so that a standby takes over without waiting for the lease to run out.
+// The store refuses writes from then on.
 func (s *Store) Resign(ctx context.Context, holder string) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	s.term.mu.Lock()
 	s.term.epoch, s.term.until = 0, time.Time{}
 	s.term.mu.Unlock()
-	_, err := s.pool.Exec(ctx, `UPDATE leader SET expires_at = clock_timestamp() WHERE holder = $1 AND expires_at > clock_timestamp()`, holder)
+	_, err := s.pool.Exec(ctx, `UPDATE leader SET expires_at = clock_timestamp() WHERE site = $2 AND holder = $1 AND expires_at > clock_timestamp()`, holder, s.site)
 	return s.wrap(ctx, "resign leadership", err)
 }
 
@@ -127,9 +132,11 @@ func (s *Store) fencedLocked() error {
 }
 
 // checkFence refuses a write of a process that does not lead, or whose
-// epoch is no longer the newest. It reads the leader row FOR SHARE, so a
-// takeover (which updates the row) waits for the writes of the old epoch
-// in flight to commit, and every write after it sees the new epoch.
+// epoch is no longer its site's newest. It reads the site's leader row
+// FOR SHARE, so a takeover (which updates the row) waits for the writes of
+// the old epoch in flight to commit, and every write after it sees the new
+// epoch. Other sites' leader rows are not read: a takeover in one site
+// neither waits for nor fences another site's writes.
 func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
 	s.term.mu.Lock()
 	err := s.fencedLocked()
@@ -139,7 +146,12 @@ func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	var epoch int64
-	if err := tx.QueryRow(ctx, `SELECT epoch FROM leader FOR SHARE`).Scan(&epoch); err != nil {
+	err = tx.QueryRow(ctx, `SELECT epoch FROM leader WHERE site = $1 FOR SHARE`, s.site).Scan(&epoch)
+	if err == pgx.ErrNoRows {
+		// The row was deleted by hand: no one leads the site.
+		epoch, err = 0, nil
+	}
+	if err != nil {
 		return err
 	}
 	if epoch != mine {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -214,5 +215,174 @@ func TestPausedInTransactionDoesNotStallTakeover(t *testing.T) {
 	}
 	if err := a.Check(ctx); err != nil {
 		t.Errorf("Check of the resumed replica = %v, want nil (its store works; it no longer leads)", err)
+	}
+}
+
+// endLease ends the lease of site's leader by hand, as a pause or a
+// partition would by time.
+func endLease(t *testing.T, url, site string) {
+	t.Helper()
+	exec(t, url, `UPDATE leader SET expires_at = clock_timestamp() WHERE site = '`+site+`'`)
+}
+
+func addOutbox(s *postgres.Store, channel string) error {
+	return s.Update(context.Background(), func(state.Snapshot) (state.Changes, error) {
+		return state.Changes{Outbox: []state.Outbound{{Channel: channel, Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
+	})
+}
+
+// TestSites: the replicas of two sites on one database each elect their
+// own leader with its own epoch; both leaders write the shared alert
+// state; a takeover in one site fences that site's old leader only; memos
+// are the site's own; and a delivery lease passes at once to a newer
+// leader of the same site only, while another site's leader waits for it
+// to end.
+func TestSites(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	a1, a2 := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "a"})
+	b1 := open(t, url, postgres.Options{Site: "b"})
+	def := open(t, url, postgres.Options{})
+
+	if ta, tb := campaign(t, a1, "a1", time.Hour), campaign(t, b1, "b1", time.Hour); !ta.Leader || ta.Epoch != 1 || !tb.Leader || tb.Epoch != 1 {
+		t.Fatalf("campaigns of the first replicas of sites a and b = %+v, %+v; want both leading epoch 1", ta, tb)
+	}
+	if ta := campaign(t, a2, "a2", time.Hour); ta.Leader || ta.Holder != "a1" {
+		t.Fatalf("campaign of a second replica of site a = %+v, want a1 leading", ta)
+	}
+	// b's leadership changes hands twice: its epoch, 3, is larger than a's.
+	for range 2 {
+		endLease(t, url, "b")
+		campaign(t, b1, "b1", time.Hour)
+	}
+	if tb := campaign(t, b1, "b1", time.Hour); !tb.Leader || tb.Epoch != 3 {
+		t.Fatalf("b after two takeovers = %+v, want leading epoch 3", tb)
+	}
+
+	// Memos: one key, one value per site.
+	const key = "discovery:route53"
+	if err := a1.SetMemo(ctx, key, []byte("A")); err != nil {
+		t.Fatalf("site a's memo: %v", err)
+	}
+	if err := b1.SetMemo(ctx, key, []byte("B")); err != nil {
+		t.Fatalf("site b's memo: %v", err)
+	}
+	for _, c := range []struct {
+		s    *postgres.Store
+		want string
+	}{{a1, "A"}, {a2, "A"}, {b1, "B"}, {def, ""}} {
+		if v, err := c.s.Memo(ctx, key); err != nil || string(v) != c.want {
+			t.Errorf("Memo(%s) of site %q = %q, %v; want %q", key, c.s.Site(), v, err, c.want)
+		}
+	}
+
+	// Both leaders write the shared alert state.
+	if err := addOutbox(a1, "certs"); err != nil {
+		t.Fatalf("site a's leader's update: %v", err)
+	}
+	if err := addOutbox(b1, "certs"); err != nil {
+		t.Fatalf("site b's leader's update: %v", err)
+	}
+	if p, err := def.Pending(ctx, "certs", 10); err != nil || len(p) != 2 {
+		t.Fatalf("shared outbox = %d notifications, %v; want both sites' 2", len(p), err)
+	}
+
+	// a1 delivers "certs"; b's leader, with a larger epoch of its own
+	// site, waits for a1's lease.
+	now := time.Now()
+	if held, _, err := a1.Lease(ctx, "certs", "notify-a1", now, now.Add(time.Hour)); err != nil || !held {
+		t.Fatalf("a1's delivery lease = %v, %v", held, err)
+	}
+	if held, until, err := b1.Lease(ctx, "certs", "notify-b1", now, now.Add(time.Hour)); err != nil || held || until.IsZero() {
+		t.Fatalf("b's leader (epoch 3) leasing a channel site a's leader (epoch 1) delivers = %v, %v, %v; want to wait for it", held, until, err)
+	}
+
+	// a2 takes site a over: a1 is fenced, b1 is not.
+	endLease(t, url, "a")
+	if ta := campaign(t, a2, "a2", time.Hour); !ta.Leader || ta.Epoch != 2 {
+		t.Fatalf("takeover of site a = %+v, want a2 leading epoch 2", ta)
+	}
+	if err := addOutbox(a1, "certs"); !errors.Is(err, state.ErrFenced) {
+		t.Errorf("replaced leader of site a's update = %v, want ErrFenced", err)
+	}
+	if err := a1.SetMemo(ctx, key, []byte("A-late")); !errors.Is(err, state.ErrFenced) {
+		t.Errorf("replaced leader of site a's memo = %v, want ErrFenced", err)
+	}
+	if err := addOutbox(b1, "certs"); err != nil {
+		t.Errorf("site b's leader's update after site a's takeover = %v, want accepted", err)
+	}
+	if err := b1.SetMemo(ctx, key, []byte("B2")); err != nil {
+		t.Errorf("site b's leader's memo after site a's takeover = %v, want accepted", err)
+	}
+	if tb := campaign(t, b1, "b1", time.Hour); !tb.Leader || tb.Epoch != 3 {
+		t.Errorf("site b after site a's takeover = %+v, want b1 still leading epoch 3", tb)
+	}
+	if v, err := a2.Memo(ctx, key); err != nil || string(v) != "A" {
+		t.Errorf("site a's memo = %q, %v; want A (the replaced leader's write refused)", v, err)
+	}
+
+	// The new leader of site a takes a1's delivery lease at once; b's
+	// leader still waits, until the lease ends.
+	if held, _, err := a2.Lease(ctx, "certs", "notify-a2", now, now.Add(time.Hour)); err != nil || !held {
+		t.Fatalf("site a's new leader's delivery lease = %v, %v; want taken from the replaced leader at once", held, err)
+	}
+	if _, _, err := a1.Lease(ctx, "certs", "notify-a1", now, now.Add(time.Hour)); !errors.Is(err, state.ErrFenced) {
+		t.Errorf("replaced leader's delivery lease = %v, want ErrFenced", err)
+	}
+	held, until, err := b1.Lease(ctx, "certs", "notify-b1", now, now.Add(time.Hour))
+	if err != nil || held || until.IsZero() {
+		t.Fatalf("site b's leader leasing a channel site a's new leader delivers = %v, %v, %v; want to wait for it", held, until, err)
+	}
+	if held, _, err := b1.Lease(ctx, "certs", "notify-b1", until, until.Add(time.Hour)); err != nil || !held {
+		t.Errorf("site b's leader's delivery lease once site a's ended = %v, %v; want held", held, err)
+	}
+	// And the other way round: site a's leader waits for b's.
+	if held, _, err := a2.Lease(ctx, "certs", "notify-a2", until, until.Add(time.Minute)); err != nil || held {
+		t.Errorf("site a's leader leasing a channel site b's leader delivers = %v, %v; want to wait for it", held, err)
+	}
+}
+
+// TestSitesMigration: a database of schema version 3 (one leader row, no
+// sites) is migrated so that its leader, epoch, memos and delivery leases
+// belong to the default site.
+func TestSitesMigration(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
+	for i, m := range postgres.MigrationSQL[:3] {
+		exec(t, url, m)
+		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
+	}
+	exec(t, url, `INSERT INTO leader (holder, epoch, expires_at) VALUES ('old', 7, clock_timestamp() + interval '1 hour');
+INSERT INTO memos (key, value) VALUES ('k', 'v');
+INSERT INTO dispatch_leases (channel, holder, expires_at, epoch) VALUES ('certs', 'notify-old', 9223372036854775807, 7)`)
+
+	def, a := open(t, url, postgres.Options{}), open(t, url, postgres.Options{Site: "a"})
+	if v, err := def.SchemaVersion(ctx); err != nil || v != postgres.Migrations() {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, postgres.Migrations())
+	}
+	if tm := campaign(t, def, "new", time.Hour); tm.Leader || tm.Holder != "old" || tm.Epoch != 7 {
+		t.Errorf("campaign on the default site = %+v, want old leading epoch 7", tm)
+	}
+	if v, err := def.Memo(ctx, "k"); err != nil || string(v) != "v" {
+		t.Errorf("default site's memo = %q, %v; want v", v, err)
+	}
+	if tm := campaign(t, a, "a", time.Hour); !tm.Leader || tm.Epoch != 1 {
+		t.Errorf("campaign on site a = %+v, want leading epoch 1", tm)
+	}
+	if v, err := a.Memo(ctx, "k"); err != nil || v != nil {
+		t.Errorf("site a's memo = %q, %v; want none", v, err)
+	}
+	// The old leader's delivery lease is one of the default site's: a
+	// newer leader of that site takes it at once.
+	endLease(t, url, "")
+	if tm := campaign(t, def, "new", time.Hour); !tm.Leader || tm.Epoch != 8 {
+		t.Fatalf("takeover of the default site = %+v, want epoch 8", tm)
+	}
+	now := time.Now()
+	if held, _, err := def.Lease(ctx, "certs", "notify-new", now, now.Add(time.Hour)); err != nil || !held {
+		t.Errorf("new leader's delivery lease = %v, %v; want taken from the migrated leader", held, err)
 	}
 }

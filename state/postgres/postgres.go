@@ -71,6 +71,13 @@ type Options struct {
 	// of stalling every replica. Keep it below the leadership lease. 0
 	// means DefaultIdleInTransaction.
 	IdleInTransaction time.Duration
+	// Site names the group of replicas this process belongs to: replicas
+	// of one site elect their own leader (with its own fencing epoch),
+	// keep their own memos and share out their own probe sweeps, while
+	// the alert state, the outbox and the certificates are shared by every
+	// site on the database. "" is the default site, that of a deployment
+	// with one site.
+	Site string
 }
 
 // Store is a state store in a PostgreSQL database. It is safe for
@@ -86,6 +93,7 @@ type Store struct {
 	timeout     time.Duration
 	lockTimeout time.Duration
 	created     bool
+	site        string
 	term        term
 	opTimeout   error // the cause of an operation that ran out of timeout
 
@@ -156,6 +164,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		name:        name,
 		timeout:     cmpOr(opts.Timeout, DefaultTimeout),
 		lockTimeout: cmpOr(opts.LockTimeout, DefaultLockTimeout),
+		site:        opts.Site,
 	}
 	s.opTimeout = fmt.Errorf("state operation on %s took longer than %v", name, s.timeout)
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
@@ -179,6 +188,9 @@ func cmpOr[T comparable](v, def T) T {
 
 // Name returns the database the store was opened on, without credentials.
 func (s *Store) Name() string { return s.name }
+
+// Site returns the site the store was opened for (Options.Site).
+func (s *Store) Site() string { return s.site }
 
 // Created reports whether the database held no certwatch state when Open
 // opened it: every open finding is about to be announced as new.
@@ -397,6 +409,26 @@ CREATE TABLE leader (
 -- that is no replica, such as scan --notify): a newer leader takes over
 -- the lease of an older one at once instead of waiting for it to end.
 ALTER TABLE dispatch_leases ADD COLUMN epoch BIGINT;
+`,
+	// 4: sites. A site is a group of replicas that discovers and probes
+	// its own sources; several sites share one database and its alert
+	// state. Each site has its own leader row and epoch, and its own memos.
+	// What was there belongs to the default site ''. A delivery lease
+	// records the site of the leader holding it, since epochs of different
+	// sites are not comparable.
+	`
+ALTER TABLE leader ADD COLUMN site TEXT NOT NULL DEFAULT '';
+ALTER TABLE leader DROP COLUMN id;
+ALTER TABLE leader ADD PRIMARY KEY (site);
+ALTER TABLE leader ALTER COLUMN site DROP DEFAULT;
+
+ALTER TABLE memos ADD COLUMN site TEXT NOT NULL DEFAULT '';
+ALTER TABLE memos DROP CONSTRAINT memos_pkey;
+ALTER TABLE memos ADD PRIMARY KEY (site, key);
+ALTER TABLE memos ALTER COLUMN site DROP DEFAULT;
+
+ALTER TABLE dispatch_leases ADD COLUMN site TEXT;
+UPDATE dispatch_leases SET site = '' WHERE epoch IS NOT NULL;
 `,
 }
 

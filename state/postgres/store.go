@@ -451,20 +451,26 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 			return err
 		}
 		// A leader (its epoch passed the fence above) also takes the lease
-		// of an older leader's, which was replaced and delivers no more.
+		// of an older leader of its own site, which was replaced and
+		// delivers no more. Epochs of different sites count independently,
+		// so a larger epoch says nothing about another site's leader: the
+		// lease of a leader of another site (which may well be alive, and
+		// delivering) is respected until it ends, as is that of a process
+		// that is no replica (epoch and site NULL).
 		var epoch *int64
+		var site *string
 		s.term.mu.Lock()
 		if s.term.campaigning {
 			e := s.term.epoch
-			epoch = &e
+			epoch, site = &e, &s.site
 		}
 		s.term.mu.Unlock()
 		var h string
 		var exp int64
-		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at, epoch) VALUES ($1, $2, $3, $5)
-	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, epoch = excluded.epoch
-	WHERE l.holder = excluded.holder OR l.expires_at <= $4 OR l.epoch < excluded.epoch
-	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now), epoch).Scan(&h, &exp)
+		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at, epoch, site) VALUES ($1, $2, $3, $5, $6)
+	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, epoch = excluded.epoch, site = excluded.site
+	WHERE l.holder = excluded.holder OR l.expires_at <= $4 OR (l.site = excluded.site AND l.epoch < excluded.epoch)
+	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now), epoch, site).Scan(&h, &exp)
 		if err == pgx.ErrNoRows {
 			// The other holder's lease lasts: the upsert changed nothing.
 			err = tx.QueryRow(ctx, `SELECT holder, expires_at FROM dispatch_leases WHERE channel = $1`, channel).Scan(&h, &exp)
@@ -484,13 +490,13 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 	return held, other, nil
 }
 
-// Memo returns the value SetMemo last stored under key, or nil when there
-// is none.
+// Memo returns the value SetMemo last stored under key for the store's
+// site, or nil when there is none. Each site has its own memos.
 func (s *Store) Memo(ctx context.Context, key string) ([]byte, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var v []byte
-	err := s.pool.QueryRow(ctx, `SELECT value FROM memos WHERE key = $1`, key).Scan(&v)
+	err := s.pool.QueryRow(ctx, `SELECT value FROM memos WHERE site = $1 AND key = $2`, s.site, key).Scan(&v)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -503,8 +509,8 @@ func (s *Store) Memo(ctx context.Context, key string) ([]byte, error) {
 	return v, nil
 }
 
-// SetMemo stores value under key, replacing what was there, in one
-// transaction.
+// SetMemo stores value under key for the store's site, replacing what
+// was there, in one transaction.
 func (s *Store) SetMemo(ctx context.Context, key string, value []byte) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -512,8 +518,8 @@ func (s *Store) SetMemo(ctx context.Context, key string, value []byte) error {
 		value = []byte{}
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO memos (key, value) VALUES ($1, $2)
-	ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		_, err := tx.Exec(ctx, `INSERT INTO memos (site, key, value) VALUES ($1, $2, $3)
+	ON CONFLICT (site, key) DO UPDATE SET value = excluded.value`, s.site, key, value)
 		return err
 	})
 	return s.wrap(ctx, "write memo "+key, err)
