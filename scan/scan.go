@@ -354,12 +354,24 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 }
 
 // probeAll probes the targets pull hands out (called serially) and
-// evaluates the observations into r. A fixed pool of workers takes the
-// targets through a schedule that keeps each address to its share of the
-// workers: no goroutine is started per target, and none waits for an
-// address another worker is stuck on. When ctx ends, the workers stop
-// taking targets and every target not taken is recorded as not probed.
+// evaluates the observations into r (see sweep). When ctx ends first, r is
+// cut short: every target not taken is evaluated as not probed.
 func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, pull func() (*discovery.Target, bool)) {
+	if p.sweep(ctx, n, pull, func(obs []probes.Observation) { p.observe(ev, obs) }) {
+		r.CutShort, r.CutShortCause = true, context.Cause(ctx).Error()
+	}
+	p.addInventory(ev)
+	fill(r, ev)
+}
+
+// sweep probes the n targets pull hands out (called serially) and hands
+// each target's observations to emit, serially. A fixed pool of workers
+// takes the targets through a schedule that keeps each address to its
+// share of the workers: no goroutine is started per target, and none waits
+// for an address another worker is stuck on. When ctx ends, the workers
+// stop taking targets, every target not taken is emitted as not probed
+// (notProbed), and sweep returns true.
+func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target, bool), emit func([]probes.Observation)) (cut bool) {
 	probe, perAddr := p.Prober.Probe, 0
 	if sw, ok := p.Prober.(Sweeper); ok {
 		sweep := sw.Sweep()
@@ -368,7 +380,7 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	workers := min(cmp.Or(p.Parallelism, 100), n)
 	s := newSchedule(perAddr, workers, pull)
 	defer s.stopOn(ctx)()
-	var mu sync.Mutex // guards ev
+	var mu sync.Mutex // serialises emit
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -379,21 +391,29 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 				}
 				obs := probe(ctx, *t)
 				s.done(t)
-				p.observe(ev, &mu, obs)
+				mu.Lock()
+				emit(obs)
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		r.CutShort, r.CutShortCause = true, context.Cause(ctx).Error()
-		at := p.now()
-		s.rest(func(t *discovery.Target) { p.observe(ev, &mu, notProbed(ctx, t, at)) })
+	if ctx.Err() == nil {
+		return false
 	}
-	p.addInventory(ev)
+	at := p.now()
+	s.rest(func(t *discovery.Target) { emit(notProbed(ctx, t, at)) })
+	return true
+}
+
+// fill ends the evaluation ev into r: its endpoints ("endpoints": [], not
+// null, when there are none), certificates, findings and AWS inventories,
+// and how many endpoints were not probed.
+func fill(r *Report, ev *policy.Evaluator) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM
 	if r.Endpoints == nil {
-		r.Endpoints = []Endpoint{} // "endpoints": [], not null
+		r.Endpoints = []Endpoint{}
 	}
 	for i := range r.Endpoints {
 		if r.Endpoints[i].Failure == string(probes.FailNotProbed) {
@@ -419,10 +439,9 @@ func notProbed(ctx context.Context, t *discovery.Target, at time.Time) []probes.
 	return obs
 }
 
-// observe evaluates one target's observations.
-func (p *Pass) observe(ev *policy.Evaluator, mu *sync.Mutex, obs []probes.Observation) {
-	mu.Lock()
-	defer mu.Unlock()
+// observe evaluates one target's observations; the caller serialises the
+// calls.
+func (p *Pass) observe(ev *policy.Evaluator, obs []probes.Observation) {
 	for i := range obs {
 		o := &obs[i]
 		ev.Add(o)
