@@ -118,27 +118,59 @@ func regionErrors(err error) []*acm.RegionError {
 	return nil
 }
 
-// addInventory hands the certificate inventories of the last Discover and
-// the zones the sources know to ev.
-func (p *Pass) addInventory(ev *policy.Evaluator) {
-	var zones []route53.Zone
+// Inventory is what a pass knows besides its targets' observations, as
+// policy judges it: the ACM and IAM certificate inventories of the last
+// Discover, the AWS resources serving certificates and the hosted zones the
+// sources read. It is plain data and encodes as JSON, so that a part of a
+// run evaluated elsewhere carries the inventory of the site that
+// discovered it (see Part).
+type Inventory struct {
+	ACM       []acm.Certificate    `json:"acm,omitempty"`
+	IAM       []iam.Certificate    `json:"iam,omitempty"`
+	Consumers []consumers.Consumer `json:"consumers,omitempty"`
+	Zones     []route53.Zone       `json:"zones,omitempty"`
+}
+
+// Inventory returns the inventory of the last Discover, by source in the
+// order of Sources. The slices are the pass's own (the certificates) or
+// the sources' (consumers, zones): treat them as read-only. Safe to call
+// while nothing else runs a Discover on p.
+func (p *Pass) Inventory() Inventory {
+	var inv Inventory
 	for _, s := range p.Sources {
 		if zs, ok := s.(ZoneSource); ok {
-			zones = append(zones, zs.Zones()...)
+			inv.Zones = append(inv.Zones, zs.Zones()...)
 		}
 	}
-	ev.SetZones(zones)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range p.Sources {
-		if certs := p.certs[s.Name()]; len(certs) > 0 {
-			ev.AddACM(certs...)
-		}
-		if certs := p.aws.iam[s.Name()]; len(certs) > 0 {
-			ev.AddIAM(certs...)
-		}
+		inv.ACM = append(inv.ACM, p.certs[s.Name()]...)
+		inv.IAM = append(inv.IAM, p.aws.iam[s.Name()]...)
 		if cs, ok := s.(ConsumerSource); ok {
-			ev.AddConsumers(cs.Consumers()...)
+			inv.Consumers = append(inv.Consumers, cs.Consumers()...)
+		}
+	}
+	return inv
+}
+
+// addInventory hands the inventories to ev, as one: their zones together
+// (SetZones replaces), then every certificate and consumer.
+func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
+	var zones []route53.Zone
+	for _, inv := range invs {
+		zones = append(zones, inv.Zones...)
+	}
+	ev.SetZones(zones)
+	for _, inv := range invs {
+		if len(inv.ACM) > 0 {
+			ev.AddACM(inv.ACM...)
+		}
+		if len(inv.IAM) > 0 {
+			ev.AddIAM(inv.IAM...)
+		}
+		if len(inv.Consumers) > 0 {
+			ev.AddConsumers(inv.Consumers...)
 		}
 	}
 }

@@ -360,7 +360,8 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	if p.sweep(ctx, n, pull, func(obs []probes.Observation) { p.observe(ev, obs) }) {
 		r.CutShort, r.CutShortCause = true, context.Cause(ctx).Error()
 	}
-	p.addInventory(ev)
+	inv := p.Inventory()
+	addInventory(ev, &inv)
 	fill(r, ev)
 }
 
@@ -426,15 +427,33 @@ func fill(r *Report, ev *policy.Evaluator) {
 // before ctx ended: one per address, or one without an address for a
 // target the prober would have resolved.
 func notProbed(ctx context.Context, t *discovery.Target, at time.Time) []probes.Observation {
-	o := probes.Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit, At: at,
-		Failure: probes.FailNotProbed, Error: fmt.Sprintf("not probed: %v", context.Cause(ctx))}
-	if len(t.Addresses) == 0 {
-		return []probes.Observation{o}
+	return appendNotProbed(nil, t, at, context.Cause(ctx))
+}
+
+// NotProbed returns not_probed observations (probes.FailNotProbed) at time
+// at for the targets not skipped, as a pass cut short by cause records the
+// targets it did not reach: one per address, or one without an address for
+// a target the prober would have resolved. A run whose probing is shared
+// gives them to Evaluate for a shard that never came back.
+func NotProbed(targets []discovery.Target, at time.Time, cause error) []probes.Observation {
+	var obs []probes.Observation
+	for i := range targets {
+		if targets[i].Skip == "" {
+			obs = appendNotProbed(obs, &targets[i], at, cause)
+		}
 	}
-	obs := make([]probes.Observation, len(t.Addresses))
-	for i, a := range t.Addresses {
-		obs[i] = o
-		obs[i].Address = a
+	return obs
+}
+
+func appendNotProbed(obs []probes.Observation, t *discovery.Target, at time.Time, cause error) []probes.Observation {
+	o := probes.Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit, At: at,
+		Failure: probes.FailNotProbed, Error: fmt.Sprintf("not probed: %v", cause)}
+	if len(t.Addresses) == 0 {
+		return append(obs, o)
+	}
+	for _, a := range t.Addresses {
+		o.Address = a
+		obs = append(obs, o)
 	}
 	return obs
 }

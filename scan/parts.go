@@ -1,0 +1,80 @@
+package scan
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// Part is the evaluation input one process contributes to a run whose
+// probing is shared (see CutShards): the raw observations of the targets
+// it probed, and the inventory of the sources it discovered, if any (a
+// replica that only probes a shard leaves it empty). EncodePart and
+// Decoder.DecodePart carry it through a database; Evaluate merges parts
+// into one report.
+type Part struct {
+	Observations []probes.Observation
+	Inventory    Inventory
+}
+
+// Collect probes targets as Probe does (the same schedule, the same
+// per-address share of the workers through one Sweep, the same
+// Parallelism) and returns the raw observations instead of evaluating
+// them, sorted by name, port and address. Skipped targets (Skip set) are
+// neither probed nor returned. When ctx ends first, every target not taken
+// has not_probed observations (probes.FailNotProbed), so the result
+// accounts for every target. Collect does not call OnObservation:
+// Evaluate does.
+func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes.Observation {
+	var out []probes.Observation
+	next := 0 // guarded by the schedule
+	p.sweep(ctx, len(targets), func() (*discovery.Target, bool) {
+		for ; next < len(targets); next++ {
+			if t := &targets[next]; t.Skip == "" {
+				next++
+				return t, true
+			}
+		}
+		return nil, false
+	}, func(obs []probes.Observation) { out = append(out, obs...) })
+	slices.SortStableFunc(out, func(a, b probes.Observation) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), a.Address.Compare(b.Address))
+	})
+	return out
+}
+
+// Evaluate judges the observations of every part with p.Rules at now, as
+// Probe would have judged them had one process probed them all, and
+// returns the report: a certificate served in several parts is one
+// certificate, with one finding listing the endpoints of every part.
+// OnObservation is called for each observation, serially. The inventory
+// judged is the parts' (every part's, as it is: a certificate listed in
+// two parts is listed twice), not p's own: a caller that wants it passes
+// p.Inventory() in one of the parts. targets is the run's number of
+// targets (Report.Targets) and skipped the targets not probed (Skip set).
+//
+// NotProbed counts the not_probed endpoints. CutShort and CutShortCause
+// are the caller's to set, as only it knows whether the run was cut short
+// (a shard that never came back has no observations here: the caller
+// supplies not_probed observations for its targets, see Collect). Sources
+// too are the caller's.
+func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*Part) *Report {
+	r, ev := p.newReport(targets, now)
+	r.Skipped = skipped
+	invs := make([]*Inventory, 0, len(parts))
+	for _, part := range parts {
+		if part == nil {
+			continue
+		}
+		p.observe(ev, part.Observations)
+		invs = append(invs, &part.Inventory)
+	}
+	addInventory(ev, invs...)
+	fill(r, ev)
+	return r
+}
