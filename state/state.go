@@ -269,13 +269,16 @@ var ErrClaimLost = errors.New("the claim on the probe shard was lost")
 // Claim is one replica's hold on one shard of an open sweep.
 type Claim struct {
 	Sweep int64
+	// Shard numbers the shard within its sweep: the index of its work in
+	// the list the sweep was opened with.
 	Shard int
 	// Token changes with every claim of the shard, so that a claimant
 	// whose claim ran out and was taken over cannot write it back.
 	Token int64
 	// Work is the shard's targets, as the leader encoded them.
 	Work []byte
-	// Deadline is the sweep's: results written after it are not used.
+	// Deadline is the sweep's, by the claimant's clock: results written
+	// after it are not used.
 	Deadline time.Time
 	// Until is when the claim ends unless renewed, by the claimant's clock.
 	Until time.Time

@@ -224,9 +224,9 @@ var errGone = fmt.Errorf("%w: certwatch's tables are gone (the database was drop
 
 // note records the outcome of an operation for Check: a failure is kept
 // until a write commits. A write refused because this replica no longer
-// leads says nothing about the store.
+// leads, or a probe shard claim that was lost, says nothing about the store.
 func (s *Store) note(err error) {
-	if err != nil && errors.Is(err, state.ErrFenced) {
+	if err != nil && (errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrClaimLost)) {
 		return
 	}
 	s.mu.Lock()
@@ -429,6 +429,46 @@ ALTER TABLE memos ALTER COLUMN site DROP DEFAULT;
 
 ALTER TABLE dispatch_leases ADD COLUMN site TEXT;
 UPDATE dispatch_leases SET site = '' WHERE epoch IS NOT NULL;
+`,
+	// 5: shared probing. A sweep is one probe run of a site, cut into
+	// shards that the site's replicas claim, probe and write back; the
+	// latest evaluation input each site published. deadline is the
+	// leader's (Unix nanoseconds), deadline_at the same moment by the
+	// database's clock, which claims are measured against.
+	`
+CREATE TABLE sweeps (
+	id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	site        TEXT NOT NULL,
+	epoch       BIGINT NOT NULL,
+	opened_at   TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+	deadline    BIGINT NOT NULL,
+	deadline_at TIMESTAMPTZ NOT NULL,
+	closed_at   TIMESTAMPTZ
+);
+CREATE INDEX sweeps_open ON sweeps(site) WHERE closed_at IS NULL;
+
+CREATE SEQUENCE shard_tokens;
+
+CREATE TABLE shards (
+	sweep       BIGINT NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+	shard       INTEGER NOT NULL,
+	work        BYTEA NOT NULL,
+	holder      TEXT NOT NULL DEFAULT '',
+	claim_until TIMESTAMPTZ,
+	claims      INTEGER NOT NULL DEFAULT 0,
+	token       BIGINT NOT NULL DEFAULT 0,
+	done        BOOLEAN NOT NULL DEFAULT false,
+	result      BYTEA,
+	PRIMARY KEY (sweep, shard)
+);
+CREATE INDEX shards_todo ON shards(sweep, shard) WHERE NOT done;
+
+CREATE TABLE site_results (
+	site   TEXT PRIMARY KEY,
+	at     BIGINT NOT NULL,
+	epoch  BIGINT NOT NULL,
+	result BYTEA NOT NULL
+);
 `,
 }
 

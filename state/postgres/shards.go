@@ -1,0 +1,311 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certwatch/certwatch/state"
+)
+
+// Shared probing. The leader of a site opens a sweep: one row per shard
+// of work. Every replica of the site, leader or standby, claims shards
+// with FOR UPDATE SKIP LOCKED, so concurrent claimants never wait for one
+// another and never get the same shard; a claim is a lease by the
+// database's clock, and a token that changes with every claim keeps a
+// claimant whose lease ran out (and whose shard was claimed again) from
+// writing it back. The leader closes the sweep and reads what came back.
+//
+// Statements and database round trips per call. A fenced call is a
+// transaction: BEGIN, the fence (the site's leader row FOR SHARE), its
+// statements sent as one batch, COMMIT. The others are one statement in
+// one round trip (pgx prepares a statement the first time a connection
+// runs it, which costs one more round trip, once per connection):
+//
+//	OpenSweep      4: BEGIN, fence, one batch (close the site's open sweep,
+//	               prune its old ones, insert the sweep and all its shards
+//	               from one array), COMMIT
+//	ClaimShard     1
+//	RenewShard     1
+//	CompleteShard  1
+//	SweepProgress  1
+//	CloseSweep     4: BEGIN, fence, one batch (close, read the shards), COMMIT
+//	PublishSite    4: BEGIN, fence, upsert, COMMIT
+//	Sites          1
+//
+// So probing costs two round trips per shard (claim, write back), plus a
+// renewal per lease for a long one, however many targets the shard holds.
+//
+// Deadlines and claim leases are kept by the database's clock, so that
+// replicas whose clocks differ agree on them: OpenSweep turns the deadline
+// it is given into "so long from now" on the database's clock, and a
+// claim's Deadline and Until are turned back into the claimant's clock.
+
+// keepSweeps is how many closed sweeps of a site OpenSweep keeps, for
+// inspection; older ones are deleted with their shards.
+const keepSweeps = 3
+
+// OpenSweep opens a sweep of the store's site that ends at deadline, with
+// one shard per element of work (shard i holds work[i]), and returns its
+// id. A sweep of the site still open is closed (its shards can no longer
+// be claimed or written back) and closed sweeps but the latest few are
+// deleted. Like every write it is refused (state.ErrFenced) unless this
+// process leads its site.
+func (s *Store) OpenSweep(ctx context.Context, deadline time.Time, work [][]byte) (int64, error) {
+	if deadline.IsZero() {
+		return 0, errors.New("open sweep: the deadline must be set")
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if work == nil {
+		work = [][]byte{}
+	}
+	for i := range work {
+		if work[i] == nil {
+			work[i] = []byte{}
+		}
+	}
+	epoch := s.epoch()
+	var id int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		b.Queue(`UPDATE sweeps SET closed_at = clock_timestamp() WHERE site = $1 AND closed_at IS NULL`, s.site)
+		b.Queue(`DELETE FROM sweeps WHERE site = $1 AND closed_at IS NOT NULL AND id NOT IN (
+	SELECT id FROM sweeps WHERE site = $1 AND closed_at IS NOT NULL ORDER BY id DESC LIMIT $2)`, s.site, keepSweeps)
+		// time.Until is read as late as possible, so the deadline moves
+		// onto the database's clock by no more than the round trip.
+		b.Queue(`WITH w AS (
+	INSERT INTO sweeps (site, epoch, deadline, deadline_at) VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 microsecond')
+	RETURNING id),
+s AS (INSERT INTO shards (sweep, shard, work) SELECT w.id, u.n - 1, u.work FROM w, unnest($5::bytea[]) WITH ORDINALITY AS u(work, n))
+SELECT id FROM w`, s.site, epoch, ts(deadline), time.Until(deadline).Microseconds(), work).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&id) })
+		return tx.SendBatch(ctx, &b).Close()
+	})
+	if err != nil {
+		return 0, s.wrap(ctx, fmt.Sprintf("open a probe sweep of %d shards", len(work)), err)
+	}
+	return id, nil
+}
+
+// epoch returns the epoch this process leads with, 0 when it does not
+// campaign (a single instance).
+func (s *Store) epoch() int64 {
+	s.term.mu.Lock()
+	defer s.term.mu.Unlock()
+	return s.term.epoch
+}
+
+// ClaimShard claims for holder, for lease, one shard of an open sweep of
+// the store's site whose deadline has not passed: a shard not done, and
+// unclaimed or whose claim ran out. It reports false when there is none.
+// It is not fenced: standbys claim shards too. The claim's Until is by
+// this process's clock, starting before the round trip, so it ends no
+// later than the database's; its Deadline is the sweep's, by this
+// process's clock too.
+func (s *Store) ClaimShard(ctx context.Context, holder string, lease time.Duration) (state.Claim, bool, error) {
+	if lease <= 0 {
+		return state.Claim{}, false, errors.New("claim a probe shard: the lease must be positive")
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	start := time.Now()
+	var c state.Claim
+	var left int64
+	// The inner SELECT locks the row it picks and skips the rows other
+	// claimants have locked; READ COMMITTED rechecks its conditions on
+	// the latest version of the row it locks, so a shard claimed or done
+	// meanwhile is not taken.
+	err := s.pool.QueryRow(ctx, `UPDATE shards h SET holder = $2, claim_until = clock_timestamp() + $3 * interval '1 microsecond',
+	claims = h.claims + 1, token = nextval('shard_tokens')
+FROM sweeps w
+WHERE w.id = h.sweep AND (h.sweep, h.shard) = (
+	SELECT h.sweep, h.shard FROM shards h JOIN sweeps w ON w.id = h.sweep
+	WHERE w.site = $1 AND w.closed_at IS NULL AND w.deadline_at > clock_timestamp()
+		AND NOT h.done AND (h.claim_until IS NULL OR h.claim_until < clock_timestamp())
+	ORDER BY h.sweep, h.shard
+	LIMIT 1
+	FOR UPDATE OF h SKIP LOCKED)
+RETURNING h.sweep, h.shard, h.token, h.work, (EXTRACT(EPOCH FROM w.deadline_at - clock_timestamp()) * 1000000)::bigint`,
+		s.site, holder, lease.Microseconds()).Scan(&c.Sweep, &c.Shard, &c.Token, &c.Work, &left)
+	if err == pgx.ErrNoRows {
+		s.note(nil)
+		return state.Claim{}, false, nil
+	}
+	if err != nil {
+		return state.Claim{}, false, s.wrap(ctx, "claim a probe shard", err)
+	}
+	s.note(nil)
+	c.Until = start.Add(lease)
+	c.Deadline = time.Now().Add(time.Duration(left) * time.Microsecond)
+	return c, true, nil
+}
+
+// RenewShard extends claim c for lease from now, if it still holds: its
+// shard was not claimed again since, nor written back, and its sweep is
+// open. Otherwise it returns an error matching state.ErrClaimLost.
+func (s *Store) RenewShard(ctx context.Context, c state.Claim, lease time.Duration) (state.Claim, error) {
+	if lease <= 0 {
+		return c, errors.New("renew a probe shard claim: the lease must be positive")
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	start := time.Now()
+	err := s.pool.QueryRow(ctx, `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
+UPDATE shards h SET claim_until = clock_timestamp() + $4 * interval '1 microsecond'
+FROM w WHERE h.sweep = w.id AND h.shard = $2 AND h.token = $3 AND NOT h.done
+RETURNING h.shard`, c.Sweep, c.Shard, c.Token, lease.Microseconds()).Scan(new(int))
+	if err == pgx.ErrNoRows {
+		return c, s.lost("renew", c)
+	}
+	if err != nil {
+		return c, s.wrap(ctx, fmt.Sprintf("renew the claim on probe shard %d of sweep %d", c.Shard, c.Sweep), err)
+	}
+	s.note(nil)
+	c.Until = start.Add(lease)
+	return c, nil
+}
+
+// CompleteShard writes result back as the outcome of claim c's shard, if
+// the claim still holds: the shard was not claimed again since, nor
+// written back, and its sweep is open. Otherwise it writes nothing and
+// returns an error matching state.ErrClaimLost. A shard written back is
+// in the outcomes of CloseSweep, whenever that runs.
+func (s *Store) CompleteShard(ctx context.Context, c state.Claim, result []byte) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if result == nil {
+		result = []byte{}
+	}
+	// FOR SHARE on the sweep's row makes a CloseSweep in flight wait for
+	// this write, or this write see the sweep closed: a write that
+	// succeeds is always in what CloseSweep returns.
+	err := s.pool.QueryRow(ctx, `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
+UPDATE shards h SET result = $4, done = true, claim_until = NULL
+FROM w WHERE h.sweep = w.id AND h.shard = $2 AND h.token = $3 AND NOT h.done
+RETURNING h.shard`, c.Sweep, c.Shard, c.Token, result).Scan(new(int))
+	if err == pgx.ErrNoRows {
+		return s.lost("write back", c)
+	}
+	if err != nil {
+		return s.wrap(ctx, fmt.Sprintf("write back probe shard %d of sweep %d", c.Shard, c.Sweep), err)
+	}
+	s.note(nil)
+	return nil
+}
+
+// lost is the error of a claim that no longer holds. It says nothing
+// about the store's health, so Check does not report it.
+func (s *Store) lost(op string, c state.Claim) error {
+	return fmt.Errorf("%s probe shard %d of sweep %d on %s: %w: it was claimed again after the claim's lease ran out, or the sweep was closed",
+		op, c.Shard, c.Sweep, s.name, state.ErrClaimLost)
+}
+
+// SweepProgress returns how many of sweep's shards were written back, and
+// how many it has.
+func (s *Store) SweepProgress(ctx context.Context, sweep int64) (done, total int, err error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err = s.pool.QueryRow(ctx, `SELECT COUNT(h.shard) FILTER (WHERE h.done), COUNT(h.shard)
+	FROM sweeps w LEFT JOIN shards h ON h.sweep = w.id WHERE w.id = $1 GROUP BY w.id`, sweep).Scan(&done, &total)
+	if err == pgx.ErrNoRows {
+		return 0, 0, fmt.Errorf("read progress of probe sweep %d on %s: no such sweep (it was pruned after newer sweeps were opened)", sweep, s.name)
+	}
+	if err != nil {
+		return 0, 0, s.wrap(ctx, fmt.Sprintf("read progress of probe sweep %d", sweep), err)
+	}
+	return done, total, nil
+}
+
+// CloseSweep closes sweep, one of the store's site, so that its shards are
+// no longer claimed or written back (CompleteShard fails with
+// state.ErrClaimLost), and returns all its shards in shard order, those
+// written back with their Result. Closing a closed sweep returns its
+// shards again. Like every write it is refused (state.ErrFenced) unless
+// this process leads its site.
+func (s *Store) CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutcome, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var out []state.ShardOutcome
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		var b pgx.Batch
+		var found bool
+		b.Queue(`UPDATE sweeps SET closed_at = COALESCE(closed_at, clock_timestamp()) WHERE id = $1 AND site = $2 RETURNING true`, sweep, s.site).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&found) })
+		// In READ COMMITTED this statement sees every write back that
+		// committed before the UPDATE above took the sweep's row.
+		b.Queue(`SELECT shard, work, done, COALESCE(result, ''::bytea), holder, claims FROM shards WHERE sweep = $1 ORDER BY shard`, sweep).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var o state.ShardOutcome
+					if err := rows.Scan(&o.Shard, &o.Work, &o.Done, &o.Result, &o.Holder, &o.Claims); err != nil {
+						return err
+					}
+					if !o.Done {
+						o.Result = nil
+					}
+					out = append(out, o)
+				}
+				return rows.Err()
+			})
+		err := tx.SendBatch(ctx, &b).Close()
+		if err == pgx.ErrNoRows || (err == nil && !found) {
+			return errNoSweep
+		}
+		return err
+	})
+	if errors.Is(err, errNoSweep) {
+		return nil, fmt.Errorf("close probe sweep %d on %s: no such sweep of site %q (it was pruned after newer sweeps were opened)", sweep, s.name, s.site)
+	}
+	if err != nil {
+		return nil, s.wrap(ctx, fmt.Sprintf("close probe sweep %d", sweep), err)
+	}
+	return out, nil
+}
+
+var errNoSweep = errors.New("no such sweep")
+
+// PublishSite records result as the store's site's latest evaluation
+// input, of the run that started at at, replacing the one before. Like
+// every write it is refused (state.ErrFenced) unless this process leads
+// its site.
+func (s *Store) PublishSite(ctx context.Context, at time.Time, result []byte) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if result == nil {
+		result = []byte{}
+	}
+	epoch := s.epoch()
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO site_results (site, at, epoch, result) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result`, s.site, ts(at), epoch, result)
+		return err
+	})
+	return s.wrap(ctx, fmt.Sprintf("publish the evaluation input of site %q", s.site), err)
+}
+
+// Sites returns every site's latest published evaluation input, by site
+// name.
+func (s *Store) Sites(ctx context.Context) ([]state.SiteResult, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch, result FROM site_results ORDER BY site`)
+	if err != nil {
+		return nil, s.wrap(ctx, "read the sites' evaluation input", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (state.SiteResult, error) {
+		var r state.SiteResult
+		var at int64
+		err := row.Scan(&r.Site, &at, &r.Epoch, &r.Result)
+		r.At = fromTS(at)
+		return r, err
+	})
+	if err != nil {
+		return nil, s.wrap(ctx, "read the sites' evaluation input", err)
+	}
+	return out, nil
+}
