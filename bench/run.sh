@@ -23,6 +23,7 @@
 # same concurrency, the least any Go prober spends per endpoint here.
 # Environment: SHARED (default: ../shared beside the repository) holds
 # bench/tlsfarm; AXFR_RECORDS (default 1000000) sizes the zone transfer.
+# Replicas sharing the probe work on one PostgreSQL state: bench/replicas.sh.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# Shared probing benchmark: one and then two `certwatch run` replicas on one
+# PostgreSQL state probe the same loopback TLS farm, and the leader's first
+# probe run is timed.
+#
+# Everything runs inside a private network and mount namespace (unshare
+# --net --mount) whose only interface is lo, as in bench/run.sh: the farm,
+# a PostgreSQL server started here in a temporary directory (never the
+# distribution's own cluster), and the replicas. The farm's hosts file is
+# bind-mounted over /etc/hosts only inside it. Needs root (for unshare; the
+# server then runs as the postgres user), Go, curl and PostgreSQL's server
+# binaries (initdb, postgres, createdb; /usr/lib/postgresql/*/bin or
+# `pg_config --bindir`) with the pg_stat_statements module (contrib).
+#
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-r 3] [-R "1 2"] [-o DIR]
+#   -n N       endpoints in the farm (default 10000)
+#   -s SIZE    daemon.shard_size, targets per shard (default 100)
+#   -r REPS    runs per replica count, each on a fresh database; the table
+#              shows medians (default 3), after one warm-up run (rep 0)
+#   -R COUNTS  replica counts to measure (default "1 2"); the repetitions
+#              are interleaved (1, 2, 1, 2, ...) so that load from outside
+#              the benchmark falls on both alike
+#   -o DIR     keep binaries, farm files, configurations, logs and raw
+#              figures in DIR (default: a new directory under /tmp)
+# Every replica is `certwatch run --config FILE` with the defaults (one
+# core each, probe.concurrency 100, probe.per_address 2), the farm's names
+# as static targets, notify.state on the run's own database and no
+# channels. Per run: the leader's `probe run finished` duration, the wall
+# time from the first replica's start to that line, shards written back by
+# each replica, CPU of the replicas, of the farm and of PostgreSQL, and the
+# statements each database executed (pg_stat_statements).
+# Environment: SHARED (default: ../shared beside the repository) holds
+# bench/tlsfarm.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+shared=${SHARED:-$repo/../shared}
+n=10000
+shard_size=100
+reps=3
+counts="1 2"
+out=""
+while getopts "n:s:r:R:o:" opt; do
+	case $opt in
+	n) n=$OPTARG ;;
+	s) shard_size=$OPTARG ;;
+	r) reps=$OPTARG ;;
+	R) counts=$OPTARG ;;
+	o) out=$OPTARG ;;
+	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
+	esac
+done
+
+# pg_bindir: the directory holding initdb, postgres and createdb.
+pg_bindir() {
+	local d
+	for d in /usr/lib/postgresql/15/bin $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -rn) "$(pg_config --bindir 2>/dev/null || true)"; do
+		[ -x "$d/initdb" ] && [ -x "$d/postgres" ] && [ -x "$d/createdb" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
+	for tool in go unshare ip curl psql; do
+		command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 2; }
+	done
+	pgbin=$(pg_bindir) || { echo "bench: PostgreSQL's initdb, postgres and createdb not found (install postgresql)" >&2; exit 2; }
+	[ -e "$("$pgbin/pg_config" --pkglibdir 2>/dev/null || echo "$pgbin/../lib")/pg_stat_statements.so" ] ||
+		{ echo "bench: pg_stat_statements not found beside $pgbin (PostgreSQL's contrib modules)" >&2; exit 2; }
+	[ -d "$shared/bench/tlsfarm" ] || { echo "bench: $shared/bench/tlsfarm not found; set SHARED" >&2; exit 2; }
+	out=${out:-$(mktemp -d /tmp/certwatch-replicas.XXXXXX)}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	echo "bench: building certwatch and tlsfarm into $out" >&2
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
+	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
+	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
+		bash "$0" -n "$n" -s "$shard_size" -r "$reps" -R "$counts" -o "$out"
+fi
+
+# ---- inside the namespace ----
+ip link set lo up
+cd "$out"
+pids=()
+replica_pids=()
+pgdir=""
+cleanup() {
+	for p in "${replica_pids[@]}" "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "$pgdir" ] && rm -rf "$pgdir"
+	return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# median of the numbers on stdin
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+# json_num FILE KEY: a number field of the farm's /status document
+json_num() { sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1"; }
+
+# farm_totals: "cpu_seconds handshakes" summed over the farm's shards
+farm_totals() {
+	local cpu=0 hs=0 port st
+	for ((s = 0; s < shards; s++)); do
+		port=$((9990 + s))
+		st=$(mktemp)
+		curl -sf "127.0.0.1:$port/status" >"$st"
+		cpu=$(awk -v a="$cpu" -v u="$(json_num "$st" cpu_user_s)" -v y="$(json_num "$st" cpu_sys_s)" 'BEGIN {print a+u+y}')
+		hs=$((hs + $(json_num "$st" handshakes_ok) + $(json_num "$st" handshakes_failed)))
+		rm -f "$st"
+	done
+	echo "$cpu $hs"
+}
+
+tick=$(getconf CLK_TCK)
+# cpu_s PID: user + system CPU seconds of a live process
+cpu_s() { awk -v t="$tick" '{sub(/^.*\) /, ""); print ($12 + $13) / t}' "/proc/$1/stat"; }
+# pg_cpu_s: CPU seconds of the PostgreSQL server: the postmaster, its
+# exited children (cutime, cstime) and its live ones.
+pg_cpu_s() {
+	awk -v p="$pg_pid" -v t="$tick" 'FNR == 1 {
+		pid = FILENAME; sub(/^\/proc\//, "", pid); sub(/\/stat$/, "", pid)
+		sub(/^.*\) /, "")
+		if (pid == p) a += ($12 + $13 + $14 + $15) / t
+		else if ($2 == p) a += ($12 + $13) / t
+	} END {print a + 0}' /proc/[0-9]*/stat 2>/dev/null
+}
+
+# dur_s DURATION: a Go duration string ("1m2.5s", "950ms") in seconds
+dur_s() {
+	awk -v d="$1" 'BEGIN {
+		s = 0
+		while (match(d, /^[0-9.]+(h|ms|µs|us|ns|m|s)/)) {
+			t = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1)
+			match(t, /[0-9.]+/); v = substr(t, 1, RLENGTH); u = substr(t, RLENGTH + 1)
+			if (u == "h") s += v * 3600; else if (u == "m") s += v * 60; else if (u == "s") s += v
+			else if (u == "ms") s += v / 1000; else if (u == "µs" || u == "us") s += v / 1e6; else s += v / 1e9
+		}
+		printf "%.3f", s
+	}'
+}
+
+# field LINE KEY: a field of a JSON log line (string or number)
+field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$1"; }
+
+# ---- PostgreSQL, in a directory of its own ----
+# initdb and postgres refuse root: as root they run as the postgres user
+# (or nobody), in a directory under /tmp that user owns.
+as_pg=()
+pguser=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+	pguser=$(id -u postgres >/dev/null 2>&1 && echo postgres || echo nobody)
+	as_pg=(setpriv --reuid "$pguser" --regid "$(id -g "$pguser")" --clear-groups --)
+fi
+pgdir=$(mktemp -d /tmp/certwatch-replicas-pg.XXXXXX)
+chmod 0755 "$pgdir"
+[ "$(id -u)" = 0 ] && chown "$pguser:$(id -g "$pguser")" "$pgdir"
+pgport=5432 # the namespace is private: nothing else listens in it
+echo "bench: initdb in $pgdir (as $pguser)" >&2
+env -i PATH="$PGBIN:/usr/bin:/bin" HOME="$pgdir" LC_ALL=C TZ=UTC "${as_pg[@]}" "$PGBIN/initdb" -D "$pgdir/data" -U certwatch -E UTF8 --locale=C \
+	--no-sync --auth-local=trust --auth-host=trust >"$out/initdb.log" 2>&1 ||
+	{ echo "bench: initdb failed; see $out/initdb.log" >&2; exit 1; }
+# Durability is not what is measured; the rest is PostgreSQL's defaults.
+env -i PATH="$PGBIN:/usr/bin:/bin" HOME="$pgdir" LC_ALL=C TZ=UTC "${as_pg[@]}" "$PGBIN/postgres" -D "$pgdir/data" -p "$pgport" \
+	-c listen_addresses=127.0.0.1 -c unix_socket_directories="$pgdir" \
+	-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+	-c max_connections=200 -c dynamic_shared_memory_type=mmap -c logging_collector=off \
+	-c log_min_messages=warning -c log_timezone=UTC \
+	-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all \
+	-c pg_stat_statements.max=10000 >"$out/postgres.log" 2>&1 &
+pg_pid=$!
+pids+=("$pg_pid")
+export PGHOST=127.0.0.1 PGPORT=$pgport PGUSER=certwatch PGDATABASE=postgres
+for _ in $(seq 300); do
+	psql -qAtc 'SELECT 1' >/dev/null 2>&1 && break
+	kill -0 "$pg_pid" 2>/dev/null || { echo "bench: postgres exited; see $out/postgres.log" >&2; exit 1; }
+	sleep 0.1
+done
+psql -qAtc 'CREATE EXTENSION pg_stat_statements' >/dev/null
+
+# statements DB: "total claim write_back renew progress" statements the
+# database executed so far, as pg_stat_statements counts them (utility
+# statements such as BEGIN and COMMIT included; a pipelined batch is one
+# round trip but several statements).
+statements() {
+	psql -qAt -F' ' -c "SELECT COALESCE(sum(calls), 0),
+		COALESCE(sum(calls) FILTER (WHERE query LIKE 'UPDATE shards h SET holder%'), 0),
+		COALESCE(sum(calls) FILTER (WHERE query LIKE '%UPDATE shards h SET result%'), 0),
+		COALESCE(sum(calls) FILTER (WHERE query LIKE '%UPDATE shards h SET claim_until%'), 0),
+		COALESCE(sum(calls) FILTER (WHERE query LIKE '%FILTER (WHERE h.done)%'), 0)
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$1'"
+}
+
+# ---- the farm ----
+per=$(($(ulimit -Hn) - 4096 - 64))
+shards=$(((n + per - 1) / per))
+farm=$out/farm
+rm -rf "$farm"
+echo "bench: starting a farm of $n endpoints ($shards shard(s))" >&2
+for ((s = 0; s < shards; s++)); do
+	"$out/tlsfarm" -n "$n" -shard "$s/$shards" -out "$farm" -max-duration 2h >"$out/farm-$s.log" 2>&1 &
+	fp=$!
+	pids+=("$fp")
+	for _ in $(seq 6000); do
+		[ -e "$farm/ready-$s-of-$shards" ] && break
+		kill -0 "$fp" 2>/dev/null || { echo "bench: tlsfarm failed; see $out/farm-$s.log" >&2; exit 1; }
+		sleep 0.2
+	done
+done
+# The farm's names, resolved through its hosts file (only inside this
+# namespace), so that every probe checks the certificate's name too; its
+# addresses when the farm wrote no names.
+if [ -s "$farm/targets-names.txt" ] && [ -s "$farm/hosts" ]; then
+	mount --bind "$farm/hosts" /etc/hosts
+	targets=$farm/targets-names.txt
+else
+	targets=$farm/targets.txt
+fi
+sed 's/^/  - /' "$targets" >"$out/targets.yaml"
+
+# config DB: a replica's configuration on database DB
+config() {
+	cat <<-EOF
+		# bench/replicas.sh: $n farm endpoints, shards of $shard_size
+		ca_files: [$farm/ca.pem]
+		notify:
+		  state: postgres://certwatch@127.0.0.1:$pgport/$1?sslmode=disable
+		daemon:
+		  listen: 127.0.0.1:0
+		  schedules:
+		    discovery: "@every 1h"
+		    probe: "@every 10m"
+		  jitter: 1s
+		  sweep_timeout: 9m
+		  grace_period: 5s
+		  leader_lease: 10s
+		  shard_size: $shard_size
+		targets:
+	EOF
+	cat "$out/targets.yaml"
+}
+
+results=$out/results.tsv
+printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_total\tshards_per_replica\treplica_cpu_s\tfarm_cpu_s\tpg_cpu_s\thandshakes\tstatements\tclaims\twrite_backs\trenewals\tprogress_polls\tload1\n' >"$results"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# measure R REP: one run of R replicas on a fresh database
+measure() {
+	local r=$1 rep=$2 db="bench_r$1_$2" dir="$out/r$1-$2" i p line leader="" t0 t1
+	rm -rf "$dir" && mkdir -p "$dir"
+	"$PGBIN/createdb" "$db"
+	config "$db" >"$dir/config.yaml"
+	replica_pids=()
+	local -n rp=replica_pids
+	read -r fcpu0 hs0 < <(farm_totals)
+	pcpu0=$(pg_cpu_s)
+	t0=$(date +%s.%N)
+	for ((i = 1; i <= r; i++)); do
+		"$out/certwatch" run --config "$dir/config.yaml" >"$dir/replica-$i.out" 2>"$dir/replica-$i.log" &
+		rp+=($!)
+	done
+	# The leader's first probe run: at start, after discovery.
+	for _ in $(seq 6000); do
+		for ((i = 1; i <= r; i++)); do
+			if grep -q '"msg":"probe run finished"' "$dir/replica-$i.log"; then
+				leader=$i
+				break 2
+			fi
+			kill -0 "${rp[$((i - 1))]}" 2>/dev/null || { echo "bench: replica $i exited; see $dir/replica-$i.log:" >&2; tail -n 20 "$dir/replica-$i.log" >&2; exit 1; }
+		done
+		sleep 0.1
+	done
+	[ -n "$leader" ] || { echo "bench: no probe run finished within 10 minutes; see $dir" >&2; exit 1; }
+	line=$(grep -m1 '"msg":"probe run finished"' "$dir/replica-$leader.log")
+	t1=$(date -d "$(field "$line" time)" +%s.%N)
+	local cpu=0 per_replica=()
+	for ((i = 1; i <= r; i++)); do
+		cpu=$(awk -v a="$cpu" -v b="$(cpu_s "${rp[$((i - 1))]}")" 'BEGIN {print a + b}')
+		per_replica+=("$(grep -c '"msg":"probe shard written back"' "$dir/replica-$i.log" || true)")
+	done
+	pcpu1=$(pg_cpu_s)
+	read -r stmts claims backs renews polls < <(statements "$db")
+	psql -qAt -F' ' -c "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements s
+		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$db' ORDER BY calls DESC" >"$dir/statements.txt"
+	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
+	replica_pids=()
+	read -r fcpu1 hs1 < <(farm_totals)
+	local shared total
+	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
+	total=$(field "$shared" shards)
+	local dur wall joined
+	dur=$(dur_s "$(field "$line" duration)")
+	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+	joined=$(IFS=+; echo "${per_replica[*]}")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rep" "$dur" "$wall" \
+		"$(field "$line" endpoints)" "$(field "$line" failed)" "$(field "$line" cut_short)" "${total:--}" "$joined" \
+		"$cpu" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$(awk -v a="$pcpu0" -v b="$pcpu1" 'BEGIN {print b - a}')" \
+		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" >>"$results"
+	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes" >&2
+}
+
+# A warm-up run first (rep 0, left out of the medians): the farm's and the
+# page cache's first touch would otherwise fall on the first count only.
+measure "${counts%% *}" 0
+for rep in $(seq "$reps"); do
+	for r in $counts; do
+		measure "$r" "$rep"
+	done
+done
+
+# ---- the table ----
+echo
+echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size; raw figures in $results)"
+echo
+printf '| %8s | %3s | %7s | %7s | %9s | %6s | %6s | %18s | %11s | %8s | %6s | %10s | %10s |\n' replicas rep "run s" "wall s" endpoints failed shards "written back each" "replica CPU s" "farm CPU s" "pg CPU s" handshakes statements
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: --------: --------: ----------: -------: -------: -------------------: ------------: ---------: -------: -----------: -----------:
+awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %7.2f | %7.2f | %9s | %6s | %6s | %18s | %11.2f | %8.2f | %6.2f | %10s | %10s |\n", $1, $2, $3, $4, $5, $6, $8, $9, $10, $11, $12, $13, $14}' "$results"
+echo
+for r in $counts; do
+	col() { awk -F'\t' -v r="$r" "NR > 1 && \$1 == r && \$2 > 0 {print $1}" "$results" | median; }
+	printf 'Medians of %s, %s replica(s): run %.2f s, wall %.2f s, replica CPU %.2f s, farm CPU %.2f s, PostgreSQL CPU %.2f s, %s statements (%s claims, %s write-backs, %s renewals, %s progress polls)\n' \
+		"$reps" "$r" "$(col '$3')" "$(col '$4')" "$(col '$10')" "$(col '$11')" "$(col '$12')" "$(col '$14')" "$(col '$15')" "$(col '$16')" "$(col '$17')" "$(col '$18')"
+done
+first=${counts%% *}
+last=${counts##* }
+if [ "$first" != "$last" ]; then
+	a=$(awk -F'\t' -v r="$first" 'NR > 1 && $1 == r && $2 > 0 {print $3}' "$results" | median)
+	b=$(awk -F'\t' -v r="$last" 'NR > 1 && $1 == r && $2 > 0 {print $3}' "$results" | median)
+	printf '%s replicas against %s: %.2fx the run duration (below 1: faster)\n' "$last" "$first" "$(awk -v a="$a" -v b="$b" 'BEGIN {print b / a}')"
+fi
+echo "Statements per database, most called first: $out/r*-*/statements.txt"
