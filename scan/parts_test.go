@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"net"
@@ -122,10 +123,11 @@ func TestCollectEvaluateIsProbe(t *testing.T) {
 
 	t.Run("one part", func(t *testing.T) {
 		p := l.pass()
-		part := &scan.Part{Observations: p.Collect(context.Background(), l.targets), Inventory: p.Inventory()}
-		if len(part.Observations) != 7 {
-			t.Errorf("Collect returned %d observations, want 7 (one per endpoint, none for the skipped target)", len(part.Observations))
+		obs := p.Collect(context.Background(), l.targets)
+		if len(obs) != 7 {
+			t.Errorf("Collect returned %d observations, want 7 (one per endpoint, none for the skipped target)", len(obs))
 		}
+		part := wire(t, new(scan.Decoder), &scan.Part{Observations: obs, Inventory: p.Inventory()})
 		got := p.Evaluate(l.now, len(l.targets), skipped(l.targets), part)
 		if diff := cmp.Diff(wantJSON, reportJSON(t, got)); diff != "" {
 			t.Errorf("Collect+Evaluate report differs from Probe's (-probe +evaluate):\n%s", diff)
@@ -145,8 +147,15 @@ func TestCollectEvaluateIsProbe(t *testing.T) {
 		if !servedIn(a, "shared.example") || !servedIn(b, "shared.example") {
 			t.Fatalf("the split does not put shared.example in both parts: %v / %v", a, b)
 		}
-		partA := &scan.Part{Observations: l.pass().Collect(context.Background(), a)}
-		partB := &scan.Part{Observations: l.pass().Collect(context.Background(), b)}
+		// Each part probed by a pass of its own, as another process
+		// would, and decoded by the evaluating one's Decoder.
+		var d scan.Decoder
+		partA := wire(t, &d, &scan.Part{Observations: l.pass().Collect(context.Background(), a)})
+		partB := wire(t, &d, &scan.Part{Observations: l.pass().Collect(context.Background(), b)})
+		leafA, leafB := leafOf(partA, "shared.example"), leafOf(partB, "shared.example")
+		if leafA == nil || leafA != leafB {
+			t.Errorf("the certificate served in both parts decodes to %p and %p, want one *x509.Certificate", leafA, leafB)
+		}
 		var seen int
 		p := l.pass()
 		p.OnObservation = func(*probes.Observation) { seen++ }
@@ -176,6 +185,31 @@ func TestCollectEvaluateIsProbe(t *testing.T) {
 			t.Errorf("the shared certificate is listed %d times, want once", n)
 		}
 	})
+}
+
+// wire encodes part and decodes it with d, as a part travels from the
+// process that probed it to the one that evaluates it.
+func wire(t *testing.T, d *scan.Decoder, part *scan.Part) *scan.Part {
+	t.Helper()
+	b, err := scan.EncodePart(part)
+	if err != nil {
+		t.Fatalf("EncodePart: %v", err)
+	}
+	got, err := d.DecodePart(b)
+	if err != nil {
+		t.Fatalf("DecodePart: %v", err)
+	}
+	return got
+}
+
+// leafOf returns the leaf served to name in part, or nil.
+func leafOf(part *scan.Part, name string) *x509.Certificate {
+	for i := range part.Observations {
+		if o := &part.Observations[i]; o.Name == name {
+			return o.Leaf()
+		}
+	}
+	return nil
 }
 
 func servedIn(ts []discovery.Target, name string) bool {

@@ -1,0 +1,328 @@
+package scan
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/probes"
+)
+
+// The wire form of a part, and of a shard's targets, is gzip over a magic
+// that names the kind and version, then:
+//
+//	part:    uvarint n, n × (uvarint length, certificate DER), JSON wirePart
+//	targets: JSON []discovery.Target
+//
+// A part's certificates are each written once, whatever the number of
+// chains and paths they are on; observations name them by index.
+const (
+	partMagic    = "cwp1"
+	targetsMagic = "cwt1"
+	// maxWireBytes bounds what one part or target list inflates to, so
+	// that a corrupted length or a hostile blob cannot take the memory
+	// of the process decoding it. A shard of 100,000 endpoints is about
+	// 30 MB.
+	maxWireBytes = 1 << 30
+	// maxCertBytes is the largest certificate TLS can carry (a
+	// CertificateEntry's 24-bit length, RFC 8446 4.4.2).
+	maxCertBytes = 1<<24 - 1
+)
+
+// wirePart is a part as encoded after its certificate table.
+type wirePart struct {
+	Observations []wireObservation `json:"observations"`
+	Inventory    Inventory         `json:"inventory"`
+}
+
+// wireObservation is an observation with its chain and paths as indexes
+// into the part's certificate table. Every field of probes.Observation
+// that encodes in JSON is carried by the embedded value, so a field added
+// there travels without a change here (TestWireCarriesEveryField checks
+// that no other field is left out). TLSVersion and CipherSuite travel as
+// numbers, shadowing the names the embedded value would write, so that a
+// version or suite crypto/tls has no name for (a legacy server's) still
+// decodes.
+type wireObservation struct {
+	probes.Observation
+	TLSVersion  uint16    `json:"tls_version,omitempty"`
+	CipherSuite uint16    `json:"cipher_suite,omitempty"`
+	Chain       []int32   `json:"chain,omitempty"`
+	Paths       [][]int32 `json:"paths,omitempty"`
+}
+
+// EncodePart encodes p for another process's Decoder.DecodePart: its
+// observations, every field of each, with each distinct certificate
+// written once, and its inventory, gzip-compressed. The error is an
+// observation or inventory field that does not encode (an unknown
+// protocol).
+func EncodePart(p *Part) ([]byte, error) {
+	var table [][]byte
+	byPtr := make(map[*x509.Certificate]int32)
+	bySum := make(map[[sha256.Size]byte]int32)
+	index := func(c *x509.Certificate) int32 {
+		if i, ok := byPtr[c]; ok {
+			return i
+		}
+		sum := sha256.Sum256(c.Raw)
+		i, ok := bySum[sum]
+		if !ok {
+			i = int32(len(table))
+			table = append(table, c.Raw)
+			bySum[sum] = i
+		}
+		byPtr[c] = i
+		return i
+	}
+	w := wirePart{Observations: make([]wireObservation, len(p.Observations)), Inventory: p.Inventory}
+	for i := range p.Observations {
+		o := &p.Observations[i]
+		wo := &w.Observations[i]
+		wo.Observation = *o
+		wo.Observation.Chain, wo.Observation.Paths = nil, nil
+		wo.TLSVersion, wo.CipherSuite = uint16(o.TLSVersion), uint16(o.CipherSuite)
+		if o.Chain != nil {
+			wo.Chain = make([]int32, len(o.Chain))
+			for j, c := range o.Chain {
+				if c == nil {
+					return nil, fmt.Errorf("encode part: observation of %s:%d at %s: certificate %d of its chain is nil", o.Name, o.Port, o.Address, j)
+				}
+				wo.Chain[j] = index(c)
+			}
+		}
+		if o.Paths != nil {
+			wo.Paths = make([][]int32, len(o.Paths))
+			for j, path := range o.Paths {
+				wo.Paths[j] = make([]int32, len(path))
+				for k, c := range path {
+					if c == nil {
+						return nil, fmt.Errorf("encode part: observation of %s:%d at %s: certificate %d of path %d is nil", o.Name, o.Port, o.Address, k, j)
+					}
+					wo.Paths[j][k] = index(c)
+				}
+			}
+		}
+	}
+	body, err := json.Marshal(&w)
+	if err != nil {
+		return nil, fmt.Errorf("encode part: %w", err)
+	}
+	var head []byte
+	head = binary.AppendUvarint(head, uint64(len(table)))
+	return compress(partMagic, func(zw io.Writer) error {
+		if _, err := zw.Write(head); err != nil {
+			return err
+		}
+		var n [binary.MaxVarintLen64]byte
+		for _, der := range table {
+			if _, err := zw.Write(binary.AppendUvarint(n[:0], uint64(len(der)))); err != nil {
+				return err
+			}
+			if _, err := zw.Write(der); err != nil {
+				return err
+			}
+		}
+		_, err := zw.Write(body)
+		return err
+	})
+}
+
+// Decoder decodes the parts of one run (EncodePart). Certificates equal
+// in several parts, or in several observations of one, decode to one
+// *x509.Certificate, parsed once, as the observations of one pass share
+// them. It keeps every certificate it decoded: use one Decoder per
+// evaluation and drop it afterwards. The zero value is ready to use; a
+// Decoder is safe for concurrent use.
+type Decoder struct {
+	mu    sync.Mutex
+	certs map[[sha256.Size]byte]*x509.Certificate
+}
+
+// DecodePart decodes a part EncodePart wrote. Damaged input (truncated,
+// corrupted, not a part, a certificate that does not parse, an index
+// outside the part's certificates) is an error saying what is wrong;
+// nothing of such a part is returned.
+func (d *Decoder) DecodePart(b []byte) (*Part, error) {
+	raw, err := decompress(partMagic, b)
+	if err != nil {
+		return nil, fmt.Errorf("decode part: %w", err)
+	}
+	n, k := binary.Uvarint(raw)
+	if k <= 0 {
+		return nil, errors.New("decode part: bad certificate count")
+	}
+	raw = raw[k:]
+	if n > uint64(len(raw)) { // each takes at least one byte
+		return nil, fmt.Errorf("decode part: %d certificates claimed in %d bytes", n, len(raw))
+	}
+	table := make([]*x509.Certificate, n)
+	for i := range table {
+		size, k := binary.Uvarint(raw)
+		if k <= 0 {
+			return nil, fmt.Errorf("decode part: certificate %d: bad length", i)
+		}
+		raw = raw[k:]
+		if size > maxCertBytes || size > uint64(len(raw)) {
+			return nil, fmt.Errorf("decode part: certificate %d: length %d exceeds the %d bytes left", i, size, len(raw))
+		}
+		der := raw[:size]
+		raw = raw[size:]
+		if table[i], err = d.certificate(der); err != nil {
+			return nil, fmt.Errorf("decode part: certificate %d: %w", i, err)
+		}
+	}
+	var w wirePart
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("decode part: observations: %w", err)
+	}
+	p := &Part{Observations: make([]probes.Observation, len(w.Observations)), Inventory: w.Inventory}
+	cert := func(i int32) (*x509.Certificate, error) {
+		if i < 0 || int(i) >= len(table) {
+			return nil, fmt.Errorf("certificate index %d outside the part's %d certificates", i, len(table))
+		}
+		return table[i], nil
+	}
+	for i := range w.Observations {
+		wo := &w.Observations[i]
+		o := &p.Observations[i]
+		*o = wo.Observation
+		o.TLSVersion, o.CipherSuite = probes.TLSVersion(wo.TLSVersion), probes.CipherSuite(wo.CipherSuite)
+		bad := func(err error) error {
+			return fmt.Errorf("decode part: observation %d (%s:%d at %s): %w", i, o.Name, o.Port, o.Address, err)
+		}
+		if wo.Chain != nil {
+			o.Chain = make([]*x509.Certificate, len(wo.Chain))
+			for j, k := range wo.Chain {
+				if o.Chain[j], err = cert(k); err != nil {
+					return nil, bad(fmt.Errorf("chain: %w", err))
+				}
+			}
+		}
+		if wo.Paths != nil {
+			o.Paths = make([][]*x509.Certificate, len(wo.Paths))
+			for j, path := range wo.Paths {
+				if len(path) == 0 {
+					return nil, bad(fmt.Errorf("path %d is empty", j))
+				}
+				o.Paths[j] = make([]*x509.Certificate, len(path))
+				for k, c := range path {
+					if o.Paths[j][k], err = cert(c); err != nil {
+						return nil, bad(fmt.Errorf("path %d: %w", j, err))
+					}
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// certificate returns the certificate of der, parsed once per Decoder.
+func (d *Decoder) certificate(der []byte) (*x509.Certificate, error) {
+	sum := sha256.Sum256(der)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.certs[sum]; ok {
+		return c, nil
+	}
+	// The certificate keeps its DER (Raw): a copy, not the whole part's.
+	c, err := x509.ParseCertificate(bytes.Clone(der))
+	if err != nil {
+		return nil, err
+	}
+	if d.certs == nil {
+		d.certs = make(map[[sha256.Size]byte]*x509.Certificate)
+	}
+	d.certs[sum] = c
+	return c, nil
+}
+
+// EncodeTargets encodes a shard's targets for DecodeTargets,
+// gzip-compressed. The error is a target that does not encode (an unknown
+// protocol).
+func EncodeTargets(targets []discovery.Target) ([]byte, error) {
+	body, err := json.Marshal(targets)
+	if err != nil {
+		return nil, fmt.Errorf("encode targets: %w", err)
+	}
+	return compress(targetsMagic, func(zw io.Writer) error {
+		_, err := zw.Write(body)
+		return err
+	})
+}
+
+// DecodeTargets decodes targets EncodeTargets wrote. Damaged input is an
+// error saying what is wrong.
+func DecodeTargets(b []byte) ([]discovery.Target, error) {
+	raw, err := decompress(targetsMagic, b)
+	if err != nil {
+		return nil, fmt.Errorf("decode targets: %w", err)
+	}
+	var ts []discovery.Target
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		return nil, fmt.Errorf("decode targets: %w", err)
+	}
+	return ts, nil
+}
+
+// compress returns magic and what write writes, gzip-compressed.
+func compress(magic string, write func(io.Writer) error) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	bw := bufio.NewWriterSize(zw, 64<<10)
+	bw.WriteString(magic) // errors stick: Flush returns them
+	if err := write(bw); err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decompress inflates b whole (so that gzip's checksum is verified),
+// checks that it starts with magic and returns what follows.
+func decompress(magic string, b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", noEOF(err))
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxWireBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", noEOF(err))
+	}
+	if len(raw) > maxWireBytes {
+		return nil, fmt.Errorf("inflates to more than %d bytes", maxWireBytes)
+	}
+	if len(raw) < len(magic) || string(raw[:len(magic)]) != magic {
+		return nil, fmt.Errorf("not a certwatch %s (wrong kind or version)", kindOf(magic))
+	}
+	return raw[len(magic):], nil
+}
+
+func kindOf(magic string) string {
+	if magic == partMagic {
+		return "part"
+	}
+	return "target list"
+}
+
+// noEOF turns the io.EOF of input that ends too early into
+// io.ErrUnexpectedEOF, which says so.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,224 @@
+package scan_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/x509"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// fillAll sets every field reachable from v to a value that is not zero:
+// one element in each slice, so that a field the wire drops shows as a
+// difference. Certificate slices are left to the caller.
+func fillAll(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	at := time.Date(2031, 2, 3, 4, 5, 6, 789, time.UTC)
+	switch v.Type() {
+	case reflect.TypeFor[time.Time]():
+		v.Set(reflect.ValueOf(at))
+		return
+	case reflect.TypeFor[netip.Addr]():
+		v.Set(reflect.ValueOf(netip.MustParseAddr("2001:db8::7")))
+		return
+	case reflect.TypeFor[[]*x509.Certificate](), reflect.TypeFor[[][]*x509.Certificate]():
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(path)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(3)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillAll(t, v.Elem(), path)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillAll(t, v.Index(0), path+"[0]")
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillAll(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		}
+	default:
+		t.Fatalf("%s: fillAll does not know %s: teach it, and the wire if needed", path, v.Type())
+	}
+}
+
+// TestWireCarriesEveryField: every field of an observation and of an
+// inventory survives EncodePart and DecodePart, including a TLS version
+// and a cipher suite crypto/tls has no name for, and every certificate of
+// the chain and paths comes back. A field added to probes.Observation with
+// json:"-" fails here until the wire carries it.
+func TestWireCarriesEveryField(t *testing.T) {
+	for f := range reflect.TypeFor[probes.Observation]().Fields() {
+		if f.Tag.Get("json") == "-" && f.Name != "Chain" && f.Name != "Paths" {
+			t.Errorf("probes.Observation.%s is not encoded in JSON and the wire does not carry it", f.Name)
+		}
+	}
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Wire Root", now.Add(-time.Hour), now.Add(24*time.Hour))
+	inter := root.MustIntermediate("Wire Intermediate", now.Add(-time.Hour), now.Add(24*time.Hour))
+	leaf := inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"wire.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)})
+
+	var part scan.Part
+	fillAll(t, reflect.ValueOf(&part).Elem(), "part")
+	o := &part.Observations[0]
+	o.TLSVersion = 0x0300 // SSL 3.0: tls.VersionName has no TLS name for it
+	o.CipherSuite = 0xfefe
+	o.Chain = []*x509.Certificate{leaf.Cert, inter.Cert}
+	o.Paths = [][]*x509.Certificate{{leaf.Cert, inter.Cert, root.Cert}, {leaf.Cert, inter.Cert}}
+	for sf, f := range reflect.ValueOf(*o).Fields() {
+		if f.IsZero() {
+			t.Fatalf("the test leaves the observation's %s zero", sf.Name)
+		}
+	}
+	second := *o
+	second.Name, second.Chain, second.Paths, second.Revocation = "bare.example", nil, nil, nil
+	part.Observations = append(part.Observations, second)
+
+	b, err := scan.EncodePart(&part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := new(scan.Decoder).DecodePart(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&part, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("part after the wire differs (-sent +decoded):\n%s", diff)
+	}
+	g := got.Observations[0]
+	if g.Chain[0] != g.Paths[0][0] || g.Paths[0][0] != g.Paths[1][0] || g.Chain[1] != g.Paths[1][1] {
+		t.Errorf("the decoded chain and paths do not share their certificates")
+	}
+}
+
+// TestDecoderSharesCertificates: one Decoder decodes a certificate once,
+// however many parts carry it.
+func TestDecoderSharesCertificates(t *testing.T) {
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca := certtest.MustCA("Wire Root", now.Add(-time.Hour), now.Add(24*time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)})
+	// Two parsed copies of one DER, as two processes hold them.
+	copyOf := func(c *x509.Certificate) *x509.Certificate { return certtest.Must(x509.ParseCertificate(c.Raw)) }
+	enc := func(c *x509.Certificate) []byte {
+		return certtest.Must(scan.EncodePart(&scan.Part{Observations: []probes.Observation{{Name: "a.example", Port: 443, Chain: []*x509.Certificate{c, ca.Cert}}}}))
+	}
+	var d scan.Decoder
+	a := certtest.Must(d.DecodePart(enc(leaf.Cert)))
+	b := certtest.Must(d.DecodePart(enc(copyOf(leaf.Cert))))
+	if a.Observations[0].Chain[0] != b.Observations[0].Chain[0] || a.Observations[0].Chain[1] != b.Observations[0].Chain[1] {
+		t.Errorf("equal certificates of two parts decode to distinct values")
+	}
+	if c := new(scan.Decoder); certtest.Must(c.DecodePart(enc(leaf.Cert))).Observations[0].Chain[0] == a.Observations[0].Chain[0] {
+		t.Errorf("two Decoders share a certificate")
+	}
+}
+
+// TestDecodeRejectsDamage: a part cut short, with a byte changed, with
+// bytes appended, or that is something else, is an error, never a panic
+// or a part.
+func TestDecodeRejectsDamage(t *testing.T) {
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca := certtest.MustCA("Wire Root", now.Add(-time.Hour), now.Add(24*time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)})
+	good := certtest.Must(scan.EncodePart(&scan.Part{Observations: []probes.Observation{
+		{Name: "a.example", Port: 443, Chain: []*x509.Certificate{leaf.Cert, ca.Cert}, Paths: [][]*x509.Certificate{{leaf.Cert, ca.Cert}}, Trust: probes.Trusted},
+		{Name: "b.example", Port: 443, Failure: probes.FailRefused, Error: "connection refused"},
+	}}))
+	targets := certtest.Must(scan.EncodeTargets([]discovery.Target{{Name: "a.example", Port: 443}}))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"observations":[]}`))
+	zw.Close()
+
+	tests := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "gunzip"},
+		{"not gzip", []byte("observations"), "gunzip"},
+		{"bytes appended", append(bytes.Clone(good), "trailing"...), "gunzip"},
+		{"a target list", targets, "not a certwatch part"},
+		{"gzip without the magic", gz.Bytes(), "not a certwatch part"},
+	}
+	// Cut short anywhere: within the header, the stream or the trailer.
+	for _, n := range []int{1, 9, 10, len(good) / 3, len(good) / 2, len(good) - 9, len(good) - 1} {
+		tests = append(tests, struct {
+			name string
+			b    []byte
+			want string
+		}{fmt.Sprintf("truncated to %d of %d bytes", n, len(good)), good[:n], "gunzip"})
+	}
+	// A byte changed anywhere past the header's unchecked fields (mtime,
+	// flags, OS), in the deflate stream or in the trailer's checksum and
+	// length.
+	for i := 10; i < len(good); i += max(1, len(good)/40) {
+		b := bytes.Clone(good)
+		b[i] ^= 0x5a
+		tests = append(tests, struct {
+			name string
+			b    []byte
+			want string
+		}{fmt.Sprintf("byte %d of %d changed", i, len(good)), b, "decode part"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := new(scan.Decoder).DecodePart(tt.b)
+			if err == nil {
+				t.Fatalf("DecodePart accepted damaged input: %+v", p)
+			}
+			if p != nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "decode part: ") {
+				t.Errorf("DecodePart = %v, %v; want no part and an error about %q", p, err, tt.want)
+			}
+		})
+	}
+	if _, err := new(scan.Decoder).DecodePart(good); err != nil {
+		t.Fatalf("the undamaged part: %v", err)
+	}
+}
+
+// TestTargetsWire: a shard's targets survive EncodeTargets and
+// DecodeTargets, and damage is an error.
+func TestTargetsWire(t *testing.T) {
+	ts := []discovery.Target{
+		{Name: "mail.example", Port: 25, Protocol: discovery.SMTP, Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8::1")}, Sources: []string{"dnszone:example"}},
+		{Name: "www.example", Port: 443, Resolve: "lb.example.net", Sources: []string{"static"}, Explicit: true},
+		{Name: "*.example", Port: 443, Sources: []string{"dnszone:example"}, Skip: "wildcard owner"},
+	}
+	b, err := scan.EncodeTargets(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := scan.DecodeTargets(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ts, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("targets after the wire differ (-sent +decoded):\n%s", diff)
+	}
+	for _, bad := range [][]byte{b[:len(b)/2], b[:len(b)-1], nil, certtest.Must(scan.EncodePart(&scan.Part{}))} {
+		if got, err := scan.DecodeTargets(bad); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
+			t.Errorf("DecodeTargets(%d damaged bytes) = %v, %v; want an error", len(bad), got, err)
+		}
+	}
+}
