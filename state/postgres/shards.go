@@ -99,8 +99,8 @@ func (s *Store) epoch() int64 {
 	return s.term.epoch
 }
 
-// ClaimShard claims for holder, for lease, one shard of an open sweep of
-// the store's site whose deadline has not passed: a shard not done, and
+// ClaimShard claims for holder, for lease, one shard of the store's site's
+// open sweep, if its deadline has not passed: a shard not done, and
 // unclaimed or whose claim ran out. It reports false when there is none.
 // It is not fenced: standbys claim shards too. The claim's Until is by
 // this process's clock, starting before the round trip, so it ends no
@@ -118,21 +118,22 @@ func (s *Store) ClaimShard(ctx context.Context, holder string, lease time.Durati
 	// The inner SELECT locks the row it picks and skips the rows other
 	// claimants have locked; READ COMMITTED rechecks its conditions on
 	// the latest version of the row it locks, so a shard claimed or done
-	// meanwhile is not taken.
+	// meanwhile is not taken. It looks in the site's newest open sweep
+	// only (OpenSweep closes the one before), so that the shards closed
+	// sweeps left undone are not scanned at every claim.
 	err := s.pool.QueryRow(ctx, `UPDATE shards h SET holder = $2, claim_until = clock_timestamp() + $3 * interval '1 microsecond',
 	claims = h.claims + 1, token = nextval('shard_tokens')
 FROM sweeps w
 WHERE w.id = h.sweep AND (h.sweep, h.shard) = (
-	SELECT h.sweep, h.shard FROM shards h JOIN sweeps w ON w.id = h.sweep
-	WHERE w.site = $1 AND w.closed_at IS NULL AND w.deadline_at > clock_timestamp()
-		AND NOT h.done AND (h.claim_until IS NULL OR h.claim_until < clock_timestamp())
-	ORDER BY h.sweep, h.shard
+	SELECT sweep, shard FROM shards
+	WHERE sweep = (SELECT id FROM sweeps WHERE site = $1 AND closed_at IS NULL AND deadline_at > clock_timestamp() ORDER BY id DESC LIMIT 1)
+		AND NOT done AND (claim_until IS NULL OR claim_until < clock_timestamp())
+	ORDER BY shard
 	LIMIT 1
-	FOR UPDATE OF h SKIP LOCKED)
+	FOR UPDATE SKIP LOCKED)
 RETURNING h.sweep, h.shard, h.token, h.work, (EXTRACT(EPOCH FROM w.deadline_at - clock_timestamp()) * 1000000)::bigint`,
 		s.site, holder, lease.Microseconds()).Scan(&c.Sweep, &c.Shard, &c.Token, &c.Work, &left)
 	if err == pgx.ErrNoRows {
-		s.note(nil)
 		return state.Claim{}, false, nil
 	}
 	if err != nil {
