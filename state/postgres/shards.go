@@ -38,6 +38,7 @@ import (
 //
 // So probing costs two round trips per shard (claim, write back), plus a
 // renewal per lease for a long one, however many targets the shard holds.
+// TestShardRoundTrips counts them through a proxy.
 //
 // Deadlines and claim leases are kept by the database's clock, so that
 // replicas whose clocks differ agree on them: OpenSweep turns the deadline

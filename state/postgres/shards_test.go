@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -469,4 +470,114 @@ func TestCloseSweepRacesWriteBacks(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d write backs landed before the sweep closed", n, shards)
+}
+
+// turnCounter is a TCP proxy on loopback in front of the database that
+// counts round trips: the times a client starts sending after it last
+// heard from the server.
+type turnCounter struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	turns  int
+}
+
+func newTurnCounter(t *testing.T, target string) *turnCounter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &turnCounter{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go p.serve()
+	return p
+}
+
+func (p *turnCounter) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		var mu sync.Mutex
+		fromClient := false
+		pipe := func(dst, src net.Conn, client bool) {
+			defer dst.Close()
+			defer src.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := src.Read(buf)
+				if n > 0 {
+					mu.Lock()
+					if client && !fromClient {
+						p.mu.Lock()
+						p.turns++
+						p.mu.Unlock()
+					}
+					fromClient = client
+					mu.Unlock()
+					if _, err := dst.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}
+		go pipe(s, c, true)
+		go pipe(c, s, false)
+	}
+}
+
+func (p *turnCounter) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.turns
+}
+
+// TestShardRoundTrips counts each call's round trips to the database, as
+// the package documents them (statements already prepared on the
+// connection).
+func TestShardRoundTrips(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	proxy := newTurnCounter(t, srv.Addr())
+	s := open(t, strings.Replace(url, srv.Addr(), proxy.ln.Addr().String(), 1), postgres.Options{MaxConns: 1})
+	ctx := context.Background()
+	campaign(t, s, "l", time.Hour)
+	result := bytes.Repeat([]byte("r"), 100<<10)
+	var sweep int64
+	var c state.Claim
+	calls := []struct {
+		name string
+		want int
+		call func() error
+	}{
+		{"OpenSweep", 4, func() (err error) { sweep, err = s.OpenSweep(ctx, time.Now().Add(time.Hour), work(50)); return err }},
+		{"ClaimShard", 1, func() (err error) { c, _, err = s.ClaimShard(ctx, "r", time.Minute); return err }},
+		{"RenewShard", 1, func() (err error) { c, err = s.RenewShard(ctx, c, time.Minute); return err }},
+		{"CompleteShard", 1, func() error { return s.CompleteShard(ctx, c, result) }},
+		{"SweepProgress", 1, func() error { _, _, err := s.SweepProgress(ctx, sweep); return err }},
+		{"CloseSweep", 4, func() error { _, err := s.CloseSweep(ctx, sweep); return err }},
+		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), result) }},
+		{"Sites", 1, func() error { _, err := s.Sites(ctx); return err }},
+	}
+	for round := range 2 { // the first round prepares the statements
+		for _, c := range calls {
+			before := proxy.count()
+			if err := c.call(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if got := proxy.count() - before; round == 1 && got != c.want {
+				t.Errorf("%s took %d round trips, want %d", c.name, got, c.want)
+			}
+		}
+	}
 }
