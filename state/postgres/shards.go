@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,9 @@ func (s *Store) OpenSweep(ctx context.Context, deadline time.Time, work [][]byte
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	// A nil element would be a NULL in the array; the caller's slice is
+	// left as it is.
+	work = slices.Clone(work)
 	if work == nil {
 		work = [][]byte{}
 	}

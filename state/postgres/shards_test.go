@@ -205,6 +205,10 @@ func TestCloseSweep(t *testing.T) {
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	s := open(t, url, postgres.Options{})
+	// A nil element is empty work.
+	if _, err := s.OpenSweep(ctx, time.Now().Add(time.Hour), [][]byte{nil}); err != nil {
+		t.Fatalf("OpenSweep with empty work: %v", err)
+	}
 	sweep := openSweep(t, s, time.Now().Add(time.Hour), work(3))
 
 	c0 := claim(t, s, "r", time.Minute)
