@@ -133,8 +133,8 @@ type Inventory struct {
 
 // Inventory returns the inventory of the last Discover, by source in the
 // order of Sources. The slices are the pass's own (the certificates) or
-// the sources' (consumers, zones): treat them as read-only. Safe to call
-// while nothing else runs a Discover on p.
+// the sources' (consumers, zones): treat them as read-only. Call it after
+// Discover, not while one runs.
 func (p *Pass) Inventory() Inventory {
 	var inv Inventory
 	for _, s := range p.Sources {

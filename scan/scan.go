@@ -2,6 +2,12 @@
 // source, probe every address of every target, and evaluate the
 // observations into a report. `certwatch scan` runs it once; the daemon runs
 // it on a schedule.
+//
+// The probing of one run can be shared between processes: CutShards cuts
+// the targets into shards that never split an address, each process
+// probes the shards it claims with Collect and hands the observations on
+// with EncodePart, and one process decodes the parts (Decoder) and judges
+// them, its own with them, with Evaluate into one Report.
 package scan
 
 import (
