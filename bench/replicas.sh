@@ -8,7 +8,8 @@
 # a PostgreSQL server started here in a temporary directory (never the
 # distribution's own cluster), and the replicas. The farm's hosts file is
 # bind-mounted over /etc/hosts only inside it. Needs root (for unshare; the
-# server then runs as the postgres user), Go, curl and PostgreSQL's server
+# server then runs as the postgres user), Go, curl, GNU time and
+# PostgreSQL's server
 # binaries (initdb, postgres, createdb; /usr/lib/postgresql/*/bin or
 # `pg_config --bindir`) with the pg_stat_statements module (contrib).
 #
@@ -28,7 +29,9 @@
 # channels. Per run: the leader's `probe run finished` duration, the wall
 # time from the first replica's start to that line, shards written back by
 # each replica, CPU of the replicas, of the farm and of PostgreSQL, and the
-# statements each database executed (pg_stat_statements).
+# statements each database executed (pg_stat_statements). Each repetition
+# ends with a `certwatch scan` of the same targets (one process, no state)
+# as the single-process reference under the same load.
 # Environment: SHARED (default: ../shared beside the repository) holds
 # bench/tlsfarm.
 set -euo pipefail
@@ -61,7 +64,7 @@ pg_bindir() {
 }
 
 if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
-	for tool in go unshare ip curl psql; do
+	for tool in go unshare ip curl psql /usr/bin/time; do
 		command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 2; }
 	done
 	pgbin=$(pg_bindir) || { echo "bench: PostgreSQL's initdb, postgres and createdb not found (install postgresql)" >&2; exit 2; }
@@ -92,6 +95,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap 'echo "bench: failed (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 # median of the numbers on stdin
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
@@ -119,12 +123,14 @@ cpu_s() { awk -v t="$tick" '{sub(/^.*\) /, ""); print ($12 + $13) / t}' "/proc/$
 # pg_cpu_s: CPU seconds of the PostgreSQL server: the postmaster, its
 # exited children (cutime, cstime) and its live ones.
 pg_cpu_s() {
-	awk -v p="$pg_pid" -v t="$tick" 'FNR == 1 {
-		pid = FILENAME; sub(/^\/proc\//, "", pid); sub(/\/stat$/, "", pid)
+	# Processes come and go while /proc is read: one that vanished is
+	# no loss, its CPU went to its parent's cutime.
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v p="$pg_pid" -v t="$tick" '{
+		pid = $1
 		sub(/^.*\) /, "")
 		if (pid == p) a += ($12 + $13 + $14 + $15) / t
 		else if ($2 == p) a += ($12 + $13) / t
-	} END {print a + 0}' /proc/[0-9]*/stat 2>/dev/null
+	} END {print a + 0}'
 }
 
 # dur_s DURATION: a Go duration string ("1m2.5s", "950ms") in seconds
@@ -301,6 +307,26 @@ measure() {
 	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes" >&2
 }
 
+# scan_ref REP: the same targets through `certwatch scan` (no state, no
+# replicas), the single-process reference on the same machine and load.
+scan_ref() {
+	local rep=$1 dir="$out/scan-$1" wall user sys failed
+	rm -rf "$dir" && mkdir -p "$dir"
+	{
+		echo "ca_files: [$farm/ca.pem]"
+		echo "targets:"
+		cat "$out/targets.yaml"
+	} >"$dir/scan.yaml"
+	read -r fcpu0 hs0 < <(farm_totals)
+	/usr/bin/time -f '%e %U %S' -o "$dir/time.txt" "$out/certwatch" scan --config "$dir/scan.yaml" --output json >"$dir/report.json" 2>"$dir/scan.log" || true
+	read -r fcpu1 hs1 < <(farm_totals)
+	read -r wall user sys < <(tail -n 1 "$dir/time.txt")
+	failed=$(grep -c '"failure": ' "$dir/report.json" || true)
+	printf 'scan\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%.2f\t%.2f\t0\t%s\t0\t0\t0\t0\t0\t%s\n' "$rep" "$wall" "$wall" "$n" "$failed" \
+		"$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$((hs1 - hs0))" "$(load1)" >>"$results"
+	echo "bench: scan rep $rep: ${wall}s, CPU $(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')s, $((hs1 - hs0)) handshakes" >&2
+}
+
 # A warm-up run first (rep 0, left out of the medians): the farm's and the
 # page cache's first touch would otherwise fall on the first count only.
 measure "${counts%% *}" 0
@@ -308,6 +334,7 @@ for rep in $(seq "$reps"); do
 	for r in $counts; do
 		measure "$r" "$rep"
 	done
+	scan_ref "$rep"
 done
 
 # ---- the table ----
@@ -318,8 +345,9 @@ printf '| %8s | %3s | %7s | %7s | %9s | %6s | %6s | %18s | %11s | %8s | %6s | %1
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: --------: --------: ----------: -------: -------: -------------------: ------------: ---------: -------: -----------: -----------:
 awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %7.2f | %7.2f | %9s | %6s | %6s | %18s | %11.2f | %8.2f | %6.2f | %10s | %10s |\n", $1, $2, $3, $4, $5, $6, $8, $9, $10, $11, $12, $13, $14}' "$results"
 echo
-for r in $counts; do
+for r in $counts scan; do
 	col() { awk -F'\t' -v r="$r" "NR > 1 && \$1 == r && \$2 > 0 {print $1}" "$results" | median; }
+	[ "$r" = scan ] && { printf 'Medians of %s, certwatch scan of the same targets (one process, no state): %.2f s, CPU %.2f s, farm CPU %.2f s\n' "$reps" "$(col '$3')" "$(col '$10')" "$(col '$11')"; continue; }
 	printf 'Medians of %s, %s replica(s): run %.2f s, wall %.2f s, replica CPU %.2f s, farm CPU %.2f s, PostgreSQL CPU %.2f s, %s statements (%s claims, %s write-backs, %s renewals, %s progress polls)\n' \
 		"$reps" "$r" "$(col '$3')" "$(col '$4')" "$(col '$10')" "$(col '$11')" "$(col '$12')" "$(col '$14')" "$(col '$15')" "$(col '$16')" "$(col '$17')" "$(col '$18')"
 done
