@@ -9,9 +9,9 @@
 # distribution's own cluster), and the replicas. The farm's hosts file is
 # bind-mounted over /etc/hosts only inside it. Needs root (for unshare; the
 # server then runs as the postgres user), Go, curl, GNU time and
-# PostgreSQL's server
-# binaries (initdb, postgres, createdb; /usr/lib/postgresql/*/bin or
-# `pg_config --bindir`) with the pg_stat_statements module (contrib).
+# PostgreSQL's server binaries (initdb, postgres, createdb;
+# /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
+# pg_stat_statements module (contrib).
 #
 # Usage: bench/replicas.sh [-n 10000] [-s 100] [-r 3] [-R "1 2"] [-o DIR]
 #   -n N       endpoints in the farm (default 10000)
@@ -28,8 +28,9 @@
 # as static targets, notify.state on the run's own database and no
 # channels. Per run: the leader's `probe run finished` duration, the wall
 # time from the first replica's start to that line, shards written back by
-# each replica, CPU of the replicas, of the farm and of PostgreSQL, and the
-# statements each database executed (pg_stat_statements). Each repetition
+# each replica, and, from the start to the notifier's `findings applied`,
+# CPU of the replicas, of the farm and of PostgreSQL and the statements the
+# run's database executed (pg_stat_statements). Each repetition
 # ends with a `certwatch scan` of the same targets (one process, no state)
 # as the single-process reference under the same load.
 # Environment: SHARED (default: ../shared beside the repository) holds
@@ -280,6 +281,12 @@ measure() {
 	[ -n "$leader" ] || { echo "bench: no probe run finished within 10 minutes; see $dir" >&2; exit 1; }
 	line=$(grep -m1 '"msg":"probe run finished"' "$dir/replica-$leader.log")
 	t1=$(date -d "$(field "$line" time)" +%s.%N)
+	# The run ends with the notifier applying its findings; CPU and
+	# statements are read after that, so each run counts the same work.
+	for _ in $(seq 300); do
+		grep -q '"msg":"findings applied"' "$dir/replica-$leader.log" && break
+		sleep 0.1
+	done
 	local cpu=0 per_replica=()
 	for ((i = 1; i <= r; i++)); do
 		cpu=$(awk -v a="$cpu" -v b="$(cpu_s "${rp[$((i - 1))]}")" 'BEGIN {print a + b}')
