@@ -158,6 +158,10 @@ type Daemon struct {
 	// start-up: the first probe run notified carries a state_created
 	// finding, so that announcing every open finding again is loud.
 	EmptyState string
+	// Sharing, when set, makes probe runs shared by the replicas (and
+	// merged with the other sites'), when the Scanner is also a
+	// PartEvaluator.
+	Sharing *Sharing
 
 	logger *slog.Logger
 

@@ -41,12 +41,21 @@ func (d *Daemon) probe(ctx context.Context) error {
 	}
 	start := d.now()
 	var r *scan.Report
-	if loaded {
+	var cut error // the timeout that cut the run short
+	pe, shared := s.(PartEvaluator)
+	shared = shared && d.Sharing != nil && loaded
+	switch {
+	case shared:
+		var err error
+		r, cut, err = d.probeShared(ctx, pe, inventory, results, degraded, start)
+		if err != nil {
+			return err
+		}
+	case loaded:
 		r = s.Probe(ctx, inventory, start)
-	} else {
+	default:
 		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
 	}
-	var cut error // the timeout that cut the run short
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {
@@ -59,9 +68,8 @@ func (d *Daemon) probe(ctx context.Context) error {
 			// last success from moving (CertwatchProbeStale).
 			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", len(inventory), cause)
 		}
-		cut = cause
-		if te := (*timeoutError)(nil); errors.As(cause, &te) {
-			timeout = te.limit
+		if cut == nil {
+			cut = cause
 		}
 		// What was probed is published and notified: endpoints the sweep
 		// did not reach are failed (not_probed), so their findings stay,
@@ -71,10 +79,15 @@ func (d *Daemon) probe(ctx context.Context) error {
 		defer cancel()
 		ctx = nctx
 	}
-	r.Sources = results
-	r.Findings = append(r.Findings, degraded...)
-	if cut != nil {
-		r.Findings = append(r.Findings, cutShort(r, len(inventory), timeout, start))
+	if !shared {
+		if te := (*timeoutError)(nil); errors.As(cut, &te) {
+			timeout = te.limit
+		}
+		r.Sources = results
+		r.Findings = append(r.Findings, degraded...)
+		if cut != nil {
+			r.Findings = append(r.Findings, cutShort(len(inventory), r.NotProbed, len(r.Endpoints), timeout, start))
+		}
 	}
 	if fresh != "" {
 		r.Findings = append(r.Findings, freshStateFinding(fresh, start))
@@ -129,10 +142,10 @@ func (d *Daemon) probe(ctx context.Context) error {
 
 // cutShort is the self-monitoring finding of a probe run that hit its sweep
 // timeout after probing part of its inventory.
-func cutShort(r *scan.Report, targets int, timeout time.Duration, at time.Time) policy.Finding {
+func cutShort(targets, notProbed, endpoints int, timeout time.Duration, at time.Time) policy.Finding {
 	what := fmt.Sprintf("%d targets", targets)
-	if r.NotProbed > 0 {
-		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, r.NotProbed, len(r.Endpoints))
+	if notProbed > 0 {
+		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, notProbed, endpoints)
 	}
 	return policy.Finding{
 		Kind: ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: at.UTC(),

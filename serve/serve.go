@@ -107,6 +107,8 @@ type Server struct {
 	term    state.Term
 	termSet bool
 
+	shardCounters *shardCounters
+
 	// mu guards the latest view of the world and the probe results of the
 	// run in progress.
 	mu         sync.RWMutex
@@ -156,6 +158,8 @@ func New(o Options) *Server {
 		lastRun:  map[string]runInfo{},
 		pending:  map[endpointKey]probeStat{},
 		page:     newPageRenderer(),
+
+		shardCounters: newShardCounters(),
 	}
 	s.metrics = newMetrics(s)
 	s.registry.MustRegister(
@@ -163,6 +167,8 @@ func New(o Options) *Server {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		s.metrics,
 		newLeaderCollector(s),
+		s.shardCounters.shards,
+		s.shardCounters.endpoints,
 	)
 	return s
 }

@@ -12,12 +12,18 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state/postgres"
 )
 
 var (
-	_ daemon.Elector = (*postgres.Store)(nil)
+	_ daemon.Elector       = (*postgres.Store)(nil)
+	_ daemon.Claimer       = (*postgres.Store)(nil)
+	_ daemon.Shards        = (*postgres.Store)(nil)
+	_ daemon.Sites         = (*postgres.Store)(nil)
+	_ daemon.Collector     = (*scan.Pass)(nil)
+	_ daemon.PartEvaluator = (*scan.Pass)(nil)
 )
 
 // daemons builds the daemon of `certwatch run` and hands it reloaded
@@ -31,6 +37,8 @@ type daemons struct {
 	memory     daemon.Memory
 	emptyState string
 	logger     *slog.Logger
+	// sharing, when set, makes every daemon's probe runs shared sweeps.
+	sharing *daemon.Sharing
 
 	// mu guards the parts the next daemon starts with and the one running.
 	mu       sync.Mutex
@@ -52,6 +60,7 @@ func (h *daemons) start() (*daemon.Daemon, error) {
 	d.Recorder = h.recorder
 	d.HTTPClient = h.client
 	d.Memory = h.memory
+	d.Sharing = h.sharing
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
 	d.EmptyState, h.emptyState = h.emptyState, ""
@@ -103,17 +112,42 @@ func (h *daemons) runOnce(ctx context.Context) error {
 	return d.Run(ctx)
 }
 
-// runReplicated runs a daemon whenever this process leads the replicas
-// sharing elector.
-func (h *daemons) runReplicated(ctx context.Context, elector daemon.Elector, lease time.Duration) error {
+// collector is the current scanner's prober, for shared probing.
+func (h *daemons) collector() daemon.Collector {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.scanner.(daemon.Collector)
+}
+
+// runReplicated runs a daemon whenever this process leads the replicas of
+// its site sharing store, and, all the time, a worker that probes the
+// shards of the site's sweeps.
+func (h *daemons) runReplicated(ctx context.Context, store *postgres.Store, site string, lease time.Duration, shardSize int, staleAfter time.Duration) error {
+	holder := replicaName()
+	h.sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, StaleAfter: staleAfter}
+	w := &daemon.Worker{
+		Claimer:   store,
+		Holder:    holder,
+		Lease:     lease,
+		Collector: h.collector,
+		Logger:    h.logger.With("component", "worker"),
+		OnShard:   h.srv.RecordShard,
+	}
+	var wg sync.WaitGroup
+	wctx, stopWorker := context.WithCancel(ctx)
+	defer func() {
+		stopWorker()
+		wg.Wait()
+	}()
+	wg.Go(func() { w.Run(wctx) })
 	r := &daemon.Replica{
-		Elector: elector,
-		Holder:  replicaName(),
+		Elector: store,
+		Holder:  holder,
 		Lease:   lease,
 		Logger:  h.logger.With("component", "leader"),
 		OnTerm:  h.srv.RecordTerm,
 	}
-	h.logger.Info("replica campaigning for leadership", "holder", r.Holder, "lease", lease.String())
+	h.logger.Info("replica campaigning for leadership", "holder", r.Holder, "site", site, "lease", lease.String(), "shard_size", shardSize)
 	return r.Run(ctx, h.runOnce)
 }
 

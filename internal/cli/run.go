@@ -24,6 +24,7 @@ import (
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
+	"github.com/certwatch/certwatch/state/postgres"
 )
 
 const runUsage = `Usage:
@@ -281,8 +282,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 			}
 		}
 	})
-	if elector, ok := store.(daemon.Elector); ok {
-		err = h.runReplicated(ctx, elector, time.Duration(c.Daemon.LeaderLease))
+	if pg, ok := store.(*postgres.Store); ok {
+		err = h.runReplicated(ctx, pg, c.Daemon.Site, time.Duration(c.Daemon.LeaderLease), c.Daemon.ShardSize, time.Duration(c.Daemon.SiteStaleAfter))
 	} else {
 		err = h.runOnce(ctx)
 	}
@@ -317,9 +318,13 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	keep("daemon.pprof", c.Daemon.Pprof != cur.Daemon.Pprof)
 	keep("daemon.metrics_series_limit", c.Daemon.MetricsSeriesLimit != cur.Daemon.MetricsSeriesLimit)
 	keep("daemon.leader_lease", c.Daemon.LeaderLease != cur.Daemon.LeaderLease)
+	keep("daemon.site", c.Daemon.Site != cur.Daemon.Site)
+	keep("daemon.shard_size", c.Daemon.ShardSize != cur.Daemon.ShardSize)
+	keep("daemon.site_stale_after", c.Daemon.SiteStaleAfter != cur.Daemon.SiteStaleAfter)
 	c.Notify.State, c.Daemon.Listen = cur.Notify.State, cur.Daemon.Listen
 	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
-	c.Daemon.LeaderLease = cur.Daemon.LeaderLease
+	c.Daemon.LeaderLease, c.Daemon.Site = cur.Daemon.LeaderLease, cur.Daemon.Site
+	c.Daemon.ShardSize, c.Daemon.SiteStaleAfter = cur.Daemon.ShardSize, cur.Daemon.SiteStaleAfter
 	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ func openState(ctx context.Context, c config.Config) (stateStore, error) {
 	}
 	// A replica paused inside a transaction loses its session well before
 	// its lease ends, so its locks do not hold up the takeover.
-	opts := postgres.Options{IdleInTransaction: time.Duration(c.Daemon.LeaderLease) / 2}
+	opts := postgres.Options{IdleInTransaction: time.Duration(c.Daemon.LeaderLease) / 2, Site: c.Daemon.Site}
 	if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
 		pw, err := config.ReadSecret("notify: state password", "", n.StatePasswordFile, n.StatePasswordEnv)
 		if err != nil {

@@ -1,0 +1,296 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Shards is the leader's side of shared probing: it opens a sweep of
+// shards that every replica's Worker claims, and closes it once every
+// shard is in or the run's time is up. Implemented by *postgres.Store.
+type Shards interface {
+	// OpenSweep opens a sweep of the site with one shard per work item;
+	// results written after deadline are not used.
+	OpenSweep(ctx context.Context, deadline time.Time, work [][]byte) (int64, error)
+	// SweepProgress says how many of the sweep's shards are in.
+	SweepProgress(ctx context.Context, sweep int64) (done, total int, err error)
+	// CloseSweep closes the sweep (later write-backs are refused) and
+	// returns every shard, in order.
+	CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutcome, error)
+}
+
+// Sites is where sites sharing one state publish what their runs saw, for
+// each other's evaluations. Implemented by *postgres.Store.
+type Sites interface {
+	// PublishSite replaces this site's latest publication.
+	PublishSite(ctx context.Context, at time.Time, result []byte) error
+	// Sites returns every site's latest publication, this one's included.
+	Sites(ctx context.Context) ([]state.SiteResult, error)
+}
+
+// PartEvaluator evaluates observations probed elsewhere. Implemented by
+// *scan.Pass.
+type PartEvaluator interface {
+	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*scan.Part) *scan.Report
+	Inventory() scan.Inventory
+}
+
+// SiteStale is the finding kind for a site sharing the state whose latest
+// publication is older than Sharing.StaleAfter: its instances stopped, or
+// cannot reach the database. Its Name is the site's.
+const SiteStale policy.Kind = "site_stale"
+
+// DefaultSweepPoll is how often the leader checks a shared sweep's
+// progress.
+const DefaultSweepPoll = 500 * time.Millisecond
+
+// Sharing makes the daemon's probe runs shared: the run's targets are cut
+// into shards (scan.CutShards, ShardSize targets, one address never split)
+// that every replica's Worker claims, probes and writes back; the leader
+// evaluates what came back once every shard is in or the run's sweep
+// timeout is near. With Sites set, every run also publishes what it saw,
+// and is evaluated together with every other site's latest publication,
+// so that the alert state they share sees one view.
+type Sharing struct {
+	Shards Shards
+	// Sites, when set, merges the site's runs with the other sites'.
+	Sites Sites
+	// Site names this site ("" for the one site of a deployment).
+	Site string
+	// ShardSize is the targets per shard; 0 means 100.
+	ShardSize int
+	// Poll is how often the sweep's progress is checked; 0 means
+	// DefaultSweepPoll.
+	Poll time.Duration
+	// StaleAfter: another site's publication older than this raises
+	// site_stale; 0 means an hour.
+	StaleAfter time.Duration
+}
+
+// sitePublication is what one site publishes: its observations and
+// inventory (an encoded scan.Part) and its own self-monitoring findings
+// (degraded sources, a cut-short run), which no other site can raise for
+// it and none must resolve.
+type sitePublication struct {
+	Targets  int                 `json:"targets"`
+	Sources  []scan.SourceResult `json:"sources"`
+	Findings []policy.Finding    `json:"findings"`
+	Part     []byte              `json:"part"`
+}
+
+// probeShared runs one probe run as a shared sweep and returns its report,
+// merged with the other sites' latest publications when there are sites.
+// cut is set (matching ErrTimeout) when shards or endpoints were not
+// probed in time. err is a failure of the shared state: the run then
+// publishes and notifies nothing.
+func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, cut error, err error) {
+	sh := d.Sharing
+	timeout := d.timeout(JobProbe)
+	dec := &scan.Decoder{}
+	obs, skipped, missed, err := d.sweep(ctx, sh, dec, inventory, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	notProbed := 0
+	for i := range obs {
+		if obs[i].Failure == probes.FailNotProbed {
+			notProbed++
+		}
+	}
+	if missed > 0 || notProbed > 0 {
+		cut = &timeoutError{job: JobProbe, limit: timeout}
+		if ctx.Err() != nil {
+			cut = context.Cause(ctx)
+		}
+	}
+	var own []policy.Finding
+	for _, f := range degraded {
+		own = append(own, d.siteScoped(f))
+	}
+	if cut != nil {
+		own = append(own, d.siteScoped(cutShort(len(inventory), notProbed, len(obs), timeout, start)))
+	}
+	mine := &scan.Part{Observations: obs, Inventory: pe.Inventory()}
+	parts := []*scan.Part{mine}
+	targets, sources, findings := len(inventory), results, own
+	if sh.Sites != nil {
+		others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Targets: len(inventory), Sources: results, Findings: own}, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range others {
+			parts = append(parts, o.part)
+			targets += o.pub.Targets
+			for _, r := range o.pub.Sources {
+				r.Name = o.site + "/" + r.Name
+				sources = append(sources, r)
+			}
+			findings = append(findings, o.pub.Findings...)
+			findings = append(findings, o.stale...)
+		}
+	}
+	r = pe.Evaluate(start, targets, skipped, parts...)
+	if cut != nil {
+		r.CutShort, r.CutShortCause = true, cut.Error()
+	}
+	r.Sources = sources
+	r.Findings = append(r.Findings, findings...)
+	return r, cut, nil
+}
+
+// siteScoped names a self-monitoring finding after the site it is about,
+// so that two sites' degraded "route53" sources are two findings.
+func (d *Daemon) siteScoped(f policy.Finding) policy.Finding {
+	if d.Sharing.Site != "" {
+		f.Name = d.Sharing.Site + "/" + f.Name
+	}
+	return f
+}
+
+// sweep cuts the probeable targets of inventory into shards, opens a
+// sweep of them and waits until every shard is in or ctx is done, then
+// closes it and returns the observations: those written back, and
+// not_probed ones for every target of a shard that was not (missed
+// counts those shards). skipped are the targets not probed by design.
+func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inventory []discovery.Target, start time.Time) (obs []probes.Observation, skipped []discovery.Target, missed int, err error) {
+	var probe []discovery.Target
+	for _, t := range inventory {
+		if t.Skip != "" {
+			skipped = append(skipped, t)
+		} else {
+			probe = append(probe, t)
+		}
+	}
+	shards := scan.CutShards(probe, cmp.Or(sh.ShardSize, 100))
+	work := make([][]byte, len(shards))
+	for i, ts := range shards {
+		if work[i], err = scan.EncodeTargets(ts); err != nil {
+			return nil, nil, 0, fmt.Errorf("probe run: encode shard %d: %w", i, err)
+		}
+	}
+	// Workers stop a little before the run's own deadline, so that what
+	// they probed is written back before the sweep closes.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = start.Add(d.timeout(JobProbe))
+	}
+	margin := min(max(time.Until(deadline)/20, time.Second), 10*time.Second)
+	id, err := sh.Shards.OpenSweep(ctx, deadline.Add(-margin), work)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
+	}
+	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
+	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
+	for ctx.Err() == nil {
+		done, total, err := sh.Shards.SweepProgress(ctx, id)
+		if err == nil && done >= total {
+			break
+		}
+		if err != nil && ctx.Err() == nil {
+			d.logger.Warn("cannot read the progress of the shared sweep; retrying", "sweep", id, "err", err)
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(d.grace(), 10*time.Second))
+	defer cancel()
+	outcomes, err := sh.Shards.CloseSweep(cctx, id)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("probe run: close shared sweep %d: %w; nothing was published or notified", id, err)
+	}
+	at := d.now()
+	for _, o := range outcomes {
+		if o.Done {
+			part, err := dec.DecodePart(o.Result)
+			if err == nil {
+				obs = append(obs, part.Observations...)
+				continue
+			}
+			d.logger.Error("a probe shard's result cannot be read: its targets are reported not probed", "sweep", id, "shard", o.Shard, "holder", o.Holder, "err", err)
+		}
+		missed++
+		ts, err := scan.DecodeTargets(o.Work)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, id, err)
+		}
+		cause := fmt.Errorf("shard %d was not written back before the sweep deadline (claimed %d times, last by %q)", o.Shard, o.Claims, o.Holder)
+		if o.Claims == 0 {
+			cause = fmt.Errorf("shard %d was not claimed by any replica before the sweep deadline", o.Shard)
+		}
+		obs = append(obs, scan.NotProbed(ts, at, cause)...)
+	}
+	if missed > 0 {
+		d.logger.Warn("shared probe run cut short: shards not written back are reported not probed", "sweep", id, "missed", missed, "shards", len(outcomes))
+	}
+	return obs, skipped, missed, nil
+}
+
+// otherSite is another site's latest publication, decoded.
+type otherSite struct {
+	site  string
+	pub   sitePublication
+	part  *scan.Part
+	stale []policy.Finding
+}
+
+// otherSites publishes this site's run (pub, with mine encoded into it)
+// and returns every other site's latest publication. Another site's
+// publication is used however old it is, so that nothing it saw resolves
+// while it is away; one older than StaleAfter also raises site_stale.
+func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, mine *scan.Part, pub sitePublication, start time.Time) ([]otherSite, error) {
+	var err error
+	if pub.Part, err = scan.EncodePart(mine); err != nil {
+		return nil, fmt.Errorf("probe run: encode site %q's publication: %w", sh.Site, err)
+	}
+	b, err := json.Marshal(pub)
+	if err != nil {
+		return nil, err
+	}
+	if err := sh.Sites.PublishSite(ctx, start, b); err != nil {
+		return nil, fmt.Errorf("probe run: publish site %q's run to the shared state: %w; nothing was notified", sh.Site, err)
+	}
+	all, err := sh.Sites.Sites(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("probe run: read the other sites' runs from the shared state: %w; nothing was notified", err)
+	}
+	staleAfter := cmp.Or(sh.StaleAfter, time.Hour)
+	var out []otherSite
+	for _, s := range all {
+		if s.Site == sh.Site {
+			continue
+		}
+		o := otherSite{site: s.Site}
+		err := json.Unmarshal(s.Result, &o.pub)
+		if err == nil {
+			o.part, err = dec.DecodePart(o.pub.Part)
+		}
+		if err != nil {
+			// A site this one cannot read (a newer certwatch, a damaged
+			// row) is loud, and its alerts are not resolved for it.
+			return nil, fmt.Errorf("probe run: read site %q's latest run from the shared state: %w; nothing was notified (upgrade this certwatch if that site runs a newer one)", s.Site, err)
+		}
+		if age := start.Sub(s.At); age > staleAfter {
+			o.stale = append(o.stale, policy.Finding{
+				Kind: SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
+				Message: fmt.Sprintf("Site %q last published a probe run %v ago (at %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
+					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch, or remove the site from the database if it is gone.",
+					s.Site, age.Round(time.Second), s.At.UTC().Format(time.RFC3339), staleAfter),
+			})
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package daemon_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
+	"github.com/certwatch/certwatch/state/postgres"
+)
+
+// sharedFarm is what TestSharedProbing probes: 30 names on one slow
+// address (each handshake waits 150ms first, so connections overlap) and
+// 30 names on addresses of their own.
+type sharedFarm struct {
+	targets []discovery.Target
+	ca      *certtest.CA
+
+	// mu guards handshaking and peak: the crowded address's connections
+	// between accept and the end of the wait before their handshake (a
+	// span inside the client's, which waits for the server's hello, so
+	// never more than the client had open), and their most.
+	mu          sync.Mutex
+	handshaking int
+	peak        int
+}
+
+func (f *sharedFarm) enter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handshaking++
+	f.peak = max(f.peak, f.handshaking)
+}
+
+func (f *sharedFarm) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handshaking--
+}
+
+func newSharedFarm(t *testing.T) *sharedFarm {
+	t.Helper()
+	now := time.Now()
+	f := &sharedFarm{ca: certtest.MustCA("Shared Probing Root", now.Add(-365*24*time.Hour), now.Add(365*24*time.Hour))}
+	var names []string
+	for i := range 30 {
+		names = append(names, fmt.Sprintf("crowd%02d.example", i))
+	}
+	leaf := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: names, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
+	cfg := &tls.Config{Certificates: []tls.Certificate{leaf.FullChain()}, SessionTicketsDisabled: true}
+	crowded, err := certtest.ServeFunc("127.0.0.7:0", func(ctx context.Context, c net.Conn) {
+		f.enter()
+		select {
+		case <-time.After(150 * time.Millisecond):
+		case <-ctx.Done():
+			f.leave()
+			return
+		}
+		f.leave() // the client is still waiting for the server's hello
+		tc := tls.Server(c, cfg)
+		if tc.HandshakeContext(ctx) != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, tc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crowded.Close() })
+	for _, n := range names {
+		f.targets = append(f.targets, discovery.Target{Name: n, Port: int(crowded.Addr().Port()),
+			Addresses: []netip.Addr{crowded.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+	}
+	for i := range 30 {
+		name := fmt.Sprintf("solo%02d.example", i)
+		l := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
+		srv, err := certtest.Serve(fmt.Sprintf("127.0.1.%d:0", i+1), l.FullChain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		f.targets = append(f.targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()),
+			Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+	}
+	return f
+}
+
+func (f *sharedFarm) pass() *scan.Pass {
+	return &scan.Pass{
+		Sources: []scan.Source{tarpitSource{targets: f.targets}},
+		Prober:  probes.New(probes.Config{Roots: f.ca.Pool(), DialTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second, PerAddress: 2}),
+		Rules:   policy.DefaultRules(),
+	}
+}
+
+// shardTally counts the shards each worker wrote back.
+type shardTally struct {
+	mu      sync.Mutex
+	written map[string]int
+	lost    int
+}
+
+func (s *shardTally) record(holder string) func(state.Claim, int, error) {
+	return func(_ state.Claim, _ int, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			s.lost++
+			return
+		}
+		s.written[holder]++
+	}
+}
+
+// TestSharedProbing: a daemon whose probe runs are shared sweeps on a real
+// PostgreSQL, with two workers (two stores, two probers: two replicas'
+// worth) claiming the shards. Both take part, the report covers every
+// endpoint with none failed, and the 30 names on one address, cut into
+// shards of 4 targets, are still probed by one worker at a time: the
+// address never sees more connections at once than probe.per_address (2),
+// where two workers probing its names at once would open up to 8.
+func TestSharedProbing(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	ctx := context.Background()
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	farm := newSharedFarm(t)
+	leader := open()
+
+	tally := &shardTally{written: map[string]int{}}
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	defer func() {
+		stopWorkers()
+		workers.Wait()
+	}()
+	for _, holder := range []string{"replica-a", "replica-b"} {
+		p := farm.pass()
+		w := &daemon.Worker{Claimer: open(), Holder: holder, Lease: 5 * time.Second, Poll: 50 * time.Millisecond,
+			Collector: func() daemon.Collector { return p }, Logger: slog.New(slog.DiscardHandler), OnShard: tally.record(holder)}
+		workers.Go(func() { w.Run(wctx) })
+	}
+
+	c := config(0)
+	c.SweepTimeout = 30 * time.Second
+	d, err := daemon.New(c, farm.pass(), nil, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Sharing = &daemon.Sharing{Shards: leader, ShardSize: 4, Poll: 50 * time.Millisecond}
+	rec := &probeRecorder{done: make(chan error, 1)}
+	d.Recorder = rec
+	stop := start(t, d)
+	defer stop()
+	select {
+	case err = <-rec.done:
+	case <-time.After(time.Minute):
+		t.Fatal("no probe run within a minute")
+	}
+	if err != nil {
+		t.Fatalf("shared probe run failed: %v", err)
+	}
+	rec.mu.Lock()
+	r := rec.report
+	rec.mu.Unlock()
+	if r == nil || r.CutShort || len(r.Endpoints) != 60 {
+		t.Fatalf("report: %d endpoints, cut short %v; want all 60, complete", len(r.Endpoints), r.CutShort)
+	}
+	for _, ep := range r.Endpoints {
+		if ep.Failure != "" {
+			t.Errorf("%s %s: failed %s (%s)", ep.Name, ep.Address, ep.Failure, ep.Error)
+		}
+	}
+	if n := len(r.Certificates); n != 31 {
+		t.Errorf("%d certificates in the report, want 31 (one shared by the 30 crowded names)", n)
+	}
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	if tally.written["replica-a"] == 0 || tally.written["replica-b"] == 0 {
+		t.Errorf("shards written back per worker: %v; want both workers to take part", tally.written)
+	}
+	farm.mu.Lock()
+	peak := farm.peak
+	farm.mu.Unlock()
+	if peak > 2 {
+		t.Errorf("the crowded address saw %d connections at once, want at most probe.per_address (2) across both workers", peak)
+	} else {
+		t.Logf("crowded address: peak %d connections; shards written %v", peak, tally.written)
+	}
+}

@@ -1,0 +1,215 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/probes"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Claimer hands out the shards of its site's open sweeps, one claimant at a
+// time per shard. Implemented by *postgres.Store; a standby may call it.
+type Claimer interface {
+	// ClaimShard claims a shard that is unclaimed or whose claim ran out,
+	// for lease; false when none is left.
+	ClaimShard(ctx context.Context, holder string, lease time.Duration) (state.Claim, bool, error)
+	// RenewShard extends a claim still held; state.ErrClaimLost otherwise.
+	RenewShard(ctx context.Context, c state.Claim, lease time.Duration) (state.Claim, error)
+	// CompleteShard writes the shard's result back if the claim is still
+	// held and its sweep open; state.ErrClaimLost otherwise.
+	CompleteShard(ctx context.Context, c state.Claim, result []byte) error
+}
+
+// Collector probes targets without evaluating them, for shared probing.
+// Implemented by *scan.Pass.
+type Collector interface {
+	Collect(ctx context.Context, targets []discovery.Target) []probes.Observation
+}
+
+// Defaults of Worker.
+const (
+	DefaultWorkerPoll  = time.Second
+	DefaultWorkerSlots = 2
+)
+
+// errClaimLost is the cause that ends a shard's probing when its claim
+// could not be kept: whatever was probed is not written.
+var errClaimLost = errors.New("claim on the shard lost")
+
+// errSweepDeadline is the cause that ends a shard's probing at its sweep's
+// deadline: what was probed is written, the rest is not_probed.
+var errSweepDeadline = errors.New("the probe run's sweep deadline passed")
+
+// Worker probes shards of the sweeps its site's leader opens. Every replica
+// runs one, leader and standbys alike: the probe work of a run is shared
+// by every process that is up. A claim is renewed every third of Lease;
+// when it cannot be renewed in time, the shard's probing stops at once
+// (so a replica that was paused, and whose shard another took, does not
+// go on connecting to the shard's addresses) and nothing of it is
+// written. Set the fields before Run.
+type Worker struct {
+	Claimer Claimer
+	// Holder names this process (as in Replica).
+	Holder string
+	// Lease is how long a claim lasts unless renewed: a shard of a replica
+	// that died is taken by another after about this long.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for a shard (with jitter);
+	// 0 means DefaultWorkerPoll.
+	Poll time.Duration
+	// Slots is how many shards this process probes at once; 0 means
+	// DefaultWorkerSlots.
+	Slots int
+	// Collector returns the current prober (it changes on reload).
+	Collector func() Collector
+	Logger    *slog.Logger
+	// OnShard, when set, gets the outcome of every shard claimed: nil, or
+	// why nothing (or only part of it) was written.
+	OnShard func(c state.Claim, endpoints int, err error)
+}
+
+// Run probes shards until ctx is done; a shard in flight then stops, and
+// is written back with what it probed unless its claim was lost.
+func (w *Worker) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range cmp.Or(w.Slots, DefaultWorkerSlots) {
+		wg.Go(func() { w.loop(ctx) })
+	}
+	wg.Wait()
+}
+
+func (w *Worker) loop(ctx context.Context) {
+	poll := cmp.Or(w.Poll, DefaultWorkerPoll)
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, max(w.Lease/3, time.Second))
+		c, ok, err := w.Claimer.ClaimShard(cctx, w.Holder, w.Lease)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			w.Logger.Warn("cannot claim a probe shard", "err", err)
+		case ok:
+			w.probe(ctx, c)
+			continue // look for the next one at once
+		}
+		// Half to one and a half poll intervals, so idle replicas do not
+		// ask in step.
+		t := time.NewTimer(poll/2 + rand.N(poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// probe probes one claimed shard and writes it back.
+func (w *Worker) probe(ctx context.Context, c state.Claim) {
+	log := w.Logger.With("sweep", c.Sweep, "shard", c.Shard)
+	targets, err := scan.DecodeTargets(c.Work)
+	if err != nil {
+		err = fmt.Errorf("probe shard %d of sweep %d: %w", c.Shard, c.Sweep, err)
+		log.Error("cannot read the shard's targets; it is reported not probed", "err", err)
+		w.done(c, 0, err)
+		return
+	}
+	log.Info("probe shard claimed", "targets", len(targets))
+	sctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	sctx, cancelDeadline := context.WithDeadlineCause(sctx, c.Deadline, errSweepDeadline)
+	defer cancelDeadline()
+	var mu sync.Mutex // guards held
+	held := c
+	var renewals sync.WaitGroup
+	finished := make(chan struct{})
+	renewals.Go(func() { w.keep(sctx, &mu, &held, stop, finished) })
+	obs := w.Collector().Collect(sctx, targets)
+	close(finished)
+	renewals.Wait()
+	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) {
+		log.Warn("probe shard abandoned: its claim was lost, another replica probes it", "err", cause)
+		w.done(c, 0, cause)
+		return
+	}
+	result, err := scan.EncodePart(&scan.Part{Observations: obs})
+	if err != nil {
+		w.done(c, 0, err)
+		return
+	}
+	mu.Lock()
+	c = held
+	mu.Unlock()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(w.Lease/2, time.Second))
+	defer cancel()
+	if err := w.Claimer.CompleteShard(wctx, c, result); err != nil {
+		log.Warn("probe shard not written back", "err", err)
+		w.done(c, len(obs), err)
+		return
+	}
+	var cut error
+	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		cut = cause
+	}
+	log.Info("probe shard written back", "endpoints", len(obs), "cut_short", cut != nil)
+	w.done(c, len(obs), cut)
+}
+
+// keep renews the claim every third of the lease until finished, and
+// stops the shard's probing (stop) as soon as the claim is lost or its
+// local deadline passes without a renewal.
+func (w *Worker) keep(ctx context.Context, mu *sync.Mutex, held *state.Claim, stop context.CancelCauseFunc, finished <-chan struct{}) {
+	mu.Lock()
+	until := held.Until
+	mu.Unlock()
+	expiry := time.NewTimer(time.Until(until))
+	defer expiry.Stop()
+	tick := time.NewTicker(max(w.Lease/3, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+			return
+		case <-expiry.C:
+			stop(fmt.Errorf("%w: its lease of %v ran out before it was renewed", errClaimLost, w.Lease))
+			return
+		case <-tick.C:
+		}
+		mu.Lock()
+		c := *held
+		mu.Unlock()
+		rctx, cancel := context.WithDeadline(ctx, c.Until)
+		next, err := w.Claimer.RenewShard(rctx, c, w.Lease)
+		cancel()
+		switch {
+		case errors.Is(err, state.ErrClaimLost):
+			stop(fmt.Errorf("%w: %w", errClaimLost, err))
+			return
+		case err != nil:
+			w.Logger.Warn("cannot renew the claim on a probe shard; retrying until it runs out", "sweep", c.Sweep, "shard", c.Shard, "err", err)
+		default:
+			mu.Lock()
+			*held = next
+			mu.Unlock()
+			expiry.Reset(time.Until(next.Until))
+		}
+	}
+}
+
+func (w *Worker) done(c state.Claim, endpoints int, err error) {
+	if w.OnShard != nil {
+		w.OnShard(c, endpoints, err)
+	}
+}

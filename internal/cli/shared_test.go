@@ -1,0 +1,315 @@
+package cli_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/lab"
+	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// slowTargets starts n TLS servers on addresses of their own
+// (127.0.0.61, ...), each waiting delay before its handshake, and writes
+// their CA to dir. It returns the static targets ("127.0.0.61:port") and
+// the CA file.
+func slowTargets(t *testing.T, dir string, n int, delay time.Duration) (targets []string, caFile string) {
+	t.Helper()
+	now := time.Now()
+	ca := certtest.MustCA("Slow Farm Root", now.Add(-365*24*time.Hour), now.Add(365*24*time.Hour))
+	for i := range n {
+		ip := net.IPv4(127, 0, 0, byte(61+i))
+		leaf := ca.MustLeaf(certtest.LeafOptions{CommonName: ip.String(), IPs: []net.IP{ip}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(90 * 24 * time.Hour)})
+		cfg := &tls.Config{Certificates: []tls.Certificate{leaf.FullChain()}, SessionTicketsDisabled: true}
+		srv, err := certtest.ServeFunc(ip.String()+":0", func(ctx context.Context, c net.Conn) {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return
+			}
+			tc := tls.Server(c, cfg)
+			if tc.HandshakeContext(ctx) != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, tc)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		targets = append(targets, srv.Addr().String())
+	}
+	caFile = filepath.Join(dir, "slow-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return targets, caFile
+}
+
+// sharedRunConfig is a `certwatch run` configuration on the PostgreSQL
+// state url, probing targets, one target per shard, with a 2s lease.
+func sharedRunConfig(t *testing.T, dir, url, caFile string, targets []string, extra string) string {
+	t.Helper()
+	quoted, _ := json.Marshal(targets)
+	text := fmt.Sprintf(`targets: %s
+ca_files: [%q]
+probe:
+  timeout: 6s
+  retries: 0
+notify:
+  state: %q
+daemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 1m"
+    probe: "@every 30s"
+  jitter: 500ms
+  grace_period: 5s
+  sweep_timeout: 25s
+  leader_lease: 2s
+  shard_size: 1
+%s`, quoted, caFile, url, extra)
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// report fetches a replica's /api/v1/report.
+func report(t *testing.T, base string) scan.Report {
+	t.Helper()
+	code, body := httpGet(t, base+"/api/v1/report")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s/api/v1/report = %d %s", base, code, body)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	return r
+}
+
+// TestSharedProbingKillMidShard runs two `certwatch run` replicas on one
+// PostgreSQL database, probing eight slow endpoints (3s before each
+// handshake), one per shard. The standby, killed with SIGKILL while it
+// probes a shard it claimed, loses that shard after its 2s claim lease;
+// the leader takes it and the run completes: every endpoint probed, none
+// reported not_probed, the run not cut short.
+func TestSharedProbingKillMidShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as two processes")
+	}
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
+	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
+
+	var rs []*replica
+	for range 2 {
+		p := startRun(t, bin, cfg)
+		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
+	}
+	var leader, standby *replica
+	eventually(t, "a leader", func() bool {
+		for i, r := range rs {
+			if r.leads() > 0 {
+				leader, standby = r, rs[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	claim := standby.waitLog(t, "the standby claiming a shard", 1, msg("probe shard claimed"))
+	if err := standby.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	standby.waitExit(t)
+	sweep, shard := claim["sweep"], claim["shard"]
+	same := func(m string) func(map[string]any) bool {
+		return func(l map[string]any) bool { return l["msg"] == m && l["sweep"] == sweep && l["shard"] == shard }
+	}
+	if standby.count(same("probe shard written back")) != 0 {
+		t.Fatalf("the standby wrote shard %v back before it was killed: not killed mid-shard", shard)
+	}
+	leader.waitLog(t, "the leader taking over the killed standby's shard", 1, same("probe shard claimed"))
+	leader.waitLog(t, "the leader writing that shard back", 1, same("probe shard written back"))
+	done := leader.waitLog(t, "the shared run finishing", 1, func(l map[string]any) bool {
+		return l["msg"] == "probe run finished" && l["cut_short"] == false
+	})
+	if done["failed"] != 0.0 {
+		t.Errorf("probe run finished with %v endpoints failed, want 0: %v", done["failed"], done)
+	}
+	r := report(t, leader.base)
+	if r.CutShort || r.NotProbed != 0 {
+		t.Errorf("report cut short %v with %d not probed; want every endpoint probed", r.CutShort, r.NotProbed)
+	}
+	probed := map[string]bool{}
+	for _, ep := range r.Endpoints {
+		if ep.Failure != "" {
+			t.Errorf("%s:%d failed %s: %s", ep.Name, ep.Port, ep.Failure, ep.Error)
+		}
+		probed[net.JoinHostPort(ep.Name, fmt.Sprint(ep.Port))] = true
+	}
+	for _, tg := range targets {
+		if !probed[tg] {
+			t.Errorf("%s is not in the report", tg)
+		}
+	}
+	if n := leader.count(func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), "probe shard not written") }); n != 0 {
+		t.Errorf("the leader failed to write back %d shards", n)
+	}
+}
+
+// siteConfig is the `certwatch run` configuration of one site on the
+// PostgreSQL state url: static targets on the lab (resolved through the
+// lab's DNS), Slack and PagerDuty fakes.
+func siteConfig(t *testing.T, dir, site, url string, l *labInfo, names []string, slackURL, pdURL string) string {
+	t.Helper()
+	var targets []string
+	for _, n := range names {
+		targets = append(targets, fmt.Sprintf("%s:%d", n, l.port))
+	}
+	quoted, _ := json.Marshal(targets)
+	text := fmt.Sprintf(`targets: %s
+resolver: %s
+ca_files: [%q]
+probe:
+  timeout: 2s
+  retries: 0
+notify:
+  state: %q
+  channels:
+    - name: certs
+      kind: slack
+      slack: {channel: "#certs", token_env: CW_E2E_SLACK_TOKEN, api_url: %q}
+    - name: oncall
+      kind: pagerduty
+      pagerduty: {routing_key_env: CW_E2E_PD_KEY, url: %q}
+  routes:
+    - tiers: [warning]
+      channels: [certs]
+    - tiers: [page, critical]
+      channels: [oncall, certs]
+daemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 1m"
+    probe: "@every 5s"
+  jitter: 500ms
+  grace_period: 5s
+  leader_lease: 2s
+  site: %s
+`, quoted, l.dns, l.caFile, url, slackURL, pdURL, site)
+	cfg := filepath.Join(dir, site+".yaml")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// labInfo is what siteConfig needs of the lab.
+type labInfo struct {
+	dns, caFile string
+	port        int
+}
+
+// TestSitesShareOneAlertState runs two `certwatch run` instances as two
+// sites (two AWS accounts' worth) on one PostgreSQL database, each with
+// its own static targets on the lab: site a probes api and expired, site
+// b probes auth and billing. api, auth and billing serve one wildcard
+// certificate that expires in 5 days. Both sites' reports show it as one
+// finding with the endpoints of both, it pages once and is posted to
+// Slack once; over several runs of each site, nothing is resolved (a site
+// does not resolve what only the other sees), and nothing is announced
+// twice.
+func TestSitesShareOneAlertState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as two processes")
+	}
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	bin := buildBinary(t)
+	l := startLab(t)
+	sl := slacktest.New(t, slackToken, "#certs")
+	pd := pagerdutytest.New(t, pdKey)
+	dir := t.TempDir()
+	li := &labInfo{dns: l.DNS, caFile: l.CAFile, port: l.Port}
+	env := []string{"CW_E2E_SLACK_TOKEN=" + slackToken, "CW_E2E_PD_KEY=" + pdKey}
+	zone := "." + lab.Zone
+	a := startRun(t, bin, siteConfig(t, dir, "a", url, li, []string{"api" + zone, "expired" + zone}, sl.URL(), pd.URL()), env...)
+	b := startRun(t, bin, siteConfig(t, dir, "b", url, li, []string{"auth" + zone, "billing" + zone}, sl.URL(), pd.URL()), env...)
+	sites := map[string]*replica{}
+	for name, p := range map[string]*proc{"a": a, "b": b} {
+		sites[name] = &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)}
+	}
+	for name, s := range sites {
+		s.waitLog(t, "site "+name+" leading its replicas", 1, msg("leading the replicas"))
+		s.waitLog(t, "four of site "+name+"'s probe runs", 4, msg("findings applied"))
+	}
+
+	wildcard := "*" + zone
+	for name, s := range sites {
+		r := report(t, s.base)
+		var found []string
+		for _, f := range r.Findings {
+			if f.Subject != wildcard || f.Kind != policy.Expiring {
+				continue
+			}
+			for _, ep := range f.Endpoints {
+				found = append(found, ep.Name)
+			}
+		}
+		slices.Sort(found)
+		want := []string{"api" + zone, "auth" + zone, "billing" + zone}
+		if !slices.Equal(found, want) {
+			t.Errorf("site %s: the wildcard's finding covers %v, want one finding with both sites' endpoints %v", name, found, want)
+		}
+		expired := slices.ContainsFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == policy.Expired })
+		if !expired {
+			t.Errorf("site %s: the expired certificate (seen by site a only) is not in its report", name)
+		}
+	}
+	var wildcardPages int
+	for _, ev := range pd.Events() {
+		if ev.EventAction == "resolve" {
+			t.Errorf("PagerDuty got a resolve for %s: a site resolved what the other sees", ev.DedupKey)
+		}
+	}
+	for _, al := range pd.Alerts() {
+		if strings.Contains(al.Summary, wildcard) {
+			wildcardPages += al.Opened
+		}
+	}
+	if wildcardPages != 1 {
+		t.Errorf("the wildcard paged %d times, want once", wildcardPages)
+	}
+	var posts int
+	for _, m := range sl.Messages(sl.ChannelID("#certs")) {
+		if m.ThreadTS == "" && strings.Contains(m.Text, wildcard) {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("the wildcard was posted to Slack %d times, want once", posts)
+	}
+}
