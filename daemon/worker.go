@@ -72,8 +72,11 @@ type Worker struct {
 	// Collector returns the current prober (it changes on reload).
 	Collector func() Collector
 	Logger    *slog.Logger
-	// OnShard, when set, gets the outcome of every shard claimed: nil, or
-	// why nothing (or only part of it) was written.
+	// OnShard, when set, gets the outcome of every shard claimed: a nil
+	// error and the endpoints written back; the cause and the endpoints
+	// written back for a shard cut short by its sweep's deadline; or why
+	// nothing was written (state.ErrClaimLost, or another failure), with 0
+	// endpoints.
 	OnShard func(c state.Claim, endpoints int, err error)
 }
 
@@ -137,9 +140,21 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 	obs := w.Collector().Collect(sctx, targets)
 	close(finished)
 	renewals.Wait()
+	mu.Lock()
+	c = held
+	mu.Unlock()
+	abandon := func(err error) {
+		log.Warn("probe shard abandoned: its claim was lost, another replica probes it", "err", err)
+		w.done(c, 0, err)
+	}
 	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) {
-		log.Warn("probe shard abandoned: its claim was lost, another replica probes it", "err", cause)
-		w.done(c, 0, cause)
+		abandon(cause)
+		return
+	}
+	if !time.Now().Before(c.Until) {
+		// Paused or starved past the claim (the expiry did not fire
+		// first): another replica may hold the shard now.
+		abandon(fmt.Errorf("%w: its lease of %v ran out before it was renewed", errClaimLost, w.Lease))
 		return
 	}
 	result, err := scan.EncodePart(&scan.Part{Observations: obs})
@@ -147,14 +162,15 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 		w.done(c, 0, err)
 		return
 	}
-	mu.Lock()
-	c = held
-	mu.Unlock()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(w.Lease/2, time.Second))
 	defer cancel()
 	if err := w.Claimer.CompleteShard(wctx, c, result); err != nil {
-		log.Warn("probe shard not written back", "err", err)
-		w.done(c, len(obs), err)
+		if errors.Is(err, state.ErrClaimLost) {
+			abandon(err)
+			return
+		}
+		log.Warn("probe shard not written back; its targets are probed again by whichever replica claims it next, or reported not probed", "err", err)
+		w.done(c, 0, err)
 		return
 	}
 	var cut error
@@ -190,6 +206,10 @@ func (w *Worker) keep(ctx context.Context, mu *sync.Mutex, held *state.Claim, st
 		mu.Lock()
 		c := *held
 		mu.Unlock()
+		if !time.Now().Before(c.Until) {
+			stop(fmt.Errorf("%w: its lease of %v ran out before it was renewed", errClaimLost, w.Lease))
+			return
+		}
 		rctx, cancel := context.WithDeadline(ctx, c.Until)
 		next, err := w.Claimer.RenewShard(rctx, c, w.Lease)
 		cancel()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,5 +312,60 @@ func TestSitesShareOneAlertState(t *testing.T) {
 	}
 	if posts != 1 {
 		t.Errorf("the wildcard was posted to Slack %d times, want once", posts)
+	}
+}
+
+// TestSharedProbingPausedMidShard: the standby, paused (SIGSTOP) while it
+// probes a shard it claimed and resumed after the leader took the shard
+// over and wrote it back, stops probing it and writes nothing of it: its
+// claim is gone. The run the leader completed has every endpoint probed.
+func TestSharedProbingPausedMidShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as two processes")
+	}
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
+	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
+
+	var rs []*replica
+	for range 2 {
+		p := startRun(t, bin, cfg)
+		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
+	}
+	var leader, standby *replica
+	eventually(t, "a leader", func() bool {
+		for i, r := range rs {
+			if r.leads() > 0 {
+				leader, standby = r, rs[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	claim := standby.waitLog(t, "the standby claiming a shard", 1, msg("probe shard claimed"))
+	if err := standby.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	sweep, shard := claim["sweep"], claim["shard"]
+	same := func(m string) func(map[string]any) bool {
+		return func(l map[string]any) bool { return l["msg"] == m && l["sweep"] == sweep && l["shard"] == shard }
+	}
+	leader.waitLog(t, "the leader writing the paused standby's shard back", 1, same("probe shard written back"))
+	if err := standby.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	standby.waitLog(t, "the resumed standby abandoning the shard", 1, same("probe shard abandoned: its claim was lost, another replica probes it"))
+	if n := standby.count(same("probe shard written back")); n != 0 {
+		t.Errorf("the resumed standby wrote back the shard the leader had taken over")
+	}
+	leader.waitLog(t, "the shared run finishing", 1, func(l map[string]any) bool {
+		return l["msg"] == "probe run finished" && l["cut_short"] == false && l["failed"] == 0.0
+	})
+	if r := report(t, leader.base); r.CutShort || r.NotProbed != 0 || len(r.Endpoints) != len(targets) {
+		t.Errorf("report: %d endpoints, cut short %v, %d not probed; want all %d probed", len(r.Endpoints), r.CutShort, r.NotProbed, len(targets))
 	}
 }
