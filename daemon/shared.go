@@ -286,8 +286,8 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 			o.stale = append(o.stale, policy.Finding{
 				Kind: SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
 				Message: fmt.Sprintf("Site %q last published a probe run %v ago (at %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
-					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch, or remove the site from the database if it is gone.",
-					s.Site, age.Round(time.Second), s.At.UTC().Format(time.RFC3339), staleAfter),
+					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch. If the site is gone for good, delete its last run from the database (DELETE FROM site_results WHERE site = '%s'): what only it saw then resolves.",
+					s.Site, age.Round(time.Second), s.At.UTC().Format(time.RFC3339), staleAfter, s.Site),
 			})
 		}
 		out = append(out, o)

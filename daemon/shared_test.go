@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +210,77 @@ func TestSharedProbing(t *testing.T) {
 	} else {
 		t.Logf("crowded address: peak %d connections; shards written %v", peak, tally.written)
 	}
+}
+
+// siteRun runs one probe run of a daemon of site over targets on the
+// PostgreSQL state url, with a worker of its own, at now, and returns the
+// published report.
+func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time) *scan.Report {
+	t.Helper()
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, url, postgres.Options{Site: site})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	pass := farm.pass()
+	pass.Sources = []scan.Source{tarpitSource{targets: targets}}
+	wctx, stopWorker := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	w := &daemon.Worker{Claimer: store, Holder: site + "-worker", Lease: 5 * time.Second, Poll: 50 * time.Millisecond,
+		Collector: func() daemon.Collector { return pass }, Logger: slog.New(slog.DiscardHandler)}
+	wg.Go(func() { w.Run(wctx) })
+	defer func() {
+		stopWorker()
+		wg.Wait()
+	}()
+	d, err := daemon.New(config(0), pass, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Now = now
+	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: 5, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
+	rec := &probeRecorder{done: make(chan error, 1)}
+	d.Recorder = rec
+	stop := start(t, d)
+	defer stop()
+	select {
+	case err := <-rec.done:
+		if err != nil {
+			t.Fatalf("site %s: probe run: %v", site, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("site %s: no probe run within a minute", site)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.report
+}
+
+// TestSiteStale: a site whose last run was published two hours ago (more
+// than StaleAfter, an hour) raises site_stale in the other site's
+// evaluation, and its endpoints are still evaluated there, so nothing
+// it saw resolves.
+func TestSiteStale(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	farm := newSharedFarm(t)
+	solo := farm.targets[30:]
+	siteRun(t, url, "old", farm, solo[:10], func() time.Time { return time.Now().Add(-2 * time.Hour) })
+	r := siteRun(t, url, "new", farm, solo[10:20], time.Now)
+
+	if len(r.Endpoints) != 20 {
+		t.Errorf("site new's report has %d endpoints, want its 10 and site old's 10", len(r.Endpoints))
+	}
+	var stale []policy.Finding
+	for _, f := range r.Findings {
+		if f.Kind == daemon.SiteStale {
+			stale = append(stale, f)
+		}
+	}
+	if len(stale) != 1 || stale[0].Name != "old" || !strings.Contains(stale[0].Message, "2h0m") {
+		t.Fatalf("site_stale findings: %+v; want one for site old, 2h old", stale)
+	}
+	t.Logf("%s", stale[0].Message)
 }
