@@ -148,6 +148,18 @@ dur_s() {
 	}'
 }
 
+# log_t FILES MSG first|last: the time (Unix seconds) of the first or last
+# log line with message MSG in FILES, "" when there is none
+log_t() {
+	local which=$3 t
+	t=$(cat $1 | grep "\"msg\":\"$2\"" | sed -n 's/.*"time":"\([^"]*\)".*/\1/p' | sort | { if [ "$which" = first ]; then head -n 1; else tail -n 1; fi; })
+	[ -n "$t" ] && date -d "$t" +%s.%N
+	return 0
+}
+
+# since A B: B - A in seconds, "-" when either is missing
+since() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", b - a}'; else echo -; fi; }
+
 # field LINE KEY: a field of a JSON log line (string or number)
 field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$1"; }
 
@@ -174,7 +186,7 @@ env -i PATH="$PGBIN:/usr/bin:/bin" HOME="$pgdir" LC_ALL=C TZ=UTC "${as_pg[@]}" "
 	-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
 	-c max_connections=200 -c dynamic_shared_memory_type=mmap -c logging_collector=off \
 	-c log_min_messages=warning -c log_timezone=UTC \
-	-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all \
+	-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top \
 	-c pg_stat_statements.max=10000 >"$out/postgres.log" 2>&1 &
 pg_pid=$!
 pids+=("$pg_pid")
@@ -187,9 +199,10 @@ done
 psql -qAtc 'CREATE EXTENSION pg_stat_statements' >/dev/null
 
 # statements DB: "total claim write_back renew progress" statements the
-# database executed so far, as pg_stat_statements counts them (utility
-# statements such as BEGIN and COMMIT included; a pipelined batch is one
-# round trip but several statements).
+# clients sent to the database so far, as pg_stat_statements counts them
+# (top-level only, not those of triggers and foreign-key checks; BEGIN
+# and COMMIT included; a pipelined batch is one round trip but several
+# statements).
 statements() {
 	psql -qAt -F' ' -c "SELECT COALESCE(sum(calls), 0),
 		COALESCE(sum(calls) FILTER (WHERE query LIKE 'UPDATE shards h SET holder%'), 0),
@@ -249,7 +262,7 @@ config() {
 }
 
 results=$out/results.tsv
-printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_total\tshards_per_replica\treplica_cpu_s\tfarm_cpu_s\tpg_cpu_s\thandshakes\tstatements\tclaims\twrite_backs\trenewals\tprogress_polls\tload1\n' >"$results"
+printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_total\tshards_per_replica\treplica_cpu_s\tfarm_cpu_s\tpg_cpu_s\thandshakes\tstatements\tclaims\twrite_backs\trenewals\tprogress_polls\tload1\tfirst_claim_s\tprobing_s\tafter_s\n' >"$results"
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # measure R REP: one run of R replicas on a fresh database
@@ -303,14 +316,22 @@ measure() {
 	local shared total
 	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
 	total=$(field "$shared" shards)
+	# Where the run's time goes: from the sweep's opening to the first
+	# claim of any replica, to the last shard written back, and from that
+	# to the leader's end of the run (closing the sweep, evaluating).
+	local topen tclaim tback
+	topen=$(log_t "$dir/replica-$leader.log" "probe run shared" first)
+	tclaim=$(log_t "$dir/replica-*.log" "probe shard claimed" first)
+	tback=$(log_t "$dir/replica-*.log" "probe shard written back" last)
 	local dur wall joined
 	dur=$(dur_s "$(field "$line" duration)")
 	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
 	joined=$(IFS=+; echo "${per_replica[*]}")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rep" "$dur" "$wall" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rep" "$dur" "$wall" \
 		"$(field "$line" endpoints)" "$(field "$line" failed)" "$(field "$line" cut_short)" "${total:--}" "$joined" \
 		"$cpu" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$(awk -v a="$pcpu0" -v b="$pcpu1" 'BEGIN {print b - a}')" \
-		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" >>"$results"
+		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" \
+		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" >>"$results"
 	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes" >&2
 }
 
@@ -329,7 +350,7 @@ scan_ref() {
 	read -r fcpu1 hs1 < <(farm_totals)
 	read -r wall user sys < <(tail -n 1 "$dir/time.txt")
 	failed=$(grep -c '"failure": ' "$dir/report.json" || true)
-	printf 'scan\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%.2f\t%.2f\t0\t%s\t0\t0\t0\t0\t0\t%s\n' "$rep" "$wall" "$wall" "$n" "$failed" \
+	printf 'scan\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%.2f\t%.2f\t0\t%s\t0\t0\t0\t0\t0\t%s\t-\t-\t-\n' "$rep" "$wall" "$wall" "$n" "$failed" \
 		"$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$((hs1 - hs0))" "$(load1)" >>"$results"
 	echo "bench: scan rep $rep: ${wall}s, CPU $(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')s, $((hs1 - hs0)) handshakes" >&2
 }
@@ -346,17 +367,19 @@ done
 
 # ---- the table ----
 echo
-echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size; raw figures in $results)"
+echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size; load average after each run (1 min) $(awk -F'\t' 'NR > 1 {print $19}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
 echo
-printf '| %8s | %3s | %7s | %7s | %9s | %6s | %6s | %18s | %11s | %8s | %6s | %10s | %10s |\n' replicas rep "run s" "wall s" endpoints failed shards "written back each" "replica CPU s" "farm CPU s" "pg CPU s" handshakes statements
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: --------: --------: ----------: -------: -------: -------------------: ------------: ---------: -------: -----------: -----------:
-awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %7.2f | %7.2f | %9s | %6s | %6s | %18s | %11.2f | %8.2f | %6.2f | %10s | %10s |\n", $1, $2, $3, $4, $5, $6, $8, $9, $10, $11, $12, $13, $14}' "$results"
+echo "run: the leader's probe run duration; of it, from the sweep's opening to the first shard claimed (first claim), to the last one written back (probing), and from that to the end of the run (after: closing the sweep, evaluating)"
+echo
+printf '| %8s | %3s | %6s | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13s | %10s | %8s | %10s | %10s |\n' replicas rep "run s" "first claim" probing after endpoints failed shards "written back each" "replica CPU s" "farm CPU s" "pg CPU s" handshakes statements
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: -------: ------------: --------: --------: ----------: -------: -------: ------------------: --------------: -----------: ---------: -----------: -----------:
+awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %6.2f | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13.2f | %10.2f | %8.2f | %10s | %10s |\n", $1, $2, $3, $20, $21, $22, $5, $6, $8, $9, $10, $11, $12, $13, $14}' "$results"
 echo
 for r in $counts scan; do
 	col() { awk -F'\t' -v r="$r" "NR > 1 && \$1 == r && \$2 > 0 {print $1}" "$results" | median; }
 	[ "$r" = scan ] && { printf 'Medians of %s, certwatch scan of the same targets (one process, no state): %.2f s, CPU %.2f s, farm CPU %.2f s\n' "$reps" "$(col '$3')" "$(col '$10')" "$(col '$11')"; continue; }
-	printf 'Medians of %s, %s replica(s): run %.2f s, wall %.2f s, replica CPU %.2f s, farm CPU %.2f s, PostgreSQL CPU %.2f s, %s statements (%s claims, %s write-backs, %s renewals, %s progress polls)\n' \
-		"$reps" "$r" "$(col '$3')" "$(col '$4')" "$(col '$10')" "$(col '$11')" "$(col '$12')" "$(col '$14')" "$(col '$15')" "$(col '$16')" "$(col '$17')" "$(col '$18')"
+	printf 'Medians of %s, %s replica(s): run %.2f s (first claim %.2f s, probing %.2f s, after %.2f s), wall from start %.2f s, replica CPU %.2f s, farm CPU %.2f s, PostgreSQL CPU %.2f s; %s statements, of them %s claims (%s of them finding no shard), %s write-backs, %s renewals, %s progress polls\n' \
+		"$reps" "$r" "$(col '$3')" "$(col '$20')" "$(col '$21')" "$(col '$22')" "$(col '$4')" "$(col '$10')" "$(col '$11')" "$(col '$12')" "$(col '$14')" "$(col '$15')" "$(col '$15 - $8')" "$(col '$16')" "$(col '$17')" "$(col '$18')"
 done
 first=${counts%% *}
 last=${counts##* }
