@@ -106,12 +106,14 @@ func report(t *testing.T, base string) scan.Report {
 	return r
 }
 
-// TestSharedProbingKillMidShard runs two `certwatch run` replicas on one
+// TestSharedProbingKillMidShard runs three `certwatch run` replicas on one
 // PostgreSQL database, probing eight slow endpoints (3s before each
-// handshake), one per shard. The standby, killed with SIGKILL while it
+// handshake), one per shard. A standby, killed with SIGKILL while it
 // probes a shard it claimed, loses that shard after its 2s claim lease;
-// the leader takes it and the run completes: every endpoint probed, none
-// reported not_probed, the run not cut short.
+// the leader takes it over and the run completes: every endpoint probed,
+// none reported not_probed, the run not cut short. Then the leader is
+// killed while it probes a shard of the next run: the last replica takes
+// over the leadership and its first run probes every endpoint too.
 func TestSharedProbingKillMidShard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as two processes")
@@ -125,59 +127,89 @@ func TestSharedProbingKillMidShard(t *testing.T) {
 	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
 
 	var rs []*replica
-	for range 2 {
+	for range 3 {
 		p := startRun(t, bin, cfg)
 		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
 	}
-	var leader, standby *replica
-	eventually(t, "a leader", func() bool {
-		for i, r := range rs {
-			if r.leads() > 0 {
-				leader, standby = r, rs[1-i]
-				return true
+	leaderOf := func(alive []*replica, epoch float64) *replica {
+		t.Helper()
+		var found *replica
+		eventually(t, fmt.Sprintf("a replica leading epoch %v", epoch), func() bool {
+			for _, r := range alive {
+				if r.count(func(l map[string]any) bool { return l["msg"] == "leading the replicas" && l["epoch"] == epoch }) > 0 {
+					found = r
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+	// killMidShard kills r as soon as it claims a shard, checks that it
+	// had not written that shard back, and returns the shard's log match.
+	killMidShard := func(r *replica, what string, after int) func(string) func(map[string]any) bool {
+		t.Helper()
+		claim := r.waitLog(t, what+" claiming a shard", after+1, msg("probe shard claimed"))
+		if err := r.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		r.waitExit(t)
+		sweep, shard := claim["sweep"], claim["shard"]
+		same := func(m string) func(map[string]any) bool {
+			return func(l map[string]any) bool { return l["msg"] == m && l["sweep"] == sweep && l["shard"] == shard }
+		}
+		if r.count(same("probe shard written back")) != 0 {
+			t.Fatalf("%s wrote shard %v of sweep %v back before it was killed: not killed mid-shard", what, shard, sweep)
+		}
+		return same
+	}
+	// checkRun checks the report of r's latest completed run: every
+	// endpoint probed, none failed, not cut short.
+	checkRun := func(r *replica, runs int) {
+		t.Helper()
+		done := r.waitLog(t, "a complete shared run", runs, func(l map[string]any) bool {
+			return l["msg"] == "probe run finished" && l["cut_short"] == false
+		})
+		if done["failed"] != 0.0 {
+			t.Errorf("probe run finished with %v endpoints failed, want 0: %v", done["failed"], done)
+		}
+		rep := report(t, r.base)
+		if rep.CutShort || rep.NotProbed != 0 {
+			t.Errorf("report cut short %v with %d not probed; want every endpoint probed", rep.CutShort, rep.NotProbed)
+		}
+		probed := map[string]bool{}
+		for _, ep := range rep.Endpoints {
+			if ep.Failure != "" {
+				t.Errorf("%s:%d failed %s: %s", ep.Name, ep.Port, ep.Failure, ep.Error)
+			}
+			probed[net.JoinHostPort(ep.Name, fmt.Sprint(ep.Port))] = true
+		}
+		for _, tg := range targets {
+			if !probed[tg] {
+				t.Errorf("%s is not in the report", tg)
 			}
 		}
-		return false
+	}
+
+	leader := leaderOf(rs, 1)
+	standbys := without(rs, leader)
+	same := killMidShard(standbys[0], "a standby", 0)
+	eventually(t, "the killed standby's shard written back by another replica", func() bool {
+		return leader.count(same("probe shard written back"))+standbys[1].count(same("probe shard written back")) == 1
 	})
-	claim := standby.waitLog(t, "the standby claiming a shard", 1, msg("probe shard claimed"))
-	if err := standby.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	standby.waitExit(t)
-	sweep, shard := claim["sweep"], claim["shard"]
-	same := func(m string) func(map[string]any) bool {
-		return func(l map[string]any) bool { return l["msg"] == m && l["sweep"] == sweep && l["shard"] == shard }
-	}
-	if standby.count(same("probe shard written back")) != 0 {
-		t.Fatalf("the standby wrote shard %v back before it was killed: not killed mid-shard", shard)
-	}
-	leader.waitLog(t, "the leader taking over the killed standby's shard", 1, same("probe shard claimed"))
-	leader.waitLog(t, "the leader writing that shard back", 1, same("probe shard written back"))
-	done := leader.waitLog(t, "the shared run finishing", 1, func(l map[string]any) bool {
-		return l["msg"] == "probe run finished" && l["cut_short"] == false
-	})
-	if done["failed"] != 0.0 {
-		t.Errorf("probe run finished with %v endpoints failed, want 0: %v", done["failed"], done)
-	}
-	r := report(t, leader.base)
-	if r.CutShort || r.NotProbed != 0 {
-		t.Errorf("report cut short %v with %d not probed; want every endpoint probed", r.CutShort, r.NotProbed)
-	}
-	probed := map[string]bool{}
-	for _, ep := range r.Endpoints {
-		if ep.Failure != "" {
-			t.Errorf("%s:%d failed %s: %s", ep.Name, ep.Port, ep.Failure, ep.Error)
-		}
-		probed[net.JoinHostPort(ep.Name, fmt.Sprint(ep.Port))] = true
-	}
-	for _, tg := range targets {
-		if !probed[tg] {
-			t.Errorf("%s is not in the report", tg)
+	checkRun(leader, 1)
+	for _, r := range []*replica{leader, standbys[1]} {
+		if n := r.count(func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), "probe shard not written") }); n != 0 {
+			t.Errorf("a replica failed to write back %d shards", n)
 		}
 	}
-	if n := leader.count(func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), "probe shard not written") }); n != 0 {
-		t.Errorf("the leader failed to write back %d shards", n)
-	}
+
+	// The leader killed mid-shard in its next run: the last replica leads
+	// and completes a run of its own with every endpoint probed.
+	claimed := leader.count(msg("probe shard claimed"))
+	killMidShard(leader, "the leader", claimed)
+	last := leaderOf([]*replica{standbys[1]}, 2)
+	checkRun(last, 1)
 }
 
 // siteConfig is the `certwatch run` configuration of one site on the
