@@ -134,6 +134,10 @@ pg_cpu_s() {
 	} END {print a + 0}'
 }
 
+# cpu_ticks: "busy total" jiffies of the whole machine (/proc/stat), every
+# process's included, the kernel's network processing too
+cpu_ticks() { awk '$1 == "cpu" {t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6, t; exit}' /proc/stat; }
+
 # dur_s DURATION: a Go duration string ("1m2.5s", "950ms") in seconds
 dur_s() {
 	awk -v d="$1" 'BEGIN {
@@ -262,7 +266,7 @@ config() {
 }
 
 results=$out/results.tsv
-printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_total\tshards_per_replica\treplica_cpu_s\tfarm_cpu_s\tpg_cpu_s\thandshakes\tstatements\tclaims\twrite_backs\trenewals\tprogress_polls\tload1\tfirst_claim_s\tprobing_s\tafter_s\n' >"$results"
+printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_total\tshards_per_replica\treplica_cpu_s\tfarm_cpu_s\tpg_cpu_s\thandshakes\tstatements\tclaims\twrite_backs\trenewals\tprogress_polls\tload1\tfirst_claim_s\tprobing_s\tafter_s\tcpus_busy\n' >"$results"
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # measure R REP: one run of R replicas on a fresh database
@@ -275,6 +279,7 @@ measure() {
 	local -n rp=replica_pids
 	read -r fcpu0 hs0 < <(farm_totals)
 	pcpu0=$(pg_cpu_s)
+	local busy0="" ticks0 busy1 ticks1
 	t0=$(date +%s.%N)
 	for ((i = 1; i <= r; i++)); do
 		"$out/certwatch" run --config "$dir/config.yaml" >"$dir/replica-$i.out" 2>"$dir/replica-$i.log" &
@@ -283,7 +288,10 @@ measure() {
 	# The leader's first probe run: at start, after discovery.
 	for _ in $(seq 6000); do
 		for ((i = 1; i <= r; i++)); do
+			# The machine's CPU is read from the sweep's opening on.
+			[ -z "$busy0" ] && grep -q '"msg":"probe run shared"' "$dir/replica-$i.log" && read -r busy0 ticks0 < <(cpu_ticks)
 			if grep -q '"msg":"probe run finished"' "$dir/replica-$i.log"; then
+				read -r busy1 ticks1 < <(cpu_ticks)
 				leader=$i
 				break 2
 			fi
@@ -306,6 +314,7 @@ measure() {
 		per_replica+=("$(grep -c '"msg":"probe shard written back"' "$dir/replica-$i.log" || true)")
 	done
 	pcpu1=$(pg_cpu_s)
+	[ -n "$busy0" ] || read -r busy0 ticks0 < <(echo "$busy1 $ticks1")
 	read -r stmts claims backs renews polls < <(statements "$db")
 	psql -qAt -F' ' -c "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements s
 		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$db' ORDER BY calls DESC" >"$dir/statements.txt"
@@ -327,11 +336,12 @@ measure() {
 	dur=$(dur_s "$(field "$line" duration)")
 	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
 	joined=$(IFS=+; echo "${per_replica[*]}")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rep" "$dur" "$wall" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$rep" "$dur" "$wall" \
 		"$(field "$line" endpoints)" "$(field "$line" failed)" "$(field "$line" cut_short)" "${total:--}" "$joined" \
 		"$cpu" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$(awk -v a="$pcpu0" -v b="$pcpu1" 'BEGIN {print b - a}')" \
 		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" \
-		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" >>"$results"
+		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" \
+		"$(awk -v b="$((busy1 - busy0))" -v t="$((ticks1 - ticks0))" -v c="$(nproc)" 'BEGIN {printf "%.2f", t ? b / t * c : 0}')" >>"$results"
 	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes" >&2
 }
 
@@ -346,12 +356,15 @@ scan_ref() {
 		cat "$out/targets.yaml"
 	} >"$dir/scan.yaml"
 	read -r fcpu0 hs0 < <(farm_totals)
+	read -r busy0 ticks0 < <(cpu_ticks)
 	/usr/bin/time -f '%e %U %S' -o "$dir/time.txt" "$out/certwatch" scan --config "$dir/scan.yaml" --output json >"$dir/report.json" 2>"$dir/scan.log" || true
+	read -r busy1 ticks1 < <(cpu_ticks)
 	read -r fcpu1 hs1 < <(farm_totals)
 	read -r wall user sys < <(tail -n 1 "$dir/time.txt")
 	failed=$(grep -c '"failure": ' "$dir/report.json" || true)
-	printf 'scan\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%.2f\t%.2f\t0\t%s\t0\t0\t0\t0\t0\t%s\t-\t-\t-\n' "$rep" "$wall" "$wall" "$n" "$failed" \
-		"$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$((hs1 - hs0))" "$(load1)" >>"$results"
+	printf 'scan\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%.2f\t%.2f\t0\t%s\t0\t0\t0\t0\t0\t%s\t-\t-\t-\t%s\n' "$rep" "$wall" "$wall" "$n" "$failed" \
+		"$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')" "$(awk -v a="$fcpu0" -v b="$fcpu1" 'BEGIN {print b - a}')" "$((hs1 - hs0))" "$(load1)" \
+		"$(awk -v b="$((busy1 - busy0))" -v t="$((ticks1 - ticks0))" -v c="$(nproc)" 'BEGIN {printf "%.2f", t ? b / t * c : 0}')" >>"$results"
 	echo "bench: scan rep $rep: ${wall}s, CPU $(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}')s, $((hs1 - hs0)) handshakes" >&2
 }
 
@@ -369,11 +382,11 @@ done
 echo
 echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size; load average after each run (1 min) $(awk -F'\t' 'NR > 1 {print $19}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
 echo
-echo "run: the leader's probe run duration; of it, from the sweep's opening to the first shard claimed (first claim), to the last one written back (probing), and from that to the end of the run (after: closing the sweep, evaluating)"
+echo "run: the leader's probe run duration; of it, from the sweep's opening to the first shard claimed (first claim), to the last one written back (probing), and from that to the end of the run (after: closing the sweep, evaluating, publishing). CPUs busy: the whole machine's, every process's included, from the sweep's opening to the end of the run, in CPUs (of $(nproc))"
 echo
-printf '| %8s | %3s | %6s | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13s | %10s | %8s | %10s | %10s |\n' replicas rep "run s" "first claim" probing after endpoints failed shards "written back each" "replica CPU s" "farm CPU s" "pg CPU s" handshakes statements
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: -------: ------------: --------: --------: ----------: -------: -------: ------------------: --------------: -----------: ---------: -----------: -----------:
-awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %6.2f | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13.2f | %10.2f | %8.2f | %10s | %10s |\n", $1, $2, $3, $20, $21, $22, $5, $6, $8, $9, $10, $11, $12, $13, $14}' "$results"
+printf '| %8s | %3s | %6s | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13s | %10s | %8s | %9s | %10s | %10s |\n' replicas rep "run s" "first claim" probing after endpoints failed shards "written back each" "replica CPU s" "farm CPU s" "pg CPU s" "CPUs busy" handshakes statements
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: -------: ------------: --------: --------: ----------: -------: -------: ------------------: --------------: -----------: ---------: ----------: -----------: -----------:
+awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %6.2f | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13.2f | %10.2f | %8.2f | %9s | %10s | %10s |\n", $1, $2, $3, $20, $21, $22, $5, $6, $8, $9, $10, $11, $12, $23, $13, $14}' "$results"
 echo
 for r in $counts scan; do
 	col() { awk -F'\t' -v r="$r" "NR > 1 && \$1 == r && \$2 > 0 {print $1}" "$results" | median; }
