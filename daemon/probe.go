@@ -41,13 +41,14 @@ func (d *Daemon) probe(ctx context.Context) error {
 	}
 	start := d.now()
 	var r *scan.Report
-	var cut error // the timeout that cut the run short
+	var cut error         // the timeout that cut the run short
+	var seen *scan.Report // what this site probed, for the failure share
 	pe, shared := s.(PartEvaluator)
 	shared = shared && d.Sharing != nil && loaded
 	switch {
 	case shared:
 		var err error
-		r, cut, err = d.probeShared(ctx, pe, inventory, results, degraded, start)
+		r, seen, cut, err = d.probeShared(ctx, pe, inventory, results, degraded, start)
 		if err != nil {
 			return err
 		}
@@ -102,7 +103,10 @@ func (d *Daemon) probe(ctx context.Context) error {
 		d.Recorder.RecordReport(published)
 	}
 	d.rememberReport(ctx, published)
-	failedN, outage := failureShare(r, share)
+	if seen == nil {
+		seen = r
+	}
+	failedN, outage := failureShare(seen, share)
 	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
 		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", unverified,
 		"cut_short", cut != nil, "duration", d.now().Sub(start).Round(time.Millisecond).String())

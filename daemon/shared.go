@@ -88,23 +88,32 @@ type sitePublication struct {
 }
 
 // probeShared runs one probe run as a shared sweep and returns its report,
-// merged with the other sites' latest publications when there are sites.
-// cut is set (matching ErrTimeout) when shards or endpoints were not
-// probed in time. err is a failure of the shared state: the run then
-// publishes and notifies nothing.
-func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, cut error, err error) {
+// merged with the other sites' latest publications when there are sites,
+// and seen, the endpoints this site probed (its failure share is its own:
+// another site's outage does not withhold this one's heartbeat). cut is
+// set (matching ErrTimeout) when shards or endpoints were not probed in
+// time. err is a failure of the shared state: the run then publishes and
+// notifies nothing.
+func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r, seen *scan.Report, cut error, err error) {
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
 	dec := &scan.Decoder{}
 	obs, skipped, missed, err := d.sweep(ctx, sh, dec, inventory, start)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	notProbed := 0
+	seen = &scan.Report{Endpoints: make([]scan.Endpoint, len(obs))}
 	for i := range obs {
-		if obs[i].Failure == probes.FailNotProbed {
+		o := &obs[i]
+		if o.Failure == probes.FailNotProbed {
 			notProbed++
 		}
+		ep := scan.Endpoint{Name: o.Name, Port: o.Port, Failure: string(o.Failure), Error: o.Error}
+		if leaf := o.Leaf(); leaf != nil {
+			ep.Certificate = probes.Fingerprint(leaf)
+		}
+		seen.Endpoints[i] = ep
 	}
 	if missed > 0 || notProbed > 0 {
 		cut = &timeoutError{job: JobProbe, limit: timeout}
@@ -125,7 +134,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 	if sh.Sites != nil {
 		others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Targets: len(inventory), Sources: results, Findings: own}, start)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, o := range others {
 			parts = append(parts, o.part)
@@ -144,7 +153,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 	}
 	r.Sources = sources
 	r.Findings = append(r.Findings, findings...)
-	return r, cut, nil
+	return r, seen, cut, nil
 }
 
 // siteScoped names a self-monitoring finding after the site it is about,

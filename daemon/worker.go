@@ -69,6 +69,9 @@ type Worker struct {
 	// Slots is how many shards this process probes at once; 0 means
 	// DefaultWorkerSlots.
 	Slots int
+	// Grace is how long shards in flight may go on after Run's context
+	// ends (daemon.grace_period).
+	Grace time.Duration
 	// Collector returns the current prober (it changes on reload).
 	Collector func() Collector
 	Logger    *slog.Logger
@@ -80,17 +83,43 @@ type Worker struct {
 	OnShard func(c state.Claim, endpoints int, err error)
 }
 
-// Run probes shards until ctx is done; a shard in flight then stops, and
-// is written back with what it probed unless its claim was lost.
+// errShutdown ends the probing of shards still in flight when Grace is
+// over after Run's context ended: they are not written back, and another
+// replica probes them once their claims end.
+var errShutdown = errors.New("shutdown grace period over")
+
+// Run probes shards until ctx is done. Shards in flight then get Grace to
+// finish and be written back; after it they are abandoned (not written:
+// a partial shard would read as probed), and another replica takes them
+// once their claims end.
 func (w *Worker) Run(ctx context.Context) {
+	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	idle := make(chan struct{})
+	go func() {
+		select {
+		case <-idle:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(w.Grace)
+		defer t.Stop()
+		select {
+		case <-idle:
+		case <-t.C:
+			cancel(errShutdown)
+		}
+	}()
 	var wg sync.WaitGroup
 	for range cmp.Or(w.Slots, DefaultWorkerSlots) {
-		wg.Go(func() { w.loop(ctx) })
+		wg.Go(func() { w.loop(ctx, work) })
 	}
 	wg.Wait()
+	close(idle)
 }
 
-func (w *Worker) loop(ctx context.Context) {
+// loop claims shards while ctx lasts and probes each with work.
+func (w *Worker) loop(ctx, work context.Context) {
 	poll := cmp.Or(w.Poll, DefaultWorkerPoll)
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, max(w.Lease/3, time.Second))
@@ -102,7 +131,7 @@ func (w *Worker) loop(ctx context.Context) {
 		case err != nil:
 			w.Logger.Warn("cannot claim a probe shard", "err", err)
 		case ok:
-			w.probe(ctx, c)
+			w.probe(work, c)
 			continue // look for the next one at once
 		}
 		// Half to one and a half poll intervals, so idle replicas do not
@@ -144,10 +173,10 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 	c = held
 	mu.Unlock()
 	abandon := func(err error) {
-		log.Warn("probe shard abandoned: its claim was lost, another replica probes it", "err", err)
+		log.Warn("probe shard abandoned: nothing of it is written, another replica probes it", "err", err)
 		w.done(c, 0, err)
 	}
-	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) {
+	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) || errors.Is(cause, errShutdown) {
 		abandon(cause)
 		return
 	}

@@ -125,7 +125,11 @@ func (h *daemons) collector() daemon.Collector {
 func (h *daemons) runReplicated(ctx context.Context, store *postgres.Store, site string, lease time.Duration, shardSize int, staleAfter time.Duration) error {
 	holder := replicaName()
 	h.sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, StaleAfter: staleAfter}
+	h.mu.Lock()
+	grace := h.cfg.GracePeriod
+	h.mu.Unlock()
 	w := &daemon.Worker{
+		Grace:     grace,
 		Claimer:   store,
 		Holder:    holder,
 		Lease:     lease,

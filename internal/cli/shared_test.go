@@ -390,7 +390,7 @@ func TestSharedProbingPausedMidShard(t *testing.T) {
 	if err := standby.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	standby.waitLog(t, "the resumed standby abandoning the shard", 1, same("probe shard abandoned: its claim was lost, another replica probes it"))
+	standby.waitLog(t, "the resumed standby abandoning the shard", 1, same("probe shard abandoned: nothing of it is written, another replica probes it"))
 	if n := standby.count(same("probe shard written back")); n != 0 {
 		t.Errorf("the resumed standby wrote back the shard the leader had taken over")
 	}
