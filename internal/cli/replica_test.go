@@ -173,6 +173,20 @@ func TestReplicasFailover(t *testing.T) {
 			t.Errorf("a replica led %d times, want at most once", r.leads())
 		}
 	}
+	// Every completed run of every leader probed every target: none was
+	// cut short, none left an endpoint not probed.
+	for i, r := range []*replica{first, second, third} {
+		runs := r.count(msg("probe run finished"))
+		if runs == 0 {
+			t.Errorf("leader %d finished no probe run", i+1)
+		}
+		if n := r.count(func(l map[string]any) bool { return l["msg"] == "probe run finished" && l["cut_short"] != false }); n != 0 {
+			t.Errorf("leader %d: %d of %d probe runs cut short", i+1, n, runs)
+		}
+	}
+	if rep := report(t, third.base); rep.CutShort || rep.NotProbed != 0 || len(rep.Endpoints) == 0 {
+		t.Errorf("the last leader's report: %d endpoints, cut short %v, %d not probed; want every endpoint probed", len(rep.Endpoints), rep.CutShort, rep.NotProbed)
+	}
 }
 
 func without(rs []*replica, gone *replica) []*replica {
