@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -19,7 +21,7 @@ import (
 // shard is in or the run's time is up. Implemented by *postgres.Store.
 type Shards interface {
 	// OpenSweep opens a sweep of the site with one shard per work item;
-	// results written after deadline are not used.
+	// no shard is claimed after deadline (its workers stop probing then).
 	OpenSweep(ctx context.Context, deadline time.Time, work [][]byte) (int64, error)
 	// SweepProgress says how many of the sweep's shards are in.
 	SweepProgress(ctx context.Context, sweep int64) (done, total int, err error)
@@ -81,11 +83,18 @@ type Sharing struct {
 // (degraded sources, a cut-short run), which no other site can raise for
 // it and none must resolve.
 type sitePublication struct {
+	// Version is publicationVersion when written; a reader refuses a
+	// newer one rather than miss what it cannot read.
+	Version  int                 `json:"version"`
 	Targets  int                 `json:"targets"`
 	Sources  []scan.SourceResult `json:"sources"`
 	Findings []policy.Finding    `json:"findings"`
 	Part     []byte              `json:"part"`
 }
+
+// publicationVersion is the version of sitePublication this certwatch
+// writes and the newest it reads.
+const publicationVersion = 1
 
 // probeShared runs one probe run as a shared sweep and returns its report,
 // merged with the other sites' latest publications when there are sites,
@@ -98,9 +107,21 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
 	dec := &scan.Decoder{}
-	obs, skipped, missed, err := d.sweep(ctx, sh, dec, inventory, start)
+	obs, skipped, missed, unreadable, err := d.sweep(ctx, sh, dec, inventory, start)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, ErrTimeout) {
+			return nil, nil, nil, fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next leader probes again: %w", len(inventory), cause)
+		}
+		// Cut short by the sweep timeout: what came back is published,
+		// which takes a few more round trips.
+		nctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), max(d.grace(), 10*time.Second),
+			errors.New("publishing a cut-short shared probe run took longer than daemon.grace_period"))
+		defer cancel()
+		ctx = nctx
 	}
 	notProbed := 0
 	seen = &scan.Report{Endpoints: make([]scan.Endpoint, len(obs))}
@@ -115,32 +136,51 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 		}
 		seen.Endpoints[i] = ep
 	}
-	if missed > 0 || notProbed > 0 {
-		cut = &timeoutError{job: JobProbe, limit: timeout}
-		if ctx.Err() != nil {
-			cut = context.Cause(ctx)
-		}
-	}
 	var own []policy.Finding
 	for _, f := range degraded {
 		own = append(own, d.siteScoped(f))
 	}
-	if cut != nil {
+	switch {
+	case unreadable > 0 && missed == 0 && notProbed == unreadable:
+		cut = fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", unreadable)
+		own = append(own, d.siteScoped(policy.Finding{
+			Kind: ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
+			Message: fmt.Sprintf("Shards of the shared probe run of %d targets came back unreadable (%d endpoints not probed): a replica probably runs another certwatch version. "+
+				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", len(inventory), unreadable),
+		}))
+	case missed > 0 || notProbed > 0:
+		cut = &timeoutError{job: JobProbe, limit: timeout}
 		own = append(own, d.siteScoped(cutShort(len(inventory), notProbed, len(obs), timeout, start)))
 	}
 	mine := &scan.Part{Observations: obs, Inventory: pe.Inventory()}
 	parts := []*scan.Part{mine}
 	targets, sources, findings := len(inventory), results, own
 	if sh.Sites != nil {
-		others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Targets: len(inventory), Sources: results, Findings: own}, start)
+		others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Findings: own}, start)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		// An endpoint two sites probe is judged once: by this site's
+		// run, else by the latest publication that has it.
+		slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
+		probed := map[endpointKey]bool{}
+		for i := range obs {
+			probed[endpointKey{obs[i].Name, obs[i].Port, obs[i].Address.String()}] = true
+		}
 		for _, o := range others {
+			o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
+				k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
+				if probed[k] {
+					return true
+				}
+				probed[k] = true
+				return false
+			})
+			o.part.Foreign = true
 			parts = append(parts, o.part)
 			targets += o.pub.Targets
 			for _, r := range o.pub.Sources {
-				r.Name = o.site + "/" + r.Name
+				r.Name = siteLabel(o.site) + "/" + r.Name
 				sources = append(sources, r)
 			}
 			findings = append(findings, o.pub.Findings...)
@@ -169,8 +209,10 @@ func (d *Daemon) siteScoped(f policy.Finding) policy.Finding {
 // sweep of them and waits until every shard is in or ctx is done, then
 // closes it and returns the observations: those written back, and
 // not_probed ones for every target of a shard that was not (missed
-// counts those shards). skipped are the targets not probed by design.
-func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inventory []discovery.Target, start time.Time) (obs []probes.Observation, skipped []discovery.Target, missed int, err error) {
+// counts those shards) or whose result could not be read (unreadable
+// counts their endpoints).
+// skipped are the targets not probed by design.
+func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inventory []discovery.Target, start time.Time) (obs []probes.Observation, skipped []discovery.Target, missed, unreadable int, err error) {
 	var probe []discovery.Target
 	for _, t := range inventory {
 		if t.Skip != "" {
@@ -183,7 +225,7 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	work := make([][]byte, len(shards))
 	for i, ts := range shards {
 		if work[i], err = scan.EncodeTargets(ts); err != nil {
-			return nil, nil, 0, fmt.Errorf("probe run: encode shard %d: %w", i, err)
+			return nil, nil, 0, 0, fmt.Errorf("probe run: encode shard %d: %w", i, err)
 		}
 	}
 	// Workers stop a little before the run's own deadline, so that what
@@ -195,7 +237,7 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	margin := min(max(time.Until(deadline)/20, time.Second), 10*time.Second)
 	id, err := sh.Shards.OpenSweep(ctx, deadline.Add(-margin), work)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
+		return nil, nil, 0, 0, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
 	}
 	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
 	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
@@ -218,38 +260,55 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	defer cancel()
 	outcomes, err := sh.Shards.CloseSweep(cctx, id)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("probe run: close shared sweep %d: %w; nothing was published or notified", id, err)
+		return nil, nil, 0, 0, fmt.Errorf("probe run: close shared sweep %d: %w; nothing was published or notified", id, err)
 	}
 	at := d.now()
 	for _, o := range outcomes {
-		if o.Done {
+		var cause error
+		switch {
+		case o.Done:
 			part, err := dec.DecodePart(o.Result)
 			if err == nil {
 				obs = append(obs, part.Observations...)
 				continue
 			}
+			cause = fmt.Errorf("shard %d came back from replica %q unreadable (%v): run the same certwatch version on every replica", o.Shard, o.Holder, err)
 			d.logger.Error("a probe shard's result cannot be read: its targets are reported not probed", "sweep", id, "shard", o.Shard, "holder", o.Holder, "err", err)
+		case o.Claims == 0:
+			missed++
+			cause = fmt.Errorf("shard %d was not claimed by any replica before the sweep deadline", o.Shard)
+		default:
+			missed++
+			cause = fmt.Errorf("shard %d was not written back before the sweep deadline (claimed %d times, last by %q)", o.Shard, o.Claims, o.Holder)
 		}
-		missed++
 		ts, err := scan.DecodeTargets(o.Work)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, id, err)
+			return nil, nil, 0, 0, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, id, err)
 		}
-		cause := fmt.Errorf("shard %d was not written back before the sweep deadline (claimed %d times, last by %q)", o.Shard, o.Claims, o.Holder)
-		if o.Claims == 0 {
-			cause = fmt.Errorf("shard %d was not claimed by any replica before the sweep deadline", o.Shard)
+		np := scan.NotProbed(ts, at, cause)
+		if o.Done {
+			unreadable += len(np)
 		}
-		obs = append(obs, scan.NotProbed(ts, at, cause)...)
+		obs = append(obs, np...)
 	}
 	if missed > 0 {
 		d.logger.Warn("shared probe run cut short: shards not written back are reported not probed", "sweep", id, "missed", missed, "shards", len(outcomes))
 	}
-	return obs, skipped, missed, nil
+	return obs, skipped, missed, unreadable, nil
+}
+
+// siteLabel names a site in messages and source names: "" is "default".
+func siteLabel(site string) string {
+	if site == "" {
+		return "default"
+	}
+	return site
 }
 
 // otherSite is another site's latest publication, decoded.
 type otherSite struct {
 	site  string
+	at    time.Time
 	pub   sitePublication
 	part  *scan.Part
 	stale []policy.Finding
@@ -262,14 +321,14 @@ type otherSite struct {
 func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, mine *scan.Part, pub sitePublication, start time.Time) ([]otherSite, error) {
 	var err error
 	if pub.Part, err = scan.EncodePart(mine); err != nil {
-		return nil, fmt.Errorf("probe run: encode site %q's publication: %w", sh.Site, err)
+		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 	}
 	b, err := json.Marshal(pub)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 	}
 	if err := sh.Sites.PublishSite(ctx, start, b); err != nil {
-		return nil, fmt.Errorf("probe run: publish site %q's run to the shared state: %w; nothing was notified", sh.Site, err)
+		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
 	}
 	all, err := sh.Sites.Sites(ctx)
 	if err != nil {
@@ -281,15 +340,18 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 		if s.Site == sh.Site {
 			continue
 		}
-		o := otherSite{site: s.Site}
+		o := otherSite{site: s.Site, at: s.At}
 		err := json.Unmarshal(s.Result, &o.pub)
+		if err == nil && o.pub.Version > publicationVersion {
+			err = fmt.Errorf("publication version %d, this certwatch reads up to %d", o.pub.Version, publicationVersion)
+		}
 		if err == nil {
 			o.part, err = dec.DecodePart(o.pub.Part)
 		}
 		if err != nil {
 			// A site this one cannot read (a newer certwatch, a damaged
 			// row) is loud, and its alerts are not resolved for it.
-			return nil, fmt.Errorf("probe run: read site %q's latest run from the shared state: %w; nothing was notified (upgrade this certwatch if that site runs a newer one)", s.Site, err)
+			return nil, fmt.Errorf("probe run: read site %s's latest run from the shared state: %w; nothing was notified (upgrade this certwatch if that site runs a newer one)", siteLabel(s.Site), err)
 		}
 		if age := start.Sub(s.At); age > staleAfter {
 			o.stale = append(o.stale, policy.Finding{

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -113,17 +114,21 @@ type shardTally struct {
 	mu      sync.Mutex
 	written map[string]int
 	lost    int
+	failed  int // or cut short
 }
 
 func (s *shardTally) record(holder string) func(state.Claim, int, error) {
 	return func(_ state.Claim, _ int, err error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if err != nil {
+		switch {
+		case err == nil:
+			s.written[holder]++
+		case errors.Is(err, state.ErrClaimLost):
 			s.lost++
-			return
+		default:
+			s.failed++
 		}
-		s.written[holder]++
 	}
 }
 
@@ -199,6 +204,9 @@ func TestSharedProbing(t *testing.T) {
 	}
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
+	if tally.lost+tally.failed != 0 {
+		t.Errorf("%d shards lost and %d failed or cut short, want none", tally.lost, tally.failed)
+	}
 	if tally.written["replica-a"] == 0 || tally.written["replica-b"] == 0 {
 		t.Errorf("shards written back per worker: %v; want both workers to take part", tally.written)
 	}
@@ -260,7 +268,7 @@ func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discove
 // TestSiteStale: a site whose last run was published two hours ago (more
 // than StaleAfter, an hour) raises site_stale in the other site's
 // evaluation, and its endpoints are still evaluated there, so nothing
-// it saw resolves.
+// it saw resolves; endpoints both probed are judged once.
 func TestSiteStale(t *testing.T) {
 	t.Parallel()
 	db := pgtest.Start(t, pgtest.Options{})
@@ -268,10 +276,12 @@ func TestSiteStale(t *testing.T) {
 	farm := newSharedFarm(t)
 	solo := farm.targets[30:]
 	siteRun(t, url, "old", farm, solo[:10], func() time.Time { return time.Now().Add(-2 * time.Hour) })
-	r := siteRun(t, url, "new", farm, solo[10:20], time.Now)
+	r := siteRun(t, url, "new", farm, solo[5:15], time.Now)
 
-	if len(r.Endpoints) != 20 {
-		t.Errorf("site new's report has %d endpoints, want its 10 and site old's 10", len(r.Endpoints))
+	// Five endpoints both sites probe are listed once, as site new saw
+	// them: 15 in all.
+	if len(r.Endpoints) != 15 {
+		t.Errorf("site new's report has %d endpoints, want its 10 and the 5 only site old probed", len(r.Endpoints))
 	}
 	var stale []policy.Finding
 	for _, f := range r.Findings {
@@ -283,4 +293,58 @@ func TestSiteStale(t *testing.T) {
 		t.Fatalf("site_stale findings: %+v; want one for site old, 2h old", stale)
 	}
 	t.Logf("%s", stale[0].Message)
+}
+
+// TestSharedRunCutShort: a shared run (with sites, as every PostgreSQL
+// deployment has) whose shards no replica claims before the sweep
+// timeout still publishes: every endpoint not_probed, the report cut
+// short, a probe_cut_short finding, and the run fails with ErrTimeout.
+func TestSharedRunCutShort(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	store, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	farm := newSharedFarm(t)
+	c := config(0)
+	c.SweepTimeout = 2 * time.Second
+	d, err := daemon.New(c, farm.pass(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, ShardSize: 10, Poll: 50 * time.Millisecond}
+	rec := &probeRecorder{done: make(chan error, 1)}
+	d.Recorder = rec
+	stop := start(t, d)
+	defer stop()
+	select {
+	case err = <-rec.done:
+	case <-time.After(time.Minute):
+		t.Fatal("no probe run within a minute")
+	}
+	if !errors.Is(err, daemon.ErrTimeout) {
+		t.Errorf("probe run error = %v, want a sweep timeout", err)
+	}
+	rec.mu.Lock()
+	r := rec.report
+	rec.mu.Unlock()
+	if r == nil || !r.CutShort || r.NotProbed != 60 || len(r.Endpoints) != 60 {
+		t.Fatalf("report %+v; want one cut short, all 60 endpoints not probed", r)
+	}
+	var cut []policy.Finding
+	for _, f := range r.Findings {
+		if f.Kind == daemon.ProbeCutShort {
+			cut = append(cut, f)
+		}
+	}
+	if len(cut) != 1 || !strings.Contains(cut[0].Message, "60 of 60 endpoints not probed") {
+		t.Errorf("probe_cut_short findings: %+v; want one saying 60 of 60 endpoints were not probed", cut)
+	}
+	sites, err := store.Sites(context.Background())
+	if err != nil || len(sites) != 1 {
+		t.Fatalf("sites after the cut-short run: %v, %v; want its publication", sites, err)
+	}
 }

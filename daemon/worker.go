@@ -126,13 +126,15 @@ func (w *Worker) loop(ctx, work context.Context) {
 		c, ok, err := w.Claimer.ClaimShard(cctx, w.Holder, w.Lease)
 		cancel()
 		switch {
+		case err == nil && ok:
+			// Probed even when ctx ended meanwhile: work allows the
+			// grace period, and the claim is held either way.
+			w.probe(work, c)
+			continue // look for the next one at once
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			w.Logger.Warn("cannot claim a probe shard", "err", err)
-		case ok:
-			w.probe(work, c)
-			continue // look for the next one at once
 		}
 		// Half to one and a half poll intervals, so idle replicas do not
 		// ask in step.
@@ -188,6 +190,7 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 	}
 	result, err := scan.EncodePart(&scan.Part{Observations: obs})
 	if err != nil {
+		log.Error("cannot encode the probe shard's result; it is probed again once its claim ends", "err", err)
 		w.done(c, 0, err)
 		return
 	}

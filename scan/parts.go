@@ -20,6 +20,10 @@ import (
 type Part struct {
 	Observations []probes.Observation
 	Inventory    Inventory
+	// Foreign marks a part another site probed (its latest publication,
+	// perhaps an old one): it is judged, but not handed to OnObservation,
+	// so this process's probe metrics count only what it saw this run.
+	Foreign bool `json:"-"`
 }
 
 // Collect probes targets as Probe does (the same schedule, the same
@@ -52,7 +56,8 @@ func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes
 // Probe would have judged them had one process probed them all, and
 // returns the report: a certificate served in several parts is one
 // certificate, with one finding listing the endpoints of every part.
-// OnObservation is called for each observation, serially. The inventory
+// OnObservation is called for each observation of the parts not Foreign,
+// serially. The inventory
 // judged is the parts' (every part's, as it is: a certificate listed in
 // two parts is listed twice), not p's own: a caller that wants it passes
 // p.Inventory() in one of the parts. targets is the run's number of
@@ -71,7 +76,13 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 		if part == nil {
 			continue
 		}
-		p.observe(ev, part.Observations)
+		if part.Foreign {
+			for i := range part.Observations {
+				ev.Add(&part.Observations[i])
+			}
+		} else {
+			p.observe(ev, part.Observations)
+		}
 		invs = append(invs, &part.Inventory)
 	}
 	addInventory(ev, invs...)

@@ -90,6 +90,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 			t.Fatalf("the test leaves the observation's %s zero", sf.Name)
 		}
 	}
+	part.Foreign = false // the reader's to set: it does not travel
 	second := *o
 	second.Name, second.Chain, second.Paths, second.Revocation = "bare.example", nil, nil, nil
 	part.Observations = append(part.Observations, second)
