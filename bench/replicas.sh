@@ -13,9 +13,11 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-r 3] [-R "1 2"] [-o DIR]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
+#   -c CONC    probe.concurrency of every replica and of the scan
+#              (default: certwatch's, 100)
 #   -r REPS    runs per replica count, each on a fresh database; the table
 #              shows medians (default 3), after one warm-up run (rep 0)
 #   -R COUNTS  replica counts to measure (default "1 2"); the repetitions
@@ -24,9 +26,9 @@
 #   -o DIR     keep binaries, farm files, configurations, logs and raw
 #              figures in DIR (default: a new directory under /tmp)
 # Every replica is `certwatch run --config FILE` with the defaults (one
-# core each, probe.concurrency 100, probe.per_address 2), the farm's names
-# as static targets, notify.state on the run's own database and no
-# channels. Per run: the leader's `probe run finished` duration, the wall
+# core each, probe.concurrency 100 unless -c, probe.per_address 2), the
+# farm's names as static targets, notify.state on the run's own database
+# and no channels. Per run: the leader's `probe run finished` duration, the wall
 # time from the first replica's start to that line, shards written back by
 # each replica, and, from the start to the notifier's `findings applied`,
 # CPU of the replicas, of the farm and of PostgreSQL and the statements the
@@ -43,11 +45,13 @@ n=10000
 shard_size=100
 reps=3
 counts="1 2"
+conc=""
 out=""
-while getopts "n:s:r:R:o:" opt; do
+while getopts "n:s:c:r:R:o:" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
+	c) conc=$OPTARG ;;
 	r) reps=$OPTARG ;;
 	R) counts=$OPTARG ;;
 	o) out=$OPTARG ;;
@@ -79,7 +83,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" -r "$reps" -R "$counts" -o "$out"
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out"
 fi
 
 # ---- inside the namespace ----
@@ -242,12 +246,15 @@ else
 	targets=$farm/targets.txt
 fi
 sed 's/^/  - /' "$targets" >"$out/targets.yaml"
+probe_conf=""
+[ -n "$conc" ] && probe_conf="probe: {concurrency: $conc}"
 
 # config DB: a replica's configuration on database DB
 config() {
 	cat <<-EOF
 		# bench/replicas.sh: $n farm endpoints, shards of $shard_size
 		ca_files: [$farm/ca.pem]
+		$probe_conf
 		notify:
 		  state: postgres://certwatch@127.0.0.1:$pgport/$1?sslmode=disable
 		daemon:
@@ -352,6 +359,7 @@ scan_ref() {
 	rm -rf "$dir" && mkdir -p "$dir"
 	{
 		echo "ca_files: [$farm/ca.pem]"
+		echo "$probe_conf"
 		echo "targets:"
 		cat "$out/targets.yaml"
 	} >"$dir/scan.yaml"
@@ -380,7 +388,7 @@ done
 
 # ---- the table ----
 echo
-echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size; load average after each run (1 min) $(awk -F'\t' 'NR > 1 {print $19}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
+echo "certwatch replicas bench ($(nproc) CPUs shared by the farm, PostgreSQL and the replicas; $GOVERSION; $(date -u +%Y-%m-%d); $n endpoints, shard_size $shard_size, probe.concurrency ${conc:-default}; load average after each run (1 min) $(awk -F'\t' 'NR > 1 {print $19}' "$results" | sort -g | sed -n '1p;$p' | paste -sd- -); raw figures in $results)"
 echo
 echo "run: the leader's probe run duration; of it, from the sweep's opening to the first shard claimed (first claim), to the last one written back (probing), and from that to the end of the run (after: closing the sweep, evaluating, publishing). CPUs busy: the whole machine's, every process's included, from the sweep's opening to the end of the run, in CPUs (of $(nproc))"
 echo
