@@ -89,6 +89,15 @@ type endpointSeries struct {
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
 	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}}
 
+	// The certificates naming each DNS name, for renewal: a newer one for
+	// the same names is looked up among those naming the first one, not
+	// among all certificates (10,000 certificates took 2 s that way).
+	byName := map[string][]int{}
+	for i := range r.Certificates {
+		for _, n := range r.Certificates[i].DNSNames {
+			byName[n] = append(byName[n], i)
+		}
+	}
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
 	sources := map[string]map[string]bool{}
@@ -176,7 +185,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			}
 			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
 		}
-		rw.Renewal = renewal(c, fs, r, served)
+		rw.Renewal = renewal(c, fs, r, byName, served)
 		for _, a := range acmBySHA[c.SHA256] {
 			rw.ACM = append(rw.ACM, a.ARN)
 			rw.Resources = append(rw.Resources, a.InUseBy...)
@@ -376,7 +385,7 @@ func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []stri
 // renewal says, for the status page, whether the certificate has been
 // renewed: a finding about renewal wins; then a newer certificate for the
 // same names seen in the same run; then what the deadline implies.
-func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served map[string][]policy.Endpoint) string {
+func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, byName map[string][]int, served map[string][]policy.Endpoint) string {
 	for _, f := range fs {
 		switch {
 		case f.Kind == policy.StaleDeployment:
@@ -386,9 +395,12 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served m
 		}
 	}
 	var newest *policy.Certificate
-	for i := range r.Certificates {
+	if len(c.DNSNames) == 0 {
+		return renewalByDeadline(c, fs, r)
+	}
+	for _, i := range byName[c.DNSNames[0]] {
 		o := &r.Certificates[i]
-		if o.SHA256 == c.SHA256 || !o.NotAfter.After(c.NotAfter) || len(c.DNSNames) == 0 || !covers(o.DNSNames, c.DNSNames) {
+		if o.SHA256 == c.SHA256 || !o.NotAfter.After(c.NotAfter) || !covers(o.DNSNames, c.DNSNames) {
 			continue
 		}
 		if newest == nil || o.NotAfter.After(newest.NotAfter) {
@@ -399,6 +411,12 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, served m
 		return fmt.Sprintf("renewed: %s… valid until %s is served on %d endpoint(s); this one is still served here",
 			short(newest.SHA256), newest.NotAfter.UTC().Format(time.DateOnly), len(served[newest.SHA256]))
 	}
+	return renewalByDeadline(c, fs, r)
+}
+
+// renewalByDeadline is renewal's answer when no newer certificate is
+// served: what the deadline implies.
+func renewalByDeadline(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
 	switch {
 	case !c.NotAfter.After(r.GeneratedAt):
 		return "not renewed: expired"

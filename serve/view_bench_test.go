@@ -1,0 +1,35 @@
+package serve_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/serve"
+)
+
+// BenchmarkRecordReport10k records a report of 10,000 endpoints, each with
+// a certificate of its own and an expiring finding, as the leader does
+// after every probe run: the status page's view is built from it.
+//
+//	go test -run '^$' -bench RecordReport10k -benchtime 5x ./serve/
+func BenchmarkRecordReport10k(b *testing.B) {
+	now := time.Now()
+	r := &scan.Report{GeneratedAt: now, Targets: 10000}
+	for i := range 10000 {
+		name := fmt.Sprintf("ep-%06d.farm.test", i)
+		sha := fmt.Sprintf("%064x", i+1)
+		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)}
+		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
+		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: now.Add(time.Duration(i%90+1) * 24 * time.Hour)})
+		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
+			Deadline: now.Add(time.Duration(i%90+1) * 24 * time.Hour), Endpoints: []policy.Endpoint{ep}})
+	}
+	s := serve.New(serve.Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		s.RecordReport(r)
+	}
+}
