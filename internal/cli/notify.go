@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state/postgres"
 )
 
 const alertsUsage = `Usage:
@@ -165,6 +167,10 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseSharedState(ctx, store); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
 	if err != nil {
 		store.Close()
@@ -203,4 +209,29 @@ func containsChannel(n config.Notify, name string) bool {
 		}
 	}
 	return false
+}
+
+// refuseSharedState refuses a PostgreSQL state that `certwatch run`
+// instances share (they publish their runs there): their alerts are
+// judged on every site's runs together, and a scan's view alone would
+// take what it did not probe as fixed and resolve it.
+func refuseSharedState(ctx context.Context, store stateStore) error {
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return nil
+	}
+	sites, err := pg.Sites(ctx)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	if len(sites) == 0 {
+		return nil
+	}
+	names := make([]string, len(sites))
+	for i, s := range sites {
+		names[i] = cmp.Or(s.Site, "default")
+	}
+	return usageError("--notify: notify.state is shared by certwatch run instances (sites: %s), which judge its alerts on all their runs together; "+
+		"a scan's findings alone would resolve what it did not probe. Run the scan without --notify (its report and exit code stay), or point notify.state elsewhere",
+		strings.Join(names, ", "))
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -289,7 +290,8 @@ func TestSitesShareOneAlertState(t *testing.T) {
 	li := &labInfo{dns: l.DNS, caFile: l.CAFile, port: l.Port}
 	env := []string{"CW_E2E_SLACK_TOKEN=" + slackToken, "CW_E2E_PD_KEY=" + pdKey}
 	zone := "." + lab.Zone
-	a := startRun(t, bin, siteConfig(t, dir, "a", url, li, []string{"api" + zone, "expired" + zone}, sl.URL(), pd.URL()), env...)
+	cfgA := siteConfig(t, dir, "a", url, li, []string{"api" + zone, "expired" + zone}, sl.URL(), pd.URL())
+	a := startRun(t, bin, cfgA, env...)
 	b := startRun(t, bin, siteConfig(t, dir, "b", url, li, []string{"auth" + zone, "billing" + zone}, sl.URL(), pd.URL()), env...)
 	sites := map[string]*replica{}
 	for name, p := range map[string]*proc{"a": a, "b": b} {
@@ -344,6 +346,16 @@ func TestSitesShareOneAlertState(t *testing.T) {
 	}
 	if posts != 1 {
 		t.Errorf("the wildcard was posted to Slack %d times, want once", posts)
+	}
+
+	// A scan --notify on the shared state would judge the sites' alerts on
+	// its own view: it is refused, with the scan itself left to run
+	// without --notify.
+	cmd := exec.Command(bin, "scan", "--config", cfgA, "--notify")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "shared by certwatch run instances (sites: a, b)") {
+		t.Errorf("scan --notify on the sites' state: exit %d (%v), output %q; want 2, naming the sites", code, err, out)
 	}
 }
 
