@@ -176,21 +176,10 @@ func TestSharedProbing(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Sharing = &daemon.Sharing{Shards: leader, ShardSize: 4, Poll: 50 * time.Millisecond}
-	rec := &probeRecorder{done: make(chan error, 1)}
-	d.Recorder = rec
-	stop := start(t, d)
-	defer stop()
-	select {
-	case err = <-rec.done:
-	case <-time.After(time.Minute):
-		t.Fatal("no probe run within a minute")
-	}
+	r, err := runFirst(t, d)
 	if err != nil {
 		t.Fatalf("shared probe run failed: %v", err)
 	}
-	rec.mu.Lock()
-	r := rec.report
-	rec.mu.Unlock()
 	if r == nil || r.CutShort || len(r.Endpoints) != 60 {
 		t.Fatalf("report: %d endpoints, cut short %v; want all 60, complete", len(r.Endpoints), r.CutShort)
 	}
@@ -248,21 +237,11 @@ func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discove
 	}
 	d.Now = now
 	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: 5, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
-	rec := &probeRecorder{done: make(chan error, 1)}
-	d.Recorder = rec
-	stop := start(t, d)
-	defer stop()
-	select {
-	case err := <-rec.done:
-		if err != nil {
-			t.Fatalf("site %s: probe run: %v", site, err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("site %s: no probe run within a minute", site)
+	r, err := runFirst(t, d)
+	if err != nil {
+		t.Fatalf("site %s: probe run: %v", site, err)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return rec.report
+	return r
 }
 
 // TestSiteStale: a site whose last run was published two hours ago (more
@@ -316,21 +295,10 @@ func TestSharedRunCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, ShardSize: 10, Poll: 50 * time.Millisecond}
-	rec := &probeRecorder{done: make(chan error, 1)}
-	d.Recorder = rec
-	stop := start(t, d)
-	defer stop()
-	select {
-	case err = <-rec.done:
-	case <-time.After(time.Minute):
-		t.Fatal("no probe run within a minute")
-	}
+	r, err := runFirst(t, d)
 	if !errors.Is(err, daemon.ErrTimeout) {
 		t.Errorf("probe run error = %v, want a sweep timeout", err)
 	}
-	rec.mu.Lock()
-	r := rec.report
-	rec.mu.Unlock()
 	if r == nil || !r.CutShort || r.NotProbed != 60 || len(r.Endpoints) != 60 {
 		t.Fatalf("report %+v; want one cut short, all 60 endpoints not probed", r)
 	}

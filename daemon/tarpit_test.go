@@ -95,10 +95,18 @@ func firstProbeRun(t *testing.T, pass *scan.Pass, sweepTimeout time.Duration) (*
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runFirst(t, d)
+}
+
+// runFirst runs d until its first probe run is over and returns the
+// report it published and the run's error.
+func runFirst(t *testing.T, d *daemon.Daemon) (*scan.Report, error) {
+	t.Helper()
 	rec := &probeRecorder{done: make(chan error, 1)}
 	d.Recorder = rec
 	stop := start(t, d)
 	defer stop()
+	var err error
 	select {
 	case err = <-rec.done:
 	case <-time.After(time.Minute):

@@ -57,24 +57,10 @@ func TestReplicasFailover(t *testing.T) {
 		return slacktest.Response{Status: http.StatusInternalServerError}, true
 	})
 
-	var rs []*replica
-	for range 3 {
-		p := startRun(t, bin, cfg, env...)
-		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
-	}
+	rs := startReplicas(t, bin, cfg, 3, env...)
 	leader := func(alive []*replica, epoch float64) *replica {
 		t.Helper()
-		var found *replica
-		eventually(t, fmt.Sprintf("a replica leading epoch %v", epoch), func() bool {
-			for _, r := range alive {
-				if r.count(func(l map[string]any) bool { return l["msg"] == "leading the replicas" && l["epoch"] == epoch }) > 0 {
-					found = r
-					return true
-				}
-			}
-			return false
-		})
-		return found
+		return leaderOf(t, alive, epoch)
 	}
 	checkOneLeader := func(alive []*replica, want *replica) {
 		t.Helper()
@@ -187,6 +173,34 @@ func TestReplicasFailover(t *testing.T) {
 	if rep := report(t, third.base); rep.CutShort || rep.NotProbed != 0 || len(rep.Endpoints) == 0 {
 		t.Errorf("the last leader's report: %d endpoints, cut short %v, %d not probed; want every endpoint probed", len(rep.Endpoints), rep.CutShort, rep.NotProbed)
 	}
+}
+
+// startReplicas starts n `certwatch run` processes on cfg and waits for
+// each one's start line.
+func startReplicas(t *testing.T, bin, cfg string, n int, env ...string) []*replica {
+	t.Helper()
+	var rs []*replica
+	for range n {
+		p := startRun(t, bin, cfg, env...)
+		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
+	}
+	return rs
+}
+
+// leaderOf waits until one of alive leads with epoch, and returns it.
+func leaderOf(t *testing.T, alive []*replica, epoch float64) *replica {
+	t.Helper()
+	var found *replica
+	eventually(t, fmt.Sprintf("a replica leading epoch %v", epoch), func() bool {
+		for _, r := range alive {
+			if r.count(func(l map[string]any) bool { return l["msg"] == "leading the replicas" && l["epoch"] == epoch }) > 0 {
+				found = r
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 func without(rs []*replica, gone *replica) []*replica {

@@ -127,25 +127,7 @@ func TestSharedProbingKillMidShard(t *testing.T) {
 	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
 	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
 
-	var rs []*replica
-	for range 3 {
-		p := startRun(t, bin, cfg)
-		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
-	}
-	leaderOf := func(alive []*replica, epoch float64) *replica {
-		t.Helper()
-		var found *replica
-		eventually(t, fmt.Sprintf("a replica leading epoch %v", epoch), func() bool {
-			for _, r := range alive {
-				if r.count(func(l map[string]any) bool { return l["msg"] == "leading the replicas" && l["epoch"] == epoch }) > 0 {
-					found = r
-					return true
-				}
-			}
-			return false
-		})
-		return found
-	}
+	rs := startReplicas(t, bin, cfg, 3)
 	// killMidShard kills r as soon as it claims a shard, checks that it
 	// had not written that shard back, and returns the shard's log match.
 	killMidShard := func(r *replica, what string, after int) func(string) func(map[string]any) bool {
@@ -192,7 +174,7 @@ func TestSharedProbingKillMidShard(t *testing.T) {
 		}
 	}
 
-	leader := leaderOf(rs, 1)
+	leader := leaderOf(t, rs, 1)
 	standbys := without(rs, leader)
 	same := killMidShard(standbys[0], "a standby", 0)
 	eventually(t, "the killed standby's shard written back by another replica", func() bool {
@@ -209,7 +191,7 @@ func TestSharedProbingKillMidShard(t *testing.T) {
 	// and completes a run of its own with every endpoint probed.
 	claimed := leader.count(msg("probe shard claimed"))
 	killMidShard(leader, "the leader", claimed)
-	last := leaderOf([]*replica{standbys[1]}, 2)
+	last := leaderOf(t, []*replica{standbys[1]}, 2)
 	checkRun(last, 1)
 }
 
@@ -375,21 +357,9 @@ func TestSharedProbingPausedMidShard(t *testing.T) {
 	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
 	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
 
-	var rs []*replica
-	for range 2 {
-		p := startRun(t, bin, cfg)
-		rs = append(rs, &replica{proc: p, base: "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)})
-	}
-	var leader, standby *replica
-	eventually(t, "a leader", func() bool {
-		for i, r := range rs {
-			if r.leads() > 0 {
-				leader, standby = r, rs[1-i]
-				return true
-			}
-		}
-		return false
-	})
+	rs := startReplicas(t, bin, cfg, 2)
+	leader := leaderOf(t, rs, 1)
+	standby := without(rs, leader)[0]
 	claim := standby.waitLog(t, "the standby claiming a shard", 1, msg("probe shard claimed"))
 	if err := standby.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
