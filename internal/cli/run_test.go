@@ -209,7 +209,20 @@ probe:
   retries: 0
 notify:
   state: %q
-  channels:
+%sdaemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 1m"
+    probe: "@every 5s"
+  jitter: 500ms
+  grace_period: 5s
+`, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), channelsYAML(slackURL, pdURL))
+}
+
+// channelsYAML is the notify section's channels and routes on the Slack
+// and PagerDuty fakes: warnings to Slack, pages to both.
+func channelsYAML(slackURL, pdURL string) string {
+	return fmt.Sprintf(`  channels:
     - name: certs
       kind: slack
       slack: {channel: "#certs", token_env: CW_E2E_SLACK_TOKEN, api_url: %q}
@@ -221,14 +234,7 @@ notify:
       channels: [certs]
     - tiers: [page, critical]
       channels: [oncall, certs]
-daemon:
-  listen: 127.0.0.1:0
-  schedules:
-    discovery: "@every 1m"
-    probe: "@every 5s"
-  jitter: 500ms
-  grace_period: 5s
-`, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), slackURL, pdURL)
+`, slackURL, pdURL)
 }
 
 var (

@@ -65,7 +65,7 @@ func slowTargets(t *testing.T, dir string, n int, delay time.Duration) (targets 
 
 // sharedRunConfig is a `certwatch run` configuration on the PostgreSQL
 // state url, probing targets, one target per shard, with a 2s lease.
-func sharedRunConfig(t *testing.T, dir, url, caFile string, targets []string, extra string) string {
+func sharedRunConfig(t *testing.T, dir, url, caFile string, targets []string) string {
 	t.Helper()
 	quoted, _ := json.Marshal(targets)
 	text := fmt.Sprintf(`targets: %s
@@ -85,12 +85,25 @@ daemon:
   sweep_timeout: 25s
   leader_lease: 2s
   shard_size: 1
-%s`, quoted, caFile, url, extra)
+`, quoted, caFile, url)
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// slowReplicas starts n `certwatch run` replicas on a new PostgreSQL
+// database, probing eight slow endpoints (3s before each handshake), one
+// per shard, and returns them with the endpoints' targets.
+func slowReplicas(t *testing.T, n int) ([]*replica, []string) {
+	t.Helper()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
+	return startReplicas(t, bin, sharedRunConfig(t, dir, url, caFile, targets), n), targets
 }
 
 // report fetches a replica's /api/v1/report.
@@ -117,17 +130,10 @@ func report(t *testing.T, base string) scan.Report {
 // over the leadership and its first run probes every endpoint too.
 func TestSharedProbingKillMidShard(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts certwatch as two processes")
+		t.Skip("starts certwatch as three processes")
 	}
 	t.Parallel()
-	db := pgtest.Start(t, pgtest.Options{})
-	url := db.CreateDatabase(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
-	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
-
-	rs := startReplicas(t, bin, cfg, 3)
+	rs, targets := slowReplicas(t, 3)
 	// killMidShard kills r as soon as it claims a shard, checks that it
 	// had not written that shard back, and returns the shard's log match.
 	killMidShard := func(r *replica, what string, after int) func(string) func(map[string]any) bool {
@@ -213,19 +219,7 @@ probe:
   retries: 0
 notify:
   state: %q
-  channels:
-    - name: certs
-      kind: slack
-      slack: {channel: "#certs", token_env: CW_E2E_SLACK_TOKEN, api_url: %q}
-    - name: oncall
-      kind: pagerduty
-      pagerduty: {routing_key_env: CW_E2E_PD_KEY, url: %q}
-  routes:
-    - tiers: [warning]
-      channels: [certs]
-    - tiers: [page, critical]
-      channels: [oncall, certs]
-daemon:
+%sdaemon:
   listen: 127.0.0.1:0
   schedules:
     discovery: "@every 1m"
@@ -234,7 +228,7 @@ daemon:
   grace_period: 5s
   leader_lease: 2s
   site: %s
-`, quoted, l.dns, l.caFile, url, slackURL, pdURL, site)
+`, quoted, l.dns, l.caFile, url, channelsYAML(slackURL, pdURL), site)
 	cfg := filepath.Join(dir, site+".yaml")
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -350,14 +344,7 @@ func TestSharedProbingPausedMidShard(t *testing.T) {
 		t.Skip("starts certwatch as two processes")
 	}
 	t.Parallel()
-	db := pgtest.Start(t, pgtest.Options{})
-	url := db.CreateDatabase(t)
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	targets, caFile := slowTargets(t, dir, 8, 3*time.Second)
-	cfg := sharedRunConfig(t, dir, url, caFile, targets, "")
-
-	rs := startReplicas(t, bin, cfg, 2)
+	rs, targets := slowReplicas(t, 2)
 	leader := leaderOf(t, rs, 1)
 	standby := without(rs, leader)[0]
 	claim := standby.waitLog(t, "the standby claiming a shard", 1, msg("probe shard claimed"))
