@@ -316,3 +316,80 @@ func TestSharedRunCutShort(t *testing.T) {
 		t.Fatalf("sites after the cut-short run: %v, %v; want its publication", sites, err)
 	}
 }
+
+// TestWorkerStopsMidShard: a worker stopped (its context ended, as at
+// SIGTERM) while it probes a shard gets its grace period, then abandons the
+// shard unwritten rather than write a partial one that would read as
+// probed; another worker takes the shard once the claim ends and writes
+// it back whole.
+func TestWorkerStopsMidShard(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Start(t, pgtest.Options{})
+	url := db.CreateDatabase(t)
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	farm := newSharedFarm(t)
+	crowded := farm.targets[:30] // one address: 15 × 150ms per connection slot
+	work, err := scan.EncodeTargets(crowded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep, err := store.OpenSweep(ctx, time.Now().Add(time.Minute), [][]byte{work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := make(chan error, 4)
+	worker := func(holder string) *daemon.Worker {
+		p := farm.pass()
+		return &daemon.Worker{Claimer: store, Holder: holder, Lease: time.Second, Poll: 50 * time.Millisecond, Grace: 200 * time.Millisecond,
+			Collector: func() daemon.Collector { return p }, Logger: slog.New(slog.DiscardHandler),
+			OnShard: func(_ state.Claim, _ int, err error) { outcomes <- err }}
+	}
+	first, stopFirst := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { worker("stopped").Run(first) })
+	// Stop it once it is probing: the shard takes about 2.3s.
+	time.Sleep(500 * time.Millisecond)
+	stopFirst()
+	wg.Wait()
+	if err := <-outcomes; err == nil || !strings.Contains(err.Error(), "grace period over") {
+		t.Fatalf("the stopped worker's shard: %v; want it abandoned when the grace period ran out", err)
+	}
+	if done, total, err := store.SweepProgress(ctx, sweep); err != nil || done != 0 || total != 1 {
+		t.Fatalf("progress after the stopped worker: %d of %d (%v); want the shard not written", done, total, err)
+	}
+
+	second, stopSecond := context.WithCancel(ctx)
+	defer stopSecond()
+	wg.Go(func() { worker("next").Run(second) })
+	select {
+	case err := <-outcomes:
+		if err != nil {
+			t.Fatalf("the next worker's shard: %v; want it written back", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no other worker wrote the shard back within 30s")
+	}
+	stopSecond()
+	wg.Wait()
+	got, err := store.CloseSweep(ctx, sweep)
+	if err != nil || len(got) != 1 || !got[0].Done || got[0].Holder != "next" || got[0].Claims != 2 {
+		t.Fatalf("the shard after the hand-over: %+v (%v); want it written by the next worker, claimed twice", got, err)
+	}
+	part, err := (&scan.Decoder{}).DecodePart(got[0].Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range part.Observations {
+		if o.Failure != "" {
+			t.Errorf("%s: %s (%s); want every endpoint of the shard probed", o.Name, o.Failure, o.Error)
+		}
+	}
+	if len(part.Observations) != 30 {
+		t.Errorf("%d observations written back, want 30", len(part.Observations))
+	}
+}
