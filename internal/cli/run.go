@@ -48,6 +48,13 @@ Signals:
   SIGHUP           reload --config; an invalid file is logged and the
                    running configuration stays
 
+Replicas: with notify.state a postgres:// URL, every process pointed at the
+database is a replica. One leads (discovery, evaluation, notifications,
+delivery; daemon.leader_lease); all of them probe the shards of each run
+(daemon.shard_size). Instances in several accounts share one database as
+sites (daemon.site): one alert state, one page per certificate. See
+README, "Running more than one".
+
 Logs are JSON on stderr unless stderr is a terminal.
 `
 
