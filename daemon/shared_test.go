@@ -318,10 +318,10 @@ func TestSharedRunCutShort(t *testing.T) {
 }
 
 // TestWorkerStopsMidShard: a worker stopped (its context ended, as at
-// SIGTERM) while it probes a shard gets its grace period, then abandons the
-// shard unwritten rather than write a partial one that would read as
-// probed; another worker takes the shard once the claim ends and writes
-// it back whole.
+// SIGTERM) while it probes a shard gets its grace period, then gives the
+// shard up unwritten rather than write a partial one that would read as
+// probed; another worker takes the shard at once (its hour-long claim was
+// released) and writes it back whole.
 func TestWorkerStopsMidShard(t *testing.T) {
 	t.Parallel()
 	db := pgtest.Start(t, pgtest.Options{})
@@ -345,7 +345,7 @@ func TestWorkerStopsMidShard(t *testing.T) {
 	outcomes := make(chan error, 4)
 	worker := func(holder string) *daemon.Worker {
 		p := farm.pass()
-		return &daemon.Worker{Claimer: store, Holder: holder, Lease: time.Second, Poll: 50 * time.Millisecond, Grace: 200 * time.Millisecond,
+		return &daemon.Worker{Claimer: store, Holder: holder, Lease: time.Hour, Poll: 50 * time.Millisecond, Grace: 200 * time.Millisecond,
 			Collector: func() daemon.Collector { return p }, Logger: slog.New(slog.DiscardHandler),
 			OnShard: func(_ state.Claim, _ int, err error) { outcomes <- err }}
 	}
@@ -365,6 +365,7 @@ func TestWorkerStopsMidShard(t *testing.T) {
 
 	second, stopSecond := context.WithCancel(ctx)
 	defer stopSecond()
+	handover := time.Now()
 	wg.Go(func() { worker("next").Run(second) })
 	select {
 	case err := <-outcomes:
@@ -373,6 +374,9 @@ func TestWorkerStopsMidShard(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no other worker wrote the shard back within 30s")
+	}
+	if claimed := time.Since(handover); claimed > 20*time.Second {
+		t.Errorf("the next worker took %v to probe the shard; want it claimed at once, the stopped worker gave it up", claimed)
 	}
 	stopSecond()
 	wg.Wait()

@@ -27,6 +27,9 @@ type Claimer interface {
 	// CompleteShard writes the shard's result back if the claim is still
 	// held and its sweep open; state.ErrClaimLost otherwise.
 	CompleteShard(ctx context.Context, c state.Claim, result []byte) error
+	// ReleaseShard gives a claim still held up unwritten, so that another
+	// replica claims the shard at once; state.ErrClaimLost otherwise.
+	ReleaseShard(ctx context.Context, c state.Claim) error
 }
 
 // Collector probes targets without evaluating them, for shared probing.
@@ -89,9 +92,9 @@ type Worker struct {
 var errShutdown = errors.New("shutdown grace period over")
 
 // Run probes shards until ctx is done. Shards in flight then get Grace to
-// finish and be written back; after it they are abandoned (not written:
-// a partial shard would read as probed), and another replica takes them
-// once their claims end.
+// finish and be written back; after it they are given up unwritten (a
+// partial shard would read as probed), and another replica takes them at
+// once.
 func (w *Worker) Run(ctx context.Context) {
 	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
@@ -178,7 +181,12 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 		log.Warn("probe shard abandoned: nothing of it is written, another replica probes it", "err", err)
 		w.done(c, 0, err)
 	}
-	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) || errors.Is(cause, errShutdown) {
+	if cause := context.Cause(sctx); errors.Is(cause, errClaimLost) {
+		abandon(cause)
+		return
+	}
+	if cause := context.Cause(sctx); errors.Is(cause, errShutdown) {
+		w.release(ctx, c)
 		abandon(cause)
 		return
 	}
@@ -190,7 +198,8 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 	}
 	result, err := scan.EncodePart(&scan.Part{Observations: obs})
 	if err != nil {
-		log.Error("cannot encode the probe shard's result; it is probed again once its claim ends", "err", err)
+		log.Error("cannot encode the probe shard's result; it is given up for another replica to probe", "err", err)
+		w.release(ctx, c)
 		w.done(c, 0, err)
 		return
 	}
@@ -202,6 +211,7 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 			return
 		}
 		log.Warn("probe shard not written back; its targets are probed again by whichever replica claims it next, or reported not probed", "err", err)
+		w.release(ctx, c)
 		w.done(c, 0, err)
 		return
 	}
@@ -257,6 +267,16 @@ func (w *Worker) keep(ctx context.Context, mu *sync.Mutex, held *state.Claim, st
 			mu.Unlock()
 			expiry.Reset(time.Until(next.Until))
 		}
+	}
+}
+
+// release gives c's shard up for another replica to claim at once; a
+// failure only costs the wait for the claim to end.
+func (w *Worker) release(ctx context.Context, c state.Claim) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := w.Claimer.ReleaseShard(rctx, c); err != nil && !errors.Is(err, state.ErrClaimLost) {
+		w.Logger.Warn("cannot give the probe shard up; another replica takes it once its claim ends", "sweep", c.Sweep, "shard", c.Shard, "err", err)
 	}
 }
 

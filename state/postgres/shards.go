@@ -203,6 +203,27 @@ RETURNING h.shard`, c.Sweep, c.Shard, c.Token, result).Scan(new(int))
 	return nil
 }
 
+// ReleaseShard gives claim c's shard up unwritten, if the claim still
+// holds, so that another replica claims it at once instead of after the
+// claim's lease: for a claimant stopping, or one that could not write the
+// shard back. Otherwise it returns an error matching state.ErrClaimLost.
+// One round trip.
+func (s *Store) ReleaseShard(ctx context.Context, c state.Claim) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err := s.pool.QueryRow(ctx, `UPDATE shards SET claim_until = NULL
+WHERE sweep = $1 AND shard = $2 AND token = $3 AND NOT done
+RETURNING shard`, c.Sweep, c.Shard, c.Token).Scan(new(int))
+	if err == pgx.ErrNoRows {
+		return s.lost("release", c)
+	}
+	if err != nil {
+		return s.wrap(ctx, fmt.Sprintf("release the claim on probe shard %d of sweep %d", c.Shard, c.Sweep), err)
+	}
+	s.note(nil)
+	return nil
+}
+
 // lost is the error of a claim that no longer holds. It says nothing
 // about the store's health, so Check does not report it.
 func (s *Store) lost(op string, c state.Claim) error {

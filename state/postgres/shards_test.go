@@ -585,3 +585,33 @@ func TestShardRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseShard: a claim given up is claimable at once by another
+// holder, long before its lease would end; a stale claim cannot release
+// the shard its successor holds.
+func TestReleaseShard(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	x, y := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
+	openSweep(t, x, time.Now().Add(time.Hour), work(1))
+
+	cx := claim(t, x, "x", time.Hour)
+	noClaim(t, y, "while x's claim holds")
+	if err := x.ReleaseShard(ctx, cx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	cy := claim(t, y, "y", time.Hour)
+	if cy.Shard != cx.Shard || cy.Token == cx.Token {
+		t.Fatalf("y's claim after the release %+v, want x's shard with a new token", cy)
+	}
+	if err := x.ReleaseShard(ctx, cx); !errors.Is(err, state.ErrClaimLost) {
+		t.Errorf("x releasing again after y claimed = %v, want ErrClaimLost", err)
+	}
+	if err := y.CompleteShard(ctx, cy, []byte("y")); err != nil {
+		t.Fatalf("y's write back after x's stale release: %v", err)
+	}
+	if err := y.ReleaseShard(ctx, cy); !errors.Is(err, state.ErrClaimLost) {
+		t.Errorf("releasing a shard written back = %v, want ErrClaimLost", err)
+	}
+}
