@@ -353,12 +353,12 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 			// row) is loud, and its alerts are not resolved for it.
 			return nil, fmt.Errorf("probe run: read site %s's latest run from the shared state: %w; nothing was notified (upgrade this certwatch if that site runs a newer one)", siteLabel(s.Site), err)
 		}
-		if age := start.Sub(s.At); age > staleAfter {
+		if age := cmp.Or(s.Age, start.Sub(s.At)); age > staleAfter {
 			o.stale = append(o.stale, policy.Finding{
 				Kind: SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
-				Message: fmt.Sprintf("Site %q last published a probe run %v ago (at %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
+				Message: fmt.Sprintf("Site %s last published a probe run %v ago (about %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
 					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch. If the site is gone for good, delete its last run from the database (DELETE FROM site_results WHERE site = '%s'): what only it saw then resolves.",
-					s.Site, age.Round(time.Second), s.At.UTC().Format(time.RFC3339), staleAfter, s.Site),
+					siteLabel(s.Site), age.Round(time.Second), start.Add(-age).UTC().Format(time.RFC3339), staleAfter, s.Site),
 			})
 		}
 		out = append(out, o)

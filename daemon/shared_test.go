@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/internal/certtest"
@@ -244,8 +246,8 @@ func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discove
 	return r
 }
 
-// TestSiteStale: a site whose last run was published two hours ago (more
-// than StaleAfter, an hour) raises site_stale in the other site's
+// TestSiteStale: a site whose last run was published two hours ago by the
+// database's clock (more than StaleAfter, an hour) raises site_stale in the other site's
 // evaluation, and its endpoints are still evaluated there, so nothing
 // it saw resolves; endpoints both probed are judged once.
 func TestSiteStale(t *testing.T) {
@@ -254,7 +256,16 @@ func TestSiteStale(t *testing.T) {
 	url := db.CreateDatabase(t)
 	farm := newSharedFarm(t)
 	solo := farm.targets[30:]
-	siteRun(t, url, "old", farm, solo[:10], func() time.Time { return time.Now().Add(-2 * time.Hour) })
+	siteRun(t, url, "old", farm, solo[:10], time.Now)
+	// Two hours pass for site old, by the database's clock.
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `UPDATE site_results SET published_at = published_at - interval '2 hours' WHERE site = 'old'`); err != nil {
+		t.Fatal(err)
+	}
 	r := siteRun(t, url, "new", farm, solo[5:15], time.Now)
 
 	// Five endpoints both sites probe are listed once, as site new saw

@@ -307,4 +307,7 @@ type SiteResult struct {
 	At     time.Time
 	Epoch  int64
 	Result []byte
+	// Age is how long ago the publication was written, by the store's
+	// clock (not the publisher's or the reader's).
+	Age time.Duration
 }

@@ -470,6 +470,11 @@ CREATE TABLE site_results (
 	result BYTEA NOT NULL
 );
 `,
+	// 6: when each site's publication was written, by the database's
+	// clock, so that its age does not mix two processes' clocks.
+	`
+ALTER TABLE site_results ADD COLUMN published_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp();
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds

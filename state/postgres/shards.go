@@ -308,8 +308,8 @@ func (s *Store) PublishSite(ctx context.Context, at time.Time, result []byte) er
 	}
 	epoch := s.epoch()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO site_results (site, at, epoch, result) VALUES ($1, $2, $3, $4)
-	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result`, s.site, ts(at), epoch, result)
+		_, err := tx.Exec(ctx, `INSERT INTO site_results (site, at, epoch, result, published_at) VALUES ($1, $2, $3, $4, clock_timestamp())
+	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, ts(at), epoch, result)
 		return err
 	})
 	return s.wrap(ctx, fmt.Sprintf("publish the evaluation input of site %q", s.site), err)
@@ -320,15 +320,16 @@ func (s *Store) PublishSite(ctx context.Context, at time.Time, result []byte) er
 func (s *Store) Sites(ctx context.Context) ([]state.SiteResult, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch, result FROM site_results ORDER BY site`)
+	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch, result, (EXTRACT(EPOCH FROM clock_timestamp() - published_at) * 1000000)::bigint
+FROM site_results ORDER BY site`)
 	if err != nil {
 		return nil, s.wrap(ctx, "read the sites' evaluation input", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (state.SiteResult, error) {
 		var r state.SiteResult
-		var at int64
-		err := row.Scan(&r.Site, &at, &r.Epoch, &r.Result)
-		r.At = fromTS(at)
+		var at, age int64
+		err := row.Scan(&r.Site, &at, &r.Epoch, &r.Result, &age)
+		r.At, r.Age = fromTS(at), time.Duration(age)*time.Microsecond
 		return r, err
 	})
 	if err != nil {
