@@ -38,8 +38,9 @@ type term struct {
 
 // Campaign takes or renews holder's leadership of the store's site for
 // lease, unless another holder's lease is still running. It is called by
-// every replica of the site, leader or standby, a few times per lease. A leadership taken after another
-// holder's (or this holder's own) lease ended gets a new epoch; a renewal
+// every replica of the site, leader or standby, a few times per lease. A
+// leadership taken after another holder's (or this holder's own) lease
+// ended gets a new epoch; a renewal
 // keeps it. From the first Campaign on, the store refuses its writes with
 // state.ErrFenced unless this process leads: once another has taken over,
 // and once the lease ran out locally without being renewed.
