@@ -40,10 +40,10 @@ type term struct {
 // lease, unless another holder's lease is still running. It is called by
 // every replica of the site, leader or standby, a few times per lease. A
 // leadership taken after another holder's (or this holder's own) lease
-// ended gets a new epoch; a renewal
-// keeps it. From the first Campaign on, the store refuses its writes with
-// state.ErrFenced unless this process leads: once another has taken over,
-// and once the lease ran out locally without being renewed.
+// ended gets a new epoch; a renewal keeps it. From the first Campaign on,
+// the store refuses its writes with state.ErrFenced unless this process
+// leads: once another has taken over, and once the lease ran out locally
+// without being renewed.
 func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration) (state.Term, error) {
 	if lease <= 0 {
 		return state.Term{}, errors.New("campaign: the lease must be positive")
