@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,7 +249,7 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 		finding = excluded.finding, issuer = excluded.issuer`,
 			a.ID, string(a.Finding.Kind), a.Finding.Certificate, int(a.Tier), int(a.Announced),
 			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
-		for _, name := range sortedKeys(a.Channels) {
+		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
 			b.Queue(`INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				a.ID, name, int(an.Tier), ts(an.At), an.Digest, an.Summary, an.SummaryKey)
@@ -273,7 +274,7 @@ func writeCertificates(ctx context.Context, tx pgx.Tx, certs []state.Certificate
 			if f.IsZero() {
 				f = c.LastSeen
 			}
-			sha[i], subject[i], issuer[i], eps[i] = c.SHA256, c.Subject, c.Issuer, encodeEndpoints(c.Endpoints)
+			sha[i], subject[i], issuer[i], eps[i] = c.SHA256, c.Subject, c.Issuer, state.EncodeEndpoints(c.Endpoints)
 			notAfter[i], first[i], last[i] = ts(c.NotAfter), ts(f), ts(c.LastSeen)
 		}
 		// A certificate listed twice in one statement would make ON
@@ -310,7 +311,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 		return state.Certificate{}, false, s.wrap(ctx, "read certificate", err)
 	}
 	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
-	c.Endpoints = decodeEndpoints(eps)
+	c.Endpoints = state.DecodeEndpoints(eps)
 	return c, true, nil
 }
 
@@ -579,52 +580,4 @@ func fromTS(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
-}
-
-// Endpoints are stored one per line as "name port address", as in
-// state/sqlite. Names and addresses never contain spaces.
-func encodeEndpoints(eps []policy.Endpoint) string {
-	var b strings.Builder
-	for i, e := range eps {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Name)
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(e.Port))
-		if e.Address != "" {
-			b.WriteByte(' ')
-			b.WriteString(e.Address)
-		}
-	}
-	return b.String()
-}
-
-func decodeEndpoints(s string) []policy.Endpoint {
-	if s == "" {
-		return nil
-	}
-	var out []policy.Endpoint
-	for line := range strings.SplitSeq(s, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		e := policy.Endpoint{Name: f[0]}
-		e.Port, _ = strconv.Atoi(f[1])
-		if len(f) > 2 {
-			e.Address = f[2]
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -6,12 +6,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
 
@@ -250,7 +250,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {
 			return err
 		}
-		for _, name := range sortedKeys(a.Channels) {
+		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
 			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, ts(an.At), an.Digest, an.Summary, an.SummaryKey); err != nil {
 				return err
@@ -274,7 +274,7 @@ func writeCertificates(ctx context.Context, tx *sql.Tx, certs []state.Certificat
 		if first.IsZero() {
 			first = c.LastSeen
 		}
-		if _, err := stmt.ExecContext(ctx, c.SHA256, c.Subject, c.Issuer, ts(c.NotAfter), ts(first), ts(c.LastSeen), encodeEndpoints(c.Endpoints)); err != nil {
+		if _, err := stmt.ExecContext(ctx, c.SHA256, c.Subject, c.Issuer, ts(c.NotAfter), ts(first), ts(c.LastSeen), state.EncodeEndpoints(c.Endpoints)); err != nil {
 			return err
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 		return state.Certificate{}, false, s.wrap("read certificate", err)
 	}
 	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
-	c.Endpoints = decodeEndpoints(eps)
+	c.Endpoints = state.DecodeEndpoints(eps)
 	return c, true, nil
 }
 
@@ -549,53 +549,4 @@ func fromTS(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
-}
-
-// Endpoints are stored one per line as "name port address", which is a
-// third of the size of JSON for certificates served in many places. Names
-// and addresses never contain spaces.
-func encodeEndpoints(eps []policy.Endpoint) string {
-	var b strings.Builder
-	for i, e := range eps {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Name)
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(e.Port))
-		if e.Address != "" {
-			b.WriteByte(' ')
-			b.WriteString(e.Address)
-		}
-	}
-	return b.String()
-}
-
-func decodeEndpoints(s string) []policy.Endpoint {
-	if s == "" {
-		return nil
-	}
-	var out []policy.Endpoint
-	for line := range strings.SplitSeq(s, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		e := policy.Endpoint{Name: f[0]}
-		e.Port, _ = strconv.Atoi(f[1])
-		if len(f) > 2 {
-			e.Address = f[2]
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
