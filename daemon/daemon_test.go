@@ -657,6 +657,35 @@ type pipeListener struct {
 	once  sync.Once
 }
 
+// heartbeatCounter counts the heartbeats its client delivers, over an
+// in-memory listener (so it works inside a synctest bubble).
+type heartbeatCounter struct {
+	client *http.Client
+	mu     sync.Mutex
+	n      int
+}
+
+func (h *heartbeatCounter) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// countHeartbeats serves heartbeats to count; call closeHB before the
+// test (or its bubble) ends.
+func countHeartbeats() (h *heartbeatCounter, closeHB func()) {
+	h = &heartbeatCounter{}
+	ln := newPipeListener()
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		h.mu.Lock()
+		h.n++
+		h.mu.Unlock()
+	})}
+	go srv.Serve(ln)
+	h.client = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+	return h, func() { srv.Close() }
+}
+
 func newPipeListener() *pipeListener {
 	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 }
@@ -820,16 +849,8 @@ func (r *reportRecorder) RecordReport(rep *scan.Report) {
 
 func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		pings := 0
-		ln := newPipeListener()
-		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-			mu.Lock()
-			pings++
-			mu.Unlock()
-		})}
-		go srv.Serve(ln)
-		defer srv.Close()
+		hb, closeHB := countHeartbeats()
+		defer closeHB()
 
 		s := &fakeScanner{sources: map[string]int{"dnszone:a.example": -1, "route53": -1}}
 		n := &fakeNotifier{}
@@ -841,7 +862,7 @@ func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Recorder = rec
-		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		d.HTTPClient = hb.client
 		stop := start(t, d)
 		time.Sleep(25 * time.Minute)
 		synctest.Wait()
@@ -853,8 +874,8 @@ func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
 		if len(n.reports) != 0 {
 			t.Errorf("%d reports notified without any inventory, want none (open alerts would resolve)", len(n.reports))
 		}
-		if pings != 0 {
-			t.Errorf("%d heartbeats without any inventory, want none", pings)
+		if hb.count() != 0 {
+			t.Errorf("%d heartbeats without any inventory, want none", hb.count())
 		}
 		if len(rec.reports) == 0 {
 			t.Fatal("no report recorded for the status page")

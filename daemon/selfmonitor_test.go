@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,16 +59,8 @@ func (r *successRecorder) last() *scan.Report {
 // fails, naming the failure share.
 func TestOutageKeepsFindingsUnverified(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		pings := 0
-		ln := newPipeListener()
-		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-			mu.Lock()
-			pings++
-			mu.Unlock()
-		})}
-		go srv.Serve(ln)
-		defer srv.Close()
+		hb, closeHB := countHeartbeats()
+		defer closeHB()
 
 		s := &fakeScanner{sources: map[string]int{"zone": 12}, certs: true}
 		n := &fakeNotifier{}
@@ -82,7 +73,7 @@ func TestOutageKeepsFindingsUnverified(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Recorder = rec
-		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		d.HTTPClient = hb.client
 		stop := start(t, d)
 		synctest.Wait()
 		first := rec.last()
@@ -109,10 +100,8 @@ func TestOutageKeepsFindingsUnverified(t *testing.T) {
 		if nf := findingsOf(n.last(), policy.Expired); len(nf) != 0 {
 			t.Errorf("notifier got %d carried findings, want the run's own (none)", len(nf))
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if pings != 1 {
-			t.Errorf("%d heartbeats, want 1 (the run before the outage only)", pings)
+		if hb.count() != 1 {
+			t.Errorf("%d heartbeats, want 1 (the run before the outage only)", hb.count())
 		}
 		rec.mu.Lock()
 		defer rec.mu.Unlock()

@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"bytes"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -39,16 +38,8 @@ func (l *lockedBuffer) String() string {
 // probes again; the report of the last complete run stays as it was.
 func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		pings := 0
-		ln := newPipeListener()
-		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-			mu.Lock()
-			pings++
-			mu.Unlock()
-		})}
-		go srv.Serve(ln)
-		defer srv.Close()
+		hb, closeHB := countHeartbeats()
+		defer closeHB()
 
 		s := &fakeScanner{sources: map[string]int{"static": 3}}
 		n := &fakeNotifier{}
@@ -60,7 +51,7 @@ func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		d.HTTPClient = hb.client
 		d.Recorder = rec
 		stop := start(t, d)
 		synctest.Wait() // first discovery and probe done, heartbeat pinged
@@ -74,11 +65,9 @@ func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
 		if len(n.reports) != 1 || n.last() != first {
 			t.Errorf("%d reports notified, want only the first run's: an abandoned run is not notified", len(n.reports))
 		}
-		mu.Lock()
-		if pings != 1 {
-			t.Errorf("%d heartbeats, want 1 (the first run's; none for the abandoned run)", pings)
+		if hb.count() != 1 {
+			t.Errorf("%d heartbeats, want 1 (the first run's; none for the abandoned run)", hb.count())
 		}
-		mu.Unlock()
 		if got := rec.count("probe:error"); got != 1 {
 			t.Errorf("%d probe runs recorded as error, want 1 (the abandoned run); runs %v", got, rec.runs)
 		}

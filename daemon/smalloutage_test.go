@@ -2,9 +2,7 @@ package daemon_test
 
 import (
 	"log/slog"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,16 +18,8 @@ import (
 // the estate's size.
 func TestSmallEstateOutageWithholdsHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		pings := 0
-		ln := newPipeListener()
-		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-			mu.Lock()
-			pings++
-			mu.Unlock()
-		})}
-		go srv.Serve(ln)
-		defer srv.Close()
+		hb, closeHB := countHeartbeats()
+		defer closeHB()
 
 		s := &fakeScanner{sources: map[string]int{"zone": 3}, certs: true}
 		rec := &successRecorder{}
@@ -41,7 +31,7 @@ func TestSmallEstateOutageWithholdsHeartbeat(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Recorder = rec
-		d.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: ln.DialContext}}
+		d.HTTPClient = hb.client
 		stop := start(t, d)
 		synctest.Wait()
 		s.mu.Lock()
@@ -51,10 +41,8 @@ func TestSmallEstateOutageWithholdsHeartbeat(t *testing.T) {
 		synctest.Wait()
 		stop()
 
-		mu.Lock()
-		defer mu.Unlock()
-		if pings != 1 {
-			t.Errorf("%d heartbeats, want 1 (the run before the outage only)", pings)
+		if hb.count() != 1 {
+			t.Errorf("%d heartbeats, want 1 (the run before the outage only)", hb.count())
 		}
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
