@@ -197,6 +197,11 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// runConfig is a `certwatch run` configuration on the lab, with its state
+// in dir and channels on the Slack and PagerDuty fakes. Backoffs are at
+// most 10s: a notification's next attempt is kept in the outbox across a
+// restart or a failover, and with the default of 5 minutes a test's wait
+// for a drained outbox after Slack comes back would be a draw.
 func runConfig(l *lab.Lab, dir, slackURL, pdURL string) string {
 	return fmt.Sprintf(`zones:
   - name: %s
@@ -209,6 +214,7 @@ probe:
   retries: 0
 notify:
   state: %q
+  retry: {max: 10s}
 %sdaemon:
   listen: 127.0.0.1:0
   schedules:
