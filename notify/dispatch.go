@@ -261,13 +261,19 @@ func (n *Notifier) hold(ctx context.Context, w *worker) (time.Duration, error) {
 		return 0, err
 	}
 	if held {
-		w.leased = true
+		w.leased, w.waiting = true, false
 		return 0, nil
 	}
-	if w.leased {
-		w.leased = false
+	switch {
+	case w.leased:
 		n.logger.Warn("another certwatch process took over delivering this channel", "channel", w.name)
+	case !w.waiting:
+		// Said once: a wait of up to the lease (a process killed while
+		// delivering holds it until it ends) is otherwise silent.
+		n.logger.Info("another certwatch process is delivering this channel; waiting for it",
+			"channel", w.name, "lease_ends", other.UTC().Format(time.RFC3339))
 	}
+	w.leased, w.waiting = false, true
 	return max(min(other.Sub(now), n.poll()), time.Millisecond), nil
 }
 

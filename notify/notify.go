@@ -428,6 +428,10 @@ type worker struct {
 	// leased is set while this worker may hold the channel's delivery
 	// lease; only the worker's goroutine uses it.
 	leased bool
+	// waiting is set while another process holds the channel's delivery
+	// lease and this worker has said it waits; only the worker's goroutine
+	// uses it.
+	waiting bool
 	// downErr is the refusal last logged while the channel is down, so
 	// that it is logged once, not at every attempt; only the worker's
 	// goroutine uses it.

@@ -579,4 +579,9 @@ func TestLeaseOfADeadProcessIsWaitedOut(t *testing.T) {
 	if len(got) != 1 || got[0].at.Before(t0.Add(time.Minute)) {
 		t.Errorf("certs got %v at %v, want the warning once, after the dead process's lease ended at %v", describe(got), got, t0.Add(time.Minute))
 	}
+	// The wait is said once per channel, with when the lease ends.
+	wait := `msg="another certwatch process is delivering this channel; waiting for it" channel=certs lease_ends=` + t0.Add(time.Minute).UTC().Format(time.RFC3339)
+	if n := strings.Count(h.logs.String(), wait); n != 1 {
+		t.Errorf("the log says %d times %q, want once:\n%s", n, wait, h.logs.String())
+	}
 }
