@@ -25,19 +25,23 @@ func TestScanNotifyKilledAfterSlackAccepted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
-	t.Run("sqlite", func(t *testing.T) { testKilledAfterSlackAccepted(t, bin, func(cfg string) string { return cfg }) })
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testKilledAfterSlackAccepted(t, bin, func(cfg string) string { return cfg })
+	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		srv := pgtest.Start(t, pgtest.Options{Password: "cw-state-pw"})
 		url := srv.CreateDatabase(t)
-		t.Setenv("CW_E2E_STATE_PW", "cw-state-pw")
 		testKilledAfterSlackAccepted(t, bin, func(cfg string) string {
 			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
-		})
+		}, "CW_E2E_STATE_PW=cw-state-pw")
 	})
 }
 
-func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) string) {
+func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) string, env ...string) {
 	l := startLab(t)
 	sl := slacktest.New(t, slackToken, "#certs")
 	pd := pagerdutytest.New(t, pdKey)
@@ -46,9 +50,9 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	if err := os.WriteFile(cfg, []byte(edit(runConfig(l, dir, sl.URL(), pd.URL()))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "CW_E2E_SLACK_TOKEN="+slackToken, "CW_E2E_PD_KEY="+pdKey)
-	scan := func() *exec.Cmd {
-		cmd := exec.Command(bin, "scan", "--config", cfg, "--notify", "--output", "json")
+	env = append(append(os.Environ(), env...), "CW_E2E_SLACK_TOKEN="+slackToken, "CW_E2E_PD_KEY="+pdKey)
+	scan := func(flags ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"scan", "--config", cfg, "--notify", "--output", "json"}, flags...)...)
 		cmd.Env = env
 		cmd.Stdout = new(bytes.Buffer)
 		cmd.Stderr = new(bytes.Buffer)
@@ -56,7 +60,10 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	}
 
 	first := scan()
-	exited := make(chan error, 1)
+	// exited is closed once the first scan has exited, with its error in
+	// exitErr: Slack's handler and the test both wait for it.
+	exited := make(chan struct{})
+	var exitErr error
 	killed := make(chan slacktest.Message, 1)
 	// started hands the first scan's process to Slack's handler: the
 	// handler runs on the fake's goroutine, which only the child's
@@ -66,13 +73,13 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 		if m.ThreadTS != "" || len(killed) > 0 {
 			return
 		}
-		// Slack has the message; certwatch never hears back.
+		// Slack has the message; certwatch never hears back: it is dead
+		// before the handler answers.
 		p := <-started
 		started <- p
 		_ = p.Kill()
 		select {
-		case err := <-exited:
-			exited <- err
+		case <-exited:
 		case <-time.After(30 * time.Second):
 		}
 		killed <- m
@@ -81,13 +88,13 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 		t.Fatal(err)
 	}
 	started <- first.Process
-	go func() { exited <- first.Wait() }()
-	var err error
+	go func() { exitErr = first.Wait(); close(exited) }()
 	select {
-	case err = <-exited:
+	case <-exited:
 	case <-time.After(90 * time.Second):
 		t.Fatal("the first scan neither posted to Slack nor exited")
 	}
+	err := exitErr
 	sl.OnPosted(nil)
 	if len(killed) == 0 {
 		t.Fatalf("the first scan exited (%v) without posting to Slack; stderr:\n%s", err, first.Stderr)
@@ -101,9 +108,14 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	}
 	key := lost.Metadata.EventPayload["key"]
 
-	second := scan()
+	second := scan("-v")
 	if err := second.Run(); second.ProcessState.ExitCode() != 1 {
 		t.Fatalf("second scan: %v, want exit code 1 (findings); stderr:\n%s", err, second.Stderr)
+	}
+	// The killed scan's delivery lease outlives it: the second waits it
+	// out, and says so rather than hanging silently.
+	if !strings.Contains(second.Stderr.(*bytes.Buffer).String(), "another certwatch process is delivering this channel; waiting for it") {
+		t.Errorf("the second scan did not say it waits for the killed scan's delivery lease; stderr:\n%s", second.Stderr)
 	}
 
 	// Every finding once in #certs: the killed post was found and adopted,
