@@ -157,20 +157,14 @@ func (s *Store) RenewShard(ctx context.Context, c state.Claim, lease time.Durati
 	if lease <= 0 {
 		return c, errors.New("renew a probe shard claim: the lease must be positive")
 	}
-	ctx, cancel := s.op(ctx)
-	defer cancel()
 	start := time.Now()
-	err := s.pool.QueryRow(ctx, `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
+	err := s.onClaim(ctx, c, "renew", "renew the claim on", `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
 UPDATE shards h SET claim_until = clock_timestamp() + $4 * interval '1 microsecond'
 FROM w WHERE h.sweep = w.id AND h.shard = $2 AND h.token = $3 AND NOT h.done
-RETURNING h.shard`, c.Sweep, c.Shard, c.Token, lease.Microseconds()).Scan(new(int))
-	if err == pgx.ErrNoRows {
-		return c, s.lost("renew", c)
-	}
+RETURNING h.shard`, lease.Microseconds())
 	if err != nil {
-		return c, s.wrap(ctx, fmt.Sprintf("renew the claim on probe shard %d of sweep %d", c.Shard, c.Sweep), err)
+		return c, err
 	}
-	s.note(nil)
 	c.Until = start.Add(lease)
 	return c, nil
 }
@@ -181,26 +175,16 @@ RETURNING h.shard`, c.Sweep, c.Shard, c.Token, lease.Microseconds()).Scan(new(in
 // returns an error matching state.ErrClaimLost. A shard written back is
 // in the outcomes of CloseSweep, whenever that runs.
 func (s *Store) CompleteShard(ctx context.Context, c state.Claim, result []byte) error {
-	ctx, cancel := s.op(ctx)
-	defer cancel()
 	if result == nil {
 		result = []byte{}
 	}
 	// FOR SHARE on the sweep's row makes a CloseSweep in flight wait for
 	// this write, or this write see the sweep closed: a write that
 	// succeeds is always in what CloseSweep returns.
-	err := s.pool.QueryRow(ctx, `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
+	return s.onClaim(ctx, c, "write back", "write back", `WITH w AS (SELECT id FROM sweeps WHERE id = $1 AND closed_at IS NULL FOR SHARE)
 UPDATE shards h SET result = $4, done = true, claim_until = NULL
 FROM w WHERE h.sweep = w.id AND h.shard = $2 AND h.token = $3 AND NOT h.done
-RETURNING h.shard`, c.Sweep, c.Shard, c.Token, result).Scan(new(int))
-	if err == pgx.ErrNoRows {
-		return s.lost("write back", c)
-	}
-	if err != nil {
-		return s.wrap(ctx, fmt.Sprintf("write back probe shard %d of sweep %d", c.Shard, c.Sweep), err)
-	}
-	s.note(nil)
-	return nil
+RETURNING h.shard`, result)
 }
 
 // ReleaseShard gives claim c's shard up unwritten, if the claim still
@@ -209,16 +193,25 @@ RETURNING h.shard`, c.Sweep, c.Shard, c.Token, result).Scan(new(int))
 // shard back. Otherwise it returns an error matching state.ErrClaimLost.
 // One round trip.
 func (s *Store) ReleaseShard(ctx context.Context, c state.Claim) error {
+	return s.onClaim(ctx, c, "release", "release the claim on", `UPDATE shards SET claim_until = NULL
+WHERE sweep = $1 AND shard = $2 AND token = $3 AND NOT done
+RETURNING shard`)
+}
+
+// onClaim runs q, an UPDATE of claim c's shard that returns the shard only
+// while the claim holds, in one round trip: $1, $2 and $3 are c's sweep,
+// shard and token, then args. op names the operation in the error of a
+// lost claim, what (a verb phrase before "probe shard N of sweep M") in
+// that of a failed one.
+func (s *Store) onClaim(ctx context.Context, c state.Claim, op, what, q string, args ...any) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.pool.QueryRow(ctx, `UPDATE shards SET claim_until = NULL
-WHERE sweep = $1 AND shard = $2 AND token = $3 AND NOT done
-RETURNING shard`, c.Sweep, c.Shard, c.Token).Scan(new(int))
+	err := s.pool.QueryRow(ctx, q, append([]any{c.Sweep, c.Shard, c.Token}, args...)...).Scan(new(int))
 	if err == pgx.ErrNoRows {
-		return s.lost("release", c)
+		return s.lost(op, c)
 	}
 	if err != nil {
-		return s.wrap(ctx, fmt.Sprintf("release the claim on probe shard %d of sweep %d", c.Shard, c.Sweep), err)
+		return s.wrap(ctx, fmt.Sprintf("%s probe shard %d of sweep %d", what, c.Shard, c.Sweep), err)
 	}
 	s.note(nil)
 	return nil
