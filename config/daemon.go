@@ -172,9 +172,20 @@ func (d *Daemon) applyDefaults() {
 func ParseSchedule(spec string) (cron.Schedule, error) {
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
-		return nil, fmt.Errorf("invalid schedule %q (want e.g. \"*/15 * * * *\" or \"@every 1h\"): %v", spec, err)
+		return nil, fmt.Errorf("invalid schedule %q (want e.g. \"*/15 * * * *\" or \"@every 1h\"): %s", spec, cronReason(err))
 	}
 	return s, nil
+}
+
+// cronReason is the cron parser's complaint without the copy of the spec's
+// fields it appends ("found 1: [...]"), cut short: the spec is quoted
+// already, and a megabyte of it does not belong in an error twice.
+func cronReason(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": ["); i >= 0 && strings.HasSuffix(msg, "]") {
+		msg = msg[:i]
+	}
+	return cutTo(msg, 4*maxQuoted)
 }
 
 // ShortestGap returns the shortest time between two consecutive runs of s,

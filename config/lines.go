@@ -214,11 +214,15 @@ func shortenQuoted(err error) error {
 
 // shorten cuts s to a prefix of maxQuoted bytes (on a rune boundary) and
 // says how long it was.
-func shorten(s string) string {
-	if len(s) <= maxQuoted {
+func shorten(s string) string { return cutTo(s, maxQuoted) }
+
+// cutTo cuts s to a prefix of about n bytes (on a rune boundary) and says
+// how long it was.
+func cutTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxQuoted - 16
+	cut := n - 16
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}

@@ -106,6 +106,17 @@ func TestDecodeErrorLines(t *testing.T) {
 			yaml: "zones:\n  - name: a.example\n    nameserver: " + long + "\n",
 			want: []string{`line 3: invalid address "` + strings.Repeat("x", 47) + `… (131074 bytes): want HOST:PORT (IPv6 as [::1]:53)`},
 		},
+		{
+			// The cron parser's own message repeats the whole spec.
+			name: "huge schedule quoted by a prefix",
+			yaml: "daemon:\n  schedules:\n    probe: " + long + "\n",
+			want: []string{`line 3: daemon: schedules: probe: invalid schedule "` + strings.Repeat("x", 47) + `… (131074 bytes) (want e.g. "*/15 * * * *" or "@every 1h"): expected exactly 5 fields, found 1`},
+		},
+		{
+			name: "huge schedule of many fields quoted by a prefix",
+			yaml: "daemon:\n  schedules:\n    probe: \"" + strings.Repeat("1 ", 64<<10) + "\"\n",
+			want: []string{`line 3: daemon: schedules: probe: invalid schedule "` + strings.Repeat("1 ", 23) + `1… (131074 bytes) (want e.g. "*/15 * * * *" or "@every 1h"): expected exactly 5 fields, found 65536`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
