@@ -239,7 +239,9 @@ func (s *Source) Name() string { return s.sources[0] }
 //   - wildcard owners and CNAME loops, listed with Skip set.
 //
 // Names below a delegation (glue) are not targets, nor is the apex unless it
-// has addresses. Targets share backing arrays for Addresses and Sources:
+// has addresses, nor an owner whose first label is a service label
+// ("_acme-challenge"). The rules are package zonerules', which Route 53
+// record sets follow too. Targets share backing arrays for Addresses and Sources:
 // treat them as read-only or clone before changing them in place.
 //
 // Targets makes one transfer per call, bounded by Config.Timeout; cancelling

@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 
 // zoneIndex keeps what targets need from a zone, and nothing else: each
@@ -161,6 +162,7 @@ const (
 	isOutside                     // outside the zone's authority: not a subdomain, or at/below a cut
 	isSRVTarget                   // the target of a TLS service's SRV record
 	hasV6                         // owns AAAA records
+	isService                     // its first label is a service label: never a host (zonerules.Host)
 )
 
 // addr6 is one IPv6 address of name id.
@@ -179,14 +181,6 @@ type srvTarget struct {
 	port  uint16
 	proto discovery.Protocol
 }
-
-// mxPort is where every MX target is probed: SMTP with STARTTLS, as
-// another mail server would reach it (RFC 3207).
-const mxPort = 25
-
-// maxChain bounds CNAME chains followed inside the zone; longer chains are
-// treated like loops. Resolvers give up well before this.
-const maxChain = 16
 
 func newZoneIndex(apex string) *zoneIndex {
 	return &zoneIndex{apex: apex, ids: newNameTable(), cname: make(map[uint32]uint32)}
@@ -235,6 +229,9 @@ func (z *zoneIndex) intern(name []byte) uint32 {
 	if !z.inZone(name) {
 		f = isOutside
 	}
+	if !zonerules.Host(name) {
+		f |= isService
+	}
 	z.flags.append(f)
 	return id
 }
@@ -267,9 +264,9 @@ func (z *zoneIndex) add(rr dns.RR) {
 		z.addSRV(v.Port)
 	case *dns.MX:
 		z.target = appendNormalised(z.target[:0], v.Mx)
-		if len(z.target) > 0 { // "." is a null MX: no mail here (RFC 7505)
+		if s, ok := zonerules.MX(string(z.target)); ok {
 			id := z.intern(z.target)
-			z.srvs = append(z.srvs, srvTarget{id: id, via: id, port: mxPort, proto: discovery.SMTP})
+			z.srvs = append(z.srvs, srvTarget{id: id, via: id, port: uint16(s.Port), proto: s.Protocol})
 		}
 	case *dns.NS:
 		z.addNS()
@@ -299,33 +296,23 @@ func (z *zoneIndex) addCNAME() {
 }
 
 // addSRV records an SRV record of z.owner, a name in the zone, for z.target
-// and port.
+// and port (see zonerules.SRV).
 func (z *zoneIndex) addSRV(port uint16) {
-	if len(z.target) == 0 || port == 0 {
-		return // "." means the service is not offered here (RFC 2782)
-	}
-	proto, ok := z.protocols.SRVProtocol(string(z.owner), int(port))
+	s, ok := zonerules.SRV(string(z.owner), string(z.target), int(port), z.protocols)
 	if !ok {
 		return
 	}
 	via := z.intern(z.target)
 	id := via
-	if proto == discovery.XMPPClient || proto == discovery.XMPPServer {
-		// An XMPP stream is addressed to the domain the SRV record is
-		// for, and the certificate must be valid for that domain, not
-		// for the host that serves it (RFC 6120 3.2.1, 13.7.2.1): the
-		// target is the domain, probed at the host's addresses.
-		_, domain, _ := strings.Cut(string(z.owner), ".") // _tcp.domain
-		if _, domain, ok = strings.Cut(domain, "."); ok {
-			id = z.intern([]byte(domain))
-		}
+	if s.Name != s.Via {
+		id = z.intern([]byte(s.Name))
 	}
-	z.srvs = append(z.srvs, srvTarget{id: id, via: via, port: port, proto: proto})
+	z.srvs = append(z.srvs, srvTarget{id: id, via: via, port: port, proto: s.Protocol})
 }
 
 // addNS records an NS record of z.owner, a name in the zone.
 func (z *zoneIndex) addNS() {
-	if string(z.owner) != z.apex {
+	if zonerules.Cut(z.owner, z.apex) {
 		*z.flags.at(z.intern(z.owner)) |= isCut
 		z.cuts = true
 	}
@@ -337,21 +324,13 @@ func (z *zoneIndex) markDelegated() {
 	if !z.cuts {
 		return
 	}
+	isCut := func(n []byte) bool {
+		cid, ok := z.ids.find(z.ids.hash(n), n, &z.names)
+		return ok && *z.flags.at(cid)&isCut != 0
+	}
 	for id := range uint32(z.names.len()) {
-		f := z.flags.at(id)
-		if *f&isOutside != 0 {
-			continue
-		}
-		for n := z.names.at(id); string(n) != z.apex; {
-			if cid, ok := z.ids.find(z.ids.hash(n), n, &z.names); ok && *z.flags.at(cid)&isCut != 0 {
-				*f |= isOutside
-				break
-			}
-			i := bytes.IndexByte(n, '.')
-			if i < 0 {
-				break
-			}
-			n = n[i+1:]
+		if f := z.flags.at(id); *f&isOutside == 0 && zonerules.Delegated(z.names.at(id), z.apex, isCut) {
+			*f |= isOutside
 		}
 	}
 }
@@ -402,12 +381,12 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 	// SRV targets by id, then port, one per (id, port, via): an XMPP
 	// domain served by two hosts is a target at each. Each such name is
 	// flagged so that its ports can be found by binary search. Where two
-	// records give one port different protocols, a STARTTLS one wins
-	// (the highest value sorts first and is kept).
+	// records give one port different protocols, the one that wins
+	// (zonerules.Wins) sorts first and is kept.
 	zn.srvs = z.srvs
 	z.srvs = nil
 	slices.SortFunc(zn.srvs, func(a, b srvTarget) int {
-		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port), cmp.Compare(a.via, b.via), cmp.Compare(b.proto, a.proto))
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.port, b.port), cmp.Compare(a.via, b.via), wins(a.proto, b.proto))
 	})
 	zn.srvs = slices.CompactFunc(zn.srvs, func(a, b srvTarget) bool { return a.id == b.id && a.port == b.port && a.via == b.via })
 	for _, s := range zn.srvs {
@@ -464,8 +443,21 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 }
 
 // owner reports whether a name with flags f is a target on every port: it
-// has addresses or a CNAME and is in the zone's authority.
-func owner(f uint8) bool { return f&(hasAddr|hasCNAME) != 0 && f&isOutside == 0 }
+// has addresses or a CNAME, is in the zone's authority and is a host name
+// (zonerules.Host).
+func owner(f uint8) bool { return f&(hasAddr|hasCNAME) != 0 && f&(isOutside|isService) == 0 }
+
+// wins orders protocols named for one port by records: the one that wins
+// (zonerules.Wins) first.
+func wins(p, q discovery.Protocol) int {
+	switch {
+	case zonerules.Wins(p, q):
+		return -1
+	case zonerules.Wins(q, p):
+		return 1
+	}
+	return 0
+}
 
 // v4Table returns every name's IPv4 addresses, sorted and without
 // duplicates, in one array: name id owns all[start[id]:start[id+1]]. It is
@@ -586,7 +578,7 @@ type resolution struct {
 func (zn *Zone) follow(id uint32) resolution {
 	z := zn.z
 	cur := id
-	for range maxChain {
+	for range zonerules.MaxChain {
 		switch f := *z.flags.at(cur); {
 		case f&isOutside != 0:
 			if cur == id {
@@ -613,7 +605,7 @@ func (zn *Zone) via(t discovery.Target, id uint32) discovery.Target {
 	t.Addresses, t.Resolve = nil, ""
 	switch r := zn.follow(id); {
 	case r.loop:
-		t.Skip = "CNAME chain loops or is longer than 16 names: no address to probe"
+		t.Skip = zonerules.LoopSkip
 	case r.addrs:
 		t.Addresses = zn.appendAddrs(nil, r.id)
 	case r.resolve != "":
@@ -673,10 +665,10 @@ func (zn *Zone) each(addrs func(id uint32) []netip.Addr, yield func(discovery.Ta
 		name := string(zn.z.names.at(id))
 		t := discovery.Target{Name: name, Sources: zn.sources}
 		switch r := zn.follow(id); {
-		case len(name) >= 2 && name[0] == '*' && name[1] == '.':
-			t.Skip = "wildcard owner: no single name to probe"
+		case zonerules.Wildcard(name):
+			t.Skip = zonerules.WildcardSkip
 		case r.loop:
-			t.Skip = "CNAME chain loops or is longer than 16 names: no address to probe"
+			t.Skip = zonerules.LoopSkip
 		case r.addrs:
 			t.Addresses = addrs(r.id)
 		default:

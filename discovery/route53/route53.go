@@ -2,7 +2,8 @@
 // zone of one account, public and private, and every record set in it,
 // fully paginated.
 //
-// Targets come from record sets as in a zone scan: A, AAAA, CNAME and
+// Targets come from record sets by the rules of a zone scan (package
+// discovery/zonerules, shared with discovery/dnszone): A, AAAA, CNAME and
 // alias records give their owner name on each configured port; SRV records
 // of TLS services give their target and port. Weighted, latency, failover
 // and other routing sets of one name are one target whose addresses are the
@@ -42,6 +43,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 
 // Defaults used when Config fields are zero.
@@ -509,16 +511,6 @@ type alias struct {
 	zone string // hosted zone ID of the alias target
 }
 
-// srvTarget is a name an SRV or MX record makes a target of, with the
-// port and protocol the record gives it. via, when set, is the name whose
-// addresses it is probed at: an XMPP domain's SRV target.
-type srvTarget struct {
-	name  string
-	via   string
-	port  int
-	proto discovery.Protocol
-}
-
 // hostPort is one target's name and port.
 type hostPort struct {
 	name string
@@ -531,7 +523,7 @@ type builder struct {
 	z      *Zone
 	s      *Source
 	names  map[string]*nameInfo
-	srv    []srvTarget
+	srv    []zonerules.Service
 	cuts   bool
 	source []string
 }
@@ -578,7 +570,7 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 		}
 		return
 	}
-	if rs.Type == types.RRTypeNs && name != b.z.Name {
+	if rs.Type == types.RRTypeNs && zonerules.Cut(name, b.z.Name) {
 		b.info(name).cut = true
 		b.cuts = true
 		return
@@ -610,37 +602,20 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 				continue
 			}
 			port, err := strconv.Atoi(f[2])
-			target := discovery.NormalizeName(unescape(f[3]))
-			if err != nil || port < 1 || port > 65535 || target == "" {
+			if err != nil {
 				continue
 			}
-			proto, ok := b.s.c.Protocols.SRVProtocol(name, port)
-			if !ok {
-				continue
+			if st, ok := zonerules.SRV(name, discovery.NormalizeName(unescape(f[3])), port, b.s.c.Protocols); ok {
+				b.srv = append(b.srv, st)
 			}
-			st := srvTarget{name: target, port: port, proto: proto}
-			if proto == discovery.XMPPClient || proto == discovery.XMPPServer {
-				// An XMPP stream is addressed to the domain, and the
-				// certificate must be valid for it, not for the host that
-				// serves it (RFC 6120 3.2.1, 13.7.2.1): the target is the
-				// domain, probed at the host's addresses.
-				if _, rest, ok := strings.Cut(name, "."); ok {
-					if _, domain, ok := strings.Cut(rest, "."); ok {
-						st.name, st.via = domain, target
-					}
-				}
-			}
-			b.srv = append(b.srv, st)
 		case types.RRTypeMx:
-			// "preference exchange"; exchange "." is a null MX (RFC
-			// 7505). Every mail exchanger is probed as a mail server
-			// reaches it: SMTP with STARTTLS on 25.
+			// "preference exchange"
 			f := strings.Fields(v)
 			if len(f) != 2 {
 				continue
 			}
-			if target := discovery.NormalizeName(unescape(f[1])); target != "" {
-				b.srv = append(b.srv, srvTarget{name: target, port: 25, proto: discovery.SMTP})
+			if st, ok := zonerules.MX(discovery.NormalizeName(unescape(f[1]))); ok {
+				b.srv = append(b.srv, st)
 			}
 		}
 	}
@@ -649,30 +624,17 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 // delegated reports whether name is at or below a delegation point: its
 // addresses in this zone are glue, not the zone's own data.
 func (b *builder) delegated(name string) bool {
-	if !b.cuts {
-		return false
-	}
-	for n := name; n != b.z.Name; {
-		if x := b.names[n]; x != nil && x.cut {
-			return true
-		}
-		i := strings.IndexByte(n, '.')
-		if i < 0 {
-			return false
-		}
-		n = n[i+1:]
-	}
-	return false
+	return b.cuts && zonerules.Delegated(name, b.z.Name, func(n string) bool {
+		x := b.names[n]
+		return x != nil && x.cut
+	})
 }
 
 func (b *builder) targets() []discovery.Target {
 	var out []discovery.Target
 	hosts := map[hostPort]int{} // index in out
 	for name, n := range b.names {
-		// "_" labels are service labels (SRV owners, ACM validation
-		// records), never host names a certificate can carry.
-		if first, _, _ := strings.Cut(name, "."); !n.host || strings.HasPrefix(first, "_") ||
-			b.delegated(name) || !b.s.c.Filter.Keep(name) {
+		if !n.host || !zonerules.Host(name) || b.delegated(name) || !b.s.c.Filter.Keep(name) {
 			continue
 		}
 		for _, port := range b.s.c.Ports {
@@ -682,7 +644,7 @@ func (b *builder) targets() []discovery.Target {
 	}
 	// A record naming a configured port gives it its protocol: the record
 	// says what the port speaks, the port table only guesses. Between
-	// records, a STARTTLS protocol wins over TLS, as in a zone transfer.
+	// records, the protocol that wins (zonerules.Wins) is kept.
 	byRecord := map[int]bool{} // indices in out whose protocol a record named
 	type viaKey struct {
 		hostPort
@@ -690,42 +652,36 @@ func (b *builder) targets() []discovery.Target {
 	}
 	vias := map[viaKey]bool{}
 	for _, t := range b.srv {
-		if !b.s.c.Filter.Keep(t.name) {
+		if !b.s.c.Filter.Keep(t.Name) {
 			continue
 		}
-		i, ok := hosts[hostPort{t.name, t.port}]
-		if t.via != "" {
+		i, ok := hosts[hostPort{t.Name, t.Port}]
+		if t.Via != t.Name {
 			// An XMPP domain is a target at each host its records name.
-			if k := (viaKey{hostPort{t.name, t.port}, t.via}); !vias[k] {
+			if k := (viaKey{hostPort{t.Name, t.Port}, t.Via}); !vias[k] {
 				vias[k] = true
 				if ok && !byRecord[i] {
-					out[i] = b.targetAt(t.name, t.via, t.port, t.proto)
+					out[i] = b.targetAt(t.Name, t.Via, t.Port, t.Protocol)
 				} else {
-					out = append(out, b.targetAt(t.name, t.via, t.port, t.proto))
+					out = append(out, b.targetAt(t.Name, t.Via, t.Port, t.Protocol))
 					i = len(out) - 1
 				}
-				hosts[hostPort{t.name, t.port}], byRecord[i] = i, true
+				hosts[hostPort{t.Name, t.Port}], byRecord[i] = i, true
 			}
 			continue
 		}
 		switch {
 		case !ok:
-			hosts[hostPort{t.name, t.port}] = len(out)
+			hosts[hostPort{t.Name, t.Port}] = len(out)
 			byRecord[len(out)] = true
-			out = append(out, b.target(t.name, t.port, t.proto))
-		case !byRecord[i] || t.proto > out[i].Protocol:
+			out = append(out, b.target(t.Name, t.Port, t.Protocol))
+		case !byRecord[i] || zonerules.Wins(t.Protocol, out[i].Protocol):
 			byRecord[i] = true
-			out[i].Protocol = t.proto
+			out[i].Protocol = t.Protocol
 		}
 	}
 	return out
 }
-
-// Skip reasons, worded as in a zone transfer.
-const (
-	wildcardSkip = "wildcard owner: no single name to probe"
-	loopSkip     = "CNAME chain loops or is longer than 16 names: no address to probe"
-)
 
 func (b *builder) target(name string, port int, proto discovery.Protocol) discovery.Target {
 	return b.targetAt(name, name, port, proto)
@@ -734,15 +690,15 @@ func (b *builder) target(name string, port int, proto discovery.Protocol) discov
 // targetAt is target name probed at the addresses of via.
 func (b *builder) targetAt(name, via string, port int, proto discovery.Protocol) discovery.Target {
 	t := discovery.Target{Name: name, Port: port, Protocol: proto, Sources: b.source}
-	if strings.HasPrefix(name, "*.") {
-		t.Skip = wildcardSkip
+	if zonerules.Wildcard(name) {
+		t.Skip = zonerules.WildcardSkip
 		return t
 	}
 	r := resolver{b: b}
 	r.resolve(via, 0)
 	switch {
 	case r.loop:
-		t.Skip = loopSkip
+		t.Skip = zonerules.LoopSkip
 	case len(r.external) == 0 && len(r.addrs) > 0:
 		slices.SortFunc(r.addrs, netip.Addr.Compare)
 		t.Addresses = slices.Compact(r.addrs)
@@ -755,9 +711,6 @@ func (b *builder) targetAt(name, via string, port int, proto discovery.Protocol)
 	// outside names, or nothing known) the prober looks up the name itself.
 	return t
 }
-
-// maxChain bounds CNAME and alias chains followed inside one zone.
-const maxChain = 16
 
 // resolver follows one name through the zone's CNAME and alias records,
 // collecting the addresses the zone knows and the names outside the zone
@@ -776,7 +729,7 @@ func (r *resolver) resolve(name string, depth int) {
 	if r.done[name] {
 		return
 	}
-	if depth >= maxChain || r.onPath[name] {
+	if depth >= zonerules.MaxChain || r.onPath[name] {
 		r.loop = true
 		return
 	}
