@@ -3,32 +3,34 @@ package probes
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// crlEntry is one fetched and parsed CRL. Its signature is checked against
-// each issuer that asks (checked), since the CRL alone does not say which
-// certificate's key must have signed it.
+// crlEntry is one fetched CRL whose issuer and signature checked out
+// against the issuer that asked for it (the cache key names both: the CRL
+// alone does not say which certificate's key must have signed it).
 type crlEntry struct {
 	src     string               // "crl URL"
 	list    *x509.RevocationList // entries dropped: see revoked
 	revoked map[string]x509.RevocationListEntry
-
-	mu      sync.Mutex
-	checked map[string]error // by the issuer's DER encoding
 }
 
 // crlCheck returns the status of c according to the CRL at url, fetched at
 // most once while it is current (see fetchCache), and trusted only when
-// issuer signed it.
+// issuer signed it. A CRL that is not the issuer's, or whose signature does
+// not check out, is a failed fetch: kept for RetryAfter, never until the
+// next update it claims, so one forged answer cannot hide a revocation
+// for longer than that.
 func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer *x509.Certificate, now time.Time) Revocation {
-	e, ok, err := rc.crls.peek(url, rc.now())
+	sum := sha256.Sum256(issuer.Raw)
+	key := url + "\x00" + string(sum[:])
+	e, ok, err := rc.crls.peek(key, rc.now())
 	if !ok {
-		e, err = rc.crls.get(ctx, url, rc.now, func(ctx context.Context) (*crlEntry, time.Time, error) {
-			e, err := rc.fetchCRL(ctx, url)
+		e, err = rc.crls.get(ctx, key, rc.now, func(ctx context.Context) (*crlEntry, time.Time, error) {
+			e, err := rc.fetchCRL(ctx, url, issuer)
 			until := rc.now().Add(rc.retryAfter)
 			if err == nil && e.list.NextUpdate.After(rc.now()) {
 				until = e.list.NextUpdate
@@ -38,9 +40,6 @@ func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer
 	}
 	if err != nil {
 		return Revocation{Status: RevocationUnavailable, Source: "crl " + url, Error: fmt.Sprintf("crl %s: %v", url, err)}
-	}
-	if err := e.signedBy(issuer); err != nil {
-		return Revocation{Status: RevocationUnavailable, Source: e.src, Error: fmt.Sprintf("crl %s is not signed by %q, which issued %q: %v; it is not trusted", url, certName(issuer), certName(c), err)}
 	}
 	r := Revocation{Status: RevocationGood, Source: e.src, NextUpdate: e.list.NextUpdate}
 	var buf [32]byte
@@ -55,7 +54,9 @@ func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer
 	return r
 }
 
-func (rc *revocationChecker) fetchCRL(ctx context.Context, url string) (*crlEntry, error) {
+// fetchCRL fetches the CRL at url and checks that issuer issued and signed
+// it; a CRL that does not check out is an error.
+func (rc *revocationChecker) fetchCRL(ctx context.Context, url string, issuer *x509.Certificate) (*crlEntry, error) {
 	der, err := rc.get(ctx, url, "", nil, rc.maxCRL)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,13 @@ func (rc *revocationChecker) fetchCRL(ctx context.Context, url string) (*crlEntr
 	if err != nil {
 		return nil, err
 	}
-	e := &crlEntry{src: "crl " + url, list: list, revoked: make(map[string]x509.RevocationListEntry, len(list.RevokedCertificateEntries)), checked: make(map[string]error)}
+	if !bytes.Equal(list.RawIssuer, issuer.RawSubject) {
+		return nil, fmt.Errorf("it is not signed by %q, the certificate's issuer: its issuer is %q; not trusted, fetched again after the retry interval (%v)", certName(issuer), list.Issuer.String(), rc.retryAfter)
+	}
+	if err := list.CheckSignatureFrom(issuer); err != nil {
+		return nil, fmt.Errorf("it is not signed by %q, the certificate's issuer: %v; not trusted, fetched again after the retry interval (%v)", certName(issuer), err, rc.retryAfter)
+	}
+	e := &crlEntry{src: "crl " + url, list: list, revoked: make(map[string]x509.RevocationListEntry, len(list.RevokedCertificateEntries))}
 	for _, re := range list.RevokedCertificateEntries {
 		re.Raw, re.Extensions = nil, nil
 		e.revoked[string(re.SerialNumber.Bytes())] = re
@@ -86,24 +93,4 @@ func serialBytes(c *x509.Certificate, buf []byte) []byte {
 		return n.Bytes()
 	}
 	return n.FillBytes(buf[:(n.BitLen()+7)/8])
-}
-
-// signedBy checks, once per issuer, that issuer signed the CRL and is the
-// CRL's issuer.
-func (e *crlEntry) signedBy(issuer *x509.Certificate) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err, ok := e.checked[string(issuer.Raw)]; ok {
-		return err
-	}
-	var err error
-	if !bytes.Equal(e.list.RawIssuer, issuer.RawSubject) {
-		err = fmt.Errorf("its issuer is %q", e.list.Issuer.String())
-	} else {
-		err = e.list.CheckSignatureFrom(issuer)
-	}
-	if len(e.checked) < 64 {
-		e.checked[string(issuer.Raw)] = err
-	}
-	return err
 }

@@ -69,9 +69,10 @@ type RevocationConfig struct {
 	MaxCRLBytes int64
 	// RetryAfter is how long a CRL or OCSP answer that failed, or was
 	// already past its next update, is kept before it is fetched again
-	// (default 10m). A current answer is kept until its next update. So a
-	// run makes at most one fetch per URL, whatever the number of
-	// certificates that name it.
+	// (default 10m). A CRL that is not the issuer's or whose signature does
+	// not check out is a failure. A current, trusted answer is kept until
+	// its next update. So a run makes at most one fetch per URL (and
+	// issuer), whatever the number of certificates that name it.
 	RetryAfter time.Duration
 	// Client makes the requests. Nil means a client of its own with no
 	// proxy from the environment and no redirects followed to other

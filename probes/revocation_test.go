@@ -251,3 +251,55 @@ func TestRevocationHungCRLHost(t *testing.T) {
 		t.Errorf("the hung CRL host got %d connections from 4 endpoints, want 2 (one fetch, one retry)", n)
 	}
 }
+
+// TestRevocationForgedCRLRetried: a CRL host that answers the first fetch
+// with a CRL signed by another key (next update in a day) and later ones
+// with the issuer's CRL, which lists the leaf, costs one retry interval:
+// the forged CRL is a failed fetch, kept for RetryAfter and never until
+// the next update it claims. Repeated runs of one Prober, as certwatch run
+// makes them, report the leaf revoked once the interval has passed.
+func TestRevocationForgedCRLRetried(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	leaf := rp.leaf(t, rp.inter, "flip.example", certtest.Revocation{CRL: []string{rp.srv.URL("/flip.crl")}})
+	impostor := certtest.MustCA("Revocation Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	publish(t, rp.srv, "/flip.crl", impostor, []*x509.Certificate{}, now.Add(-time.Hour), now.Add(day))
+	s := serve(t, "127.0.0.1:0", leaf.FullChain())
+
+	var mu sync.Mutex
+	clock := now
+	cfg := revocationConfig(rp.root.Pool())
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	cfg.Revocation.RetryAfter = 10 * time.Minute
+	prober := probes.New(cfg)
+	run := func(advance time.Duration) probes.Revocation {
+		t.Helper()
+		mu.Lock()
+		clock = clock.Add(advance)
+		mu.Unlock()
+		o := probeOne(t, prober, target("flip.example", s.Addr()))
+		if len(o.Revocation) == 0 || o.Revocation[0].Depth != 0 {
+			t.Fatalf("revocation %+v, want a fact about the leaf", o.Revocation)
+		}
+		return o.Revocation[0]
+	}
+
+	if r := run(0); r.Status != probes.RevocationUnavailable || !strings.Contains(r.Error, "not signed by") {
+		t.Fatalf("first run: %s %q, want unavailable, not signed by the issuer", r.Status, r.Error)
+	}
+	publish(t, rp.srv, "/flip.crl", rp.inter, []*x509.Certificate{leaf.Cert}, now.Add(-time.Hour), now.Add(day))
+	if r := run(5 * time.Minute); r.Status != probes.RevocationUnavailable {
+		t.Errorf("run inside the retry interval: %s, want the failure kept (unavailable)", r.Status)
+	}
+	if n := rp.srv.Requests("/flip.crl"); n != 1 {
+		t.Errorf("inside the retry interval the CRL was fetched %d times, want 1", n)
+	}
+	for i := range 3 { // runs every 5 minutes, as a daemon's schedule makes them
+		if r := run(5 * time.Minute); r.Status != probes.RevocationRevoked {
+			t.Errorf("run %d, %v after the forged CRL: %s %q, want revoked", i+3, time.Duration(i+2)*5*time.Minute, r.Status, r.Error)
+		}
+	}
+	if n := rp.srv.Requests("/flip.crl"); n != 2 {
+		t.Errorf("the CRL was fetched %d times, want 2 (the forged one, then the issuer's once the retry interval passed)", n)
+	}
+}
