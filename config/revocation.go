@@ -14,6 +14,7 @@ type Revocation struct {
 	// Timeout bounds one HTTP request for a CRL or an OCSP response.
 	Timeout Duration `yaml:"timeout"`
 	// MaxCRLBytes caps the size of one CRL; a larger one is unavailable.
+	// OCSP responses have a fixed cap of 64 KiB.
 	MaxCRLBytes int64 `yaml:"max_crl_bytes"`
 	// RetryAfter is how long a CRL or responder that failed, or whose
 	// answer is past its next update, is left alone before it is asked

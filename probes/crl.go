@@ -57,7 +57,7 @@ func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer
 // fetchCRL fetches the CRL at url and checks that issuer issued and signed
 // it; a CRL that does not check out is an error.
 func (rc *revocationChecker) fetchCRL(ctx context.Context, url string, issuer *x509.Certificate) (*crlEntry, error) {
-	der, err := rc.get(ctx, url, "", nil, rc.maxCRL)
+	der, err := rc.get(ctx, revocationFetch{url: url, limit: rc.maxCRL, what: "the CRL", capName: "revocation.max_crl_bytes"})
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (rc *revocationChecker) fetchOCSP(ctx context.Context, url string, c, issue
 	if err != nil {
 		return nil, err
 	}
-	der, err := rc.get(ctx, url, "application/ocsp-request", req, maxOCSPBytes)
+	der, err := rc.get(ctx, revocationFetch{url: url, contentType: "application/ocsp-request", body: req, limit: maxOCSPBytes, what: "the OCSP response", capName: "the cap on OCSP responses"})
 	if err != nil {
 		return nil, err
 	}

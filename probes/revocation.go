@@ -3,10 +3,7 @@ package probes
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -65,7 +62,8 @@ type RevocationConfig struct {
 	// connect to last byte (default 5s).
 	Timeout time.Duration
 	// MaxCRLBytes caps the size of a CRL (default 10 MiB); a larger one is
-	// unavailable. OCSP responses are capped at 64 KiB.
+	// unavailable, as is an OCSP response larger than 64 KiB. Either is
+	// refused from its Content-Length before the body is read.
 	MaxCRLBytes int64
 	// RetryAfter is how long a CRL or OCSP answer that failed, or was
 	// already past its next update, is kept before it is fetched again
@@ -74,9 +72,17 @@ type RevocationConfig struct {
 	// its next update. So a run makes at most one fetch per URL (and
 	// issuer), whatever the number of certificates that name it.
 	RetryAfter time.Duration
-	// Client makes the requests. Nil means a client of its own with no
-	// proxy from the environment and no redirects followed to other
-	// schemes.
+	// Client makes the requests; its CheckRedirect is replaced by the
+	// rules below. Nil means a client of its own with no proxy from the
+	// environment, which also refuses to dial a loopback, link-local,
+	// unspecified or multicast address for a redirect (see
+	// checkRevocationRedirect), unless the certificate's URL itself led
+	// there.
+	//
+	// A redirect is followed only to http on the host (and port) the
+	// certificate's URL names, at most 3 times; a refused one is a failed
+	// fetch saying where it pointed. So an OCSP request is never posted
+	// to a host the certificate did not name.
 	Client *http.Client
 }
 
@@ -124,16 +130,13 @@ func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now
 		rc.maxCRL = DefaultMaxCRLBytes
 	}
 	if rc.client == nil {
-		d := net.Dialer{KeepAlive: -1}
-		rc.client = &http.Client{
-			Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) >= 3 || req.URL.Scheme != "http" {
-					return errors.New("redirect refused")
-				}
-				return nil
-			},
-		}
+		rc.client = newRevocationClient(nil)
+	} else {
+		// A client of the caller's keeps its transport, but follows
+		// redirects by the same rules.
+		cl := *rc.client
+		cl.CheckRedirect = checkRevocationRedirect
+		rc.client = &cl
 	}
 	return rc
 }
@@ -233,66 +236,6 @@ func hasHTTP(urls []string) bool {
 		}
 	}
 	return false
-}
-
-// get fetches url (a GET, or a POST of body when body is set) with the
-// probes' retry rules: transient failures (network errors, timeouts, 429
-// and 5xx) are retried with jittered exponential backoff, up to the
-// Prober's attempts. The body read is capped at limit bytes.
-func (rc *revocationChecker) get(ctx context.Context, url, contentType string, body []byte, limit int64) ([]byte, error) {
-	var err error
-	for attempt := 1; ; attempt++ {
-		var data []byte
-		var retry bool
-		data, retry, err = rc.getOnce(ctx, url, contentType, body, limit)
-		if err == nil {
-			return data, nil
-		}
-		if !retry || attempt >= rc.attempts || ctx.Err() != nil {
-			return nil, err
-		}
-		if werr := rc.backoff.wait(ctx, attempt); werr != nil {
-			return nil, err
-		}
-	}
-}
-
-func (rc *revocationChecker) getOnce(ctx context.Context, url, contentType string, body []byte, limit int64) (data []byte, retry bool, err error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, rc.timeout, fmt.Errorf("revocation fetch timeout (%v)", rc.timeout))
-	defer cancel()
-	method := http.MethodGet
-	var rd io.Reader
-	if body != nil {
-		method, rd = http.MethodPost, strings.NewReader(string(body))
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return nil, false, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := rc.client.Do(req)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			err = cause
-		}
-		return nil, true, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
-			fmt.Errorf("http status %d", resp.StatusCode)
-	}
-	data, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, true, err
-	}
-	if int64(len(data)) > limit {
-		return nil, false, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, false, nil
 }
 
 // fetchCache shares the fetch of one key (a URL) between every caller:

@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -301,5 +305,146 @@ func TestRevocationForgedCRLRetried(t *testing.T) {
 	}
 	if n := rp.srv.Requests("/flip.crl"); n != 2 {
 		t.Errorf("the CRL was fetched %d times, want 2 (the forged one, then the issuer's once the retry interval passed)", n)
+	}
+}
+
+// TestRevocationRedirects: CRL and OCSP fetches follow a redirect only on
+// the host the certificate names; one that leaves it (another port, a
+// name for loopback, a metadata address) is a failed fetch saying where it
+// pointed, and the host it pointed to gets no request (an OCSP request is
+// never posted there).
+func TestRevocationRedirects(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	other := rp.srv // another host: same address, another port
+	publish(t, other, "/real.crl", rp.inter, nil, now.Add(-time.Hour), now.Add(day))
+	other.Respond("/ocsp", rp.inter, nil, now.Add(-time.Hour), now.Add(day))
+	crl, err := rp.inter.CRL(nil, now.Add(-time.Hour), now.Add(day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	hits := map[string]int{}
+	redirects := map[string]string{ // path -> Location
+		"/elsewhere.crl": other.URL("/real.crl"),
+		"/ocsp":          other.URL("/ocsp"),
+		"/metadata.crl":  "http://169.254.169.254/latest/meta-data/",
+		"/localhost.crl": "", // set below, once the port is known
+		"/here.crl":      "/real.crl",
+		"/loop.crl":      "/loop.crl",
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		loc := redirects[r.URL.Path]
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/real.crl":
+			_, _ = w.Write(crl)
+		case r.URL.Path == "/ocsp":
+			http.Redirect(w, r, loc, http.StatusTemporaryRedirect) // 307: the client would re-post
+		case loc != "":
+			http.Redirect(w, r, loc, http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	host := httptest.NewServer(h)
+	t.Cleanup(host.Close)
+	port := host.Listener.Addr().(*net.TCPAddr).Port
+	mu.Lock()
+	redirects["/localhost.crl"] = fmt.Sprintf("http://localhost:%d/real.crl", port)
+	mu.Unlock()
+
+	tests := []struct {
+		name string
+		rev  certtest.Revocation
+		want probes.RevocationStatus
+		// contains is in the leaf's error.
+		contains string
+	}{
+		{"crl redirected to another port", certtest.Revocation{CRL: []string{host.URL + "/elsewhere.crl"}}, probes.RevocationUnavailable,
+			"redirect to " + other.URL("/real.crl") + " refused: it leaves 127.0.0.1:"},
+		{"crl redirected to a metadata address", certtest.Revocation{CRL: []string{host.URL + "/metadata.crl"}}, probes.RevocationUnavailable,
+			"redirect to http://169.254.169.254/latest/meta-data/ refused"},
+		{"crl redirected to a name for loopback", certtest.Revocation{CRL: []string{host.URL + "/localhost.crl"}}, probes.RevocationUnavailable,
+			fmt.Sprintf("redirect to http://localhost:%d/real.crl refused", port)},
+		{"ocsp redirected to another port", certtest.Revocation{OCSP: []string{host.URL + "/ocsp"}}, probes.RevocationUnavailable,
+			"redirect to " + other.URL("/ocsp") + " refused"},
+		{"redirect loop", certtest.Revocation{CRL: []string{host.URL + "/loop.crl"}}, probes.RevocationUnavailable,
+			"more than 3 redirects"},
+		{"crl redirected on the same host", certtest.Revocation{CRL: []string{host.URL + "/here.crl"}}, probes.RevocationGood, ""},
+	}
+	prober := probes.New(revocationConfig(rp.root.Pool()))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := rp.leaf(t, rp.inter, "redirected.example", tt.rev)
+			o := probeOne(t, prober, target("redirected.example", serve(t, "127.0.0.1:0", l.FullChain()).Addr()))
+			if len(o.Revocation) == 0 || o.Revocation[0].Depth != 0 {
+				t.Fatalf("revocation %+v, want a fact about the leaf", o.Revocation)
+			}
+			if r := o.Revocation[0]; r.Status != tt.want || !strings.Contains(r.Error, tt.contains) {
+				t.Errorf("leaf: %s %q, want %s with %q", r.Status, r.Error, tt.want, tt.contains)
+			}
+		})
+	}
+	if n, m := other.Requests("/real.crl"), other.Requests("/ocsp"); n != 0 || m != 0 {
+		t.Errorf("the other host got %d CRL and %d OCSP requests, want none", n, m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hits["/real.crl"] != 1 || hits["/loop.crl"] != 4 {
+		t.Errorf("the certificate's host served /real.crl %d times and /loop.crl %d, want 1 (the same-host redirect) and 4 (3 redirects followed)", hits["/real.crl"], hits["/loop.crl"])
+	}
+}
+
+// TestRevocationResponseCaps: a CRL over revocation.max_crl_bytes and an
+// OCSP response over its 64 KiB cap are failed fetches that name the cap;
+// one whose Content-Length is over the cap is refused before its body is
+// read, so a host that announces a huge body and trickles it costs nothing.
+func TestRevocationResponseCaps(t *testing.T) {
+	t.Parallel()
+	rp := newRevocationPKI(t)
+	big := make([]byte, 100<<10)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big.crl", "/big-ocsp":
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+			_, _ = w.Write(big)
+		case "/announced.crl", "/announced-ocsp":
+			w.Header().Set("Content-Length", strconv.Itoa(1<<30))
+			_, _ = w.Write(big[:1024])
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // trickle: nothing more until the client goes
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	host := httptest.NewServer(h)
+	t.Cleanup(host.Close)
+	cfg := revocationConfig(rp.root.Pool())
+	cfg.Revocation.MaxCRLBytes = 64 << 10
+	prober := probes.New(cfg)
+	tests := []struct {
+		name     string
+		rev      certtest.Revocation
+		contains string
+	}{
+		{"crl over the cap", certtest.Revocation{CRL: []string{host.URL + "/big.crl"}}, "the CRL is larger than revocation.max_crl_bytes (65536 bytes)"},
+		{"ocsp over the cap", certtest.Revocation{OCSP: []string{host.URL + "/big-ocsp"}}, "the OCSP response is larger than the cap on OCSP responses (65536 bytes)"},
+		{"crl announced over the cap", certtest.Revocation{CRL: []string{host.URL + "/announced.crl"}}, "the CRL announces 1073741824 bytes (Content-Length), more than revocation.max_crl_bytes"},
+		{"ocsp announced over the cap", certtest.Revocation{OCSP: []string{host.URL + "/announced-ocsp"}}, "the OCSP response announces 1073741824 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := rp.leaf(t, rp.inter, "capped.example", tt.rev)
+			o := probeOne(t, prober, target("capped.example", serve(t, "127.0.0.1:0", l.FullChain()).Addr()))
+			if len(o.Revocation) == 0 || o.Revocation[0].Depth != 0 {
+				t.Fatalf("revocation %+v, want a fact about the leaf", o.Revocation)
+			}
+			if r := o.Revocation[0]; r.Status != probes.RevocationUnavailable || !strings.Contains(r.Error, tt.contains) {
+				t.Errorf("leaf: %s %q, want unavailable with %q", r.Status, r.Error, tt.contains)
+			}
+		})
 	}
 }
