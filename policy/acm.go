@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/consumers"
-	"github.com/certwatch/certwatch/discovery/iam"
-	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 )
 
 // Kinds of finding about renewal: from ACM inventories, and from comparing
@@ -77,20 +77,20 @@ const (
 // ACMRef names the ACM certificate a finding is about, or that an endpoint
 // of the finding serves (matched by serial number).
 type ACMRef struct {
-	ARN                string            `json:"arn"`
-	Region             string            `json:"region"`
-	Account            string            `json:"account,omitempty"`
-	Type               acm.Type          `json:"type"`
-	InUseBy            []string          `json:"in_use_by,omitempty"`
-	RenewalStatus      acm.RenewalStatus `json:"renewal_status,omitempty"`
-	RenewalEligibility acm.Eligibility   `json:"renewal_eligibility,omitempty"`
-	Renewal            RenewalState      `json:"renewal"`
+	ARN                string                `json:"arn"`
+	Region             string                `json:"region"`
+	Account            string                `json:"account,omitempty"`
+	Type               acmcert.Type          `json:"type"`
+	InUseBy            []string              `json:"in_use_by,omitempty"`
+	RenewalStatus      acmcert.RenewalStatus `json:"renewal_status,omitempty"`
+	RenewalEligibility acmcert.Eligibility   `json:"renewal_eligibility,omitempty"`
+	Renewal            RenewalState          `json:"renewal"`
 }
 
 // ACMCertificate is an ACM certificate with policy's view of its renewal
 // and the probed endpoints that serve it.
 type ACMCertificate struct {
-	acm.Certificate
+	acmcert.Certificate
 	// Renewal is the renewal state.
 	Renewal RenewalState `json:"renewal"`
 	// RenewBy is the date by which ACM should have renewed it (NotAfter
@@ -98,7 +98,7 @@ type ACMCertificate struct {
 	RenewBy time.Time `json:"renew_by,omitzero"`
 	// SHA256 is the certificate's fingerprint: that of the served
 	// certificate with the same serial number when a probed endpoint serves
-	// it, else that of the PEM ACM gives (acm.Certificate.Fingerprint).
+	// it, else that of the PEM ACM gives (acmcert.Certificate.Fingerprint).
 	SHA256 string `json:"sha256,omitempty"`
 	// Endpoints are the probed endpoints that serve it.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
@@ -109,10 +109,10 @@ type ACMCertificate struct {
 
 // inventory is what AddACM and SetZones hand to Result.
 type inventory struct {
-	acm       []acm.Certificate
-	zones     []route53.Zone
-	consumers []consumers.Consumer
-	iam       []iam.Certificate
+	acm       []acmcert.Certificate
+	zones     []hostedzone.Zone
+	consumers []certconsumer.Consumer
+	iam       []iamcert.Certificate
 	// pointers maps an AWS resource's DNS name to the Route 53 names
 	// pointing at it; built on first use from zones.
 	pointers map[string][]string
@@ -121,7 +121,7 @@ type inventory struct {
 // AddACM adds ACM certificates to judge. Result then judges their renewal,
 // links each to the endpoints serving a certificate with the same serial
 // number, and uses them to find stale deployments.
-func (e *Evaluator) AddACM(certs ...acm.Certificate) {
+func (e *Evaluator) AddACM(certs ...acmcert.Certificate) {
 	e.inv.acm = append(e.inv.acm, certs...)
 }
 
@@ -129,7 +129,7 @@ func (e *Evaluator) AddACM(certs ...acm.Certificate) {
 // validation records of ACM certificates are looked up. Without zones no
 // record is claimed missing; renewal messages then name the records to check
 // at the DNS provider.
-func (e *Evaluator) SetZones(zones []route53.Zone) {
+func (e *Evaluator) SetZones(zones []hostedzone.Zone) {
 	e.inv.zones = zones
 }
 
@@ -156,14 +156,14 @@ const ValidationTimeout = 72 * time.Hour
 
 // judgeACM judges one ACM certificate at e.now. served says whether a
 // probed endpoint serves it, which makes it in use whatever ACM says.
-func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
+func (e *Evaluator) judgeACM(c *acmcert.Certificate, served bool) verdict {
 	now := e.now
 	v := verdict{inUse: c.InUse || served}
 	it := acmLabel(c)
 	use := usage(c, served)
-	if c.NotAfter.IsZero() || (!c.Partial && c.Status != acm.StatusIssued && c.Status != acm.StatusExpired) {
+	if c.NotAfter.IsZero() || (!c.Partial && c.Status != acmcert.StatusIssued && c.Status != acmcert.StatusExpired) {
 		v.state = RenewalNotIssued
-		if c.Type == acm.AmazonIssued && c.Status == acm.StatusPendingValidation {
+		if c.Type == acmcert.AmazonIssued && c.Status == acmcert.StatusPendingValidation {
 			e.judgePending(c, &v)
 		}
 		return v
@@ -178,7 +178,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 		}
 		v.tier = Critical
 		advice := "ACM cannot renew an expired certificate: request a new one (aws acm request-certificate) and attach it to every resource listed"
-		if c.Type == acm.Imported {
+		if c.Type == acmcert.Imported {
 			advice = "renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn " + c.ARN + "), which every resource using it picks up"
 		}
 		v.msg = fmt.Sprintf("ACM certificate %s %s and is still %s; clients reject it now: %s", it, ago, use, advice)
@@ -194,7 +194,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 		return v
 	}
 	switch {
-	case c.Type == acm.Imported:
+	case c.Type == acmcert.Imported:
 		msg := fmt.Sprintf("ACM certificate %s was imported, so ACM never renews it: manual renewal required. It %s and is %s; renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn %s), which every resource using it picks up", it, expires, use, c.ARN)
 		if !v.inUse {
 			tier = min(tier, Notice)
@@ -202,7 +202,7 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 		return report(RenewalManual, Expiring, tier, msg)
 	case c.Partial:
 		return report(RenewalUnknown, Expiring, tier, fmt.Sprintf("ACM certificate %s could not be described (see the discovery failure), so whether ACM renews it is unknown; it %s and is %s: grant acm:DescribeCertificate, then check its renewal in ACM", it, expires, use))
-	case c.RenewalEligibility != acm.Eligible:
+	case c.RenewalEligibility != acmcert.Eligible:
 		if bad := missingRecords(e.validationRecords(c)); !v.inUse && len(bad) > 0 {
 			return report(RenewalIneligible, ValidationRecordMissing, Notice, fmt.Sprintf("ACM certificate %s is not in use, so not yet eligible for managed renewal; it %s. The day it is used, its renewal will fail: a DNS validation record is missing or wrong. %s",
 				it, expires, capitalize(strings.Join(bad, "; "))))
@@ -217,9 +217,9 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 	v.renewBy = c.NotAfter.Add(-e.renewalMargin())
 	records := e.validationRecords(c)
 	switch c.RenewalStatus {
-	case acm.RenewalFailed, acm.RenewalPendingValidation:
+	case acmcert.RenewalFailed, acmcert.RenewalPendingValidation:
 		why := "its renewal failed"
-		if c.RenewalStatus == acm.RenewalPendingValidation {
+		if c.RenewalStatus == acmcert.RenewalPendingValidation {
 			why = "its renewal waits for domain validation"
 		}
 		if c.RenewalStatusReason != "" {
@@ -255,12 +255,12 @@ func (e *Evaluator) judgeACM(c *acm.Certificate, served bool) verdict {
 }
 
 // acmLabel names a certificate for humans: its domain and ARN.
-func acmLabel(c *acm.Certificate) string {
+func acmLabel(c *acmcert.Certificate) string {
 	return fmt.Sprintf("%q (%s)", c.DomainName, c.ARN)
 }
 
 // usage says what uses a certificate.
-func usage(c *acm.Certificate, served bool) string {
+func usage(c *acmcert.Certificate, served bool) string {
 	if len(c.InUseBy) > 0 {
 		s := "in use by " + strings.Join(c.InUseBy[:min(3, len(c.InUseBy))], ", ")
 		if n := len(c.InUseBy) - 3; n > 0 {
@@ -286,7 +286,7 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func refOf(c *acm.Certificate, state RenewalState) ACMRef {
+func refOf(c *acmcert.Certificate, state RenewalState) ACMRef {
 	return ACMRef{
 		ARN: c.ARN, Region: c.Region, Account: c.Account, Type: c.Type, InUseBy: c.InUseBy,
 		RenewalStatus: c.RenewalStatus, RenewalEligibility: c.RenewalEligibility, Renewal: state,
@@ -297,7 +297,7 @@ func refOf(c *acm.Certificate, state RenewalState) ACMRef {
 // DNS validation: when a record it needs is missing or wrong in a zone
 // certwatch sees, it will never be issued. Info during its first day (DNS
 // takes a while), a warning after; the deadline is when ACM gives up.
-func (e *Evaluator) judgePending(c *acm.Certificate, v *verdict) {
+func (e *Evaluator) judgePending(c *acmcert.Certificate, v *verdict) {
 	bad := missingRecords(e.validationRecords(c))
 	if len(bad) == 0 {
 		return

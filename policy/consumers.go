@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 )
 
 // ConsumerRef names an AWS resource that serves a certificate: a load
@@ -28,13 +28,13 @@ type ConsumerRef struct {
 // lists each certificate's consumers (ACMCertificate.Consumers,
 // IAMCertificate.Consumers) and tells endpoints reached through them from
 // endpoints that serve a copy directly.
-func (e *Evaluator) AddConsumers(cs ...consumers.Consumer) {
+func (e *Evaluator) AddConsumers(cs ...certconsumer.Consumer) {
 	e.inv.consumers = append(e.inv.consumers, cs...)
 }
 
 // reachingNames returns the names that reach consumer k: its aliases and
 // the Route 53 records pointing at its DNS name ("dualstack." aside).
-func (e *Evaluator) reachingNames(k *consumers.Consumer) []string {
+func (e *Evaluator) reachingNames(k *certconsumer.Consumer) []string {
 	if e.inv.pointers == nil {
 		e.inv.pointers = map[string][]string{}
 		for _, z := range e.inv.zones {
@@ -75,7 +75,7 @@ func (e *Evaluator) consumersOf(arn string) []ConsumerRef {
 // reach it through the resources ACM lists (InUseBy) must do, since a
 // renewal or reimport in ACM never reaches them. "" when every endpoint is
 // reached through them.
-func (e *Evaluator) directNote(c *acm.Certificate, eps []Endpoint) string {
+func (e *Evaluator) directNote(c *acmcert.Certificate, eps []Endpoint) string {
 	if len(eps) == 0 {
 		return ""
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -557,9 +557,9 @@ func humanDuration(d time.Duration) string {
 }
 
 // awsResourceName reports whether every source of an endpoint is a load
-// balancer's own DNS name (consumers.LoadBalancerSource).
+// balancer's own DNS name (certconsumer.LoadBalancerSource).
 func awsResourceName(sources []string) bool {
-	return len(sources) > 0 && !slices.ContainsFunc(sources, func(s string) bool { return !strings.HasPrefix(s, consumers.LoadBalancerSource) })
+	return len(sources) > 0 && !slices.ContainsFunc(sources, func(s string) bool { return !strings.HasPrefix(s, certconsumer.LoadBalancerSource) })
 }
 
 func isIPLiteral(name string) bool {

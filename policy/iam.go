@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/consumers"
-	"github.com/certwatch/certwatch/discovery/iam"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 )
 
 // IAMRef names the IAM server certificate a finding is about, or that an
@@ -23,7 +23,7 @@ type IAMRef struct {
 // IAMCertificate is an IAM server certificate with the probed endpoints
 // and the AWS resources that serve it.
 type IAMCertificate struct {
-	iam.Certificate
+	iamcert.Certificate
 	// SHA256 is the fingerprint of the served certificate with the same
 	// serial number, else that of the PEM IAM gives.
 	SHA256 string `json:"sha256,omitempty"`
@@ -39,7 +39,7 @@ type IAMCertificate struct {
 // endpoints serving a certificate with the same serial number and to the
 // consumers whose listeners name it, and merges an endpoint's expiry
 // finding with the certificate's.
-func (e *Evaluator) AddIAM(certs ...iam.Certificate) {
+func (e *Evaluator) AddIAM(certs ...iamcert.Certificate) {
 	e.inv.iam = append(e.inv.iam, certs...)
 }
 
@@ -62,7 +62,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 		}
 	}
 	certs := slices.Clone(e.inv.iam)
-	slices.SortFunc(certs, func(a, b iam.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
+	slices.SortFunc(certs, func(a, b iamcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
 	report := make([]IAMCertificate, len(certs))
 	for i := range certs {
 		c := &certs[i]
@@ -77,7 +77,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 				}
 			}
 		}
-		cons := append(e.consumersOf(c.ARN), e.consumersOf(consumers.IAMCertificateID+c.ID)...)
+		cons := append(e.consumersOf(c.ARN), e.consumersOf(certconsumer.IAMCertificateID+c.ID)...)
 		eps := sv.endpoints(fp)
 		report[i] = IAMCertificate{Certificate: *c, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: eps, Consumers: cons}
 		ref := IAMRef{ARN: c.ARN, ID: c.ID, Name: c.Name, Account: c.Account}
@@ -115,7 +115,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 // judgeServerCertificate judges one IAM server certificate's expiry: the
 // expiry tiers when it is in use (served, or named by a listener), at
 // most a notice when not; critical once expired and in use.
-func (e *Evaluator) judgeServerCertificate(c *iam.Certificate, cons []ConsumerRef, served bool) (Tier, string) {
+func (e *Evaluator) judgeServerCertificate(c *iamcert.Certificate, cons []ConsumerRef, served bool) (Tier, string) {
 	if c.NotAfter.IsZero() {
 		return None, ""
 	}
@@ -169,11 +169,11 @@ func switchAdvice(cons []ConsumerRef) string {
 	}
 	for _, k := range cons {
 		switch k.Kind {
-		case consumers.KindELBv2:
+		case certconsumer.KindELBv2:
 			add("aws elbv2 modify-listener --certificates for a default certificate, add-listener-certificates and remove-listener-certificates for an SNI one")
-		case consumers.KindELB:
+		case certconsumer.KindELB:
 			add("aws elb set-load-balancer-listener-ssl-certificate")
-		case consumers.KindCloudFront:
+		case certconsumer.KindCloudFront:
 			add("the distribution's viewer certificate (aws cloudfront update-distribution)")
 		}
 	}

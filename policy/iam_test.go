@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/consumers"
-	"github.com/certwatch/certwatch/discovery/iam"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -21,8 +21,8 @@ func TestIAMServerCertificates(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
 	served := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"old.example.com"}, NotBefore: now.AddDate(-1, 0, 0), NotAfter: now.AddDate(0, 0, 5)})
-	cert := func(name string, notAfter time.Time) iam.Certificate {
-		return iam.Certificate{ARN: "arn:aws:iam::111111111111:server-certificate/" + name, ID: "ASCA" + strings.ToUpper(name), Name: name,
+	cert := func(name string, notAfter time.Time) iamcert.Certificate {
+		return iamcert.Certificate{ARN: "arn:aws:iam::111111111111:server-certificate/" + name, ID: "ASCA" + strings.ToUpper(name), Name: name,
 			Account: "111111111111", NotBefore: notAfter.AddDate(-1, 0, 0), NotAfter: notAfter, Serial: name}
 	}
 	used := cert("used", served.Cert.NotAfter)
@@ -33,8 +33,8 @@ func TestIAMServerCertificates(t *testing.T) {
 	o := observe("old.example.com", "10.0.0.1", []*x509.Certificate{served.Cert}, root.Pool(), now)
 	ev.Add(&o)
 	ev.AddIAM(used, unused, gone)
-	ev.AddConsumers(consumers.Consumer{ARN: "arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/old", Kind: consumers.KindELB,
-		Name: "old", DNSName: "old-1.eu-west-1.elb.amazonaws.com", Listeners: []consumers.Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{used.ARN}}}})
+	ev.AddConsumers(certconsumer.Consumer{ARN: "arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/old", Kind: certconsumer.KindELB,
+		Name: "old", DNSName: "old-1.eu-west-1.elb.amazonaws.com", Listeners: []certconsumer.Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{used.ARN}}}})
 	res := ev.Result()
 
 	byName := map[string]policy.Finding{}

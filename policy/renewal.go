@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 )
 
 // judgeInventory judges the ACM inventory, merges its findings with the
@@ -37,7 +37,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	// Judge each ACM certificate; group copies of one certificate (the
 	// same serial imported into several regions) into one finding.
 	certs := slices.Clone(e.inv.acm)
-	slices.SortFunc(certs, func(a, b acm.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
+	slices.SortFunc(certs, func(a, b acmcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
 	type group struct {
 		fp      string // served fingerprint
 		pem     string // fingerprint of ACM's PEM
@@ -59,7 +59,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		if c.Fingerprint != "" && e.cert(c.Fingerprint) != nil {
 			fp = c.Fingerprint
 		} else if c.Serial != "" {
-			for _, cand := range bySerial[acm.NormalizeSerial(c.Serial)] {
+			for _, cand := range bySerial[acmcert.NormalizeSerial(c.Serial)] {
 				if c.NotAfter.IsZero() || e.cert(cand).NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
 					fp = cand
 					break
@@ -73,7 +73,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		servedFP[i] = fp
 		key := "arn:" + c.ARN
 		if c.Serial != "" {
-			key = "serial:" + acm.NormalizeSerial(c.Serial) + ":" + stamp(c.NotAfter)
+			key = "serial:" + acmcert.NormalizeSerial(c.Serial) + ":" + stamp(c.NotAfter)
 		}
 		g := byKey[key]
 		if g == nil {
@@ -170,7 +170,7 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		if j, ok := byARN[f.Name]; e.cert(f.Certificate) == nil && ok && verdicts[j].inUse {
 			c := &certs[j]
-			return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
+			return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
 		}
 		return newer{}, "", false
 	}
@@ -206,20 +206,20 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	var cands []newer
 	for i := range certs {
 		c := &certs[i]
-		if c.Status != acm.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
+		if c.Status != acmcert.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
 			continue
 		}
 		fp := report[i].SHA256
 		advice := "attach it in place of the old one (load balancers, CloudFront and API Gateway then follow its renewals); elsewhere install it and reload the server"
 		switch c.Type {
-		case acm.Private:
+		case acmcert.Private:
 			advice = "attach it in place of the old one; on servers outside AWS, export it again from ACM, install it and reload the server"
-		case acm.Imported:
+		case acmcert.Imported:
 			advice = "the resources using the ACM certificate already serve it; install the same certificate (the one imported) on the stale addresses, or attach the ACM certificate to what serves them, and reload"
 		}
 		cands = append(cands, newer{
-			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acm.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, servedFP[i] != "")),
-			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acm.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
+			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acmcert.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, servedFP[i] != "")),
+			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
 		})
 	}
 	for i := range e.certs {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -18,16 +18,16 @@ const lbID = "arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/a
 
 // acmCert is an issued AMAZON_ISSUED certificate for name, in use by a load
 // balancer and eligible for renewal; mod adjusts it.
-func acmCert(name string, notAfter time.Time, mod ...func(*acm.Certificate)) acm.Certificate {
-	c := acm.Certificate{
+func acmCert(name string, notAfter time.Time, mod ...func(*acmcert.Certificate)) acmcert.Certificate {
+	c := acmcert.Certificate{
 		ARN:    "arn:aws:acm:eu-west-1:111111111111:certificate/" + name,
 		Region: "eu-west-1", Account: "111111111111",
 		DomainName: name, SubjectAlternativeNames: []string{name},
 		Serial:    hex.EncodeToString([]byte(name)),
 		NotBefore: notAfter.Add(-395 * day), NotAfter: notAfter,
-		Type: acm.AmazonIssued, Status: acm.StatusIssued,
+		Type: acmcert.AmazonIssued, Status: acmcert.StatusIssued,
 		InUse: true, InUseBy: []string{lbID},
-		RenewalEligibility: acm.Eligible,
+		RenewalEligibility: acmcert.Eligible,
 	}
 	for _, m := range mod {
 		m(&c)
@@ -35,34 +35,36 @@ func acmCert(name string, notAfter time.Time, mod ...func(*acm.Certificate)) acm
 	return c
 }
 
-func renewal(status acm.RenewalStatus, reason string) func(*acm.Certificate) {
-	return func(c *acm.Certificate) { c.RenewalStatus, c.RenewalStatusReason = status, reason }
+func renewal(status acmcert.RenewalStatus, reason string) func(*acmcert.Certificate) {
+	return func(c *acmcert.Certificate) { c.RenewalStatus, c.RenewalStatusReason = status, reason }
 }
 
-func notInUse(c *acm.Certificate) {
-	c.InUse, c.InUseBy, c.RenewalEligibility = false, nil, acm.Ineligible
+func notInUse(c *acmcert.Certificate) {
+	c.InUse, c.InUseBy, c.RenewalEligibility = false, nil, acmcert.Ineligible
 }
 
-func imported(c *acm.Certificate) { c.Type, c.RenewalEligibility = acm.Imported, acm.Ineligible }
+func imported(c *acmcert.Certificate) {
+	c.Type, c.RenewalEligibility = acmcert.Imported, acmcert.Ineligible
+}
 
 // dnsValidated gives c the DNS validation record of its domain, pending in
 // its renewal when pending is set.
-func dnsValidated(pending bool) func(*acm.Certificate) {
-	return func(c *acm.Certificate) {
-		rec := &acm.Record{Name: "_3639ac51." + c.DomainName, Type: "CNAME", Value: "_98d4ae8d.mhbtsbpdnt.acm-validations.aws"}
-		c.Validations = []acm.Validation{{DomainName: c.DomainName, Status: acm.ValidationSuccess, Method: "DNS", Record: rec}}
+func dnsValidated(pending bool) func(*acmcert.Certificate) {
+	return func(c *acmcert.Certificate) {
+		rec := &acmcert.Record{Name: "_3639ac51." + c.DomainName, Type: "CNAME", Value: "_98d4ae8d.mhbtsbpdnt.acm-validations.aws"}
+		c.Validations = []acmcert.Validation{{DomainName: c.DomainName, Status: acmcert.ValidationSuccess, Method: "DNS", Record: rec}}
 		if c.RenewalStatus != "" {
-			st := acm.ValidationSuccess
+			st := acmcert.ValidationSuccess
 			if pending {
-				st = acm.ValidationPending
+				st = acmcert.ValidationPending
 			}
-			c.RenewalValidations = []acm.Validation{{DomainName: c.DomainName, Status: st, Method: "DNS", Record: rec}}
+			c.RenewalValidations = []acmcert.Validation{{DomainName: c.DomainName, Status: st, Method: "DNS", Record: rec}}
 		}
 	}
 }
 
-func zone(name, id string, records ...route53.Record) route53.Zone {
-	return route53.Zone{ID: id, Name: name, ValidationRecords: records}
+func zone(name, id string, records ...hostedzone.Record) hostedzone.Zone {
+	return hostedzone.Zone{ID: id, Name: name, ValidationRecords: records}
 }
 
 func TestRenewal(t *testing.T) {
@@ -76,8 +78,8 @@ func TestRenewal(t *testing.T) {
 	serve := func(name, addr string, l *certtest.Leaf) probes.Observation {
 		return observe(name, addr, []*x509.Certificate{l.Cert, inter.Cert}, root.Pool(), now)
 	}
-	linked := func(l *certtest.Leaf) func(*acm.Certificate) {
-		return func(c *acm.Certificate) {
+	linked := func(l *certtest.Leaf) func(*acmcert.Certificate) {
+		return func(c *acmcert.Certificate) {
 			c.Serial = l.Cert.SerialNumber.Text(16)
 			c.NotBefore, c.NotAfter = l.Cert.NotBefore, l.Cert.NotAfter
 		}
@@ -100,8 +102,8 @@ func TestRenewal(t *testing.T) {
 		value = "_98d4ae8d.mhbtsbpdnt.acm-validations.aws"
 	)
 	public := zone("example.com", "Z1PUBLIC")
-	private := route53.Zone{ID: "Z2PRIVATE", Name: "example.com", Private: true,
-		ValidationRecords: []route53.Record{{Name: rec, Type: "CNAME", Value: value}}}
+	private := hostedzone.Zone{ID: "Z2PRIVATE", Name: "example.com", Private: true,
+		ValidationRecords: []hostedzone.Record{{Name: rec, Type: "CNAME", Value: value}}}
 
 	type want struct {
 		kind      policy.Kind
@@ -114,29 +116,29 @@ func TestRenewal(t *testing.T) {
 		name   string
 		margin time.Duration
 		obs    []probes.Observation
-		acm    []acm.Certificate
-		zones  []route53.Zone
+		acm    []acmcert.Certificate
+		zones  []hostedzone.Zone
 		want   []want
 		states map[string]policy.RenewalState // ARN suffix -> state
 	}{
 		{
 			name:   "eligible, pending auto renewal, before the margin: quiet, auto-renews",
-			acm:    []acm.Certificate{acmCert("ok.example.com", in(45), renewal(acm.RenewalPendingAutoRenewal, ""))},
+			acm:    []acmcert.Certificate{acmCert("ok.example.com", in(45), renewal(acmcert.RenewalPendingAutoRenewal, ""))},
 			states: map[string]policy.RenewalState{"ok.example.com": policy.AutoRenews},
 		},
 		{
 			name:   "no renewal summary yet and far from expiry: auto-renews",
-			acm:    []acm.Certificate{acmCert("ok.example.com", in(200))},
+			acm:    []acmcert.Certificate{acmCert("ok.example.com", in(200))},
 			states: map[string]policy.RenewalState{"ok.example.com": policy.AutoRenews},
 		},
 		{
 			name:   "private CA certificate renews without validation",
-			acm:    []acm.Certificate{acmCert("db.internal.example", in(45), func(c *acm.Certificate) { c.Type = acm.Private })},
+			acm:    []acmcert.Certificate{acmCert("db.internal.example", in(45), func(c *acmcert.Certificate) { c.Type = acmcert.Private })},
 			states: map[string]policy.RenewalState{"db.internal.example": policy.AutoRenews},
 		},
 		{
 			name: "still pending auto renewal inside the margin: overdue",
-			acm:  []acm.Certificate{acmCert("late.example.com", in(20), renewal(acm.RenewalPendingAutoRenewal, ""))},
+			acm:  []acmcert.Certificate{acmCert("late.example.com", in(20), renewal(acmcert.RenewalPendingAutoRenewal, ""))},
 			want: []want{{policy.RenewalOverdue, policy.Warning, "", "late.example.com",
 				[]string{"should have renewed", "by 2029-12-22", "expires in 20 days (2030-01-21)", "PENDING_AUTO_RENEWAL", "in use by " + lbID, "request a new certificate"}}},
 			states: map[string]policy.RenewalState{"late.example.com": policy.RenewalStateOverdue},
@@ -144,106 +146,106 @@ func TestRenewal(t *testing.T) {
 		{
 			name:   "a smaller margin keeps it quiet longer",
 			margin: 10 * day,
-			acm:    []acm.Certificate{acmCert("late.example.com", in(20), renewal(acm.RenewalPendingAutoRenewal, ""))},
+			acm:    []acmcert.Certificate{acmCert("late.example.com", in(20), renewal(acmcert.RenewalPendingAutoRenewal, ""))},
 			states: map[string]policy.RenewalState{"late.example.com": policy.AutoRenews},
 		},
 		{
 			name: "overdue escalates through the tiers",
-			acm:  []acm.Certificate{acmCert("late.example.com", in(5), renewal(acm.RenewalSuccess, ""))},
+			acm:  []acmcert.Certificate{acmCert("late.example.com", in(5), renewal(acmcert.RenewalSuccess, ""))},
 			want: []want{{policy.RenewalOverdue, policy.Page, "", "late.example.com", []string{"renewal status: SUCCESS"}}},
 		},
 		{
 			name: "failed renewal is a warning at once, with the reason and what to do",
-			acm:  []acm.Certificate{acmCert("caa.example.com", in(50), renewal(acm.RenewalFailed, "CAA_ERROR"))},
+			acm:  []acmcert.Certificate{acmCert("caa.example.com", in(50), renewal(acmcert.RenewalFailed, "CAA_ERROR"))},
 			want: []want{{policy.RenewalFailed, policy.Warning, "", "caa.example.com",
 				[]string{"its renewal failed (CAA_ERROR)", "CAA record allowing amazon.com", "expires in 50 days"}}},
 			states: map[string]policy.RenewalState{"caa.example.com": policy.RenewalStateFailed},
 		},
 		{
 			name: "failed renewal escalates through the tiers",
-			acm:  []acm.Certificate{acmCert("caa.example.com", in(5), renewal(acm.RenewalFailed, "CAA_ERROR"))},
+			acm:  []acmcert.Certificate{acmCert("caa.example.com", in(5), renewal(acmcert.RenewalFailed, "CAA_ERROR"))},
 			want: []want{{policy.RenewalFailed, policy.Page, "", "caa.example.com", nil}},
 		},
 		{
 			name:  "pending validation with the CNAME missing from a visible zone says which record to create",
-			acm:   []acm.Certificate{acmCert("login.example.com", in(50), renewal(acm.RenewalPendingValidation, ""), dnsValidated(true))},
-			zones: []route53.Zone{public, zone("other.example", "Z9")},
+			acm:   []acmcert.Certificate{acmCert("login.example.com", in(50), renewal(acmcert.RenewalPendingValidation, ""), dnsValidated(true))},
+			zones: []hostedzone.Zone{public, zone("other.example", "Z9")},
 			want: []want{{policy.RenewalFailed, policy.Warning, "", "login.example.com", []string{
 				"its renewal waits for domain validation of login.example.com",
 				"create this record in Route 53 zone example.com (Z1PUBLIC): name " + rec + ", type CNAME, value " + value}}},
 		},
 		{
 			name: "pending validation without a visible zone names the record to check at the DNS provider",
-			acm:  []acm.Certificate{acmCert("login.example.com", in(50), renewal(acm.RenewalPendingValidation, ""), dnsValidated(true))},
+			acm:  []acmcert.Certificate{acmCert("login.example.com", in(50), renewal(acmcert.RenewalPendingValidation, ""), dnsValidated(true))},
 			want: []want{{policy.RenewalFailed, policy.Warning, "", "login.example.com", []string{
 				"make sure this record exists with the DNS provider", "name " + rec + ", type CNAME, value " + value}}},
 		},
 		{
 			name:  "healthy renewal but the validation CNAME points elsewhere: notice before ACM starts",
-			acm:   []acm.Certificate{acmCert("login.example.com", in(90), renewal(acm.RenewalPendingAutoRenewal, ""), dnsValidated(false))},
-			zones: []route53.Zone{zone("example.com", "Z1PUBLIC", route53.Record{Name: rec, Type: "CNAME", Value: "_old.acm-validations.aws"})},
+			acm:   []acmcert.Certificate{acmCert("login.example.com", in(90), renewal(acmcert.RenewalPendingAutoRenewal, ""), dnsValidated(false))},
+			zones: []hostedzone.Zone{zone("example.com", "Z1PUBLIC", hostedzone.Record{Name: rec, Type: "CNAME", Value: "_old.acm-validations.aws"})},
 			want: []want{{policy.ValidationRecordMissing, policy.Notice, "", "login.example.com", []string{
 				"next renewal will fail", "Change CNAME " + rec + " in Route 53 zone example.com (Z1PUBLIC) from _old.acm-validations.aws to " + value, "starts renewing on 2030-01-31"}}},
 			states: map[string]policy.RenewalState{"login.example.com": policy.RenewalAtRisk},
 		},
 		{
 			name:  "missing validation CNAME inside ACM's renewal window is a warning",
-			acm:   []acm.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
-			zones: []route53.Zone{public},
+			acm:   []acmcert.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
+			zones: []hostedzone.Zone{public},
 			want:  []want{{policy.ValidationRecordMissing, policy.Warning, "", "login.example.com", []string{"Create this record in Route 53 zone example.com"}}},
 		},
 		{
 			name:   "validation CNAME present and right: auto-renews",
-			acm:    []acm.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
-			zones:  []route53.Zone{zone("example.com", "Z1PUBLIC", route53.Record{Name: rec, Type: "CNAME", Value: value})},
+			acm:    []acmcert.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
+			zones:  []hostedzone.Zone{zone("example.com", "Z1PUBLIC", hostedzone.Record{Name: rec, Type: "CNAME", Value: value})},
 			states: map[string]policy.RenewalState{"login.example.com": policy.AutoRenews},
 		},
 		{
 			name:   "a record in a private zone does not count, and is not claimed missing",
-			acm:    []acm.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
-			zones:  []route53.Zone{private},
+			acm:    []acmcert.Certificate{acmCert("login.example.com", in(50), dnsValidated(false))},
+			zones:  []hostedzone.Zone{private},
 			states: map[string]policy.RenewalState{"login.example.com": policy.AutoRenews},
 		},
 		{
 			name: "imported certificate: normal tiers, manual renewal",
-			acm:  []acm.Certificate{acmCert("legacy.example.com", in(10), imported)},
+			acm:  []acmcert.Certificate{acmCert("legacy.example.com", in(10), imported)},
 			want: []want{{policy.Expiring, policy.Warning, "", "legacy.example.com", []string{"imported", "manual renewal required", "reimport", "--certificate-arn arn:aws:acm:eu-west-1:111111111111:certificate/legacy.example.com"}}},
 		},
 		{
 			name:   "imported and far from expiry: nothing yet",
-			acm:    []acm.Certificate{acmCert("legacy.example.com", in(200), imported)},
+			acm:    []acmcert.Certificate{acmCert("legacy.example.com", in(200), imported)},
 			states: map[string]policy.RenewalState{"legacy.example.com": policy.RenewalManual},
 		},
 		{
 			name: "ineligible and not in use: notice only, however close",
-			acm:  []acm.Certificate{acmCert("spare.example.com", in(1), notInUse)},
+			acm:  []acmcert.Certificate{acmCert("spare.example.com", in(1), notInUse)},
 			want: []want{{policy.Expiring, policy.Notice, "", "spare.example.com", []string{"not in use, so ACM will not renew it", "or delete it"}}},
 		},
 		{
 			name: "expired and not in use: informational",
-			acm:  []acm.Certificate{acmCert("gone.example.com", in(-3), notInUse, func(c *acm.Certificate) { c.Status = acm.StatusExpired })},
+			acm:  []acmcert.Certificate{acmCert("gone.example.com", in(-3), notInUse, func(c *acmcert.Certificate) { c.Status = acmcert.StatusExpired })},
 			want: []want{{policy.Expired, policy.Info, "", "gone.example.com", []string{"expired 3 days ago", "not in use", "delete it"}}},
 		},
 		{
 			name: "expired and in use: critical",
-			acm:  []acm.Certificate{acmCert("dead.example.com", in(-3), func(c *acm.Certificate) { c.Status = acm.StatusExpired })},
+			acm:  []acmcert.Certificate{acmCert("dead.example.com", in(-3), func(c *acmcert.Certificate) { c.Status = acmcert.StatusExpired })},
 			want: []want{{policy.Expired, policy.Critical, "", "dead.example.com", []string{"still in use by " + lbID, "request a new one"}}},
 		},
 		{
 			name:   "never issued: nothing to renew",
-			acm:    []acm.Certificate{acmCert("new.example.com", time.Time{}, func(c *acm.Certificate) { c.Status = acm.StatusPendingValidation })},
+			acm:    []acmcert.Certificate{acmCert("new.example.com", time.Time{}, func(c *acmcert.Certificate) { c.Status = acmcert.StatusPendingValidation })},
 			states: map[string]policy.RenewalState{"new.example.com": policy.RenewalNotIssued},
 		},
 		{
 			name: "not described: judged by expiry alone",
-			acm:  []acm.Certificate{acmCert("part.example.com", in(10), func(c *acm.Certificate) { c.Partial, c.RenewalEligibility, c.InUseBy = true, "", nil })},
+			acm:  []acmcert.Certificate{acmCert("part.example.com", in(10), func(c *acmcert.Certificate) { c.Partial, c.RenewalEligibility, c.InUseBy = true, "", nil })},
 			want: []want{{policy.Expiring, policy.Warning, "", "part.example.com", []string{"could not be described", "acm:DescribeCertificate"}}},
 		},
 		{
 			name: "one imported certificate in two regions is one finding",
-			acm: []acm.Certificate{
+			acm: []acmcert.Certificate{
 				acmCert("legacy.example.com", in(10), imported),
-				acmCert("legacy.example.com", in(10), imported, func(c *acm.Certificate) {
+				acmCert("legacy.example.com", in(10), imported, func(c *acmcert.Certificate) {
 					c.Region, c.ARN = "us-east-1", "arn:aws:acm:us-east-1:111111111111:certificate/legacy.example.com"
 				}),
 			},
@@ -253,31 +255,31 @@ func TestRenewal(t *testing.T) {
 			name:   "endpoint serving an ACM certificate that renews in time: its expiry is not announced",
 			margin: 20 * day,
 			obs:    []probes.Observation{serve("www.example.com", "10.0.0.1", www)},
-			acm:    []acm.Certificate{acmCert("www.example.com", in(25), linked(www), renewal(acm.RenewalPendingAutoRenewal, ""))},
+			acm:    []acmcert.Certificate{acmCert("www.example.com", in(25), linked(www), renewal(acmcert.RenewalPendingAutoRenewal, ""))},
 			states: map[string]policy.RenewalState{"www.example.com": policy.AutoRenews},
 		},
 		{
 			name: "endpoint serving an overdue ACM certificate: one finding with both",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", api), serve("api.example.com", "10.0.0.2", api)},
-			acm:  []acm.Certificate{acmCert("api.example.com", in(20), linked(api), renewal(acm.RenewalPendingAutoRenewal, ""))},
+			acm:  []acmcert.Certificate{acmCert("api.example.com", in(20), linked(api), renewal(acmcert.RenewalPendingAutoRenewal, ""))},
 			want: []want{{policy.RenewalOverdue, policy.Warning, "api.example.com,api.example.com", "api.example.com", []string{"should have renewed"}}},
 		},
 		{
 			name: "endpoint serving an imported ACM certificate: expiry with the ARN",
 			obs:  []probes.Observation{serve("legacy.example.com", "10.0.0.1", legacy)},
-			acm:  []acm.Certificate{acmCert("legacy.example.com", in(10), linked(legacy), imported, func(c *acm.Certificate) { c.InUse, c.InUseBy = false, nil })},
+			acm:  []acmcert.Certificate{acmCert("legacy.example.com", in(10), linked(legacy), imported, func(c *acmcert.Certificate) { c.InUse, c.InUseBy = false, nil })},
 			want: []want{{policy.Expiring, policy.Warning, "legacy.example.com", "legacy.example.com", []string{"manual renewal required", "served by the endpoints listed"}}},
 		},
 		{
 			name: "other findings of a served ACM certificate carry the link",
 			obs:  []probes.Observation{serve("wrong.example.com", "10.0.0.1", host)},
-			acm:  []acm.Certificate{acmCert("right.example.com", in(200), linked(host))},
+			acm:  []acmcert.Certificate{acmCert("right.example.com", in(200), linked(host))},
 			want: []want{{policy.HostnameMismatch, policy.Page, "wrong.example.com", "right.example.com", nil}},
 		},
 		{
 			name: "endpoint still serves the old certificate after ACM renewed it: stale deployment",
 			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", shopOld)},
-			acm: []acm.Certificate{acmCert("shop.example.com", in(300), renewal(acm.RenewalSuccess, ""), func(c *acm.Certificate) {
+			acm: []acmcert.Certificate{acmCert("shop.example.com", in(300), renewal(acmcert.RenewalSuccess, ""), func(c *acmcert.Certificate) {
 				c.SubjectAlternativeNames = []string{"shop.example.com", "www.example.com"}
 			})},
 			want: []want{{policy.StaleDeployment, policy.Page, "shop.example.com", "", []string{
@@ -333,9 +335,9 @@ func TestRenewal(t *testing.T) {
 		},
 		{
 			name: "imported ACM certificate in use while a newer one sits unused in ACM: stale deployment",
-			acm: []acm.Certificate{
+			acm: []acmcert.Certificate{
 				acmCert("legacy.example.com", in(10), imported),
-				acmCert("legacy.example.com", in(400), imported, notInUse, func(c *acm.Certificate) {
+				acmCert("legacy.example.com", in(400), imported, notInUse, func(c *acmcert.Certificate) {
 					c.ARN, c.Serial = "arn:aws:acm:eu-west-1:111111111111:certificate/legacy-2031", "0a0b"
 					c.NotBefore = now.Add(-day)
 				}),
@@ -344,33 +346,33 @@ func TestRenewal(t *testing.T) {
 		},
 		{
 			name: "requested, pending validation for two days, record missing: warning naming the record, deadline when ACM gives up",
-			acm: []acm.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
-				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.RenewalEligibility, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, false, nil, acm.Ineligible, now.Add(-2*day)
+			acm: []acmcert.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acmcert.Certificate) {
+				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.RenewalEligibility, c.CreatedAt = acmcert.StatusPendingValidation, time.Time{}, false, nil, acmcert.Ineligible, now.Add(-2*day)
 			})},
-			zones: []route53.Zone{public},
+			zones: []hostedzone.Zone{public},
 			want: []want{{policy.ValidationRecordMissing, policy.Warning, "", "new.example.com", []string{"will never be issued",
 				"Create this record in Route 53 zone example.com (Z1PUBLIC): name _3639ac51.new.example.com, type CNAME, value " + value, "ACM gives up 2030-01-02 00:00 UTC"}}},
 			states: map[string]policy.RenewalState{"new.example.com": policy.RenewalNotIssued},
 		},
 		{
 			name: "pending validation for an hour: info, DNS may still be on its way",
-			acm: []acm.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
-				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, false, nil, now.Add(-time.Hour)
+			acm: []acmcert.Certificate{acmCert("new.example.com", time.Time{}, dnsValidated(false), func(c *acmcert.Certificate) {
+				c.Status, c.NotBefore, c.InUse, c.InUseBy, c.CreatedAt = acmcert.StatusPendingValidation, time.Time{}, false, nil, now.Add(-time.Hour)
 			})},
-			zones: []route53.Zone{public},
+			zones: []hostedzone.Zone{public},
 			want:  []want{{policy.ValidationRecordMissing, policy.Info, "", "new.example.com", []string{"requested 60 minutes ago"}}},
 		},
 		{
 			name: "pending validation whose record is in place: nothing to say",
-			acm: []acm.Certificate{acmCert("login.example.com", time.Time{}, dnsValidated(false), func(c *acm.Certificate) {
-				c.Status, c.NotBefore, c.CreatedAt = acm.StatusPendingValidation, time.Time{}, now.Add(-2*day)
+			acm: []acmcert.Certificate{acmCert("login.example.com", time.Time{}, dnsValidated(false), func(c *acmcert.Certificate) {
+				c.Status, c.NotBefore, c.CreatedAt = acmcert.StatusPendingValidation, time.Time{}, now.Add(-2*day)
 			})},
-			zones: []route53.Zone{zone("example.com", "Z1PUBLIC", route53.Record{Name: rec, Type: "CNAME", Value: value})},
+			zones: []hostedzone.Zone{zone("example.com", "Z1PUBLIC", hostedzone.Record{Name: rec, Type: "CNAME", Value: value})},
 		},
 		{
 			name:  "issued, unused (not yet eligible), record missing: notice naming the record",
-			acm:   []acm.Certificate{acmCert("idle.example.com", in(300), notInUse, dnsValidated(false))},
-			zones: []route53.Zone{public},
+			acm:   []acmcert.Certificate{acmCert("idle.example.com", in(300), notInUse, dnsValidated(false))},
+			zones: []hostedzone.Zone{public},
 			want: []want{{policy.ValidationRecordMissing, policy.Notice, "", "idle.example.com", []string{"not in use, so not yet eligible",
 				"The day it is used, its renewal will fail", "name _3639ac51.idle.example.com, type CNAME"}}},
 			states: map[string]policy.RenewalState{"idle.example.com": policy.RenewalIneligible},
@@ -381,7 +383,7 @@ func TestRenewal(t *testing.T) {
 				serve("shop.example.com", "10.0.0.1", leaf(in(100), "shop.example.com")),
 				serve("shop.example.com", "10.0.0.2", shopNew),
 			},
-			acm: []acm.Certificate{acmCert("shop.example.com", shopNew.Cert.NotAfter, linked(shopNew), func(c *acm.Certificate) {
+			acm: []acmcert.Certificate{acmCert("shop.example.com", shopNew.Cert.NotAfter, linked(shopNew), func(c *acmcert.Certificate) {
 				c.SubjectAlternativeNames = []string{"shop.example.com", "www.example.com"}
 			})},
 			want: []want{{policy.StaleDeployment, policy.Warning, "shop.example.com", "", []string{
@@ -457,12 +459,12 @@ func TestRenewalLinksServedCertificate(t *testing.T) {
 	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
 	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"www.example.com"}, NotBefore: now.AddDate(0, 0, -300), NotAfter: now.AddDate(0, 0, 90)})
 	o := observe("www.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
-	c := acmCert("www.example.com", l.Cert.NotAfter, func(c *acm.Certificate) {
+	c := acmCert("www.example.com", l.Cert.NotAfter, func(c *acmcert.Certificate) {
 		// ACM shows serials as colon-separated octets with leading zeros.
 		c.Serial = "00:" + l.Cert.SerialNumber.Text(16)
 		c.NotBefore = l.Cert.NotBefore
 	})
-	c.Serial = acm.NormalizeSerial(c.Serial)
+	c.Serial = acmcert.NormalizeSerial(c.Serial)
 	ev := policy.NewEvaluator(policy.DefaultRules(), now)
 	ev.Add(&o)
 	ev.AddACM(c)

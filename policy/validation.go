@@ -6,15 +6,15 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 )
 
 // validationRecord is one DNS validation CNAME ACM needs, and what the
 // Route 53 zones certwatch sees hold for it.
 type validationRecord struct {
 	name, value string
-	zone        *route53.Zone // public zone that must hold it; nil: none seen
+	zone        *hostedzone.Zone // public zone that must hold it; nil: none seen
 	found       string
 	present     bool
 }
@@ -50,8 +50,8 @@ func missingRecords(records []validationRecord) []string {
 // validationRecords returns the DNS validation records an AMAZON_ISSUED
 // certificate needs, renewal's first, each looked up in the public zone
 // that must hold it.
-func (e *Evaluator) validationRecords(c *acm.Certificate) []validationRecord {
-	if c.Type != acm.AmazonIssued {
+func (e *Evaluator) validationRecords(c *acmcert.Certificate) []validationRecord {
+	if c.Type != acmcert.AmazonIssued {
 		return nil
 	}
 	var out []validationRecord
@@ -66,7 +66,7 @@ func (e *Evaluator) validationRecords(c *acm.Certificate) []validationRecord {
 		}
 		seen[name] = true
 		r := validationRecord{name: name, value: value}
-		if z, ok := route53.PublicZoneFor(e.inv.zones, name); ok {
+		if z, ok := hostedzone.PublicZoneFor(e.inv.zones, name); ok {
 			r.zone = &z
 			r.found, r.present = z.CNAME(name)
 		}
@@ -77,10 +77,10 @@ func (e *Evaluator) validationRecords(c *acm.Certificate) []validationRecord {
 
 // pendingDomains lists the domains whose renewal validation has not
 // succeeded.
-func pendingDomains(c *acm.Certificate) []string {
+func pendingDomains(c *acmcert.Certificate) []string {
 	var out []string
 	for _, v := range c.RenewalValidations {
-		if v.Status != acm.ValidationSuccess && !slices.Contains(out, v.DomainName) {
+		if v.Status != acmcert.ValidationSuccess && !slices.Contains(out, v.DomainName) {
 			out = append(out, v.DomainName)
 		}
 	}
@@ -88,7 +88,7 @@ func pendingDomains(c *acm.Certificate) []string {
 }
 
 // renewalAdvice says what to do about a failed or pending renewal.
-func renewalAdvice(c *acm.Certificate, records []validationRecord) string {
+func renewalAdvice(c *acmcert.Certificate, records []validationRecord) string {
 	var todo []string
 	for _, r := range records {
 		if !r.ok() {
@@ -111,7 +111,7 @@ func renewalAdvice(c *acm.Certificate, records []validationRecord) string {
 		switch {
 		case len(records) > 0:
 			todo = append(todo, "the DNS validation records are in place; check the renewal's status and reason in the ACM console")
-		case c.Type == acm.Private:
+		case c.Type == acmcert.Private:
 			todo = append(todo, "check that the private CA is active and that ACM may use it")
 		default:
 			todo = append(todo, "validate the domains listed in the ACM console (DNS validation records, or the validation emails)")
@@ -121,7 +121,7 @@ func renewalAdvice(c *acm.Certificate, records []validationRecord) string {
 }
 
 // overdueAdvice says what to check when ACM has not renewed in time.
-func overdueAdvice(c *acm.Certificate, records []validationRecord) string {
+func overdueAdvice(c *acmcert.Certificate, records []validationRecord) string {
 	var todo []string
 	for _, r := range records {
 		if !r.ok() {
@@ -129,7 +129,7 @@ func overdueAdvice(c *acm.Certificate, records []validationRecord) string {
 		}
 	}
 	todo = append(todo, "check in the ACM console why renewal has not happened (ACM renews only certificates in use whose names it can still validate; a CAA record must allow amazon.com)", "if it stays stuck, request a new certificate and attach it to every resource listed")
-	if c.Type == acm.Private {
+	if c.Type == acmcert.Private {
 		todo[len(todo)-2] = "check that the private CA is active and that ACM may use it"
 	}
 	return strings.Join(todo, "; ")

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/consumers"
-	"github.com/certwatch/certwatch/discovery/iam"
-	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/policy"
 )
 
@@ -16,33 +16,33 @@ import (
 // are judged by policy in every Probe until the next Discover. Implemented
 // by *acm.Source.
 type CertificateSource interface {
-	Certificates(ctx context.Context) ([]acm.Certificate, error)
+	Certificates(ctx context.Context) ([]acmcert.Certificate, error)
 }
 
 // ZoneSource is a Source that knows the DNS zones it read (Route 53), in
 // which policy looks up the DNS validation records of ACM certificates.
 // Implemented by *route53.Source.
 type ZoneSource interface {
-	Zones() []route53.Zone
+	Zones() []hostedzone.Zone
 }
 
 // ServerCertificateSource is a Source that also holds an IAM server
 // certificate inventory. Implemented by *iam.Source.
 type ServerCertificateSource interface {
-	ServerCertificates(ctx context.Context) ([]iam.Certificate, error)
+	ServerCertificates(ctx context.Context) ([]iamcert.Certificate, error)
 }
 
 // ConsumerSource is a Source that knows the AWS resources serving
 // certificates (load balancers, distributions, API Gateway domains), read
 // by its Targets call. Implemented by *consumers.Source.
 type ConsumerSource interface {
-	Consumers() []consumers.Consumer
+	Consumers() []certconsumer.Consumer
 }
 
 // awsInventory holds the IAM inventories of the last Discover by source
 // name; a source that failed keeps its previous inventory.
 type awsInventory struct {
-	iam map[string][]iam.Certificate
+	iam map[string][]iamcert.Certificate
 }
 
 // fetchInventory fetches the inventory of s, if it holds one, after its
@@ -57,9 +57,9 @@ func (p *Pass) fetchInventory(ctx context.Context, s Source, err error) (int, er
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.aws.iam == nil {
-			p.aws.iam = make(map[string][]iam.Certificate)
+			p.aws.iam = make(map[string][]iamcert.Certificate)
 		}
-		var ie *iam.Error
+		var ie *iamcert.Error
 		if cerr == nil || !errors.As(cerr, &ie) || ie.Op != "list server certificates" {
 			p.aws.iam[s.Name()] = certs // a listing that failed keeps the previous inventory
 		}
@@ -83,7 +83,7 @@ func (p *Pass) fetchCertificates(ctx context.Context, name string, cs Certificat
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.certs == nil {
-		p.certs = make(map[string][]acm.Certificate)
+		p.certs = make(map[string][]acmcert.Certificate)
 	}
 	for _, re := range regionErrors(cerr) {
 		if re.Op != "list certificates" {
@@ -99,21 +99,21 @@ func (p *Pass) fetchCertificates(ctx context.Context, name string, cs Certificat
 	return len(certs), errors.Join(err, cerr)
 }
 
-// regionErrors returns every *acm.RegionError in err's tree.
-func regionErrors(err error) []*acm.RegionError {
+// regionErrors returns every *acmcert.RegionError in err's tree.
+func regionErrors(err error) []*acmcert.RegionError {
 	if err == nil {
 		return nil
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []*acm.RegionError
+		var out []*acmcert.RegionError
 		for _, e := range j.Unwrap() {
 			out = append(out, regionErrors(e)...)
 		}
 		return out
 	}
-	var re *acm.RegionError
+	var re *acmcert.RegionError
 	if errors.As(err, &re) {
-		return []*acm.RegionError{re}
+		return []*acmcert.RegionError{re}
 	}
 	return nil
 }
@@ -125,10 +125,10 @@ func regionErrors(err error) []*acm.RegionError {
 // run evaluated elsewhere carries the inventory of the site that
 // discovered it (see Part).
 type Inventory struct {
-	ACM       []acm.Certificate    `json:"acm,omitempty"`
-	IAM       []iam.Certificate    `json:"iam,omitempty"`
-	Consumers []consumers.Consumer `json:"consumers,omitempty"`
-	Zones     []route53.Zone       `json:"zones,omitempty"`
+	ACM       []acmcert.Certificate   `json:"acm,omitempty"`
+	IAM       []iamcert.Certificate   `json:"iam,omitempty"`
+	Consumers []certconsumer.Consumer `json:"consumers,omitempty"`
+	Zones     []hostedzone.Zone       `json:"zones,omitempty"`
 }
 
 // Inventory returns the inventory of the last Discover, by source in the
@@ -157,7 +157,7 @@ func (p *Pass) Inventory() Inventory {
 // addInventory hands the inventories to ev, as one: their zones together
 // (SetZones replaces), then every certificate and consumer.
 func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
-	var zones []route53.Zone
+	var zones []hostedzone.Zone
 	for _, inv := range invs {
 		zones = append(zones, inv.Zones...)
 	}

@@ -25,7 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 )
@@ -86,7 +86,7 @@ type Pass struct {
 	mu sync.Mutex
 	// certs are the inventories of CertificateSources by source name, from
 	// the last Discover (see fetchCertificates).
-	certs map[string][]acm.Certificate
+	certs map[string][]acmcert.Certificate
 	// aws are the IAM and consumer inventories by source name (see
 	// fetchInventory).
 	aws awsInventory

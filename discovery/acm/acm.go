@@ -31,6 +31,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 )
 
@@ -132,45 +133,16 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	return nil, nil
 }
 
-// RegionError is the failure of one region (or of some certificates in
-// it). The other regions' certificates are still returned.
-type RegionError struct {
-	Account string
-	Region  string
-	// Op is the failed step: "list certificates", "describe certificates"
-	// or "get certificates".
-	Op string
-	// Failed is how many certificates could not be described or fetched
-	// (for Op "describe certificates" and "get certificates"); Err is the
-	// first such failure.
-	Failed int
-	Err    error
-}
-
-func (e *RegionError) Error() string {
-	who := e.Region
-	if e.Account != "" {
-		who += " (account " + e.Account + ")"
-	}
-	if e.Failed > 0 {
-		return fmt.Sprintf("acm %s in %s: %d failed, first: %v", e.Op, who, e.Failed, e.Err)
-	}
-	return fmt.Sprintf("acm %s in %s: %v", e.Op, who, e.Err)
-}
-
-// Unwrap returns the underlying SDK error.
-func (e *RegionError) Unwrap() error { return e.Err }
-
 // Certificates lists and describes every certificate in every region,
 // sorted by region, then ARN. A region that fails does not stop the
 // others: the certificates found are returned with an error joining one
-// *RegionError per failed region (match with errors.As on each of
+// *acmcert.RegionError per failed region (match with errors.As on each of
 // errors.Join's members, or read the message, which names the region, the
 // account and what permission to grant). A certificate that could not be
 // described is returned from its ListCertificates summary with Partial
 // set. Cancelling ctx stops the listing and returns ctx's error.
-func (s *Source) Certificates(ctx context.Context) ([]Certificate, error) {
-	results := make([][]Certificate, len(s.regions))
+func (s *Source) Certificates(ctx context.Context) ([]acmcert.Certificate, error) {
+	results := make([][]acmcert.Certificate, len(s.regions))
 	errs := make([]error, len(s.regions))
 	var g errgroup.Group
 	for i, r := range s.regions {
@@ -183,11 +155,11 @@ func (s *Source) Certificates(ctx context.Context) ([]Certificate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("acm inventory: %w", context.Cause(ctx))
 	}
-	var out []Certificate
+	var out []acmcert.Certificate
 	for _, r := range results {
 		out = append(out, r...)
 	}
-	slices.SortFunc(out, func(a, b Certificate) int {
+	slices.SortFunc(out, func(a, b acmcert.Certificate) int {
 		return cmp.Or(strings.Compare(a.Region, b.Region), strings.Compare(a.ARN, b.ARN))
 	})
 	return out, errors.Join(errs...)
@@ -201,7 +173,7 @@ var keyTypes = types.KeyAlgorithm("").Values()
 // ListCertificates leaves out ACME-issued certificates.
 var keyPairOrigins = types.CertificateKeyPairOrigin("").Values()
 
-func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
+func (s *Source) region(ctx context.Context, r region) ([]acmcert.Certificate, error) {
 	start := time.Now()
 	var summaries []types.CertificateSummary
 	p := acm.NewListCertificatesPaginator(r.client, &acm.ListCertificatesInput{
@@ -214,13 +186,13 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 			return p.NextPage(ctx)
 		})
 		if err != nil {
-			return nil, &RegionError{Account: s.c.Account, Region: r.name, Op: "list certificates",
+			return nil, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "list certificates",
 				Err: awsaccount.WithHint(err, "acm:ListCertificates")}
 		}
 		summaries = append(summaries, page.CertificateSummaryList...)
 	}
 
-	certs := make([]Certificate, len(summaries))
+	certs := make([]acmcert.Certificate, len(summaries))
 	keep := make([]bool, len(summaries))
 	var (
 		mu                sync.Mutex
@@ -267,7 +239,7 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 		})
 	}
 	_ = g.Wait() // every func returns nil
-	var out []Certificate
+	var out []acmcert.Certificate
 	for i, c := range certs {
 		if keep[i] {
 			out = append(out, c)
@@ -277,10 +249,10 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 		"describe_failed", failed, "duration", time.Since(start))
 	var errs []error
 	if failed > 0 {
-		errs = append(errs, &RegionError{Account: s.c.Account, Region: r.name, Op: "describe certificates", Failed: failed, Err: first})
+		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "describe certificates", Failed: failed, Err: first})
 	}
 	if getFailed > 0 {
-		errs = append(errs, &RegionError{Account: s.c.Account, Region: r.name, Op: "get certificates", Failed: getFailed, Err: firstGet})
+		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "get certificates", Failed: getFailed, Err: firstGet})
 	}
 	return out, errors.Join(errs...)
 }
@@ -288,8 +260,8 @@ func (s *Source) region(ctx context.Context, r region) ([]Certificate, error) {
 // fetch sets c.Fingerprint from the PEM GetCertificate returns for an
 // issued (or expired) certificate. A certificate ACM has no PEM for (not
 // issued, or deleted meanwhile) is no failure.
-func (s *Source) fetch(ctx context.Context, r region, c *Certificate) error {
-	if c.Status != StatusIssued && c.Status != StatusExpired {
+func (s *Source) fetch(ctx context.Context, r region, c *acmcert.Certificate) error {
+	if c.Status != acmcert.StatusIssued && c.Status != acmcert.StatusExpired {
 		return nil
 	}
 	out, err := withTimeout(ctx, s, r.name, func(ctx context.Context) (*acm.GetCertificateOutput, error) {

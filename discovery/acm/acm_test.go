@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
@@ -106,7 +107,7 @@ func TestCertificatesEveryKeyTypeAndRenewalState(t *testing.T) {
 	if len(got) != len(fake)-2 {
 		t.Fatalf("got %d certificates, want %d: %+v", len(got), len(fake)-2, got)
 	}
-	byARN := map[string]acm.Certificate{}
+	byARN := map[string]acmcert.Certificate{}
 	for _, c := range got {
 		byARN[c.ARN] = c
 	}
@@ -115,38 +116,38 @@ func TestCertificatesEveryKeyTypeAndRenewalState(t *testing.T) {
 			t.Errorf("certificate %d: key algorithm %q name %q, want %q", i, c.KeyAlgorithm, c.DomainName, kt)
 		}
 	}
-	wantFailed := acm.Certificate{
+	wantFailed := acmcert.Certificate{
 		ARN: arns[10], Region: "eu-west-1", Account: awstest.DefaultAccount,
 		DomainName: "renew.example.com", SubjectAlternativeNames: []string{"renew.example.com"},
 		Serial: "ff", NotBefore: now.AddDate(0, -11, 0), NotAfter: now.AddDate(0, 0, 20),
-		Type: acm.AmazonIssued, Status: acm.StatusIssued, KeyAlgorithm: "EC_prime256v1",
+		Type: acmcert.AmazonIssued, Status: acmcert.StatusIssued, KeyAlgorithm: "EC_prime256v1",
 		InUseBy:            []string{"arn:aws:elasticloadbalancing:eu-west-1:111111111111:loadbalancer/app/web/1"},
 		InUse:              true,
-		RenewalEligibility: acm.Eligible, RenewalStatus: acm.RenewalFailed, RenewalStatusReason: "CAA_ERROR",
+		RenewalEligibility: acmcert.Eligible, RenewalStatus: acmcert.RenewalFailed, RenewalStatusReason: "CAA_ERROR",
 		RenewalUpdatedAt: now.AddDate(0, 0, -1),
-		Validations: []acm.Validation{{DomainName: "renew.example.com", ValidationDomain: "renew.example.com",
-			Status: acm.ValidationSuccess, Method: "DNS", Record: &acm.Record{
+		Validations: []acmcert.Validation{{DomainName: "renew.example.com", ValidationDomain: "renew.example.com",
+			Status: acmcert.ValidationSuccess, Method: "DNS", Record: &acmcert.Record{
 				Name: "_3639ac514e785e898d2646601fa951d5.renew.example.com", Type: "CNAME",
 				Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}}},
-		RenewalValidations: []acm.Validation{{DomainName: "renew.example.com", ValidationDomain: "renew.example.com",
-			Status: acm.ValidationFailed, Method: "DNS", Record: &acm.Record{
+		RenewalValidations: []acmcert.Validation{{DomainName: "renew.example.com", ValidationDomain: "renew.example.com",
+			Status: acmcert.ValidationFailed, Method: "DNS", Record: &acmcert.Record{
 				Name: "_3639ac514e785e898d2646601fa951d5.renew.example.com", Type: "CNAME",
 				Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}}},
 	}
 	if diff := cmp.Diff(wantFailed, byARN[arns[10]]); diff != "" {
 		t.Errorf("FAILED renewal certificate (-want +got):\n%s", diff)
 	}
-	for i, want := range []acm.RenewalStatus{acm.RenewalPendingAutoRenewal, acm.RenewalPendingValidation, acm.RenewalSuccess, acm.RenewalFailed} {
+	for i, want := range []acmcert.RenewalStatus{acmcert.RenewalPendingAutoRenewal, acmcert.RenewalPendingValidation, acmcert.RenewalSuccess, acmcert.RenewalFailed} {
 		if got := byARN[arns[7+i]].RenewalStatus; got != want {
 			t.Errorf("renewal status of certificate %d = %q, want %q", 7+i, got, want)
 		}
 	}
 	imported := byARN[arns[11]]
-	if imported.Type != acm.Imported || imported.RenewalEligibility != acm.Ineligible || imported.Serial != "10203" ||
+	if imported.Type != acmcert.Imported || imported.RenewalEligibility != acmcert.Ineligible || imported.Serial != "10203" ||
 		!imported.ImportedAt.Equal(now.AddDate(-1, 0, 0)) || imported.KeyAlgorithm != "RSA_4096" {
 		t.Errorf("imported certificate = %+v", imported)
 	}
-	if p := byARN[arns[12]]; p.Type != acm.Private {
+	if p := byARN[arns[12]]; p.Type != acmcert.Private {
 		t.Errorf("private certificate type = %q", p.Type)
 	}
 	if _, ok := byARN[arns[13]]; !ok {
@@ -244,7 +245,7 @@ func TestFailingRegionDoesNotStopOthers(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for the denied region")
 	}
-	var re *acm.RegionError
+	var re *acmcert.RegionError
 	if !errors.As(err, &re) || re.Region != "eu-central-1" || re.Op != "list certificates" {
 		t.Errorf("error %v: want a *RegionError for eu-central-1", err)
 	}
@@ -267,10 +268,10 @@ func TestDescribeFailureKeepsSummary(t *testing.T) {
 	srv.ACM.DenyOperation("DescribeCertificate")
 
 	got, err := s.Certificates(context.Background())
-	if len(got) != 2 || !got[0].Partial || !got[0].NotAfter.Equal(now) || got[0].Type != acm.Imported || !got[0].InUse {
+	if len(got) != 2 || !got[0].Partial || !got[0].NotAfter.Equal(now) || got[0].Type != acmcert.Imported || !got[0].InUse {
 		t.Errorf("certificates = %+v, want both from their summaries", got)
 	}
-	var re *acm.RegionError
+	var re *acmcert.RegionError
 	if !errors.As(err, &re) || re.Failed != 2 || !strings.Contains(err.Error(), "grant acm:DescribeCertificate") {
 		t.Errorf("error = %v, want 2 failed describes with a hint", err)
 	}
@@ -430,13 +431,13 @@ func TestNormalizeSerial(t *testing.T) {
 		{"01:00", "100"},
 	}
 	for _, tt := range tests {
-		if got := acm.NormalizeSerial(tt.in); got != tt.want {
+		if got := acmcert.NormalizeSerial(tt.in); got != tt.want {
 			t.Errorf("NormalizeSerial(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 	// The same serial as crypto/x509 prints it.
 	n, _ := new(big.Int).SetString("0facb0a3", 16)
-	if got := acm.NormalizeSerial("0f:ac:b0:a3"); got != n.Text(16) {
+	if got := acmcert.NormalizeSerial("0f:ac:b0:a3"); got != n.Text(16) {
 		t.Errorf("NormalizeSerial = %q, x509 serial %q", got, n.Text(16))
 	}
 }
@@ -481,7 +482,7 @@ func TestFingerprintFromGetCertificate(t *testing.T) {
 
 	srv.ACM.DenyOperation("GetCertificate")
 	got, err = s.Certificates(context.Background())
-	var re *acm.RegionError
+	var re *acmcert.RegionError
 	if len(got) != 2 || !errors.As(err, &re) || re.Op != "get certificates" || !strings.Contains(err.Error(), "grant acm:GetCertificate") {
 		t.Errorf("denied GetCertificate: %d certificates, error %v; want both kept and the action to grant", len(got), err)
 	}

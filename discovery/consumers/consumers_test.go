@@ -12,6 +12,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 )
 
 const (
@@ -72,12 +73,12 @@ func TestTargets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Targets: %v", err)
 	}
-	got := map[string]consumers.Consumer{}
+	got := map[string]certconsumer.Consumer{}
 	for _, c := range s.Consumers() {
 		got[c.Kind+"/"+c.Name] = c
 	}
 	web := got["elbv2/web"]
-	if diff := cmp.Diff([]consumers.Listener{
+	if diff := cmp.Diff([]certconsumer.Listener{
 		{Port: 443, Protocol: "HTTPS", Certificates: []string{acmWeb, acmShop, iamOld}},
 		{Port: 8443, Protocol: "HTTPS", Certificates: []string{acmWeb}},
 	}, web.Listeners); diff != "" || web.DNSName != "web-1.eu-west-1.elb.amazonaws.com" {
@@ -92,12 +93,12 @@ func TestTargets(t *testing.T) {
 	if l := got["elb/legacy"].Listeners; len(l) != 1 || l[0].Certificates[0] != iamOld {
 		t.Errorf("classic legacy: listeners %+v, want 443 with %s", l, iamOld)
 	}
-	var cdn, old consumers.Consumer
+	var cdn, old certconsumer.Consumer
 	for _, c := range s.Consumers() {
-		if c.Kind == consumers.KindCloudFront && c.Uses(acmCDN) {
+		if c.Kind == certconsumer.KindCloudFront && c.Uses(acmCDN) {
 			cdn = c
 		}
-		if c.Kind == consumers.KindCloudFront && c.Uses(consumers.IAMCertificateID+"ASCAOLD") {
+		if c.Kind == certconsumer.KindCloudFront && c.Uses(certconsumer.IAMCertificateID+"ASCAOLD") {
 			old = c
 		}
 	}
@@ -153,7 +154,7 @@ func TestServiceDenied(t *testing.T) {
 	for _, c := range s.Consumers() {
 		kinds[c.Kind]++
 	}
-	if kinds[consumers.KindELB] != 1 || kinds[consumers.KindCloudFront] != 2 || kinds[consumers.KindAPIGateway] != 1 {
+	if kinds[certconsumer.KindELB] != 1 || kinds[certconsumer.KindCloudFront] != 2 || kinds[certconsumer.KindAPIGateway] != 1 {
 		t.Errorf("the other services' consumers = %v, want all of them", kinds)
 	}
 }

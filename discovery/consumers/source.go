@@ -1,3 +1,22 @@
+// Package consumers inventories the AWS resources that serve TLS
+// certificates, so that each certificate (ACM or IAM) lists who uses it and
+// a resource no hosted zone points to is still probed:
+//
+//   - Elastic Load Balancing v2 (application and network load balancers):
+//     DescribeLoadBalancers, DescribeListeners and, per TLS listener,
+//     DescribeListenerCertificates, which lists the SNI certificates beside
+//     the default one.
+//   - Classic Elastic Load Balancing: DescribeLoadBalancers, whose HTTPS and
+//     SSL listeners name their certificate.
+//   - CloudFront distributions: ListDistributions (global; its viewer
+//     certificate is an ACM certificate in us-east-1 or an IAM server
+//     certificate).
+//   - API Gateway custom domain names: GetDomainNames.
+//
+// Every attempt of every call (retries included) waits for a rate limiter
+// per service and region. A service that fails (a missing permission, say)
+// fails alone: the others' consumers are returned with an error naming the
+// service, the account, the region and the action to grant.
 package consumers
 
 import (
@@ -21,6 +40,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 )
 
 // Defaults used when Config fields are zero.
@@ -65,7 +85,7 @@ type Source struct {
 	logger *slog.Logger
 
 	mu        sync.Mutex
-	consumers []Consumer // from the last Targets call
+	consumers []certconsumer.Consumer // from the last Targets call
 }
 
 // New returns a Source for the account whose credentials cfg holds (see
@@ -130,8 +150,8 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	for _, c := range cs {
 		src := []string{"aws:" + c.Kind + ":" + cmp.Or(c.Account+"/", "") + c.Name}
 		switch c.Kind {
-		case KindELBv2, KindELB:
-			src := []string{LoadBalancerSource + c.Kind + ":" + cmp.Or(c.Account+"/", "") + c.Name}
+		case certconsumer.KindELBv2, certconsumer.KindELB:
+			src := []string{certconsumer.LoadBalancerSource + c.Kind + ":" + cmp.Or(c.Account+"/", "") + c.Name}
 			for _, l := range c.Listeners {
 				out = append(out, discovery.Target{Name: c.DNSName, Port: l.Port, Sources: src})
 			}
@@ -151,16 +171,9 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	return discovery.Merge(out), err
 }
 
-// LoadBalancerSource starts the Sources entry of a load balancer probed
-// under its own DNS name ("aws-lb:elbv2:<account>/<name>"): it serves its
-// default certificate, whose names are its sites', not that DNS name, so
-// policy does not call that a name mismatch. Distributions and API Gateway
-// domains are probed under their own names ("aws:cloudfront:...").
-const LoadBalancerSource = "aws-lb:"
-
 // Consumers returns the consumers the last Targets call found (nil before
 // the first). Callers must not modify them.
-func (s *Source) Consumers() []Consumer {
+func (s *Source) Consumers() []certconsumer.Consumer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.consumers
@@ -171,16 +184,16 @@ func (s *Source) Consumers() []Consumer {
 // by ARN. A service that fails does not stop the others: the rest are
 // returned with an error joining one *ServiceError per failed service and
 // region, naming the action to grant. Cancelling ctx stops discovery.
-func (s *Source) Discover(ctx context.Context) ([]Consumer, error) {
+func (s *Source) Discover(ctx context.Context) ([]certconsumer.Consumer, error) {
 	type job struct {
 		region string
-		run    func(ctx context.Context, region string) ([]Consumer, error)
+		run    func(ctx context.Context, region string) ([]certconsumer.Consumer, error)
 	}
 	jobs := []job{{"global", s.cloudFront}}
 	for _, r := range s.c.Regions {
 		jobs = append(jobs, job{r, s.elbv2}, job{r, s.elb}, job{r, s.apiGateway})
 	}
-	results := make([][]Consumer, len(jobs))
+	results := make([][]certconsumer.Consumer, len(jobs))
 	errs := make([]error, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(4)
@@ -194,12 +207,12 @@ func (s *Source) Discover(ctx context.Context) ([]Consumer, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("aws consumers: %w", context.Cause(ctx))
 	}
-	var out []Consumer
+	var out []certconsumer.Consumer
 	for _, r := range results {
 		out = append(out, r...)
 	}
 	fillAccount(out)
-	slices.SortFunc(out, func(a, b Consumer) int { return strings.Compare(a.ARN, b.ARN) })
+	slices.SortFunc(out, func(a, b certconsumer.Consumer) int { return strings.Compare(a.ARN, b.ARN) })
 	return out, errors.Join(errs...)
 }
 
@@ -217,7 +230,7 @@ func (s *Source) fail(region, service, action string, err error) error {
 
 func newLimiter(r float64) *rate.Limiter { return rate.NewLimiter(rate.Limit(r), 1) }
 
-func (s *Source) elbv2(ctx context.Context, region string) ([]Consumer, error) {
+func (s *Source) elbv2(ctx context.Context, region string) ([]certconsumer.Consumer, error) {
 	client := elbv2.NewFromConfig(s.cfg, func(o *elbv2.Options) {
 		o.Region = region
 		if s.c.Endpoints.ELBv2 != "" {
@@ -226,7 +239,7 @@ func (s *Source) elbv2(ctx context.Context, region string) ([]Consumer, error) {
 		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(newLimiter(s.c.RateLimit)))
 	})
 	const service = "elbv2"
-	var out []Consumer
+	var out []certconsumer.Consumer
 	p := elbv2.NewDescribeLoadBalancersPaginator(client, &elbv2.DescribeLoadBalancersInput{PageSize: aws.Int32(400)})
 	for p.HasMorePages() {
 		page, err := withTimeout(ctx, s, service, func(ctx context.Context) (*elbv2.DescribeLoadBalancersOutput, error) { return p.NextPage(ctx) })
@@ -234,7 +247,7 @@ func (s *Source) elbv2(ctx context.Context, region string) ([]Consumer, error) {
 			return out, s.fail(region, service, "elasticloadbalancing:DescribeLoadBalancers", err)
 		}
 		for _, lb := range page.LoadBalancers {
-			out = append(out, Consumer{ARN: aws.ToString(lb.LoadBalancerArn), Kind: KindELBv2, Name: aws.ToString(lb.LoadBalancerName),
+			out = append(out, certconsumer.Consumer{ARN: aws.ToString(lb.LoadBalancerArn), Kind: certconsumer.KindELBv2, Name: aws.ToString(lb.LoadBalancerName),
 				Account: awsaccount.AccountID(aws.ToString(lb.LoadBalancerArn)), Region: region, DNSName: discovery.NormalizeName(aws.ToString(lb.DNSName))})
 		}
 	}
@@ -267,14 +280,14 @@ func (s *Source) elbv2(ctx context.Context, region string) ([]Consumer, error) {
 						}
 					}
 				}
-				c.Listeners = append(c.Listeners, Listener{Port: int(aws.ToInt32(l.Port)), Protocol: proto, Certificates: dedup(certs)})
+				c.Listeners = append(c.Listeners, certconsumer.Listener{Port: int(aws.ToInt32(l.Port)), Protocol: proto, Certificates: dedup(certs)})
 			}
 		}
 	}
 	return withListeners(out), nil
 }
 
-func (s *Source) elb(ctx context.Context, region string) ([]Consumer, error) {
+func (s *Source) elb(ctx context.Context, region string) ([]certconsumer.Consumer, error) {
 	client := elb.NewFromConfig(s.cfg, func(o *elb.Options) {
 		o.Region = region
 		if s.c.Endpoints.ELB != "" {
@@ -282,7 +295,7 @@ func (s *Source) elb(ctx context.Context, region string) ([]Consumer, error) {
 		}
 		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(newLimiter(s.c.RateLimit)))
 	})
-	var out []Consumer
+	var out []certconsumer.Consumer
 	p := elb.NewDescribeLoadBalancersPaginator(client, &elb.DescribeLoadBalancersInput{PageSize: aws.Int32(400)})
 	for p.HasMorePages() {
 		page, err := withTimeout(ctx, s, "elb", func(ctx context.Context) (*elb.DescribeLoadBalancersOutput, error) { return p.NextPage(ctx) })
@@ -291,14 +304,14 @@ func (s *Source) elb(ctx context.Context, region string) ([]Consumer, error) {
 		}
 		for _, lb := range page.LoadBalancerDescriptions {
 			name := aws.ToString(lb.LoadBalancerName)
-			c := Consumer{ARN: fmt.Sprintf("arn:aws:elasticloadbalancing:%s:%s:loadbalancer/%s", region, s.c.Account, name), Kind: KindELB, Name: name,
+			c := certconsumer.Consumer{ARN: fmt.Sprintf("arn:aws:elasticloadbalancing:%s:%s:loadbalancer/%s", region, s.c.Account, name), Kind: certconsumer.KindELB, Name: name,
 				Account: s.c.Account, Region: region, DNSName: discovery.NormalizeName(aws.ToString(lb.DNSName))}
 			for _, ld := range lb.ListenerDescriptions {
 				l := ld.Listener
 				if l == nil || l.SSLCertificateId == nil {
 					continue
 				}
-				c.Listeners = append(c.Listeners, Listener{Port: int(l.LoadBalancerPort), Protocol: aws.ToString(l.Protocol), Certificates: []string{aws.ToString(l.SSLCertificateId)}})
+				c.Listeners = append(c.Listeners, certconsumer.Listener{Port: int(l.LoadBalancerPort), Protocol: aws.ToString(l.Protocol), Certificates: []string{aws.ToString(l.SSLCertificateId)}})
 			}
 			out = append(out, c)
 		}
@@ -306,7 +319,7 @@ func (s *Source) elb(ctx context.Context, region string) ([]Consumer, error) {
 	return withListeners(out), nil
 }
 
-func (s *Source) cloudFront(ctx context.Context, _ string) ([]Consumer, error) {
+func (s *Source) cloudFront(ctx context.Context, _ string) ([]certconsumer.Consumer, error) {
 	client := cloudfront.NewFromConfig(s.cfg, func(o *cloudfront.Options) {
 		o.Region = "us-east-1"
 		if s.c.Endpoints.CloudFront != "" {
@@ -314,7 +327,7 @@ func (s *Source) cloudFront(ctx context.Context, _ string) ([]Consumer, error) {
 		}
 		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(newLimiter(s.c.RateLimit)))
 	})
-	var out []Consumer
+	var out []certconsumer.Consumer
 	p := cloudfront.NewListDistributionsPaginator(client, &cloudfront.ListDistributionsInput{MaxItems: aws.Int32(1000)})
 	for p.HasMorePages() {
 		page, err := withTimeout(ctx, s, "cloudfront", func(ctx context.Context) (*cloudfront.ListDistributionsOutput, error) { return p.NextPage(ctx) })
@@ -331,10 +344,10 @@ func (s *Source) cloudFront(ctx context.Context, _ string) ([]Consumer, error) {
 			}
 			cert := aws.ToString(vc.ACMCertificateArn)
 			if cert == "" {
-				cert = IAMCertificateID + aws.ToString(vc.IAMCertificateId)
+				cert = certconsumer.IAMCertificateID + aws.ToString(vc.IAMCertificateId)
 			}
-			c := Consumer{ARN: aws.ToString(d.ARN), Kind: KindCloudFront, Name: aws.ToString(d.Id), Account: awsaccount.AccountID(aws.ToString(d.ARN)),
-				DNSName: discovery.NormalizeName(aws.ToString(d.DomainName)), Listeners: []Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{cert}}}}
+			c := certconsumer.Consumer{ARN: aws.ToString(d.ARN), Kind: certconsumer.KindCloudFront, Name: aws.ToString(d.Id), Account: awsaccount.AccountID(aws.ToString(d.ARN)),
+				DNSName: discovery.NormalizeName(aws.ToString(d.DomainName)), Listeners: []certconsumer.Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{cert}}}}
 			if d.Aliases != nil {
 				for _, a := range d.Aliases.Items {
 					c.Aliases = append(c.Aliases, discovery.NormalizeName(a))
@@ -346,11 +359,7 @@ func (s *Source) cloudFront(ctx context.Context, _ string) ([]Consumer, error) {
 	return out, nil
 }
 
-// IAMCertificateID prefixes a listener certificate that CloudFront names
-// by IAM server certificate ID instead of ARN ("iam-id:ASCA...").
-const IAMCertificateID = "iam-id:"
-
-func (s *Source) apiGateway(ctx context.Context, region string) ([]Consumer, error) {
+func (s *Source) apiGateway(ctx context.Context, region string) ([]certconsumer.Consumer, error) {
 	client := apigateway.NewFromConfig(s.cfg, func(o *apigateway.Options) {
 		o.Region = region
 		if s.c.Endpoints.APIGateway != "" {
@@ -358,7 +367,7 @@ func (s *Source) apiGateway(ctx context.Context, region string) ([]Consumer, err
 		}
 		o.APIOptions = append(slices.Clip(o.APIOptions), awsaccount.LimitAttempts(newLimiter(s.c.RateLimit)))
 	})
-	var out []Consumer
+	var out []certconsumer.Consumer
 	p := apigateway.NewGetDomainNamesPaginator(client, &apigateway.GetDomainNamesInput{Limit: aws.Int32(500)})
 	for p.HasMorePages() {
 		page, err := withTimeout(ctx, s, "apigateway", func(ctx context.Context) (*apigateway.GetDomainNamesOutput, error) { return p.NextPage(ctx) })
@@ -375,9 +384,9 @@ func (s *Source) apiGateway(ctx context.Context, region string) ([]Consumer, err
 				if x.cert == "" {
 					continue
 				}
-				out = append(out, Consumer{ARN: arn, Kind: KindAPIGateway, Name: name, Account: s.c.Account, Region: region,
+				out = append(out, certconsumer.Consumer{ARN: arn, Kind: certconsumer.KindAPIGateway, Name: name, Account: s.c.Account, Region: region,
 					DNSName: discovery.NormalizeName(x.dns), Aliases: []string{name},
-					Listeners: []Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{x.cert}}}})
+					Listeners: []certconsumer.Listener{{Port: 443, Protocol: "HTTPS", Certificates: []string{x.cert}}}})
 			}
 		}
 	}
@@ -388,7 +397,7 @@ func (s *Source) apiGateway(ctx context.Context, region string) ([]Consumer, err
 // the default credentials' account (whose ID is not looked up: no
 // sts:GetCallerIdentity) the account that the other consumers' ARNs name,
 // so their ARNs read as AWS writes them (ACM's InUseBy).
-func fillAccount(cs []Consumer) {
+func fillAccount(cs []certconsumer.Consumer) {
 	account := ""
 	for _, c := range cs {
 		if a := awsaccount.AccountID(c.ARN); a != "" {
@@ -404,15 +413,15 @@ func fillAccount(cs []Consumer) {
 		if c.Account == "" {
 			c.Account = account
 		}
-		if c.Kind == KindELB && awsaccount.AccountID(c.ARN) == "" {
+		if c.Kind == certconsumer.KindELB && awsaccount.AccountID(c.ARN) == "" {
 			c.ARN = fmt.Sprintf("arn:aws:elasticloadbalancing:%s:%s:loadbalancer/%s", c.Region, account, c.Name)
 		}
 	}
 }
 
 // withListeners keeps the load balancers that have a TLS listener.
-func withListeners(cs []Consumer) []Consumer {
-	return slices.DeleteFunc(cs, func(c Consumer) bool { return len(c.Listeners) == 0 })
+func withListeners(cs []certconsumer.Consumer) []certconsumer.Consumer {
+	return slices.DeleteFunc(cs, func(c certconsumer.Consumer) bool { return len(c.Listeners) == 0 })
 }
 
 func dedup(s []string) []string {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 )
 
 // Defaults used when Config fields are zero.
@@ -64,32 +65,6 @@ type Config struct {
 	// PageSize is ListServerCertificates' MaxItems. Zero means
 	// DefaultPageSize.
 	PageSize int32
-}
-
-// Certificate is one IAM server certificate.
-type Certificate struct {
-	ARN     string `json:"arn"`
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Path    string `json:"path"`
-	Account string `json:"account"`
-	// UploadedAt is when it was uploaded; Expiration is IAM's NotAfter.
-	UploadedAt time.Time `json:"uploaded_at,omitzero"`
-	Expiration time.Time `json:"expiration,omitzero"`
-	// Serial (lower-case hex, as x509's SerialNumber.Text(16)),
-	// Fingerprint (SHA-256 of the DER, lower-case hex), Subject, Issuer,
-	// DNSNames, NotBefore and NotAfter come from the PEM; empty when
-	// Partial.
-	Serial      string    `json:"serial,omitempty"`
-	Fingerprint string    `json:"fingerprint,omitempty"`
-	Subject     string    `json:"subject,omitempty"`
-	Issuer      string    `json:"issuer,omitempty"`
-	DNSNames    []string  `json:"dns_names,omitempty"`
-	NotBefore   time.Time `json:"not_before,omitzero"`
-	NotAfter    time.Time `json:"not_after,omitzero"`
-	// Partial is set when GetServerCertificate failed: only the listing's
-	// metadata is known (NotAfter is then Expiration).
-	Partial bool `json:"partial,omitempty"`
 }
 
 // Source lists IAM server certificates. Its methods are safe for
@@ -136,38 +111,13 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	return nil, nil
 }
 
-// Error is the failure to list or fetch server certificates of one
-// account.
-type Error struct {
-	Account string
-	// Op is "list server certificates" or "get server certificates".
-	Op string
-	// Failed is how many certificates could not be fetched (Op "get
-	// server certificates"); Err is the first failure.
-	Failed int
-	Err    error
-}
-
-func (e *Error) Error() string {
-	who := ""
-	if e.Account != "" {
-		who = " in account " + e.Account
-	}
-	if e.Failed > 0 {
-		return fmt.Sprintf("iam %s%s: %d failed, first: %v", e.Op, who, e.Failed, e.Err)
-	}
-	return fmt.Sprintf("iam %s%s: %v", e.Op, who, e.Err)
-}
-
-// Unwrap returns the underlying SDK error.
-func (e *Error) Unwrap() error { return e.Err }
-
 // ServerCertificates lists and fetches every server certificate, sorted
-// by ARN. If they cannot be listed it returns an *Error naming the account
-// and the action to grant. A certificate that could not be fetched is
-// returned from its metadata with Partial set, with an *Error joining the
-// count. Cancelling ctx stops the inventory and returns ctx's error.
-func (s *Source) ServerCertificates(ctx context.Context) ([]Certificate, error) {
+// by ARN. If they cannot be listed it returns an *iamcert.Error naming the
+// account and the action to grant. A certificate that could not be fetched
+// is returned from its metadata with Partial set, with an *iamcert.Error
+// joining the count. Cancelling ctx stops the inventory and returns ctx's
+// error.
+func (s *Source) ServerCertificates(ctx context.Context) ([]iamcert.Certificate, error) {
 	start := time.Now()
 	var metas []types.ServerCertificateMetadata
 	p := iam.NewListServerCertificatesPaginator(s.client, &iam.ListServerCertificatesInput{MaxItems: aws.Int32(s.c.PageSize)})
@@ -177,11 +127,11 @@ func (s *Source) ServerCertificates(ctx context.Context) ([]Certificate, error) 
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("iam inventory: %w", context.Cause(ctx))
 			}
-			return nil, &Error{Account: s.c.Account, Op: "list server certificates", Err: awsaccount.WithHint(err, "iam:ListServerCertificates")}
+			return nil, &iamcert.Error{Account: s.c.Account, Op: "list server certificates", Err: awsaccount.WithHint(err, "iam:ListServerCertificates")}
 		}
 		metas = append(metas, page.ServerCertificateMetadataList...)
 	}
-	out := make([]Certificate, len(metas))
+	out := make([]iamcert.Certificate, len(metas))
 	var (
 		mu     sync.Mutex
 		failed int
@@ -197,7 +147,7 @@ func (s *Source) ServerCertificates(ctx context.Context) ([]Certificate, error) 
 				return s.client.GetServerCertificate(ctx, &iam.GetServerCertificateInput{ServerCertificateName: m.ServerCertificateName})
 			})
 			if err == nil && res.ServerCertificate != nil {
-				err = out[i].setPEM(aws.ToString(res.ServerCertificate.CertificateBody))
+				err = setPEM(&out[i], aws.ToString(res.ServerCertificate.CertificateBody))
 			} else if err == nil {
 				err = errors.New("empty GetServerCertificate response")
 			}
@@ -216,10 +166,10 @@ func (s *Source) ServerCertificates(ctx context.Context) ([]Certificate, error) 
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("iam inventory: %w", context.Cause(ctx))
 	}
-	slices.SortFunc(out, func(a, b Certificate) int { return strings.Compare(a.ARN, b.ARN) })
+	slices.SortFunc(out, func(a, b iamcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
 	s.logger.Debug("server certificates inventoried", "certificates", len(out), "get_failed", failed, "duration", time.Since(start))
 	if failed > 0 {
-		return out, &Error{Account: s.c.Account, Op: "get server certificates", Failed: failed, Err: first}
+		return out, &iamcert.Error{Account: s.c.Account, Op: "get server certificates", Failed: failed, Err: first}
 	}
 	return out, nil
 }
@@ -232,8 +182,8 @@ func withTimeout[T any](ctx context.Context, s *Source, f func(context.Context) 
 	return f(ctx)
 }
 
-func fromMetadata(m *types.ServerCertificateMetadata) Certificate {
-	c := Certificate{
+func fromMetadata(m *types.ServerCertificateMetadata) iamcert.Certificate {
+	c := iamcert.Certificate{
 		ARN: aws.ToString(m.Arn), ID: aws.ToString(m.ServerCertificateId), Name: aws.ToString(m.ServerCertificateName),
 		Path: aws.ToString(m.Path), Partial: true,
 	}
@@ -249,7 +199,7 @@ func fromMetadata(m *types.ServerCertificateMetadata) Certificate {
 }
 
 // setPEM fills what the certificate body says.
-func (c *Certificate) setPEM(body string) error {
+func setPEM(c *iamcert.Certificate, body string) error {
 	b, _ := pem.Decode([]byte(body))
 	if b == nil || b.Type != "CERTIFICATE" {
 		return errors.New("certificate body is not a PEM certificate")

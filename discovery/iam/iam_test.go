@@ -10,6 +10,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/iam"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/probes"
 )
@@ -82,7 +83,7 @@ func TestDenied(t *testing.T) {
 	srv.IAM.Add(awstest.ServerCertificate{Name: "old", Expiration: now})
 	srv.IAM.DenyOperation("GetServerCertificate")
 	got, err := s.ServerCertificates(context.Background())
-	var ie *iam.Error
+	var ie *iamcert.Error
 	if len(got) != 1 || !got[0].Partial || !got[0].NotAfter.Equal(now) || !errors.As(err, &ie) || ie.Op != "get server certificates" ||
 		!strings.Contains(err.Error(), "grant iam:GetServerCertificate") {
 		t.Errorf("got %+v, %v; want the certificate from its metadata and the action to grant", got, err)

@@ -43,6 +43,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 
@@ -114,74 +115,6 @@ const resolveTimeout = 5 * time.Second
 // resolveConcurrency bounds the lookups in flight per zone.
 const resolveConcurrency = 8
 
-// Zone is one hosted zone as discovery saw it.
-type Zone struct {
-	// ID is the hosted zone ID without the "/hostedzone/" prefix.
-	ID string `json:"id"`
-	// Name is the zone apex, normalised (lower case, no trailing dot).
-	Name    string `json:"name"`
-	Private bool   `json:"private"`
-	// VPCs are the VPCs a private zone is associated with.
-	VPCs    []VPC  `json:"vpcs,omitempty"`
-	Account string `json:"account,omitempty"`
-	// RecordSets is the number of record sets read.
-	RecordSets int `json:"record_sets"`
-	// ValidationRecords are the zone's CNAME records whose owner's first
-	// label starts with "_": the shape of ACM DNS validation records
-	// ("_<hash>.name" → "_<hash>.<id>.acm-validations.aws"). Other records
-	// are not kept, so memory stays bounded by the zones' size.
-	ValidationRecords []Record `json:"validation_records,omitempty"`
-	// AWSTargets are the zone's records that point at AWS resources: alias
-	// records (Type "ALIAS", Value the alias's DNS name) and CNAMEs to
-	// names under amazonaws.com or cloudfront.net, so a load balancer or
-	// distribution can be told which names reach it.
-	AWSTargets []Record `json:"aws_targets,omitempty"`
-}
-
-// VPC is a VPC associated with a private hosted zone.
-type VPC struct {
-	ID     string `json:"id"`
-	Region string `json:"region"`
-}
-
-// Record is a DNS record; Name and Value are normalised like target names.
-type Record struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Value string `json:"value"`
-}
-
-// Contains reports whether name is the zone's apex or below it.
-func (z Zone) Contains(name string) bool {
-	return discovery.InZone(discovery.NormalizeName(name), z.Name)
-}
-
-// CNAME returns the value of the validation-shaped CNAME record name, if
-// the zone has one (see ValidationRecords).
-func (z Zone) CNAME(name string) (string, bool) {
-	name = discovery.NormalizeName(name)
-	for _, r := range z.ValidationRecords {
-		if r.Name == name {
-			return r.Value, true
-		}
-	}
-	return "", false
-}
-
-// PublicZoneFor returns the most specific public zone in zones that
-// contains name: where a DNS validation record for name must live, since
-// ACM validates through public DNS. ok is false when certwatch sees no such
-// zone (the record may then live with another DNS provider).
-func PublicZoneFor(zones []Zone, name string) (zone Zone, ok bool) {
-	name = discovery.NormalizeName(name)
-	for _, z := range zones {
-		if !z.Private && discovery.InZone(name, z.Name) && (!ok || len(z.Name) > len(zone.Name)) {
-			zone, ok = z, true
-		}
-	}
-	return zone, ok
-}
-
 // Inventory is the result of one discovery.
 type Inventory struct {
 	// Targets, merged and sorted as by discovery.Merge.
@@ -189,7 +122,7 @@ type Inventory struct {
 	// Zones that were read completely, sorted by name, then ID. A zone that
 	// failed is left out (and named in the error), so a record missing from
 	// a listed zone is really missing.
-	Zones []Zone
+	Zones []hostedzone.Zone
 }
 
 // Source discovers targets in one account's hosted zones. Its methods are
@@ -201,7 +134,7 @@ type Source struct {
 	limiter *rate.Limiter
 
 	mu    sync.Mutex
-	zones []Zone // from the last Targets call
+	zones []hostedzone.Zone // from the last Targets call
 }
 
 // New returns a Source for the account whose credentials cfg holds (see
@@ -263,7 +196,7 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 
 // Zones returns the zones read by the last Targets call (nil before the
 // first). Callers must not modify them.
-func (s *Source) Zones() []Zone {
+func (s *Source) Zones() []hostedzone.Zone {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.zones
@@ -319,7 +252,7 @@ func (s *Source) Discover(ctx context.Context) (Inventory, error) {
 	}
 
 	targets := make([][]discovery.Target, len(hosted))
-	zones := make([]*Zone, len(hosted))
+	zones := make([]*hostedzone.Zone, len(hosted))
 	errs := make([]error, len(hosted))
 	var g errgroup.Group
 	g.SetLimit(s.c.Concurrency)
@@ -339,7 +272,7 @@ func (s *Source) Discover(ctx context.Context) (Inventory, error) {
 			inv.Zones = append(inv.Zones, *z)
 		}
 	}
-	slices.SortFunc(inv.Zones, func(a, b Zone) int {
+	slices.SortFunc(inv.Zones, func(a, b hostedzone.Zone) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
 	})
 	inv.Targets = merge(targets)
@@ -399,14 +332,14 @@ func withTimeout[T any](ctx context.Context, s *Source, f func(context.Context) 
 }
 
 // zone reads one hosted zone and returns it with its targets.
-func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*Zone, []discovery.Target, error) {
-	z := &Zone{
+func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*hostedzone.Zone, []discovery.Target, error) {
+	z := &hostedzone.Zone{
 		ID:      strings.TrimPrefix(aws.ToString(hz.Id), "/hostedzone/"),
 		Name:    discovery.NormalizeName(unescape(aws.ToString(hz.Name))),
 		Private: hz.Config != nil && hz.Config.PrivateZone,
 		Account: s.c.Account,
 	}
-	fail := func(op, action string, err error) (*Zone, []discovery.Target, error) {
+	fail := func(op, action string, err error) (*hostedzone.Zone, []discovery.Target, error) {
 		return nil, nil, &ZoneError{Account: s.c.Account, Zone: z.Name, ID: z.ID, Op: op, Err: awsaccount.WithHint(err, action)}
 	}
 	if z.Private {
@@ -417,7 +350,7 @@ func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*Zone, []disco
 			return fail("get hosted zone", "route53:GetHostedZone", err)
 		}
 		for _, v := range out.VPCs {
-			z.VPCs = append(z.VPCs, VPC{ID: aws.ToString(v.VPCId), Region: string(v.VPCRegion)})
+			z.VPCs = append(z.VPCs, hostedzone.VPC{ID: aws.ToString(v.VPCId), Region: string(v.VPCRegion)})
 		}
 	}
 
@@ -448,7 +381,7 @@ func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*Zone, []disco
 // resolver configured for z, if any, and puts the addresses on them. A
 // lookup that fails leaves its target for the prober (whose resolve error
 // is then the endpoint's), and is logged once per zone.
-func (s *Source) resolveThrough(ctx context.Context, z *Zone, targets []discovery.Target) {
+func (s *Source) resolveThrough(ctx context.Context, z *hostedzone.Zone, targets []discovery.Target) {
 	i := slices.IndexFunc(s.c.Resolvers, func(r ZoneResolver) bool { return r.Zones.Keep(z.Name) })
 	if i < 0 {
 		return
@@ -520,7 +453,7 @@ type hostPort struct {
 // builder turns one zone's record sets into targets, following the same
 // rules as a zone transfer (package dnszone).
 type builder struct {
-	z      *Zone
+	z      *hostedzone.Zone
 	s      *Source
 	names  map[string]*nameInfo
 	srv    []zonerules.Service
@@ -528,7 +461,7 @@ type builder struct {
 	source []string
 }
 
-func newBuilder(z *Zone, s *Source) *builder {
+func newBuilder(z *hostedzone.Zone, s *Source) *builder {
 	src := "route53:"
 	if s.c.Account != "" {
 		src += s.c.Account + "/"
@@ -565,7 +498,7 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 				zone: strings.TrimPrefix(aws.ToString(a.HostedZoneId), "/hostedzone/"),
 			})
 			if last := n.aliases[len(n.aliases)-1]; last.zone != b.z.ID {
-				b.z.AWSTargets = append(b.z.AWSTargets, Record{Name: name, Type: "ALIAS", Value: last.name})
+				b.z.AWSTargets = append(b.z.AWSTargets, hostedzone.Record{Name: name, Type: "ALIAS", Value: last.name})
 			}
 		}
 		return
@@ -590,9 +523,9 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 			value := discovery.NormalizeName(unescape(v))
 			n.cnames = append(n.cnames, value)
 			if first, _, _ := strings.Cut(name, "."); strings.HasPrefix(first, "_") {
-				b.z.ValidationRecords = append(b.z.ValidationRecords, Record{Name: name, Type: "CNAME", Value: value})
+				b.z.ValidationRecords = append(b.z.ValidationRecords, hostedzone.Record{Name: name, Type: "CNAME", Value: value})
 			} else if strings.HasSuffix(value, ".amazonaws.com") || strings.HasSuffix(value, ".cloudfront.net") {
-				b.z.AWSTargets = append(b.z.AWSTargets, Record{Name: name, Type: "CNAME", Value: value})
+				b.z.AWSTargets = append(b.z.AWSTargets, hostedzone.Record{Name: name, Type: "CNAME", Value: value})
 			}
 		case types.RRTypeSrv:
 			// "priority weight port target"; target "." means the

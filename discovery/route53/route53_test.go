@@ -16,6 +16,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -147,17 +148,17 @@ func TestDiscover(t *testing.T) {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 
-	wantZones := []route53.Zone{
-		{ID: "ZPUBLIC", Name: "example.com", RecordSets: 26, ValidationRecords: []route53.Record{{
+	wantZones := []hostedzone.Zone{
+		{ID: "ZPUBLIC", Name: "example.com", RecordSets: 26, ValidationRecords: []hostedzone.Record{{
 			Name: "_3639ac514e785e898d2646601fa951d5.example.com", Type: "CNAME", Value: "_98d4ae8d6a2b4c1e.mhbtsbpdnt.acm-validations.aws"}},
-			AWSTargets: []route53.Record{
+			AWSTargets: []hostedzone.Record{
 				{Name: "cdn.example.com", Type: "CNAME", Value: "d111111abcdef8.cloudfront.net"},
 				{Name: "lb.example.com", Type: "ALIAS", Value: "dualstack.web-123.eu-west-1.elb.amazonaws.com"},
 			}},
-		{ID: "ZSPLIT", Name: "example.com", Private: true, VPCs: []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}}, RecordSets: 3},
+		{ID: "ZSPLIT", Name: "example.com", Private: true, VPCs: []hostedzone.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}}, RecordSets: 3},
 		{ID: "ZINTERNAL", Name: "internal.example", Private: true, RecordSets: 9,
-			AWSTargets: []route53.Record{{Name: "elb.internal.example", Type: "CNAME", Value: "internal-web-1.eu-west-1.elb.amazonaws.com"}},
-			VPCs:       []route53.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
+			AWSTargets: []hostedzone.Record{{Name: "elb.internal.example", Type: "CNAME", Value: "internal-web-1.eu-west-1.elb.amazonaws.com"}},
+			VPCs:       []hostedzone.VPC{{ID: "vpc-0a1", Region: "eu-west-1"}, {ID: "vpc-0b2", Region: "us-east-1"}}},
 	}
 	if diff := cmp.Diff(wantZones, inv.Zones); diff != "" {
 		t.Errorf("zones (-want +got):\n%s", diff)
@@ -371,7 +372,7 @@ func TestCancelled(t *testing.T) {
 }
 
 func TestZoneContains(t *testing.T) {
-	z := route53.Zone{Name: "example.com"}
+	z := hostedzone.Zone{Name: "example.com"}
 	for name, want := range map[string]bool{"example.com": true, "A.Example.com.": true, "badexample.com": false, "com": false} {
 		if got := z.Contains(name); got != want {
 			t.Errorf("Contains(%q) = %v, want %v", name, got, want)
@@ -417,7 +418,7 @@ func TestAssumedRoleSeesItsAccount(t *testing.T) {
 }
 
 func TestPublicZoneFor(t *testing.T) {
-	zones := []route53.Zone{
+	zones := []hostedzone.Zone{
 		{ID: "Z1", Name: "example.com"},
 		{ID: "Z2", Name: "dev.example.com"},
 		{ID: "Z3", Name: "dev.example.com", Private: true},
@@ -433,7 +434,7 @@ func TestPublicZoneFor(t *testing.T) {
 		{"_abc.example.org", ""},
 	}
 	for _, tt := range tests {
-		z, ok := route53.PublicZoneFor(zones, tt.name)
+		z, ok := hostedzone.PublicZoneFor(zones, tt.name)
 		if ok != (tt.want != "") || z.ID != tt.want {
 			t.Errorf("PublicZoneFor(%q) = %q, %v; want %q", tt.name, z.ID, ok, tt.want)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/iam"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -37,11 +37,11 @@ var inventoryCases = []struct {
 		},
 		sources: []scan.SourceResult{{Name: "dnszone:internal.example", Targets: 3}, {Name: "static", Targets: 2}, {Name: "acm", Certificates: 1}},
 		acm: []policy.ACMCertificate{{
-			Certificate: acm.Certificate{ARN: "arn:aws:acm:eu-west-1:1:certificate/a", DomainName: "www.internal.example"},
+			Certificate: acmcert.Certificate{ARN: "arn:aws:acm:eu-west-1:1:certificate/a", DomainName: "www.internal.example"},
 			Renewal:     policy.RenewalStateFailed, RenewBy: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 		}},
 		iam: []policy.IAMCertificate{{
-			Certificate: iam.Certificate{ARN: "arn:aws:iam::1:server-certificate/edge", Name: "edge", NotAfter: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)},
+			Certificate: iamcert.Certificate{ARN: "arn:aws:iam::1:server-certificate/edge", Name: "edge", NotAfter: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)},
 			Consumers:   []policy.ConsumerRef{{ARN: "arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/old", Kind: "elb", DNSName: "old-1.eu-west-1.elb.amazonaws.com", Ports: []int{443}}},
 		}},
 	},

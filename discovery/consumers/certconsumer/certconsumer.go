@@ -1,23 +1,8 @@
-// Package consumers inventories the AWS resources that serve TLS
-// certificates, so that each certificate (ACM or IAM) lists who uses it and
-// a resource no hosted zone points to is still probed:
-//
-//   - Elastic Load Balancing v2 (application and network load balancers):
-//     DescribeLoadBalancers, DescribeListeners and, per TLS listener,
-//     DescribeListenerCertificates, which lists the SNI certificates beside
-//     the default one.
-//   - Classic Elastic Load Balancing: DescribeLoadBalancers, whose HTTPS and
-//     SSL listeners name their certificate.
-//   - CloudFront distributions: ListDistributions (global; its viewer
-//     certificate is an ACM certificate in us-east-1 or an IAM server
-//     certificate).
-//   - API Gateway custom domain names: GetDomainNames.
-//
-// Every attempt of every call (retries included) waits for a rate limiter
-// per service and region. A service that fails (a missing permission, say)
-// fails alone: the others' consumers are returned with an error naming the
-// service, the account, the region and the action to grant.
-package consumers
+// Package certconsumer holds what certwatch knows of an AWS resource that
+// serves TLS certificates (a load balancer, a CloudFront distribution, an
+// API Gateway domain): plain data that policy, state and the status page
+// read, filled by discovery/consumers. It imports no AWS SDK package.
+package certconsumer
 
 // Kinds of consumer.
 const (
@@ -85,3 +70,14 @@ func (c Consumer) Uses(arn string) bool {
 	}
 	return false
 }
+
+// LoadBalancerSource starts the Sources entry of a load balancer probed
+// under its own DNS name ("aws-lb:elbv2:<account>/<name>"): it serves its
+// default certificate, whose names are its sites', not that DNS name, so
+// policy does not call that a name mismatch. Distributions and API Gateway
+// domains are probed under their own names ("aws:cloudfront:...").
+const LoadBalancerSource = "aws-lb:"
+
+// IAMCertificateID prefixes a listener certificate that CloudFront names
+// by IAM server certificate ID instead of ARN ("iam-id:ASCA...").
+const IAMCertificateID = "iam-id:"
