@@ -37,6 +37,11 @@ const DefaultURL = "https://events.pagerduty.com/v2/enqueue"
 // DefaultTimeout bounds one request.
 const DefaultTimeout = 10 * time.Second
 
+// MaxAnswerBytes caps how much of an answer is read. PagerDuty answers in
+// a few hundred bytes; a longer answer fails the delivery (retried: the
+// dedup key folds a repeat into the same alert).
+const MaxAnswerBytes = 64 << 10
+
 // maxEndpoints is how many endpoints custom_details lists; the count is
 // always given.
 const maxEndpoints = 50
@@ -58,7 +63,10 @@ type Sender struct {
 
 // New returns a Sender for channel c (kind pagerduty) with its routing key.
 // client is used for every request; nil means a client with no timeout of
-// its own (each request is bounded by the channel's timeout).
+// its own (each request is bounded by the channel's timeout). The Sender
+// uses a copy of client that follows no redirect (a 307 or 308 would post
+// the event, routing key included, to wherever it points) and reads at
+// most MaxAnswerBytes of an answer (notify.GuardClient).
 func New(c config.Channel, routingKey config.Secret, client *http.Client) (*Sender, error) {
 	if c.PagerDuty == nil {
 		return nil, fmt.Errorf("pagerduty channel %s: no pagerduty settings", c.Name)
@@ -66,10 +74,7 @@ func New(c config.Channel, routingKey config.Secret, client *http.Client) (*Send
 	if routingKey == "" {
 		return nil, fmt.Errorf("pagerduty channel %s: empty routing key (set routing_key_env or routing_key_file)", c.Name)
 	}
-	if client == nil {
-		client = &http.Client{}
-	}
-	s := &Sender{name: c.Name, url: c.PagerDuty.URL, routingKey: routingKey, client: client, timeout: time.Duration(c.PagerDuty.Timeout)}
+	s := &Sender{name: c.Name, url: c.PagerDuty.URL, routingKey: routingKey, client: notify.GuardClient(client, MaxAnswerBytes), timeout: time.Duration(c.PagerDuty.Timeout)}
 	if s.url == "" {
 		s.url = DefaultURL
 	}
@@ -259,6 +264,12 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
+	var redirect *notify.RedirectError
+	if errors.As(err, &redirect) {
+		// Every event would be redirected alike: hold the channel.
+		return notify.ChannelDown(fmt.Errorf("%s: %s: check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint, by default %s)",
+			op, strings.ReplaceAll(redirect.Error(), s.routingKey.Reveal(), "<secret>"), DefaultURL))
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause
@@ -266,8 +277,12 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 		return fmt.Errorf("%s: %w", op, notify.StripURL(err))
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
+	b, err := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 == 2 {
+		if notify.IsBodyTooLarge(err) {
+			// Not an answer PagerDuty gives: retried, as a lost answer is.
+			return fmt.Errorf("%s: http %d: %w", op, resp.StatusCode, err)
+		}
 		return nil
 	}
 	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey.Reveal())}

@@ -42,6 +42,12 @@ import (
 // DefaultTimeout bounds one API request.
 const DefaultTimeout = 10 * time.Second
 
+// MaxAnswerBytes caps how much of one Web API answer is read: a longer
+// one fails the call (retried; a post that Slack took is then found by
+// its marker). The largest answers certwatch asks for, a page of 200
+// messages of history or of 1,000 channels, stay well below it.
+const MaxAnswerBytes = 8 << 20
+
 // Sender posts to one Slack channel. Set the exported fields before first
 // use. It is safe for concurrent use.
 type Sender struct {
@@ -76,7 +82,10 @@ var channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
 // New returns a Sender for channel c (kind slack) with its bot token. client
 // carries every request; nil means a plain http.Client (each request is
-// bounded by the channel's timeout).
+// bounded by the channel's timeout). The Sender uses a copy of client that
+// follows no redirect (the token travels in every request's form body, and
+// a 307 or 308 would post it again to wherever the redirect points) and
+// reads at most MaxAnswerBytes of an answer (notify.GuardClient).
 func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, error) {
 	if c.Slack == nil {
 		return nil, fmt.Errorf("slack channel %s: no slack settings", c.Name)
@@ -84,10 +93,7 @@ func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, e
 	if token == "" {
 		return nil, fmt.Errorf("slack channel %s: empty bot token (set token_env or token_file)", c.Name)
 	}
-	if client == nil {
-		client = &http.Client{}
-	}
-	opts := []slack.Option{slack.OptionHTTPClient(client)}
+	opts := []slack.Option{slack.OptionHTTPClient(notify.GuardClient(client, MaxAnswerBytes))}
 	if c.Slack.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(c.Slack.APIURL))
 	}
@@ -246,10 +252,16 @@ var hints = map[string]string{
 
 // classify turns a slack-go error into one the dispatcher understands:
 // Retry-After for 429, channel down for refusals of the token or channel
-// (and HTTP 401, 403, 404), permanent for refusals of one message,
-// retryable otherwise. The token is never part of slack-go's errors; URLs
+// (and HTTP 401, 403, 404, and a redirect), permanent for refusals of one
+// message, retryable otherwise (an answer over MaxAnswerBytes too). The token is never part of slack-go's errors; URLs
 // are stripped anyway.
 func classify(ctx context.Context, op string, err error) error {
+	var redirect *notify.RedirectError
+	if errors.As(err, &redirect) {
+		// Every call would be redirected alike: hold the channel.
+		return notify.ChannelDown(fmt.Errorf("%s: %v: check slack.api_url in the channel's configuration "+
+			"(the address Slack's Web API answers at, by default https://slack.com/api/)", op, redirect))
+	}
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
 		return notify.RetryAfter(rl.RetryAfter, fmt.Errorf("%s: rate limited", op))
