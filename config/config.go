@@ -272,6 +272,10 @@ func cleanYAMLError(err error) error {
 // Validate reports every problem in c at once, joined.
 func (c *Config) Validate() error { return joinSorted(c.problems(nil)) }
 
+// Warnings lists settings that are valid but unsafe, one line each, for
+// check-config to print and run to log (see Notify.Warnings).
+func (c *Config) Warnings() []string { return c.Notify.Warnings() }
+
 // joinSorted joins errs by line (in file order) where known, then
 // alphabetically, once each, with long quoted values cut short.
 func joinSorted(errs []error) error {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -483,6 +484,45 @@ func (n Notify) Channel(name string) (Channel, bool) {
 		return Channel{}, false
 	}
 	return n.Channels[i], true
+}
+
+// Warnings are settings that are valid but unsafe, one line each:
+// `certwatch check-config` prints them and `certwatch run` logs them. A
+// channel whose URL is plain http:// sends its credential (the Slack token
+// in every request's form body, the PagerDuty routing key in every event)
+// readable and alterable by anyone on the network path; a loopback host (a
+// local proxy) is left alone, as it crosses no network.
+func (n Notify) Warnings() []string {
+	var out []string
+	plain := func(where, key, raw, secret string) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
+			return
+		}
+		host := u.Host
+		if len(host) > 80 {
+			host = host[:80] + "…"
+		}
+		out = append(out, fmt.Sprintf("notify: channel %s: %s: plain http (http://%s): the %s would cross the network unencrypted; use https://", where, key, host, secret))
+	}
+	for _, c := range n.Channels {
+		switch {
+		case c.Kind == ChannelSlack && c.Slack != nil:
+			plain(c.Name, "slack: api_url", c.Slack.APIURL, "bot token")
+		case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
+			plain(c.Name, "pagerduty: url", c.PagerDuty.URL, "routing key")
+		}
+	}
+	return out
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func checkURL(s string) error {

@@ -17,7 +17,9 @@ const checkConfigUsage = `Usage:
 Validate FILE and print the effective configuration: the file laid over the
 defaults. Every problem is reported at once, with its YAML line where it has
 one. Tiers print from notice to critical, durations as the file writes them.
-Secrets print as <secret>.
+Secrets print as <secret>. Settings that are valid but unsafe (a plain
+http:// URL for a channel whose requests carry its token or routing key)
+print as warnings on stderr.
 Exit code 0 when valid, 2 when not.
 `
 
@@ -44,6 +46,9 @@ func (e *env) checkConfig(args []string) error {
 	doc, err := config.Effective(c, data)
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)
+	}
+	for _, w := range c.Warnings() {
+		fmt.Fprintln(e.stderr, "certwatch: warning:", w)
 	}
 	fmt.Fprintf(e.stdout, "# %s is valid. Effective configuration:\n", fs.Arg(0))
 	enc := yaml.NewEncoder(e.stdout)
