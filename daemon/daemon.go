@@ -24,6 +24,7 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
 )
 
 // DiscoveryDegraded is the finding kind for a discovery source that failed
@@ -105,14 +106,6 @@ type Recorder interface {
 	RecordLastSuccess(job string, at time.Time)
 }
 
-// Memory keeps what the daemon learnt across restarts: the last success of
-// each job and each source's last good inventory. Implemented by the state
-// stores (see package state): Memo returns nil for a key never set.
-type Memory interface {
-	Memo(ctx context.Context, key string) ([]byte, error)
-	SetMemo(ctx context.Context, key string, value []byte) error
-}
-
 // Config is what `certwatch run` can change by reloading.
 type Config struct {
 	// Schedules are cron specs or descriptors (cron.ParseStandard).
@@ -153,7 +146,7 @@ type Daemon struct {
 	Recorder Recorder
 	// Memory, when set, keeps each job's last success and each source's
 	// last good inventory across restarts; Run reads them back first.
-	Memory Memory
+	Memory state.Memory
 	// EmptyState, when set, names a state store that held no state at
 	// start-up: the first probe run notified carries a state_created
 	// finding, so that announcing every open finding again is loud.

@@ -9,24 +9,13 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// Elector elects one leader among replicas sharing a state store.
-// Implemented by *postgres.Store, which also refuses the writes of a
-// replica that no longer leads.
-type Elector interface {
-	// Campaign takes or renews holder's leadership for lease, unless
-	// another holder's lease is running.
-	Campaign(ctx context.Context, holder string, lease time.Duration) (state.Term, error)
-	// Resign ends holder's lease at once.
-	Resign(ctx context.Context, holder string) error
-}
-
 // Replica runs the daemon on one of several replicas at a time: it
 // campaigns every quarter of Lease and, while it leads, runs a term (a
 // fresh Daemon's Run) with a context that ends when the leadership does.
 // Set the fields before Run.
 type Replica struct {
 	// Elector is the shared store.
-	Elector Elector
+	Elector state.Elector
 	// Holder names this process among the replicas (host, pid, random).
 	Holder string
 	// Lease is how long a leadership lasts unless renewed.

@@ -16,29 +16,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// Shards is the leader's side of shared probing: it opens a sweep of
-// shards that every replica's Worker claims, and closes it once every
-// shard is in or the run's time is up. Implemented by *postgres.Store.
-type Shards interface {
-	// OpenSweep opens a sweep of the site with one shard per work item;
-	// no shard is claimed after deadline (its workers stop probing then).
-	OpenSweep(ctx context.Context, deadline time.Time, work [][]byte) (int64, error)
-	// SweepProgress says how many of the sweep's shards are in.
-	SweepProgress(ctx context.Context, sweep int64) (done, total int, err error)
-	// CloseSweep closes the sweep (later write-backs are refused) and
-	// returns every shard, in order.
-	CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutcome, error)
-}
-
-// Sites is where sites sharing one state publish what their runs saw, for
-// each other's evaluations. Implemented by *postgres.Store.
-type Sites interface {
-	// PublishSite replaces this site's latest publication.
-	PublishSite(ctx context.Context, at time.Time, result []byte) error
-	// Sites returns every site's latest publication, this one's included.
-	Sites(ctx context.Context) ([]state.SiteResult, error)
-}
-
 // PartEvaluator evaluates observations probed elsewhere. Implemented by
 // *scan.Pass.
 type PartEvaluator interface {
@@ -63,9 +40,9 @@ const DefaultSweepPoll = 500 * time.Millisecond
 // and is evaluated together with every other site's latest publication,
 // so that the alert state they share sees one view.
 type Sharing struct {
-	Shards Shards
+	Shards state.Shards
 	// Sites, when set, merges the site's runs with the other sites'.
-	Sites Sites
+	Sites state.Sites
 	// Site names this site ("" for the one site of a deployment).
 	Site string
 	// ShardSize is the targets per shard; 0 means 100.

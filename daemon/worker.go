@@ -16,22 +16,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// Claimer hands out the shards of its site's open sweeps, one claimant at a
-// time per shard. Implemented by *postgres.Store; a standby may call it.
-type Claimer interface {
-	// ClaimShard claims a shard that is unclaimed or whose claim ran out,
-	// for lease; false when none is left.
-	ClaimShard(ctx context.Context, holder string, lease time.Duration) (state.Claim, bool, error)
-	// RenewShard extends a claim still held; state.ErrClaimLost otherwise.
-	RenewShard(ctx context.Context, c state.Claim, lease time.Duration) (state.Claim, error)
-	// CompleteShard writes the shard's result back if the claim is still
-	// held and its sweep open; state.ErrClaimLost otherwise.
-	CompleteShard(ctx context.Context, c state.Claim, result []byte) error
-	// ReleaseShard gives a claim still held up unwritten, so that another
-	// replica claims the shard at once; state.ErrClaimLost otherwise.
-	ReleaseShard(ctx context.Context, c state.Claim) error
-}
-
 // Collector probes targets without evaluating them, for shared probing.
 // Implemented by *scan.Pass.
 type Collector interface {
@@ -60,7 +44,7 @@ var errSweepDeadline = errors.New("the probe run's sweep deadline passed")
 // go on connecting to the shard's addresses) and nothing of it is
 // written. Set the fields before Run.
 type Worker struct {
-	Claimer Claimer
+	Claimer state.Claimer
 	// Holder names this process (as in Replica).
 	Holder string
 	// Lease is how long a claim lasts unless renewed: a shard of a replica

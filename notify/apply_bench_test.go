@@ -11,6 +11,7 @@ import (
 	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 	"github.com/certwatch/certwatch/state/sqlite"
 )
@@ -47,7 +48,7 @@ func findingsOf(c cert, now time.Time) []policy.Finding {
 	return nil
 }
 
-func benchNotifier(b *testing.B, store notify.Store) *notify.Notifier {
+func benchNotifier(b *testing.B, store state.Outbox) *notify.Notifier {
 	b.Helper()
 	cfg := config.Notify{
 		Channels: []config.Channel{{Name: "certs", Kind: config.ChannelLog}},
@@ -73,10 +74,10 @@ func BenchmarkApply100k(b *testing.B) {
 		name string
 		// setup prepares the kind of store and returns how to open a
 		// fresh one.
-		setup func(b *testing.B) func(b *testing.B) notify.Store
+		setup func(b *testing.B) func(b *testing.B) state.Outbox
 	}{
-		{"sqlite", func(*testing.B) func(b *testing.B) notify.Store {
-			return func(b *testing.B) notify.Store {
+		{"sqlite", func(*testing.B) func(b *testing.B) state.Outbox {
+			return func(b *testing.B) state.Outbox {
 				s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), sqlite.Options{})
 				if err != nil {
 					b.Fatal(err)
@@ -85,9 +86,9 @@ func BenchmarkApply100k(b *testing.B) {
 				return s
 			}
 		}},
-		{"postgres", func(b *testing.B) func(b *testing.B) notify.Store {
+		{"postgres", func(b *testing.B) func(b *testing.B) state.Outbox {
 			srv := pgtest.Start(b, pgtest.Options{})
-			return func(b *testing.B) notify.Store {
+			return func(b *testing.B) state.Outbox {
 				s, err := postgres.Open(context.Background(), srv.CreateDatabase(b), postgres.Options{Timeout: 10 * time.Minute})
 				if err != nil {
 					b.Fatal(err)

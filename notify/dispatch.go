@@ -39,7 +39,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 
 // Flush delivers every notification that is due, waiting out retries, and
 // returns once nothing is left but digest notifications scheduled for
-// later. A channel another process is delivering (see Leaser) is left to
+// later. A channel another process is delivering (state.Outbox.Lease) is left to
 // it; Flush waits until that process has delivered what is due. A channel
 // that refuses delivery (ChannelDown) is not waited for: the error, which
 // matches IsChannelDown, says so and how much it keeps. Give ctx a
@@ -181,7 +181,7 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 const removedReason = "channel removed from the configuration"
 
 // forgetRemoved, once per Notifier, gives up the undelivered notifications
-// of channels no longer configured (with an Abandoner store), logging how
+// of channels no longer configured (state.Outbox.Abandon), logging how
 // many per channel, and resolves their channel_failing alerts on the
 // channels that were told. Otherwise they would wait in the outbox, and
 // count in its depth, for ever. A failure is logged and tried again by the
@@ -193,18 +193,16 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 		return
 	}
 	now := n.now()
-	if a, ok := n.store.(Abandoner); ok {
-		dropped, err := a.Abandon(ctx, n.Channels(), now, removedReason)
-		if err != nil {
-			n.logger.Error("cannot drop the outbox of channels no longer configured", "err", err)
-			return
-		}
-		for _, c := range slices.Sorted(maps.Keys(dropped)) {
-			n.logger.Warn("channel no longer configured: its undelivered notifications are dropped", "channel", c, "notifications", dropped[c])
-		}
+	dropped, err := n.store.Abandon(ctx, n.Channels(), now, removedReason)
+	if err != nil {
+		n.logger.Error("cannot drop the outbox of channels no longer configured", "err", err)
+		return
+	}
+	for _, c := range slices.Sorted(maps.Keys(dropped)) {
+		n.logger.Warn("channel no longer configured: its undelivered notifications are dropped", "channel", c, "notifications", dropped[c])
 	}
 	resolved := 0
-	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+	err = n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
 		var ch state.Changes
 		resolved = 0
 		for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
@@ -247,16 +245,12 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 // attempt (rate wait and send), which renews it.
 func (n *Notifier) leaseTTL() time.Duration { return n.sendTimeout() + 30*time.Second }
 
-// hold takes or renews w's delivery lease when the store has leases. It
+// hold takes or renews w's delivery lease. It
 // returns 0 when w may deliver, and otherwise how long to wait before trying
 // again.
 func (n *Notifier) hold(ctx context.Context, w *worker) (time.Duration, error) {
-	l, ok := n.store.(Leaser)
-	if !ok {
-		return 0, nil
-	}
 	now := n.now()
-	held, other, err := l.Lease(ctx, w.name, n.holder, now, now.Add(n.leaseTTL()))
+	held, other, err := n.store.Lease(ctx, w.name, n.holder, now, now.Add(n.leaseTTL()))
 	if err != nil {
 		return 0, err
 	}
@@ -280,15 +274,14 @@ func (n *Notifier) hold(ctx context.Context, w *worker) (time.Duration, error) {
 // release gives up w's delivery lease, if it may hold it, so that another
 // process can deliver at once.
 func (n *Notifier) release(ctx context.Context, w *worker) {
-	l, ok := n.store.(Leaser)
-	if !ok || !w.leased {
+	if !w.leased {
 		return
 	}
 	w.leased = false
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	now := n.now()
-	if _, _, err := l.Lease(rctx, w.name, n.holder, now, now); err != nil {
+	if _, _, err := n.store.Lease(rctx, w.name, n.holder, now, now); err != nil {
 		n.logger.Warn("cannot give up the outbox delivery lease; another process may wait for it to end", "channel", w.name, "err", err)
 	}
 }
@@ -370,15 +363,13 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 		return nil
 	}
 	deadline := time.Now().Add(n.sendTimeout())
-	if f, ok := n.store.(Fence); ok {
-		until, err := f.Fenced()
-		if err != nil {
-			n.logger.Warn("not delivering: this replica no longer leads", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
-			return nil
-		}
-		if !until.IsZero() && until.Before(deadline) {
-			deadline = until
-		}
+	until, err := n.store.Fenced()
+	if err != nil {
+		n.logger.Warn("not delivering: this replica no longer leads", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
+		return nil
+	}
+	if !until.IsZero() && until.Before(deadline) {
+		deadline = until
 	}
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	ref, err := w.sender.Send(sctx, note)

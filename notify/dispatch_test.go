@@ -35,7 +35,7 @@ func startBubble(t *testing.T, retry config.Retry) *bubble {
 	return startBubbleWith(t, retry, nil, nil)
 }
 
-func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) notify.Store, logger *slog.Logger) *bubble {
+func startBubbleWith(t *testing.T, retry config.Retry, wrap func(state.Outbox) state.Outbox, logger *slog.Logger) *bubble {
 	t.Helper()
 	cfg := config.Notify{
 		State: filepath.Join(t.TempDir(), "state.db"),
@@ -54,7 +54,7 @@ func startBubbleWith(t *testing.T, retry config.Retry, wrap func(notify.Store) n
 		t.Fatal(err)
 	}
 	b := &bubble{store: store, rec: map[string]*recorder{"certs": {}, "oncall": {}}}
-	var st notify.Store = store
+	var st state.Outbox = store
 	if wrap != nil {
 		st = wrap(store)
 	}
@@ -283,7 +283,7 @@ func TestRunDeliversWhatApplyWrites(t *testing.T) {
 // flakySettle fails the first few attempts to record an outcome, as a disk
 // briefly full would.
 type flakySettle struct {
-	notify.Store
+	state.Outbox
 	mu    *sync.Mutex
 	fails *int
 }
@@ -295,14 +295,14 @@ func (f flakySettle) Settle(ctx context.Context, ids []int64, s state.Settlement
 		*f.fails--
 		return fmt.Errorf("record delivery: %w", state.ErrFull)
 	}
-	return f.Store.Settle(ctx, ids, s)
+	return f.Outbox.Settle(ctx, ids, s)
 }
 
 func TestUnrecordedDeliveryIsNotSentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fails := 3
-		b := startBubbleWith(t, config.Retry{}, func(s notify.Store) notify.Store {
-			return flakySettle{Store: s, mu: &sync.Mutex{}, fails: &fails}
+		b := startBubbleWith(t, config.Retry{}, func(s state.Outbox) state.Outbox {
+			return flakySettle{Outbox: s, mu: &sync.Mutex{}, fails: &fails}
 		}, nil)
 		defer b.stop()
 		b.apply(t, warning("a.example"), warning("b.example"))

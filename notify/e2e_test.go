@@ -62,7 +62,7 @@ type world struct {
 	clock *clock
 	logs  *syncBuffer
 	// wrap, when set, wraps the store of the next process.
-	wrap  func(notify.Store) notify.Store
+	wrap  func(state.Outbox) state.Outbox
 	store *sqlite.Store
 	n     *notify.Notifier
 }
@@ -124,7 +124,7 @@ func (w *world) start() {
 			senders[c.Name] = s
 		}
 	}
-	var st notify.Store = store
+	var st state.Outbox = store
 	if w.wrap != nil {
 		st = w.wrap(store)
 	}
@@ -283,7 +283,7 @@ func TestEndToEndCrashBeforeDeliveryDeliversOnce(t *testing.T) {
 // crashAfterSend is a store whose process dies right after a delivery
 // succeeds and before it is recorded.
 type crashAfterSend struct {
-	notify.Store
+	state.Outbox
 	cancel context.CancelFunc
 }
 
@@ -292,7 +292,7 @@ func (c crashAfterSend) Settle(ctx context.Context, ids []int64, s state.Settlem
 		c.cancel()
 		return errors.New("process killed")
 	}
-	return c.Store.Settle(ctx, ids, s)
+	return c.Outbox.Settle(ctx, ids, s)
 }
 
 func TestEndToEndCrashAfterDeliveryDoesNotPageTwice(t *testing.T) {
@@ -300,7 +300,7 @@ func TestEndToEndCrashAfterDeliveryDoesNotPageTwice(t *testing.T) {
 	w := newWorld(t)
 	c := cert{subject: "db.internal.example", notAfter: t0.Add(5 * day), eps: eps("db.internal.example")}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.wrap = func(s notify.Store) notify.Store { return crashAfterSend{Store: s, cancel: cancel} }
+	w.wrap = func(s state.Outbox) state.Outbox { return crashAfterSend{Outbox: s, cancel: cancel} }
 	w.start()
 	if _, err := w.n.Apply(ctx, sweep(t0, c), t0); err != nil {
 		t.Fatal(err)

@@ -12,19 +12,15 @@ import (
 	"github.com/certwatch/certwatch/notify/slack"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
 	"github.com/certwatch/certwatch/state"
-	"github.com/certwatch/certwatch/state/sqlite"
 )
 
-var (
-	_ notify.Finder   = (*slack.Sender)(nil)
-	_ notify.Intender = (*sqlite.Store)(nil)
-)
+var _ notify.Finder = (*slack.Sender)(nil)
 
-// intendingStore is a store that keeps its delivery intents (as the real
-// ones do) and whose process dies once Slack has accepted a post, before
-// the delivery is recorded: the outcome is lost, as in a crash.
+// intendingStore is a store whose process dies once Slack has accepted a
+// post, before the delivery is recorded: the outcome is lost, as in a
+// crash. It keeps the store's delivery intents, as any wrapper must.
 type intendingStore struct {
-	*sqlite.Store
+	state.Outbox
 	crash bool
 	kill  context.CancelFunc
 }
@@ -34,7 +30,7 @@ func (s *intendingStore) Settle(ctx context.Context, ids []int64, st state.Settl
 		s.kill()
 		return errors.New("process killed")
 	}
-	return s.Store.Settle(ctx, ids, st)
+	return s.Outbox.Settle(ctx, ids, st)
 }
 
 // marker returns the certwatch marker of a message's metadata.
@@ -60,8 +56,8 @@ func TestEndToEndCrashAfterSlackAcceptedPostsOnce(t *testing.T) {
 
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
-	w.wrap = func(s notify.Store) notify.Store {
-		return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill}
+	w.wrap = func(s state.Outbox) state.Outbox {
+		return &intendingStore{Outbox: s, crash: true, kill: kill}
 	}
 	w.start()
 	if _, err := w.n.Apply(ctx, sweep(t0, c), t0); err != nil {
@@ -69,7 +65,7 @@ func TestEndToEndCrashAfterSlackAcceptedPostsOnce(t *testing.T) {
 	}
 	_ = w.n.Flush(ctx) // dies once Slack accepted the post
 	w.stop()
-	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+	w.wrap = func(s state.Outbox) state.Outbox { return &intendingStore{Outbox: s} }
 
 	posted := w.slack.TopLevel("#certs")
 	if len(posted) != 1 || marker(posted[0]) == "" {
@@ -121,7 +117,7 @@ func TestEndToEndCrashBeforeSlackAcceptedPostsOnce(t *testing.T) {
 	w := newWorld(t)
 	w.slack.SetClock(w.clock.Now)
 	c := cert{subject: "db.internal.example", notAfter: t0.Add(12 * day), eps: eps("db.internal.example")}
-	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+	w.wrap = func(s state.Outbox) state.Outbox { return &intendingStore{Outbox: s} }
 	// Slack answers 503 to every post of the first process: the intent
 	// is recorded before each attempt and each fails; then it stops.
 	w.slack.SetHook(func(c slacktest.Call) (slacktest.Response, bool) {
@@ -169,8 +165,8 @@ func TestEndToEndCrashAfterSlackAcceptedDigestPostsOnce(t *testing.T) {
 
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
-	w.wrap = func(s notify.Store) notify.Store {
-		return &intendingStore{Store: s.(*sqlite.Store), crash: true, kill: kill}
+	w.wrap = func(s state.Outbox) state.Outbox {
+		return &intendingStore{Outbox: s, crash: true, kill: kill}
 	}
 	w.start()
 	if _, err := w.n.Apply(ctx, sweep(t0, a, b), t0); err != nil {
@@ -179,7 +175,7 @@ func TestEndToEndCrashAfterSlackAcceptedDigestPostsOnce(t *testing.T) {
 	w.clock.Set(t0.Add(19 * time.Hour)) // past the daily digest time
 	_ = w.n.Flush(ctx)                  // dies once Slack accepted the digest
 	w.stop()
-	w.wrap = func(s notify.Store) notify.Store { return &intendingStore{Store: s.(*sqlite.Store)} }
+	w.wrap = func(s state.Outbox) state.Outbox { return &intendingStore{Outbox: s} }
 
 	posted := w.slack.TopLevel("#certs")
 	if len(posted) != 1 || !strings.HasPrefix(posted[0].Text, "certwatch digest: 2 items") || marker(posted[0]) == "" {

@@ -317,9 +317,3 @@ func eps(names ...string) []policy.Endpoint {
 	}
 	return out
 }
-
-// The tests rely on the SQLite store's optional capabilities.
-var (
-	_ notify.Leaser    = (*sqlite.Store)(nil)
-	_ notify.Abandoner = (*sqlite.Store)(nil)
-)

@@ -12,7 +12,7 @@ import (
 // Finder is a Sender for a service that has no idempotency key (Slack's
 // chat.postMessage has none), so that a crash between the service
 // accepting a message and the outcome being recorded would post it twice.
-// With a Finder and an Intender store, the dispatcher records a unique
+// With a Finder, the dispatcher records a unique
 // marker before each attempt and hands it to Send in Notification.Marker,
 // which the message must carry. An attempt that follows one whose outcome
 // is unknown (a crash, a takeover by another process, a lost answer) first
@@ -25,14 +25,6 @@ type Finder interface {
 	// IsChannelDown says the service cannot be asked (a missing scope): n
 	// is then posted again. Other errors are retried.
 	Find(ctx context.Context, n Notification) (ref string, found bool, err error)
-}
-
-// Intender is a Store that records a delivery intent (state/sqlite and
-// state/postgres do): the marker the message will carry and when the
-// attempt begins, kept on the notifications until they are delivered and
-// returned by Pending in Outbound.Marker and Outbound.Intended.
-type Intender interface {
-	Intend(ctx context.Context, ids []int64, marker string, at time.Time) error
 }
 
 // unconfirmed narrows a batch about to be delivered to the rows of the
@@ -66,10 +58,6 @@ func unconfirmed(rows []state.Outbound) []state.Outbound {
 // marker to post with.
 func (n *Notifier) intend(ctx context.Context, w *worker, rows []state.Outbound, ids []int64, note *Notification) bool {
 	f, ok := w.sender.(Finder)
-	if !ok {
-		return false
-	}
-	in, ok := n.store.(Intender)
 	if !ok {
 		return false
 	}
@@ -110,7 +98,7 @@ func (n *Notifier) intend(ctx context.Context, w *worker, rows []state.Outbound,
 		marker = crand.Text()
 	}
 	now := n.now()
-	if err := in.Intend(ctx, ids, marker, now); err != nil {
+	if err := n.store.Intend(ctx, ids, marker, now); err != nil {
 		if ctx.Err() != nil {
 			return true
 		}

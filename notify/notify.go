@@ -18,13 +18,13 @@
 // honouring a service's Retry-After, and at most at the channel's rate. A
 // notification that cannot be delivered stays in the outbox across restarts
 // until it is; a channel that keeps failing is reported on every other
-// channel. With a Store that is also a Leaser, one process at a time
-// delivers a channel, so processes sharing a state file never send the same
-// notification twice. For a channel without idempotency keys (a Sender
-// that is a Finder, Slack) and a Store that is an Intender, a marker is
-// recorded before each attempt and carried by the message, and an attempt
-// whose outcome was lost (a crash, a takeover) is looked for before it is
-// posted again.
+// channel. The store (a state.Outbox) leases each channel to one process at
+// a time, so processes sharing a state never send the same notification
+// twice, and fences a replica that no longer leads, so it delivers nothing.
+// For a channel without idempotency keys (a Sender that is a Finder, Slack),
+// a marker is recorded in the store before each attempt and carried by the
+// message, and an attempt whose outcome was lost (a crash, a takeover) is
+// looked for before it is posted again.
 //
 // Senders sort failures three ways. Retryable (network errors, 408, 429,
 // 5xx): retried with backoff. Refusals of one notification (Permanent: a
@@ -155,49 +155,6 @@ type Sender interface {
 	Send(ctx context.Context, n Notification) (ref string, err error)
 }
 
-// Store keeps alert state and the outbox. state/sqlite implements it.
-type Store interface {
-	// Update reads the open alerts and writes the changes fn computes from
-	// them in one transaction.
-	Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error
-	// Pending returns up to limit undelivered notifications of a channel:
-	// immediate ones first, then digest ones, each in outbox order.
-	Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error)
-	// Settle records the outcome of a delivery attempt.
-	Settle(ctx context.Context, ids []int64, s state.Settlement) error
-}
-
-// Leaser is a Store that hands the delivery of a channel's outbox to one
-// process at a time (state/sqlite does). With it, a second certwatch on the
-// same state file (`certwatch scan --notify` next to `certwatch run`) waits
-// while the other delivers, instead of sending the same notifications too.
-type Leaser interface {
-	// Lease takes or renews holder's lease on channel until until, unless
-	// another holder's lease lasts past now; an until not after now gives
-	// it up. It reports whether holder holds it, and else when the other
-	// lease ends.
-	Lease(ctx context.Context, channel, holder string, now, until time.Time) (held bool, other time.Time, err error)
-}
-
-// Fence is a Store shared by replicas of which one leads (state/postgres
-// is one). The store refuses every write of a replica that no longer leads;
-// Fenced is checked, without a round trip, right before each delivery
-// attempt, so a leader paused past its lease and then resumed sends
-// nothing, and no attempt outlasts until, the local end of its lease.
-type Fence interface {
-	Fenced() (until time.Time, err error)
-}
-
-// Abandoner is a Store that can give up the undelivered notifications of
-// channels that are no longer configured (state/sqlite can). Without it,
-// they stay in the outbox, undelivered, until they are pruned.
-type Abandoner interface {
-	// Abandon marks the undelivered notifications of every channel not in
-	// keep as failed at at, with reason as their error, and returns how
-	// many it marked, by channel.
-	Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error)
-}
-
 // Notifier turns findings into notifications and delivers them. Create it
 // with New and set the exported fields before first use. Apply may be
 // called while Run is running; Run and Flush must not run at the same time.
@@ -220,7 +177,7 @@ type Notifier struct {
 	Poll time.Duration
 
 	cfg   config.Notify
-	store Store
+	store state.Outbox
 	// holder names this Notifier in delivery leases.
 	holder    string
 	logger    *slog.Logger
@@ -251,7 +208,12 @@ const (
 // keeping state in store and delivering through senders, which must have one
 // Sender per configured channel, by channel name. logger receives delivery
 // problems and one line per Apply; nil discards.
-func New(cfg config.Notify, store Store, senders map[string]Sender, logger *slog.Logger) (*Notifier, error) {
+//
+// store is the whole delivery contract (state.Outbox), not a part found by
+// type assertion: a store wrapped for metrics or retries must carry its
+// leases, intents and fence along to be accepted, so that none is lost
+// silently.
+func New(cfg config.Notify, store state.Outbox, senders map[string]Sender, logger *slog.Logger) (*Notifier, error) {
 	cfg = cfg.Defaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("notify config: %w", errors.Join(errs...))

@@ -44,12 +44,6 @@ type Check struct {
 	Check func(ctx context.Context) error
 }
 
-// Outbox reports the notification outbox per channel. Implemented by
-// *sqlite.Store.
-type Outbox interface {
-	OutboxStats(ctx context.Context) ([]state.ChannelStats, error)
-}
-
 // ChannelStats counts delivery attempts on one channel since start.
 type ChannelStats struct {
 	Channel string
@@ -79,7 +73,7 @@ type Options struct {
 	// notification channel, an empty inventory).
 	Notes func() []string
 	// Outbox, when set, is read at every scrape for the outbox metrics.
-	Outbox Outbox
+	Outbox state.Stats
 	// State, when set, is the state store's health, called at every scrape
 	// and page view (with 2 seconds): certwatch_state_up is 0 when it (or
 	// reading the Outbox) fails, and the status page says why.

@@ -3,32 +3,20 @@
 // tier, when it was raised, what each channel was told and when it
 // resolved), and the outbox of notifications waiting to be delivered.
 //
-// The records are plain data. Stores live in sub-packages (state/sqlite, the
-// embedded default; state/postgres, shared by replicas); the notify
-// package declares the interface it needs.
+// The records are plain data. The store contract is declared here too:
+// Store is what every store does (Outbox, what notify needs to deliver
+// each notification exactly once; Memory, what the daemon keeps between
+// runs; Stats, Alerts, Check, Created, Close) and Shared what a store
+// shared by replicas adds (Elector, Shards, Claimer, Sites). Stores live in
+// sub-packages (state/sqlite, the embedded default, a Store; state/postgres,
+// shared by replicas, a Shared), each asserting its contract at compile
+// time; state/statetest is the suite both pass.
+//
 // Stores report trouble that an operator must fix (a file locked by another
 // process, a corrupt file, a full disk, a file deleted or replaced under
 // the running process) with errors matching ErrLocked, ErrCorrupt, ErrFull,
 // ErrTooNew or ErrReplaced, never by losing data silently; a replica whose
 // leadership was taken over gets ErrFenced.
-//
-// Besides what notify declares, every store provides what the daemon and
-// its self-monitoring need (declared by their consumers, in daemon and
-// internal/cli):
-//
-//   - Check(ctx) error: nil while the store works. Otherwise the failure of
-//     the latest operation, kept until a write commits again (so a full
-//     disk that still allows reads stays down), or ErrReplaced once the
-//     store is no longer the one opened. Cheap: /readyz and
-//     certwatch_state_up call it at every probe and scrape.
-//   - Created() bool: the store held no certwatch state when it was opened
-//     (its schema was created from nothing), so every open finding is about
-//     to be announced as new; the daemon says so loudly.
-//   - Memo(ctx, key) ([]byte, error) and SetMemo(ctx, key, value) error:
-//     small documents the daemon keeps between runs (the last success of
-//     each job, each source's last good inventory), by key. Memo returns
-//     nil and no error for a key never set; SetMemo replaces the value
-//     whole, atomically. Stores do not look inside the value.
 //
 // A store never recreates its file or database empty while it is open:
 // writes fail with ErrReplaced instead.

@@ -17,7 +17,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/scan"
-	"github.com/certwatch/certwatch/state/postgres"
+	"github.com/certwatch/certwatch/state"
 )
 
 const alertsUsage = `Usage:
@@ -215,12 +215,12 @@ func containsChannel(n config.Notify, name string) bool {
 // instances share (they publish their runs there): their alerts are
 // judged on every site's runs together, and a scan's view alone would
 // take what it did not probe as fixed and resolve it.
-func refuseSharedState(ctx context.Context, store stateStore) error {
-	pg, ok := store.(*postgres.Store)
+func refuseSharedState(ctx context.Context, store state.Store) error {
+	sh, ok := store.(state.Shared)
 	if !ok {
 		return nil
 	}
-	sites, err := pg.Sites(ctx)
+	sites, err := sh.Sites(ctx)
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}

@@ -14,14 +14,10 @@ import (
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
-	"github.com/certwatch/certwatch/state/postgres"
+	"github.com/certwatch/certwatch/state"
 )
 
 var (
-	_ daemon.Elector       = (*postgres.Store)(nil)
-	_ daemon.Claimer       = (*postgres.Store)(nil)
-	_ daemon.Shards        = (*postgres.Store)(nil)
-	_ daemon.Sites         = (*postgres.Store)(nil)
 	_ daemon.Collector     = (*scan.Pass)(nil)
 	_ daemon.PartEvaluator = (*scan.Pass)(nil)
 )
@@ -34,7 +30,7 @@ type daemons struct {
 	srv        *serve.Server
 	recorder   daemon.Recorder
 	client     *http.Client
-	memory     daemon.Memory
+	memory     state.Memory
 	emptyState string
 	logger     *slog.Logger
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
@@ -122,7 +118,7 @@ func (h *daemons) collector() daemon.Collector {
 // runReplicated runs a daemon whenever this process leads the replicas of
 // its site sharing store, and, all the time, a worker that probes the
 // shards of the site's sweeps.
-func (h *daemons) runReplicated(ctx context.Context, store *postgres.Store, site string, lease time.Duration, shardSize int, staleAfter time.Duration) error {
+func (h *daemons) runReplicated(ctx context.Context, store state.Shared, site string, lease time.Duration, shardSize int, staleAfter time.Duration) error {
 	holder := replicaName()
 	h.sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, StaleAfter: staleAfter}
 	h.mu.Lock()

@@ -24,7 +24,7 @@ import (
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
-	"github.com/certwatch/certwatch/state/postgres"
+	"github.com/certwatch/certwatch/state"
 )
 
 const runUsage = `Usage:
@@ -147,7 +147,7 @@ type runParts struct {
 	notifier *notify.Notifier
 }
 
-func (e *env) buildRun(ctx context.Context, c config.Config, store notify.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
+func (e *env) buildRun(ctx context.Context, c config.Config, store state.Outbox, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
 	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return runParts{}, err
@@ -289,8 +289,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 			}
 		}
 	})
-	if pg, ok := store.(*postgres.Store); ok {
-		err = h.runReplicated(ctx, pg, c.Daemon.Site, time.Duration(c.Daemon.LeaderLease), c.Daemon.ShardSize, time.Duration(c.Daemon.SiteStaleAfter))
+	if sh, ok := store.(state.Shared); ok {
+		err = h.runReplicated(ctx, sh, c.Daemon.Site, time.Duration(c.Daemon.LeaderLease), c.Daemon.ShardSize, time.Duration(c.Daemon.SiteStaleAfter))
 	} else {
 		err = h.runOnce(ctx)
 	}
@@ -309,7 +309,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // reload loads path and, when it is valid and its parts can be built,
 // hands them to d and returns the new notifier. Settings that only take
 // effect at start keep their running values, with a warning.
-func (e *env) reload(ctx context.Context, path string, cur *config.Config, store stateStore, srv *serve.Server, client *http.Client, d *daemons, logger *slog.Logger) (*notify.Notifier, error) {
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store state.Store, srv *serve.Server, client *http.Client, d *daemons, logger *slog.Logger) (*notify.Notifier, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {

@@ -5,40 +5,14 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/config"
-	"github.com/certwatch/certwatch/daemon"
-	"github.com/certwatch/certwatch/notify"
-	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 	"github.com/certwatch/certwatch/state/sqlite"
 )
 
-// stateStore is what the commands need of a state store; state/sqlite and
-// state/postgres both are one.
-type stateStore interface {
-	notify.Store
-	notify.Leaser
-	notify.Abandoner
-	serve.Outbox
-	Alerts(ctx context.Context, resolved bool) ([]state.Alert, error)
-	// Check, Created, Memo and SetMemo: see the state package.
-	Check(ctx context.Context) error
-	Created() bool
-	Memo(ctx context.Context, key string) ([]byte, error)
-	SetMemo(ctx context.Context, key string, value []byte) error
-	Close() error
-}
-
-var (
-	_ stateStore    = (*sqlite.Store)(nil)
-	_ stateStore    = (*postgres.Store)(nil)
-	_ daemon.Memory = (*sqlite.Store)(nil)
-	_ daemon.Memory = (*postgres.Store)(nil)
-)
-
 // openState opens the store notify.state names: a PostgreSQL database for
-// a postgres:// or postgresql:// URL, else a SQLite file.
-func openState(ctx context.Context, c config.Config) (stateStore, error) {
+// a postgres:// or postgresql:// URL (a state.Shared), else a SQLite file.
+func openState(ctx context.Context, c config.Config) (state.Store, error) {
 	n := c.Notify
 	if !config.StateIsPostgres(n.State) {
 		return sqlite.Open(ctx, n.State, sqlite.Options{})

@@ -17,6 +17,9 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
+// A Store is the whole store contract, the part replicas share included.
+var _ state.Shared = (*Store)(nil)
+
 // tx runs fn in one read-committed transaction that first passes the
 // fence (see Fence).
 // A commit clears the failure Check reports.

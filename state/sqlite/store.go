@@ -15,6 +15,9 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
+// A Store is every part of the store contract but what replicas share.
+var _ state.Store = (*Store)(nil)
+
 // Update reads the open alerts and calls fn with them; the changes fn
 // returns are written in the same transaction, which holds the file's write
 // lock throughout, so two processes cannot both act on the same snapshot.
@@ -458,6 +461,11 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 	}
 	return held, other, nil
 }
+
+// Fenced always returns nil: no replicas share a state file, so no
+// leadership can be taken over (processes sharing one file take turns by
+// its write lock and by Lease).
+func (s *Store) Fenced() (until time.Time, err error) { return time.Time{}, nil }
 
 // Memo returns the value SetMemo last stored under key, or nil when there
 // is none.

@@ -1,0 +1,167 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// The store contract. Every store (state/sqlite, state/postgres) is a
+// Store; a store that replicas share (state/postgres) is also a Shared.
+// Each store package asserts this at compile time, so a store that drops
+// or renames a method does not build, and a wrapper around a store (for
+// metrics, for retries) must carry the whole contract to be used in its
+// place. Consumers take these interfaces, or the parts they need.
+
+// Outbox is what notify needs of a store to announce each transition of
+// an alert exactly once per channel:
+//
+//   - the transition and the alert state it changes are written in one
+//     transaction (Update), so a crash can neither lose it nor write it
+//     twice;
+//   - one process at a time delivers a channel (Lease);
+//   - before each attempt to post to a service without idempotency keys,
+//     a marker is recorded (Intend), so an attempt whose outcome was lost
+//     is looked for before it is posted again;
+//   - a replica that no longer leads delivers nothing (Fenced);
+//   - each attempt's outcome is recorded (Settle).
+type Outbox interface {
+	// Update reads the open alerts and writes the changes fn computes from
+	// them in one transaction, with the store's write lock held throughout,
+	// so two processes cannot both act on the same snapshot. fn must not
+	// block. An error from fn is returned as is and nothing is written.
+	Update(ctx context.Context, fn func(Snapshot) (Changes, error)) error
+	// Pending returns up to limit undelivered notifications of channel,
+	// due or not: immediate ones first, then digest ones, each in outbox
+	// order, with the Ref of the last delivery for the same alert and
+	// channel, and the intent (Marker, Intended) of the latest attempt.
+	Pending(ctx context.Context, channel string, limit int) ([]Outbound, error)
+	// Settle records the outcome of one delivery attempt of the
+	// notifications ids (several for a digest); a delivered Ref is
+	// recorded for each notification's alert and channel in the same
+	// transaction.
+	Settle(ctx context.Context, ids []int64, s Settlement) error
+	// Intend records, durably, that an attempt to deliver the undelivered
+	// notifications ids begins at at, posting a message that carries
+	// marker. Pending returns both until the notifications are delivered
+	// or failed.
+	Intend(ctx context.Context, ids []int64, marker string, at time.Time) error
+	// Lease takes or renews holder's lease on delivering channel until
+	// until, unless another holder's lease lasts past now; an until not
+	// after now gives it up. It reports whether holder holds the lease
+	// and, when another does, when that lease ends. Leases are kept in
+	// the store, so they hold across processes; a process that dies keeps
+	// its lease until it ends.
+	Lease(ctx context.Context, channel, holder string, now, until time.Time) (held bool, other time.Time, err error)
+	// Fenced returns nil while this process may write and deliver, and an
+	// error matching ErrFenced once it may not (a replica whose
+	// leadership ran out or was taken over). It makes no round trip, so
+	// it can be asked right before each delivery attempt; until is when
+	// the current leadership ends by this process's clock (an attempt
+	// should not outlast it), zero when there is no leadership. A store
+	// that no replicas share (state/sqlite) never fences.
+	Fenced() (until time.Time, err error)
+	// Abandon marks the undelivered notifications of every channel not in
+	// keep as failed at at, with reason as their last error, and returns
+	// how many it marked, by channel.
+	Abandon(ctx context.Context, keep []string, at time.Time, reason string) (map[string]int, error)
+}
+
+// Memory keeps small documents between runs, by key: the daemon's last
+// success of each job and each source's last good inventory.
+type Memory interface {
+	// Memo returns the value SetMemo last stored under key, or nil and no
+	// error for a key never set.
+	Memo(ctx context.Context, key string) ([]byte, error)
+	// SetMemo replaces the value under key whole, atomically. Stores do not
+	// look inside the value.
+	SetMemo(ctx context.Context, key string, value []byte) error
+}
+
+// Stats reports the outbox per channel, for metrics and the status page.
+type Stats interface {
+	// OutboxStats summarises the outbox per channel, by channel name.
+	OutboxStats(ctx context.Context) ([]ChannelStats, error)
+}
+
+// Store is what every store does.
+type Store interface {
+	Outbox
+	Memory
+	Stats
+	// Alerts returns the open alerts, and the resolved ones still kept
+	// when resolved is set: open first, then by tier (most urgent first)
+	// and deadline.
+	Alerts(ctx context.Context, resolved bool) ([]Alert, error)
+	// Check returns nil while the store works. Otherwise it returns the
+	// failure of the latest operation, kept until a write commits again
+	// (so a full disk that still allows reads stays down), or ErrReplaced
+	// once the store is no longer the one opened. It is cheap: /readyz and
+	// certwatch_state_up call it at every probe and scrape.
+	Check(ctx context.Context) error
+	// Created reports that the store held no certwatch state when it was
+	// opened (its schema was created from nothing), so every open finding
+	// is about to be announced as new.
+	Created() bool
+	// Close releases the store; the caller that opened it closes it.
+	Close() error
+}
+
+// Elector elects one leader among the replicas of a site sharing a store;
+// the store then refuses the writes of a replica that no longer leads
+// (Outbox.Fenced, ErrFenced).
+type Elector interface {
+	// Campaign takes or renews holder's leadership for lease, unless
+	// another holder's lease is running.
+	Campaign(ctx context.Context, holder string, lease time.Duration) (Term, error)
+	// Resign ends holder's lease at once.
+	Resign(ctx context.Context, holder string) error
+}
+
+// Shards is the leader's side of shared probing: it opens a sweep of
+// shards that every replica claims (Claimer), and closes it once every
+// shard is in or the run's time is up.
+type Shards interface {
+	// OpenSweep opens a sweep of the site with one shard per work item; no
+	// shard is claimed after deadline.
+	OpenSweep(ctx context.Context, deadline time.Time, work [][]byte) (int64, error)
+	// SweepProgress says how many of the sweep's shards are in.
+	SweepProgress(ctx context.Context, sweep int64) (done, total int, err error)
+	// CloseSweep closes the sweep (later write-backs are refused) and
+	// returns every shard, in order.
+	CloseSweep(ctx context.Context, sweep int64) ([]ShardOutcome, error)
+}
+
+// Claimer hands out the shards of its site's open sweeps, one claimant at
+// a time per shard. A standby may call it.
+type Claimer interface {
+	// ClaimShard claims a shard that is unclaimed or whose claim ran out,
+	// for lease; false when none is left.
+	ClaimShard(ctx context.Context, holder string, lease time.Duration) (Claim, bool, error)
+	// RenewShard extends a claim still held; ErrClaimLost otherwise.
+	RenewShard(ctx context.Context, c Claim, lease time.Duration) (Claim, error)
+	// CompleteShard writes the shard's result back if the claim is still
+	// held and its sweep open; ErrClaimLost otherwise.
+	CompleteShard(ctx context.Context, c Claim, result []byte) error
+	// ReleaseShard gives a claim still held up unwritten, so that another
+	// replica claims the shard at once; ErrClaimLost otherwise.
+	ReleaseShard(ctx context.Context, c Claim) error
+}
+
+// Sites is where the sites sharing one store publish what their runs saw,
+// for each other's evaluations.
+type Sites interface {
+	// PublishSite replaces this site's latest publication.
+	PublishSite(ctx context.Context, at time.Time, result []byte) error
+	// Sites returns every site's latest publication, this one's included.
+	Sites(ctx context.Context) ([]SiteResult, error)
+}
+
+// Shared is what a store shared by replicas adds to Store: leader
+// election with fencing, shared probing, and sites.
+type Shared interface {
+	Store
+	Elector
+	Shards
+	Claimer
+	Sites
+}
