@@ -12,6 +12,7 @@ import (
 
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -25,8 +26,8 @@ import (
 type tarpitSource struct{ targets []discovery.Target }
 
 func (s tarpitSource) Name() string { return "dnszone:example" }
-func (s tarpitSource) Targets(context.Context) ([]discovery.Target, error) {
-	return s.targets, nil
+func (s tarpitSource) Discover(context.Context) (found.Yield, error) {
+	return found.Yield{Targets: s.targets}, nil
 }
 
 // tarpitPass returns a real pass over the tarpit zone, with a 500ms dial

@@ -8,19 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
-)
-
-var (
-	_ scan.CertificateSource = (*acm.Source)(nil)
-	_ scan.ZoneSource        = (*route53.Source)(nil)
 )
 
 // awsSources starts the AWS fakes and returns real Route 53 and ACM
@@ -139,5 +140,54 @@ func TestPassEveryACMRegionFailed(t *testing.T) {
 	_, err := p.Run(context.Background())
 	if !errors.Is(err, scan.ErrNoSource) || !strings.Contains(err.Error(), "eu-west-1") {
 		t.Errorf("Run error = %v, want ErrNoSource naming eu-west-1", err)
+	}
+}
+
+// yieldSource is a source that yields targets and inventory from one
+// Discover, as any kind may: the pass reads the Yield, not the kind.
+type yieldSource struct {
+	name  string
+	yield found.Yield
+	err   error
+}
+
+func (s yieldSource) Name() string                                  { return s.name }
+func (s yieldSource) Discover(context.Context) (found.Yield, error) { return s.yield, s.err }
+
+// TestYield: a pass counts and keeps what each source yields, targets and
+// inventory alike, until that source's next Discover; a source that fails
+// keeps nothing it did not yield.
+func TestYield(t *testing.T) {
+	target := discovery.Target{Name: "www.corp.example", Port: 443, Sources: []string{"mixed"}}
+	mixed := &yieldSource{name: "mixed", yield: found.Yield{
+		Targets: []discovery.Target{target},
+		Inventory: found.Inventory{
+			ACM:   []acmcert.Certificate{{ARN: "arn:aws:acm:eu-west-1:111111111111:certificate/1", Region: "eu-west-1"}},
+			Zones: []hostedzone.Zone{{ID: "Z1", Name: "corp.example"}},
+		},
+	}}
+	failing := &yieldSource{name: "failing", err: errors.New("denied")}
+	p := &scan.Pass{Sources: []scan.Source{mixed, failing}}
+	targets, results, err := p.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != 1 || targets[0].Name != target.Name {
+		t.Errorf("targets = %+v, want %s", targets, target.Name)
+	}
+	want := []scan.SourceResult{{Name: "mixed", Targets: 1, Certificates: 1}, {Name: "failing", Error: "denied"}}
+	if diff := cmp.Diff(want, results); diff != "" {
+		t.Errorf("source results (-want +got):\n%s", diff)
+	}
+	inv := p.Inventory()
+	if len(inv.ACM) != 1 || len(inv.Zones) != 1 {
+		t.Errorf("inventory = %+v, want the yielded certificate and zone", inv)
+	}
+	mixed.yield = found.Yield{}
+	if _, _, err := p.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if inv := p.Inventory(); len(inv.ACM)+len(inv.Zones) != 0 {
+		t.Errorf("inventory after a Discover that yielded none = %+v, want none", inv)
 	}
 }

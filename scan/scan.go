@@ -25,15 +25,17 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 )
 
-// Source lists endpoints to probe. Implemented by discovery/*.
+// Source is one discovery source, implemented by discovery/*: each
+// Discover says what it found (see found.Yield). internal/cli, which knows
+// every kind, builds them.
 type Source interface {
 	Name() string
-	Targets(ctx context.Context) ([]discovery.Target, error)
+	Discover(ctx context.Context) (found.Yield, error)
 }
 
 // Prober probes every address of one target. Implemented by probes.Prober.
@@ -84,19 +86,17 @@ type Pass struct {
 	OnObservation func(*probes.Observation)
 
 	mu sync.Mutex
-	// certs are the inventories of CertificateSources by source name, from
-	// the last Discover (see fetchCertificates).
-	certs map[string][]acmcert.Certificate
-	// aws are the IAM and consumer inventories by source name (see
-	// fetchInventory).
-	aws awsInventory
+	// inventory is what each source's last Discover found besides
+	// targets, by source name.
+	inventory map[string]Inventory
 }
 
 // SourceResult says what one source contributed.
 type SourceResult struct {
 	Name    string `json:"name"`
 	Targets int    `json:"targets"`
-	// Certificates is the size of a CertificateSource's inventory.
+	// Certificates is the size of the source's inventory (see
+	// found.Inventory.Records).
 	Certificates int    `json:"certificates,omitempty"`
 	Error        string `json:"error,omitempty"`
 }
@@ -163,10 +163,10 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
 	for i, s := range p.Sources {
 		g.Go(func() error {
-			ts, err := s.Targets(ctx)
-			results[i] = SourceResult{Name: s.Name(), Targets: len(ts)}
-			lists[i] = ts
-			results[i].Certificates, err = p.fetchInventory(ctx, s, err)
+			y, err := s.Discover(ctx)
+			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Certificates: y.Inventory.Records()}
+			lists[i] = y.Targets
+			p.keep(s.Name(), y.Inventory)
 			if err != nil {
 				results[i].Error = err.Error()
 				p.logger().Warn("source failed", "source", s.Name(), "err", err)
@@ -188,6 +188,17 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 		return targets, results, fmt.Errorf("%w: %w", ErrNoSource, errors.Join(errs...))
 	}
 	return targets, results, nil
+}
+
+// keep keeps inv as the inventory of the source called name until its next
+// Discover.
+func (p *Pass) keep(name string, inv Inventory) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inventory == nil {
+		p.inventory = make(map[string]Inventory)
+	}
+	p.inventory[name] = inv
 }
 
 // merge merges the sources' targets (discovery.Merge). A single non-empty
@@ -241,7 +252,7 @@ func merged(ts []discovery.Target) bool {
 // StreamingSource is a Source that can also hand out its targets one at a
 // time, in the order Merge gives, without holding them all: a zone of a
 // million names. A pass whose only source streams probes the targets as
-// they come. Implemented by discovery/dnszone.
+// they come. Implemented by discovery/dnszone, which yields no inventory.
 type StreamingSource interface {
 	Source
 	// Stream discovers the targets and returns them as a sequence, with
@@ -291,13 +302,9 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	return r, nil
 }
 
-// streaming returns the pass's only source when it streams its targets
-// (and holds no certificate inventory, which Discover fetches).
+// streaming returns the pass's only source when it streams its targets.
 func (p *Pass) streaming() (StreamingSource, bool) {
 	if len(p.Sources) != 1 {
-		return nil, false
-	}
-	if _, ok := p.Sources[0].(CertificateSource); ok {
 		return nil, false
 	}
 	ss, ok := p.Sources[0].(StreamingSource)

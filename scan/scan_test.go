@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -32,6 +33,10 @@ type listSource struct {
 func (s listSource) Name() string { return s.name }
 func (s listSource) Targets(context.Context) ([]discovery.Target, error) {
 	return s.targets, s.err
+}
+func (s listSource) Discover(ctx context.Context) (found.Yield, error) {
+	ts, err := s.Targets(ctx)
+	return found.Yield{Targets: ts}, err
 }
 
 func TestEverySourceFailed(t *testing.T) {
@@ -87,7 +92,7 @@ func TestPartialSourceFailureIsAFinding(t *testing.T) {
 	}
 }
 
-// gateSource blocks in Targets until release is closed, counting callers
+// gateSource blocks in Discover until release is closed, counting callers
 // in flight.
 type gateSource struct {
 	name     string
@@ -96,11 +101,11 @@ type gateSource struct {
 }
 
 func (s gateSource) Name() string { return s.name }
-func (s gateSource) Targets(ctx context.Context) ([]discovery.Target, error) {
+func (s gateSource) Discover(ctx context.Context) (found.Yield, error) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	<-s.release
-	return nil, nil
+	return found.Yield{}, nil
 }
 
 // TestDiscoveryIsBounded: 20 zones on one primary are not transferred all at

@@ -30,9 +30,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
-	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found"
 )
 
 // Defaults used when Config fields are zero.
@@ -73,6 +73,9 @@ type Source struct {
 	c       Config
 	logger  *slog.Logger
 	regions []region
+
+	mu   sync.Mutex
+	last []acmcert.Certificate // what the last Discover yielded
 }
 
 type region struct {
@@ -125,12 +128,49 @@ func (s *Source) Name() string {
 	return "acm:" + s.c.Account
 }
 
-// Targets returns no targets: ACM certificates are inventory, not
-// endpoints (the endpoints that serve them are found through Route 53, DNS
-// zones or static targets and linked to ACM by serial number). It lets a
-// scan treat the Source like any other; use Certificates for the inventory.
-func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
-	return nil, nil
+// Discover yields the certificates (see Certificates). A region that
+// cannot be listed keeps the certificates the previous Discover found
+// there, and a Discover cut short by ctx the whole previous inventory, as
+// a failed source keeps its last good targets in the daemon; the error
+// says what failed either way.
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	certs, err := s.Certificates(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		return found.Yield{Inventory: found.Inventory{ACM: s.last}}, err
+	}
+	for _, re := range regionErrors(err) {
+		if re.Op != "list certificates" {
+			continue // described ones are returned (Partial); nothing to keep
+		}
+		for _, c := range s.last {
+			if c.Region == re.Region && (re.Account == "" || c.Account == re.Account) {
+				certs = append(certs, c)
+			}
+		}
+	}
+	s.last = certs
+	return found.Yield{Inventory: found.Inventory{ACM: certs}}, err
+}
+
+// regionErrors returns every *acmcert.RegionError in err's tree.
+func regionErrors(err error) []*acmcert.RegionError {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*acmcert.RegionError
+		for _, e := range j.Unwrap() {
+			out = append(out, regionErrors(e)...)
+		}
+		return out
+	}
+	var re *acmcert.RegionError
+	if errors.As(err, &re) {
+		return []*acmcert.RegionError{re}
+	}
+	return nil
 }
 
 // Certificates lists and describes every certificate in every region,

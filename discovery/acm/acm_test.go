@@ -406,18 +406,6 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
-func TestTargetsAreNone(t *testing.T) {
-	s, srv := newSource(t, acm.Config{Regions: []string{"eu-west-1"}}, awsaccount.Config{})
-	srv.ACM.Add(awstest.Certificate{Region: "eu-west-1", DomainName: "a.example.com"})
-	got, err := s.Targets(context.Background())
-	if err != nil || len(got) != 0 || s.Name() != "acm" {
-		t.Errorf("Targets = %v, %v (name %q); want none", got, err, s.Name())
-	}
-	if n := len(srv.Requests("")); n != 0 {
-		t.Errorf("Targets made %d requests", n)
-	}
-}
-
 func TestNormalizeSerial(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -41,6 +41,7 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found"
 )
 
 // Defaults used when Config fields are zero.
@@ -133,14 +134,21 @@ func (e *ServiceError) Error() string {
 // Unwrap returns the underlying SDK error.
 func (e *ServiceError) Unwrap() error { return e.Err }
 
-// Targets discovers every consumer (see Discover), keeps them for
+// Discover lists every consumer (see List) and yields them, with the
+// targets to probe them on (see Targets).
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	ts, err := s.Targets(ctx)
+	return found.Yield{Targets: ts, Inventory: found.Inventory{Consumers: s.Consumers()}}, err
+}
+
+// Targets lists every consumer (see List), keeps them for
 // Consumers, and returns what to probe so a certificate served only by a
 // resource no hosted zone points to is seen on the wire: each load
 // balancer's DNS name on each TLS listener port (its default
 // certificate), each distribution's aliases and each API Gateway custom
 // domain name on Config.Ports.
 func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
-	cs, err := s.Discover(ctx)
+	cs, err := s.List(ctx)
 	if ctx.Err() == nil {
 		s.mu.Lock()
 		s.consumers = cs
@@ -179,12 +187,12 @@ func (s *Source) Consumers() []certconsumer.Consumer {
 	return s.consumers
 }
 
-// Discover lists every consumer: ELBv2 and classic load balancers and API
+// List lists every consumer: ELBv2 and classic load balancers and API
 // Gateway domains in every region, CloudFront distributions once, sorted
 // by ARN. A service that fails does not stop the others: the rest are
 // returned with an error joining one *ServiceError per failed service and
 // region, naming the action to grant. Cancelling ctx stops discovery.
-func (s *Source) Discover(ctx context.Context) ([]certconsumer.Consumer, error) {
+func (s *Source) List(ctx context.Context) ([]certconsumer.Consumer, error) {
 	type job struct {
 		region string
 		run    func(ctx context.Context, region string) ([]certconsumer.Consumer, error)

@@ -24,6 +24,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 )
 
 // Defaults for the zero values of Config.
@@ -258,6 +259,13 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 		return nil, err
 	}
 	return zn.collect(), nil
+}
+
+// Discover transfers the zone as Targets does, with the same errors, and
+// yields its targets.
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	ts, err := s.Targets(ctx)
+	return found.Yield{Targets: ts}, err
 }
 
 // Stream transfers the zone as Targets does, with the same errors, and

@@ -33,6 +33,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 )
 
@@ -73,6 +74,9 @@ type Source struct {
 	c      Config
 	client *iam.Client
 	logger *slog.Logger
+
+	mu   sync.Mutex
+	last []iamcert.Certificate // what the last Discover yielded
 }
 
 // New returns a Source for the account whose credentials cfg holds (see
@@ -105,10 +109,18 @@ func (s *Source) Name() string {
 	return "iam:" + s.c.Account
 }
 
-// Targets returns no targets: server certificates are inventory, linked to
-// the endpoints serving them by serial number. Use ServerCertificates.
-func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
-	return nil, nil
+// Discover yields the server certificates (see ServerCertificates). A
+// listing that fails keeps the certificates the previous Discover found;
+// the error says so.
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	certs, err := s.ServerCertificates(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ie *iamcert.Error
+	if err == nil || !errors.As(err, &ie) || ie.Op != "list server certificates" {
+		s.last = certs
+	}
+	return found.Yield{Inventory: found.Inventory{IAM: s.last}}, err
 }
 
 // ServerCertificates lists and fetches every server certificate, sorted

@@ -105,7 +105,7 @@ func BenchmarkDiscover(b *testing.B) {
 	var requests, targets int
 	for b.Loop() {
 		stop := peakHeap()
-		inv, err := s.Discover(context.Background())
+		inv, err := s.Read(context.Background())
 		peak = max(peak, stop())
 		if err != nil {
 			b.Fatal(err)

@@ -43,6 +43,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
 )
@@ -184,17 +185,25 @@ func (s *Source) Name() string {
 	return "route53:" + s.c.Account
 }
 
-// Targets discovers every target (see Discover) and keeps the zones for
-// Zones.
-func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
-	inv, err := s.Discover(ctx)
+// Discover reads every zone (see Read) and yields the targets and the
+// zones, in which policy looks up the DNS validation records of ACM
+// certificates. It keeps the zones for Zones.
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	inv, err := s.Read(ctx)
 	s.mu.Lock()
 	s.zones = inv.Zones
 	s.mu.Unlock()
-	return inv.Targets, err
+	return found.Yield{Targets: inv.Targets, Inventory: found.Inventory{Zones: inv.Zones}}, err
 }
 
-// Zones returns the zones read by the last Targets call (nil before the
+// Targets reads every zone (see Read) and returns the targets, keeping the
+// zones for Zones.
+func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
+	y, err := s.Discover(ctx)
+	return y.Targets, err
+}
+
+// Zones returns the zones read by the last Discover or Targets call (nil before the
 // first). Callers must not modify them.
 func (s *Source) Zones() []hostedzone.Zone {
 	s.mu.Lock()
@@ -223,13 +232,13 @@ func (e *ZoneError) Error() string {
 // Unwrap returns the underlying SDK error.
 func (e *ZoneError) Unwrap() error { return e.Err }
 
-// Discover lists every hosted zone and reads the record sets of those that
+// Read lists every hosted zone and reads the record sets of those that
 // pass Config.Zones. If the zones cannot be listed it returns an error
 // naming the account and the permission to grant. A zone that fails does
 // not stop the others: the inventory of the rest is returned with an error
 // joining one *ZoneError per failed zone. Cancelling ctx stops discovery and
 // returns ctx's error.
-func (s *Source) Discover(ctx context.Context) (Inventory, error) {
+func (s *Source) Read(ctx context.Context) (Inventory, error) {
 	start := time.Now()
 	var hosted []types.HostedZone
 	p := route53.NewListHostedZonesPaginator(s.client, &route53.ListHostedZonesInput{MaxItems: aws.Int32(100)})

@@ -112,7 +112,7 @@ func TestDiscover(t *testing.T) {
 	srv.Route53.SetPageSizes(1, 2)
 	srv.Route53.AddZone(testZones()...)
 
-	inv, err := s.Discover(context.Background())
+	inv, err := s.Read(context.Background())
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestFilters(t *testing.T) {
 	}
 	s, srv := newSource(t, route53.Config{Zones: zones, Filter: names, Ports: []int{443, 8443}})
 	srv.Route53.AddZone(testZones()...)
-	inv, err := s.Discover(context.Background())
+	inv, err := s.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestThrottledRunCompletes(t *testing.T) {
 	srv.Route53.SetPageSizes(1, 5)
 	srv.Route53.AddZone(testZones()...)
 	srv.Route53.Throttle(7)
-	inv, err := s.Discover(context.Background())
+	inv, err := s.Read(context.Background())
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -296,7 +296,7 @@ func TestFailingZoneDoesNotStopOthers(t *testing.T) {
 			s, srv := newSource(t, route53.Config{})
 			srv.Route53.AddZone(testZones()...)
 			srv.Route53.Deny(tt.deny)
-			inv, err := s.Discover(context.Background())
+			inv, err := s.Read(context.Background())
 			var ze *route53.ZoneError
 			if !errors.As(err, &ze) || ze.ID != tt.deny {
 				t.Fatalf("err = %v, want a *ZoneError for %s", err, tt.deny)
@@ -325,7 +325,7 @@ func TestAccountDenied(t *testing.T) {
 	s, srv := newSource(t, route53.Config{Account: awstest.DefaultAccount})
 	srv.Route53.AddZone(testZones()...)
 	srv.Route53.Deny(awstest.DefaultAccount)
-	inv, err := s.Discover(context.Background())
+	inv, err := s.Read(context.Background())
 	if err == nil || len(inv.Targets) != 0 {
 		t.Fatalf("Discover = %d targets, %v; want an error", len(inv.Targets), err)
 	}
@@ -353,7 +353,7 @@ func TestEndpointFromEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inv, err := s.Discover(context.Background())
+			inv, err := s.Read(context.Background())
 			if err != nil || len(inv.Targets) != 1 {
 				t.Errorf("Discover = %v, %v; want www.example.com", inv.Targets, err)
 			}
@@ -366,7 +366,7 @@ func TestCancelled(t *testing.T) {
 	srv.Route53.AddZone(testZones()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if inv, err := s.Discover(ctx); err == nil || len(inv.Targets) != 0 {
+	if inv, err := s.Read(ctx); err == nil || len(inv.Targets) != 0 {
 		t.Errorf("Discover(cancelled) = %d targets, %v; want an error", len(inv.Targets), err)
 	}
 }

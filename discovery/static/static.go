@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 )
 
 // sourceName is both Name() and the entry in every target's Sources.
@@ -88,6 +89,12 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 		out[i] = t
 	}
 	return out, nil
+}
+
+// Discover yields the configured targets (see Targets).
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	ts, err := s.Targets(ctx)
+	return found.Yield{Targets: ts}, err
 }
 
 // parse turns one configured entry into one target per port.

@@ -23,14 +23,10 @@ import (
 )
 
 var (
-	_ scan.Source                  = (*route53.Source)(nil)
-	_ scan.ZoneSource              = (*route53.Source)(nil)
-	_ scan.Source                  = (*acm.Source)(nil)
-	_ scan.CertificateSource       = (*acm.Source)(nil)
-	_ scan.Source                  = (*iam.Source)(nil)
-	_ scan.ServerCertificateSource = (*iam.Source)(nil)
-	_ scan.Source                  = (*consumers.Source)(nil)
-	_ scan.ConsumerSource          = (*consumers.Source)(nil)
+	_ scan.Source = (*route53.Source)(nil)
+	_ scan.Source = (*acm.Source)(nil)
+	_ scan.Source = (*iam.Source)(nil)
+	_ scan.Source = (*consumers.Source)(nil)
 )
 
 // awsFlags are the AWS flags shared by scan and inventory.

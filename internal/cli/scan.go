@@ -412,9 +412,9 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 }
 
 var (
-	_ scan.Source = (*dnszone.Source)(nil)
-	_ scan.Source = (*static.Source)(nil)
-	_ scan.Prober = (*probes.Prober)(nil)
+	_ scan.StreamingSource = (*dnszone.Source)(nil)
+	_ scan.Source          = (*static.Source)(nil)
+	_ scan.Prober          = (*probes.Prober)(nil)
 )
 
 func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
