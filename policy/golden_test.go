@@ -185,7 +185,9 @@ func TestEvaluatorGolden(t *testing.T) {
 	status := func(s acmcert.RenewalStatus, reason string) func(*acmcert.Certificate) {
 		return func(c *acmcert.Certificate) { c.RenewalStatus, c.RenewalStatusReason = s, reason }
 	}
-	unused := func(c *acmcert.Certificate) { c.InUse, c.InUseBy, c.RenewalEligibility = false, nil, acmcert.Ineligible }
+	unused := func(c *acmcert.Certificate) {
+		c.InUse, c.InUseBy, c.RenewalEligibility = false, nil, acmcert.Ineligible
+	}
 	imported := func(c *acmcert.Certificate) { c.Type, c.RenewalEligibility = acmcert.Imported, acmcert.Ineligible }
 	sans := func(names ...string) func(*acmcert.Certificate) {
 		return func(c *acmcert.Certificate) { c.SubjectAlternativeNames = names }
