@@ -14,13 +14,92 @@ import (
 // judgeInventory judges the ACM inventory, merges its findings with the
 // endpoint findings of the same certificate, links both, and turns expiry
 // findings of certificates already replaced elsewhere into stale
-// deployments. It edits and extends fs, which is Result's own.
+// deployments. It edits and extends fs, which is Result's own. It runs the
+// passes of an inventoryJudgement in order; each pass states what it
+// leaves true for the next.
 func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	if len(e.inv.acm) == 0 && !slices.ContainsFunc(fs, func(f Finding) bool { return f.Kind == Expiring || f.Kind == Expired }) {
 		return fs, nil
 	}
-	now := e.now
-	sv := e.servedIndex()
+	j := &inventoryJudgement{e: e, sv: e.servedIndex(), drop: map[int]bool{}}
+	j.judgeACM()
+	// The findings are Result's own: extended and edited in place.
+	j.out = slices.Grow(fs, len(j.groups))
+	j.link()
+	j.mergeACM()
+	if !j.lookFor() {
+		return dropFindings(j.out, j.drop), sortACM(j.report)
+	}
+	j.candidates()
+	j.markStale()
+	j.staleUnexpired()
+	j.foldInconsistent()
+	return dropFindings(j.out, j.drop), sortACM(j.report)
+}
+
+// inventoryJudgement is one judgeInventory: the ACM inventory, the
+// findings it edits and extends, and what its passes hand each other. A
+// finding is named by its index in out throughout; findings are only
+// appended, and those to remove are marked in drop and removed at the end,
+// so no index moves.
+type inventoryJudgement struct {
+	e  *Evaluator
+	sv servedIndex
+
+	// certs is the ACM inventory sorted by ARN; report, verdicts and
+	// servedFP are by index in certs (the report entry, the judgement, the
+	// fingerprint of the served certificate it is, "" when none is), and
+	// byARN finds the index of an ARN.
+	certs    []acmcert.Certificate
+	report   []ACMCertificate
+	verdicts []verdict
+	servedFP []string
+	byARN    map[string]int
+	// groups are the ACM certificates by certificate: the copies of one
+	// (one serial imported into several regions) are one group.
+	groups []*acmGroup
+
+	// out are the findings; drop marks those to remove.
+	out  []Finding
+	drop map[int]bool
+	// leafExpiry finds, by fingerprint, the finding about a served leaf's
+	// own expiry: the endpoints' expiry finding, or the ACM finding that
+	// took its place.
+	leafExpiry map[string]int
+	// broken are the fingerprints of served certificates whose chain does
+	// not verify (untrusted, self-signed): no replacement for anything.
+	broken map[string]bool
+
+	// wanted are the names a newer certificate must carry to be a
+	// candidate; cands the candidates, newest first; idx the candidates
+	// carrying each name, newest first.
+	wanted map[string]bool
+	cands  []newer
+	idx    map[string][]int
+	// staleACM finds, by the fingerprint of a served certificate that an
+	// ACM certificate replaced, its stale deployment finding.
+	staleACM map[string]int
+}
+
+// acmGroup is the copies of one ACM certificate.
+type acmGroup struct {
+	fp      string // served fingerprint
+	pem     string // fingerprint of ACM's PEM
+	members []int
+	best    verdict
+	bestAt  int
+	refs    []ACMRef
+}
+
+// judgeACM judges each ACM certificate and groups copies of one
+// certificate. Afterwards certs, report, verdicts, servedFP and byARN hold
+// an entry for every ACM certificate; every certificate is in exactly one
+// group, whose best verdict (bestAt) is its members' most urgent (the first
+// of them, by ARN, on a tie) and whose fp is the served fingerprint of any
+// member linked to a served leaf, by ACM's fingerprint or else by serial
+// number and NotAfter.
+func (j *inventoryJudgement) judgeACM() {
+	e := j.e
 	// ACM certificates are linked to served leaves by serial number.
 	var bySerial map[string][]string
 	if len(e.inv.acm) > 0 {
@@ -33,28 +112,16 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			slices.Sort(fps)
 		}
 	}
-
-	// Judge each ACM certificate; group copies of one certificate (the
-	// same serial imported into several regions) into one finding.
-	certs := slices.Clone(e.inv.acm)
-	slices.SortFunc(certs, func(a, b acmcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
-	type group struct {
-		fp      string // served fingerprint
-		pem     string // fingerprint of ACM's PEM
-		members []int
-		best    verdict
-		bestAt  int
-		refs    []ACMRef
-	}
-	var groups []*group
-	byKey := map[string]*group{}
-	report := make([]ACMCertificate, len(certs))
-	byARN := make(map[string]int, len(certs))
-	verdicts := make([]verdict, len(certs))
-	servedFP := make([]string, len(certs))
-	for i := range certs {
-		c := &certs[i]
-		byARN[c.ARN] = i
+	j.certs = slices.Clone(e.inv.acm)
+	slices.SortFunc(j.certs, func(a, b acmcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
+	byKey := map[string]*acmGroup{}
+	j.report = make([]ACMCertificate, len(j.certs))
+	j.byARN = make(map[string]int, len(j.certs))
+	j.verdicts = make([]verdict, len(j.certs))
+	j.servedFP = make([]string, len(j.certs))
+	for i := range j.certs {
+		c := &j.certs[i]
+		j.byARN[c.ARN] = i
 		fp := ""
 		if c.Fingerprint != "" && e.cert(c.Fingerprint) != nil {
 			fp = c.Fingerprint
@@ -67,19 +134,19 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			}
 		}
 		v := e.judgeACM(c, fp != "")
-		verdicts[i] = v
-		report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: sv.endpoints(fp),
+		j.verdicts[i] = v
+		j.report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: j.sv.endpoints(fp),
 			Consumers: e.consumersOf(c.ARN)}
-		servedFP[i] = fp
+		j.servedFP[i] = fp
 		key := "arn:" + c.ARN
 		if c.Serial != "" {
 			key = "serial:" + acmcert.NormalizeSerial(c.Serial) + ":" + stamp(c.NotAfter)
 		}
 		g := byKey[key]
 		if g == nil {
-			g = &group{fp: fp, bestAt: i, best: v}
+			g = &acmGroup{fp: fp, bestAt: i, best: v}
 			byKey[key] = g
-			groups = append(groups, g)
+			j.groups = append(j.groups, g)
 		}
 		g.members = append(g.members, i)
 		g.fp, g.pem = cmp.Or(g.fp, fp), cmp.Or(g.pem, c.Fingerprint)
@@ -88,54 +155,68 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 			g.best, g.bestAt = v, i
 		}
 	}
+}
 
-	// Findings by certificate, and which are expiry findings about the leaf.
+// link gives every finding about a served certificate that ACM holds the
+// references of its ACM copies, and indexes the findings that the passes
+// after it look for. Afterwards broken holds every served certificate with
+// an untrusted or self-signed finding, and leafExpiry, when there is any
+// ACM certificate, every expiry finding about a served leaf itself (its
+// deadline is the leaf's NotAfter, not an intermediate's).
+func (j *inventoryJudgement) link() {
 	refs := map[string][]ACMRef{}
-	for _, g := range groups {
+	for _, g := range j.groups {
 		if g.fp != "" {
 			refs[g.fp] = append(refs[g.fp], g.refs...)
 		}
 	}
-	// The findings are Result's own: extended and edited in place.
-	out := slices.Grow(fs, len(groups))
-	leafExpiry := map[string]int{} // fp -> index in out
-	broken := map[string]bool{}
-	for i := range out {
-		f := &out[i]
+	j.leafExpiry = map[string]int{}
+	j.broken = map[string]bool{}
+	for i := range j.out {
+		f := &j.out[i]
 		if r, ok := refs[f.Certificate]; ok {
 			f.ACM = r
 		}
 		switch f.Kind {
 		case ChainUntrusted, SelfSigned:
-			broken[f.Certificate] = true
+			j.broken[f.Certificate] = true
 		case Expiring, Expired:
-			if c := e.cert(f.Certificate); len(groups) > 0 && c != nil && f.Deadline.Equal(c.NotAfter) {
-				leafExpiry[f.Certificate] = i
+			if c := j.e.cert(f.Certificate); len(j.groups) > 0 && c != nil && f.Deadline.Equal(c.NotAfter) {
+				j.leafExpiry[f.Certificate] = i
 			}
 		}
 	}
-	drop := map[int]bool{}
-	for _, g := range groups {
-		c, v := &certs[g.bestAt], g.best
+}
+
+// mergeACM adds each ACM group's finding, one per certificate and never
+// two about one served leaf. A served certificate ACM renews in time loses
+// its endpoints' expiry finding (the endpoints get the renewal); one with
+// an ACM finding has that finding in place of its expiry finding, at the
+// higher tier of the two, and leafExpiry points at it. An unserved ACM
+// certificate's finding is about its ARN (Name) and lists no endpoint.
+func (j *inventoryJudgement) mergeACM() {
+	e := j.e
+	for _, g := range j.groups {
+		c, v := &j.certs[g.bestAt], g.best
 		if g.fp != "" {
-			i, hasExpiry := leafExpiry[g.fp]
+			i, hasExpiry := j.leafExpiry[g.fp]
 			if v.kind == "" {
-				if hasExpiry && out[i].Kind == Expiring {
-					drop[i] = true // ACM renews it in time; the endpoints get the renewal
+				if hasExpiry && j.out[i].Kind == Expiring {
+					j.drop[i] = true // ACM renews it in time; the endpoints get the renewal
 				}
 				continue
 			}
-			eps := sv.endpoints(g.fp)
+			eps := j.sv.endpoints(g.fp)
 			f := Finding{
 				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.cert(g.fp).Subject,
 				Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: v.msg + e.directNote(c, eps), ACM: g.refs,
 			}
 			if hasExpiry {
-				f.Tier = max(f.Tier, out[i].Tier)
-				drop[i] = true
+				f.Tier = max(f.Tier, j.out[i].Tier)
+				j.drop[i] = true
 			}
-			leafExpiry[g.fp] = len(out)
-			out = append(out, f)
+			j.leafExpiry[g.fp] = len(j.out)
+			j.out = append(j.out, f)
 			continue
 		}
 		if v.kind == "" {
@@ -147,69 +228,80 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		}
 		// Certificate is ACM's PEM's fingerprint when it gives one; the
 		// finding lists no endpoint (an empty list, not none at all).
-		out = append(out, Finding{
+		j.out = append(j.out, Finding{
 			Kind: v.kind, Tier: v.tier, Certificate: g.pem, Name: c.ARN, Subject: c.DomainName,
 			Deadline: deadline, Endpoints: []Endpoint{}, Message: v.msg, ACM: g.refs,
 		})
 	}
+}
 
-	// The expiry findings a newer certificate may explain: the certificate
-	// each is about (built again in the last pass rather than kept, as a
-	// fleet can have tens of thousands), and the names a candidate must
-	// carry to be looked at, so that only candidates for these are built.
-	oldOf := func(i int) (newer, string, bool) {
-		f := &out[i]
-		if drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
-			return newer{}, "", false
-		}
-		if c := e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter) {
-			if len(c.DNSNames) == 0 {
-				return newer{}, "", false
-			}
-			return newer{names: c.DNSNames, notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate}, "", true
-		}
-		if j, ok := byARN[f.Name]; e.cert(f.Certificate) == nil && ok && verdicts[j].inUse {
-			c := &certs[j]
-			return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
-		}
+// oldOf returns the certificate the expiry finding out[i] is about, when a
+// newer certificate may explain it (it is kept, and about a served leaf
+// with names or an ACM certificate in use), with the ARN of that ACM
+// certificate. The certificate is built again rather than kept, as a fleet
+// can have tens of thousands.
+func (j *inventoryJudgement) oldOf(i int) (newer, string, bool) {
+	f := &j.out[i]
+	if j.drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
 		return newer{}, "", false
 	}
-	wanted := map[string]bool{}
-	for i := range out {
-		old, _, ok := oldOf(i)
+	if c := j.e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter) {
+		if len(c.DNSNames) == 0 {
+			return newer{}, "", false
+		}
+		return newer{names: c.DNSNames, notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate}, "", true
+	}
+	if k, ok := j.byARN[f.Name]; j.e.cert(f.Certificate) == nil && ok && j.verdicts[k].inUse {
+		c := &j.certs[k]
+		return newer{names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), arn: c.ARN}, c.ARN, true
+	}
+	return newer{}, "", false
+}
+
+// lookFor fills wanted with the names a candidate must carry to be looked
+// at (the first name of each certificate oldOf returns, and the wildcard
+// that would cover it), so that only candidates for these are built. It
+// reports whether any newer certificate can matter: false when nothing is
+// wanted and there is no ACM certificate.
+func (j *inventoryJudgement) lookFor() bool {
+	j.wanted = map[string]bool{}
+	for i := range j.out {
+		old, _, ok := j.oldOf(i)
 		if !ok || len(old.names) == 0 {
 			continue
 		}
 		first := discovery.NormalizeName(old.names[0])
-		wanted[first] = true
+		j.wanted[first] = true
 		if _, parent, ok := strings.Cut(first, "."); ok && !strings.HasPrefix(first, "*.") {
-			wanted["*."+parent] = true
+			j.wanted["*."+parent] = true
 		}
 	}
-	if len(wanted) == 0 && len(certs) == 0 {
-		return dropFindings(out, drop), sortACM(report)
-	}
-	carries := func(names []string) bool {
-		return slices.ContainsFunc(names, func(n string) bool { return wanted[discovery.NormalizeName(n)] })
-	}
+	return len(j.wanted) > 0 || len(j.certs) > 0
+}
 
-	// Newer certificates: ACM certificates and served certificates whose
-	// chain verifies, valid now and fresh (outside every expiry tier), as a
-	// renewal is; a certificate that is itself about to expire is no
-	// replacement.
+// candidates gathers the newer certificates: ACM certificates and served
+// certificates whose chain verifies, valid now and fresh (outside every
+// expiry tier), as a renewal is; a certificate that is itself about to
+// expire is no replacement. Every fresh issued ACM certificate is one (an
+// inventory is small), so that an endpoint serving an older certificate
+// than ACM holds is found whatever its time left; a served one only when
+// it carries a wanted name. Afterwards cands are newest first (then by ARN
+// and fingerprint) and idx maps each name to the candidates carrying it,
+// in that order.
+func (j *inventoryJudgement) candidates() {
+	e, now := j.e, j.e.now
 	fresh := func(notBefore, notAfter time.Time) bool {
 		return !notBefore.After(now) && TierFor(notBefore, notAfter, e.rules.Tiers, now) == None
 	}
-	// ACM's are all candidates (an inventory is small), so that an
-	// endpoint serving an older certificate than ACM holds is found
-	// whatever its time left.
-	var cands []newer
-	for i := range certs {
-		c := &certs[i]
+	carries := func(names []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return j.wanted[discovery.NormalizeName(n)] })
+	}
+	for i := range j.certs {
+		c := &j.certs[i]
 		if c.Status != acmcert.StatusIssued || c.Partial || !fresh(c.NotBefore, c.NotAfter) {
 			continue
 		}
-		fp := report[i].SHA256
+		fp := j.report[i].SHA256
 		advice := "attach it in place of the old one (load balancers, CloudFront and API Gateway then follow its renewals); elsewhere install it and reload the server"
 		switch c.Type {
 		case acmcert.Private:
@@ -217,62 +309,74 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 		case acmcert.Imported:
 			advice = "the resources using the ACM certificate already serve it; install the same certificate (the one imported) on the stale addresses, or attach the ACM certificate to what serves them, and reload"
 		}
-		cands = append(cands, newer{
-			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acmcert.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, servedFP[i] != "")),
+		j.cands = append(j.cands, newer{
+			desc:  fmt.Sprintf("ACM certificate %q (%s; serial %s, not after %s, %s)", c.DomainName, c.ARN, acmcert.NormalizeSerial(c.Serial), stamp(c.NotAfter), usage(c, j.servedFP[i] != "")),
 			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
 		})
 	}
 	for i := range e.certs {
 		c := &e.certs[i]
 		fp := c.SHA256
-		if len(wanted) == 0 || broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
+		if len(j.wanted) == 0 || j.broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
 			continue
 		}
-		cands = append(cands, newer{
-			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(sv.endpoints(fp), 3)),
+		j.cands = append(j.cands, newer{
+			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(j.sv.endpoints(fp), 3)),
 			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp,
 			advice: "install it on the endpoints listed and reload them",
 		})
 	}
-	slices.SortFunc(cands, func(a, b newer) int {
+	slices.SortFunc(j.cands, func(a, b newer) int {
 		return cmp.Or(b.notAfter.Compare(a.notAfter), strings.Compare(a.arn, b.arn), strings.Compare(a.fp, b.fp))
 	})
-	idx := map[string][]int{} // name -> candidates carrying it, newest first
-	for i, n := range cands {
+	j.idx = map[string][]int{}
+	for i, n := range j.cands {
 		for _, name := range n.names {
-			idx[name] = append(idx[name], i)
+			j.idx[name] = append(j.idx[name], i)
 		}
 	}
-	staleACM := map[string]int{} // fp of an old served certificate an ACM one replaced -> index in out
-	for i := range out {
-		old, arn, ok := oldOf(i)
+}
+
+// markStale turns each expiry finding that a newer certificate explains
+// into a stale deployment, in place (same index, tier and endpoints), with
+// a message naming the replacement. Afterwards staleACM holds the served
+// certificates among them that an ACM certificate replaced.
+func (j *inventoryJudgement) markStale() {
+	j.staleACM = map[string]int{}
+	for i := range j.out {
+		old, arn, ok := j.oldOf(i)
 		if !ok {
 			continue
 		}
 		old.names = normalizeNames(old.names)
-		n, ok := newestFor(old, cands, idx, sv, false)
+		n, ok := newestFor(old, j.cands, j.idx, j.sv, false)
 		if !ok {
 			continue
 		}
-		f := &out[i]
+		f := &j.out[i]
 		f.Kind = StaleDeployment
 		if arn != "" {
-			c := &certs[byARN[arn]]
+			c := &j.certs[j.byARN[arn]]
 			f.Message = fmt.Sprintf("ACM certificate %s, which %s, is still %s, although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s",
-				acmLabel(c), e.lifeState(old.notAfter), usage(c, false), n.desc, n.advice)
+				acmLabel(c), j.e.lifeState(old.notAfter), usage(c, false), n.desc, n.advice)
 			continue
 		}
-		f.Message = e.staleMessage(f, old, n)
+		f.Message = j.e.staleMessage(f, old, n)
 		if n.arn != "" {
-			staleACM[old.fp] = i
+			j.staleACM[old.fp] = i
 		}
 	}
+}
 
-	// Served certificates with no expiry finding that ACM holds a renewal
-	// of: stale whatever their time left. A served certificate that is in
-	// ACM itself (linked by serial) is current there, not stale.
+// staleUnexpired adds a stale deployment for each served certificate with
+// no expiry finding that ACM holds a renewal of, whatever its time left, at
+// least at the tiers of a notice and of an inconsistent deployment. A
+// served certificate that is in ACM itself (linked by serial) is current
+// there, not stale. Afterwards staleACM holds these too.
+func (j *inventoryJudgement) staleUnexpired() {
+	e, now := j.e, j.e.now
 	inACM := map[string]bool{}
-	for _, g := range groups {
+	for _, g := range j.groups {
 		if g.fp != "" {
 			inACM[g.fp] = true
 		}
@@ -280,35 +384,39 @@ func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
 	for i := range e.certs {
 		c := &e.certs[i]
 		fp := c.SHA256
-		if _, ok := leafExpiry[fp]; ok || inACM[fp] || len(c.DNSNames) == 0 {
+		if _, ok := j.leafExpiry[fp]; ok || inACM[fp] || len(c.DNSNames) == 0 {
 			continue
 		}
 		old := newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp}
-		n, ok := newestFor(old, cands, idx, sv, true)
+		n, ok := newestFor(old, j.cands, j.idx, j.sv, true)
 		if !ok {
 			continue
 		}
 		f := Finding{
 			Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, now)),
-			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(fp),
+			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: j.sv.endpoints(fp),
 		}
 		f.Message = e.staleMessage(&f, old, n)
-		staleACM[fp] = len(out)
-		out = append(out, f)
+		j.staleACM[fp] = len(j.out)
+		j.out = append(j.out, f)
 	}
-	// An inconsistent deployment whose oldest certificate an ACM renewal
-	// replaced is that stale deployment: one finding, at the higher tier.
-	for i := range out {
-		f := &out[i]
+}
+
+// foldInconsistent drops each inconsistent deployment whose oldest
+// certificate an ACM renewal replaced: it is that stale deployment, which
+// takes the higher tier of the two. Afterwards no inconsistent deployment
+// is kept beside the stale deployment of its oldest certificate.
+func (j *inventoryJudgement) foldInconsistent() {
+	for i := range j.out {
+		f := &j.out[i]
 		if f.Kind != InconsistentDeployment {
 			continue
 		}
-		if j, ok := staleACM[f.Certificate]; ok {
-			out[j].Tier = max(out[j].Tier, f.Tier)
-			drop[i] = true
+		if k, ok := j.staleACM[f.Certificate]; ok {
+			j.out[k].Tier = max(j.out[k].Tier, f.Tier)
+			j.drop[i] = true
 		}
 	}
-	return dropFindings(out, drop), sortACM(report)
 }
 
 // lifeState says "expires in 5 days (2030-01-06)" or "expired 2 days ago
