@@ -8,12 +8,13 @@
 # /etc/hosts only inside it. Needs root (or CAP_SYS_ADMIN for unshare),
 # Go, knotd, kdig, curl and GNU time (/usr/bin/time).
 #
-# Usage: bench/run.sh [-n "1000 10000 100000"] [-c 100] [-r 3] [-o DIR] [-s] [-A] [-S]
+# Usage: bench/run.sh [-n "1000 10000 100000"] [-c 100] [-r 3] [-o DIR] [-x FLAGS] [-s] [-A] [-S]
 #   -n SIZES   endpoint counts to scan (default "1000 10000 100000")
 #   -c CONCS   --concurrency values to scan with (default 100)
 #   -r REPS    scans per size; the table shows medians (default 3)
 #   -o DIR     keep binaries, farm files, reports and raw figures in DIR
 #              (default: a new directory under /tmp)
+#   -x FLAGS   extra flags for every scan, e.g. -x --post-quantum
 #   -s         also scan the names through static targets (a --config
 #              listing name:port, resolved through the farm's hosts file)
 #   -A         skip the zone-transfer benchmark
@@ -35,16 +36,18 @@ out=""
 static=0
 axfr=1
 scans=1
-while getopts "n:c:r:o:sAS" opt; do
+extra=""
+while getopts "n:c:r:o:x:sAS" opt; do
 	case $opt in
 	n) sizes=$OPTARG ;;
 	c) concs=$OPTARG ;;
 	r) reps=$OPTARG ;;
 	o) out=$OPTARG ;;
+	x) extra=$OPTARG ;;
 	s) static=1 ;;
 	A) axfr=0 ;;
 	S) scans=0 ;;
-	*) sed -n '2,26p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,27p' "$0" >&2; exit 2 ;;
 	esac
 done
 
@@ -62,7 +65,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch && CGO_ENABLED=0 go build -o "$out/floor" ./bench/floor)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 KNOTD="$knotd" unshare --net --mount -- \
-		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
+		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" -x "$extra" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
 fi
 
 # ---- inside the namespace ----
@@ -175,6 +178,8 @@ if [ $scans = 1 ]; then
 						cmd=("$out/certwatch" scan --config "$farm/static.yaml")
 					fi
 					cmd+=(--ca-file "$farm/ca.pem" --concurrency "$c" --output json)
+					# shellcheck disable=SC2206 # FLAGS split on spaces, as documented
+					[ -n "$extra" ] && cmd+=($extra)
 					read -r cpu0 hs0 < <(farm_totals)
 					/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "${cmd[@]}" >"$out/report-$mode-$n.json" 2>"$out/scan-$mode-$n.err" || true
 					read -r cpu1 hs1 < <(farm_totals)

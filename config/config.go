@@ -114,6 +114,11 @@ type Probe struct {
 	// out before the rest of the run's endpoints on that address fail fast
 	// as timeout, without connecting. 0 never gives up on an address.
 	BreakAfter int `yaml:"break_after"`
+	// PostQuantum offers the X25519MLKEM768 post-quantum hybrid key
+	// exchange first on every connection, so the report says which
+	// endpoints take it (key_exchange, post_quantum). Off by default: it
+	// costs client CPU on every handshake.
+	PostQuantum bool `yaml:"post_quantum"`
 }
 
 // TierRule says when a tier starts: when at most Within is left before the

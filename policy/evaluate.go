@@ -157,7 +157,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
-		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite})
+		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o)})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:
@@ -475,6 +475,8 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 		DNSNames:  names,
 		NotBefore: c.NotBefore.UTC(),
 		NotAfter:  c.NotAfter.UTC(),
+
+		SignatureAlgorithm: probes.SignatureAlgorithm(c),
 	}
 }
 
@@ -596,4 +598,14 @@ func (l *blocks[T]) all() []T {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// postQuantum is whether the server took the post-quantum hybrid o's probe
+// offered; nil when it offered none.
+func postQuantum(o *probes.Observation) *bool {
+	if !o.HybridOffered {
+		return nil
+	}
+	pq := o.KeyExchange.Hybrid()
+	return &pq
 }

@@ -1,7 +1,9 @@
 package policy_test
 
 import (
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -218,5 +220,39 @@ func TestFarDates(t *testing.T) {
 	}
 	if got, want := policy.DaysUntil(noExpiry, now), 2910981; got != want {
 		t.Errorf("DaysUntil(9999-12-31) = %d, want %d", got, want)
+	}
+}
+
+// TestReportKeyExchangeAndSignature: the report says which key exchange
+// each endpoint negotiated, whether it took the post-quantum hybrid when
+// one was offered (and nothing when none was), and what each certificate
+// is signed with.
+func TestReportKeyExchangeAndSignature(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.example", "b.example", "c.example"}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 200)})
+	served := []*x509.Certificate{l.Cert}
+	a := observe("a.example", "10.0.0.1", served, root.Pool(), now)
+	a.KeyExchange, a.HybridOffered = probes.KeyExchange(tls.X25519MLKEM768), true
+	b := observe("b.example", "10.0.0.2", served, root.Pool(), now)
+	b.KeyExchange, b.HybridOffered = probes.KeyExchange(tls.CurveP256), true
+	c := observe("c.example", "10.0.0.3", served, root.Pool(), now)
+	c.KeyExchange = probes.KeyExchange(tls.CurveP256)
+	r := policy.Evaluate([]probes.Observation{a, b, c}, policy.DefaultRules(), now)
+	var got []string
+	for _, ep := range r.Endpoints {
+		j, err := json.Marshal(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(j))
+	}
+	for i, want := range []string{`"key_exchange":"X25519MLKEM768","post_quantum":true`, `"key_exchange":"secp256r1","post_quantum":false`, `"key_exchange":"secp256r1"}`} {
+		if !strings.Contains(got[i], want) {
+			t.Errorf("endpoint %d: %s lacks %s", i, got[i], want)
+		}
+	}
+	if len(r.Certificates) != 1 || r.Certificates[0].SignatureAlgorithm != "ECDSA-SHA256" {
+		t.Errorf("certificates %+v: want one signed with ECDSA-SHA256", r.Certificates)
 	}
 }

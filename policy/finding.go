@@ -130,6 +130,12 @@ type Probed struct {
 	// ("TLS 1.3", "TLS_AES_128_GCM_SHA256"); absent without one.
 	TLSVersion  probes.TLSVersion  `json:"tls_version,omitempty"`
 	CipherSuite probes.CipherSuite `json:"cipher_suite,omitempty"`
+	// KeyExchange is the key exchange group negotiated ("secp256r1",
+	// "X25519MLKEM768"); absent without a handshake or with RSA key
+	// transport. PostQuantum is set when the probe offered the
+	// post-quantum hybrid (probe.post_quantum): whether the server took it.
+	KeyExchange probes.KeyExchange `json:"key_exchange,omitempty"`
+	PostQuantum *bool              `json:"post_quantum,omitempty"`
 	// Error says why there was no handshake, and Failure classifies it
 	// (probes.Failure).
 	Error   string `json:"error,omitempty"`
@@ -147,6 +153,10 @@ type Certificate struct {
 	DNSNames  []string  `json:"dns_names"`
 	NotBefore time.Time `json:"not_before"`
 	NotAfter  time.Time `json:"not_after"`
+	// SignatureAlgorithm is what the certificate is signed with
+	// ("SHA256-RSA", "ECDSA-SHA384"; "ML-DSA-65", "SLH-DSA-SHA2-128s" for
+	// post-quantum ones; an OID for any other): probes.SignatureAlgorithm.
+	SignatureAlgorithm string `json:"signature_algorithm,omitempty"`
 }
 
 // Finding is one problem with one certificate (or, for inconsistent

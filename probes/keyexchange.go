@@ -3,8 +3,11 @@ package probes
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -27,10 +30,82 @@ import (
 // instead drops the connection or stops answering is retried as any
 // transient failure is, offering fallbackGroups, and remembered when that
 // succeeds.
+//
+// With Config.PostQuantum every connection offers the X25519MLKEM768 hybrid
+// first, with an X25519 share beside it (crypto/tls computes that share as
+// part of the hybrid's), so the negotiated group says whether the server
+// takes the hybrid; a server that takes neither gets a HelloRetryRequest for
+// P-256. It costs more client CPU per handshake (README, "Post-quantum key
+// exchange"), so it is an opt-in check, not the default.
 var (
 	firstGroups    = []tls.CurveID{tls.CurveP256}
 	fallbackGroups = []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}
+
+	hybridFirstGroups    = []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256}
+	hybridFallbackGroups = []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}
 )
+
+// KeyExchange is the key exchange group a handshake negotiated (a TLS
+// NamedGroup, crypto/tls's CurveID); zero when there was no handshake or it
+// used none (TLS 1.2's RSA key transport). It prints and marshals as the
+// group's IANA name ("secp256r1", "x25519", "X25519MLKEM768"), or 0x and
+// four hex digits for a group without one.
+type KeyExchange uint16
+
+// keyExchangeNames are the IANA names of the TLS Supported Groups
+// registry's entries a server may negotiate with certwatch's offers, and the
+// other hybrids, so a report names them.
+var keyExchangeNames = map[KeyExchange]string{
+	KeyExchange(tls.CurveP256):          "secp256r1",
+	KeyExchange(tls.CurveP384):          "secp384r1",
+	KeyExchange(tls.CurveP521):          "secp521r1",
+	KeyExchange(tls.X25519):             "x25519",
+	KeyExchange(tls.X25519MLKEM768):     "X25519MLKEM768",
+	KeyExchange(tls.SecP256r1MLKEM768):  "SecP256r1MLKEM768",
+	KeyExchange(tls.SecP384r1MLKEM1024): "SecP384r1MLKEM1024",
+}
+
+// String returns the group's name; "" for zero.
+func (k KeyExchange) String() string {
+	if k == 0 {
+		return ""
+	}
+	if n, ok := keyExchangeNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("0x%04x", uint16(k))
+}
+
+// Hybrid reports whether k is a post-quantum hybrid (ML-KEM with an
+// elliptic curve).
+func (k KeyExchange) Hybrid() bool {
+	switch tls.CurveID(k) {
+	case tls.X25519MLKEM768, tls.SecP256r1MLKEM768, tls.SecP384r1MLKEM1024:
+		return true
+	}
+	return false
+}
+
+// MarshalText encodes the group as its name.
+func (k KeyExchange) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText decodes a name MarshalText wrote.
+func (k *KeyExchange) UnmarshalText(b []byte) error {
+	s := string(b)
+	for id, n := range keyExchangeNames {
+		if n == s {
+			*k = id
+			return nil
+		}
+	}
+	if h, ok := strings.CutPrefix(s, "0x"); ok {
+		if v, err := strconv.ParseUint(h, 16, 16); err == nil {
+			*k = KeyExchange(v)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown key exchange group %q", b)
+}
 
 // maxFallbackAddrs bounds the addresses remembered as refusing
 // firstGroups; the memory is emptied when it is full.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -221,5 +223,107 @@ func TestKeyExchangeOtherAlert(t *testing.T) {
 	o := probeOne(t, probes.New(testConfig(p.root.Pool())), target("a.example", s.Addr()))
 	if o.Failure != probes.FailAlert || o.Attempts != 1 || s.Accepted() != 1 {
 		t.Errorf("Failure, Attempts = %q, %d (%s), server accepted %d; want tls_alert after 1 connection", o.Failure, o.Attempts, o.Error, s.Accepted())
+	}
+}
+
+// TestKeyExchangeReported: every completed handshake says which group it
+// negotiated; with PostQuantum the probe offers the X25519MLKEM768 hybrid
+// first, so the group says whether the server takes it.
+func TestKeyExchangeReported(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	cert := leaf(t, p.inter, "a.example", now.Add(-day), now.Add(30*day)).FullChain()
+	for _, tt := range []struct {
+		name   string
+		server *tls.Config
+		pq     bool
+		want   string
+		hybrid bool
+	}{
+		{"server with ML-KEM, classical probe", &tls.Config{}, false, "secp256r1", false},
+		{"server with ML-KEM, post-quantum probe", &tls.Config{}, true, "X25519MLKEM768", true},
+		{"server without ML-KEM (P-256 only), post-quantum probe", &tls.Config{CurvePreferences: []tls.CurveID{tls.CurveP256}}, true, "secp256r1", false},
+		{"server without ML-KEM (X25519 only), post-quantum probe", &tls.Config{CurvePreferences: []tls.CurveID{tls.X25519}}, true, "x25519", false},
+		{"TLS 1.2 server, post-quantum probe", &tls.Config{MaxVersion: tls.VersionTLS12}, true, "x25519", false},
+		{"server with P-384 alone, post-quantum probe", &tls.Config{CurvePreferences: []tls.CurveID{tls.CurveP384}}, true, "secp384r1", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			server := tt.server.Clone()
+			server.Certificates = []tls.Certificate{cert}
+			s := serveGroups(t, server, nil)
+			cfg := testConfig(p.root.Pool())
+			cfg.PostQuantum = tt.pq
+			o := probeOne(t, probes.New(cfg), target("a.example", s.addr()))
+			if o.Failure != probes.FailNone {
+				t.Fatalf("Failure = %q (%s)", o.Failure, o.Error)
+			}
+			if got := o.KeyExchange.String(); got != tt.want || o.KeyExchange.Hybrid() != tt.hybrid || o.HybridOffered != tt.pq {
+				t.Errorf("KeyExchange = %s (hybrid %v), HybridOffered = %v; want %s (hybrid %v), %v", got, o.KeyExchange.Hybrid(), o.HybridOffered, tt.want, tt.hybrid, tt.pq)
+			}
+			_, negotiated := s.handshakes(t, o.Attempts)
+			if g := negotiated[len(negotiated)-1]; probes.KeyExchange(g) != o.KeyExchange {
+				t.Errorf("the server negotiated %v, the probe reports %v", g, o.KeyExchange)
+			}
+		})
+	}
+}
+
+// TestKeyExchangeOpenSSL: against openssl s_server with its groups limited
+// (Debian's OpenSSL 3.0 has no ML-KEM), a post-quantum probe reports the
+// classical group the server chose.
+func TestKeyExchangeOpenSSL(t *testing.T) {
+	t.Parallel()
+	openssl := lookOpenSSL(t)
+	p := newPKI(t)
+	l := leaf(t, p.inter, "appliance.example", now.Add(-day), now.Add(30*day))
+	dir := t.TempDir()
+	keyPEM, err := l.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"cert.pem": certtest.PEM(l.Cert), "chain.pem": certtest.PEM(l.Intermediates...), "key.pem": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		groups string
+		pq     bool
+		want   string
+	}{
+		{"X25519", true, "x25519"},
+		{"P-384", true, "secp384r1"},
+		{"P-256:X25519", false, "secp256r1"},
+	} {
+		t.Run(tt.groups, func(t *testing.T) {
+			t.Parallel()
+			ap, w := startSServer(t, openssl, dir, []string{"-groups", tt.groups})
+			cfg := testConfig(p.root.Pool())
+			cfg.PostQuantum = tt.pq
+			o := probeOne(t, probes.New(cfg), target("appliance.example", ap))
+			if o.Failure != probes.FailNone || o.KeyExchange.String() != tt.want || o.KeyExchange.Hybrid() {
+				t.Errorf("Failure, KeyExchange = %q (%s), %s; want a handshake over %s; openssl:\n%s", o.Failure, o.Error, o.KeyExchange, tt.want, w.String())
+			}
+		})
+	}
+}
+
+// TestKeyExchangeText: names round-trip, and a group without one still
+// decodes.
+func TestKeyExchangeText(t *testing.T) {
+	for _, k := range []probes.KeyExchange{probes.KeyExchange(tls.CurveP256), probes.KeyExchange(tls.X25519MLKEM768), 0x1234} {
+		b, err := k.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back probes.KeyExchange
+		if err := back.UnmarshalText(b); err != nil || back != k {
+			t.Errorf("%v: MarshalText %q decodes to %v, %v", uint16(k), b, back, err)
+		}
+	}
+	var k probes.KeyExchange
+	if err := k.UnmarshalText([]byte("nonsense")); err == nil {
+		t.Error("UnmarshalText(nonsense) = nil error")
 	}
 }

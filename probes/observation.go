@@ -115,6 +115,13 @@ type Observation struct {
 	// negotiated; zero when there was none.
 	TLSVersion  TLSVersion  `json:"tls_version,omitempty"`
 	CipherSuite CipherSuite `json:"cipher_suite,omitempty"`
+	// KeyExchange is the key exchange group the handshake negotiated
+	// (zero: none, or TLS 1.2's RSA key transport). HybridOffered reports
+	// that the ClientHello offered the post-quantum hybrid
+	// (Config.PostQuantum), so a classical KeyExchange means the server
+	// does not take it.
+	KeyExchange   KeyExchange `json:"key_exchange,omitempty"`
+	HybridOffered bool        `json:"hybrid_offered,omitempty"`
 
 	// Chain is the certificate chain as the server presented it, leaf first.
 	// Certificates are shared between observations that saw the same DER

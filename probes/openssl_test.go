@@ -21,12 +21,10 @@ import (
 // it (CI sets it).
 const requireOpenSSL = "CERTWATCH_REQUIRE_OPENSSL"
 
-// TestProbeLegacyOpenSSL: old appliances served by a TLS stack certwatch
-// did not write (openssl s_server) still show their certificate: one that
-// signs TLS 1.2 handshakes only with SHA-1, and one that speaks TLS 1.0
-// only.
-func TestProbeLegacyOpenSSL(t *testing.T) {
-	t.Parallel()
+// lookOpenSSL returns the path of openssl, or skips the test without it
+// (fails it with CERTWATCH_REQUIRE_OPENSSL=1).
+func lookOpenSSL(t *testing.T) string {
+	t.Helper()
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
 		if os.Getenv(requireOpenSSL) == "1" {
@@ -34,6 +32,16 @@ func TestProbeLegacyOpenSSL(t *testing.T) {
 		}
 		t.Skipf("openssl not found: %v; set %s=1 to fail instead", err, requireOpenSSL)
 	}
+	return openssl
+}
+
+// TestProbeLegacyOpenSSL: old appliances served by a TLS stack certwatch
+// did not write (openssl s_server) still show their certificate: one that
+// signs TLS 1.2 handshakes only with SHA-1, and one that speaks TLS 1.0
+// only.
+func TestProbeLegacyOpenSSL(t *testing.T) {
+	t.Parallel()
+	openssl := lookOpenSSL(t)
 	p := newPKI(t)
 	l := leaf(t, p.inter, "appliance.example", now.Add(-300*day), now.Add(5*day))
 	dir := t.TempDir()

@@ -91,6 +91,11 @@ type Config struct {
 	// rest of the sweep (default 3; negative never gives up). Probe
 	// outside a Sweep never gives up.
 	BreakAfter int
+	// PostQuantum offers the X25519MLKEM768 hybrid key exchange first on
+	// every connection, so Observation.KeyExchange says whether the server
+	// takes it (Observation.HybridOffered is set). Off by default: it costs
+	// client CPU on every handshake (see keyexchange.go).
+	PostQuantum bool
 	// Revocation tunes the revocation checks of verified paths; its zero
 	// value checks (see RevocationConfig). CRL and OCSP fetches are
 	// retried like connections (Attempts, Backoff).
@@ -132,11 +137,13 @@ type Prober struct {
 
 	suites   []uint16
 	fallback *fallbackAddrs
-	global   *semaphore.Weighted
-	perAddr  *addrLimiter
-	cache    *verifyCache
-	public   *publicRoots
-	rev      *revocationChecker // nil: revocation is not checked
+	// pq: offer the post-quantum hybrid first (Config.PostQuantum).
+	pq      bool
+	global  *semaphore.Weighted
+	perAddr *addrLimiter
+	cache   *verifyCache
+	public  *publicRoots
+	rev     *revocationChecker // nil: revocation is not checked
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -155,6 +162,7 @@ func New(c Config) *Prober {
 		log:        c.Logger,
 		suites:     cipherSuites(),
 		fallback:   newFallbackAddrs(),
+		pq:         c.PostQuantum,
 		global:     semaphore.NewWeighted(int64(orDefault(c.Concurrency, DefaultConcurrency))),
 		perAddr:    newAddrLimiter(orDefault(c.PerAddress, DefaultPerAddress)),
 		cache:      newVerifyCache(c.Roots),
@@ -257,7 +265,7 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 		}
 		if res.err == nil {
 			o.Failure, o.Error = FailNone, ""
-			o.TLSVersion, o.CipherSuite = TLSVersion(res.version), CipherSuite(res.suite)
+			o.TLSVersion, o.CipherSuite, o.KeyExchange = TLSVersion(res.version), CipherSuite(res.suite), KeyExchange(res.group)
 			now := o.At
 			o.Chain = res.certs
 			v := p.cache.verify(o.Chain, now)
@@ -331,6 +339,14 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, proto discover
 	if offerAll && first {
 		groups, first = fallbackGroups, false
 	}
+	fallback := fallbackGroups
+	if p.pq {
+		groups, fallback = hybridFirstGroups, hybridFallbackGroups
+		if !first {
+			groups = hybridFallbackGroups
+		}
+		o.HybridOffered = true
+	}
 	o.Attempts++
 	start := time.Now() // measurement only, never a decision
 	res := p.attempt(ctx, name, proto, ap, groups)
@@ -340,7 +356,7 @@ func (p *Prober) attemptLimited(ctx context.Context, name string, proto discover
 		p.fallback.add(ap)
 		o.Attempts++
 		start = time.Now()
-		res = p.attempt(ctx, name, proto, ap, fallbackGroups)
+		res = p.attempt(ctx, name, proto, ap, fallback)
 	} else if offerAll && res.err == nil {
 		p.fallback.add(ap) // only the fallback groups got through
 	}

@@ -67,7 +67,7 @@ func newMetrics(s *Server) *metrics {
 		notBefore:         d("certificate_not_before_timestamp_seconds", "NotBefore of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
 		endpointExpiry:    d("endpoint_certificate_expiry_timestamp_seconds", "NotAfter of the leaf each endpoint served in the latest probe run, as a Unix time; name, port and address join certwatch_probe_success.", "name", "port", "address", "sha256"),
 		endpointNotBefore: d("endpoint_certificate_not_before_timestamp_seconds", "NotBefore of the leaf each endpoint served in the latest probe run, as a Unix time.", "name", "port", "address", "sha256"),
-		endpointTLS:       d("endpoint_tls_info", "The TLS version and cipher suite each endpoint negotiated in the latest probe run; always 1.", "name", "port", "address", "version", "cipher"),
+		endpointTLS:       d("endpoint_tls_info", "The TLS version, cipher suite and key exchange group (key_exchange: secp256r1, x25519, X25519MLKEM768, ...; empty for RSA key transport) each endpoint negotiated in the latest probe run; always 1.", "name", "port", "address", "version", "cipher", "key_exchange"),
 		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
 		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
 		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
@@ -144,7 +144,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
 			gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
 			if e.version != "" {
-				gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher)
+				gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher, e.kx)
 			}
 		}
 		for _, e := range v.endpointSeries {

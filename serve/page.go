@@ -2,9 +2,11 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -125,6 +127,12 @@ type pageData struct {
 	Timeline  *timeline
 	Targets   int
 	Endpoints int
+	// KeyExchange counts the endpoints that completed a handshake by the
+	// group negotiated, most first; HybridOffered says whether the probes
+	// offered the post-quantum hybrid (probe.post_quantum), without which
+	// a classical group says nothing of what the server supports.
+	KeyExchange   []option
+	HybridOffered bool
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -172,6 +180,14 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d.Certificates = len(rep.Certificates)
+		groups := slices.Collect(maps.Keys(v.keyExchange))
+		slices.SortFunc(groups, func(a, b string) int {
+			return cmp.Or(cmp.Compare(v.keyExchange[b], v.keyExchange[a]), strings.Compare(a, b))
+		})
+		for _, g := range groups {
+			d.KeyExchange = append(d.KeyExchange, option{Label: cmp.Or(g, "RSA key transport"), Value: fmt.Sprint(v.keyExchange[g])})
+		}
+		d.HybridOffered = v.hybridOffered > 0
 		d.Timeline = buildTimeline(v.rows, now)
 		for _, k := range v.kinds {
 			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})

@@ -54,7 +54,8 @@ func testReport() (*scan.Report, []probes.Observation) {
 		{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7", Certificate: shaExpired},
 		{Name: "hung.internal.example", Port: 443, Address: "127.0.0.16", Error: "handshake timed out", Failure: "timeout"},
 		{Name: "www.internal.example", Port: 443, Address: "127.0.0.2", Certificate: shaHealthy,
-			TLSVersion: tls.VersionTLS13, CipherSuite: probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256)},
+			TLSVersion: tls.VersionTLS13, CipherSuite: probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256),
+			KeyExchange: probes.KeyExchange(tls.X25519MLKEM768), PostQuantum: new(true)},
 	}
 	r := &scan.Report{
 		GeneratedAt: now, Targets: 5, Endpoints: eps, Certificates: certs,
@@ -195,7 +196,7 @@ func TestMetrics(t *testing.T) {
 			float64(now.Add(5 * 24 * time.Hour).Unix())},
 		{"certwatch_endpoint_certificate_not_before_timestamp_seconds", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "sha256": shaHealthy},
 			float64(now.Add(-30 * 24 * time.Hour).Unix())},
-		{"certwatch_endpoint_tls_info", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "version": "TLS 1.3", "cipher": "TLS_AES_128_GCM_SHA256"}, 1},
+		{"certwatch_endpoint_tls_info", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "version": "TLS 1.3", "cipher": "TLS_AES_128_GCM_SHA256", "key_exchange": "X25519MLKEM768"}, 1},
 		{"certwatch_metrics_series_dropped", map[string]string{"family": "endpoint_certificate"}, 0},
 		{"certwatch_probe_success", map[string]string{"name": "hung.internal.example", "port": "443", "address": "127.0.0.16"}, 0},
 		{"certwatch_probe_success", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 1},
@@ -428,6 +429,9 @@ func TestStatusPageInTierOrder(t *testing.T) {
 		`<g class="bar"><title>week of 2030-01-01: 1 page, 1 warning</title>`,
 		`<g class="bar"><title>week of 2030-01-08</title>`,
 		`<option value="discovery_degraded">discovery degraded`, // kind filter
+		// Key exchange of the endpoints that answered: the hybrid was
+		// offered to one, the others' probes predate the field.
+		`Key exchange (post-quantum hybrid offered): <span class="mono">RSA key transport</span> 3, <span class="mono">X25519MLKEM768</span> 1`,
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("status page lacks %q", s)

@@ -37,6 +37,11 @@ type view struct {
 	// endpoints did not answer (policy.Finding.UnverifiedSince).
 	unverified map[findingKey]int
 	endpoints  map[string]int // by result: ok or the failure class
+	// keyExchange counts the endpoints that completed a handshake by the
+	// key exchange group negotiated ("" for none: RSA key transport), and
+	// hybridOffered those whose probe offered the post-quantum hybrid.
+	keyExchange   map[string]int
+	hybridOffered int
 }
 
 type findingKey struct{ kind, tier string }
@@ -74,7 +79,7 @@ type certSeries struct {
 
 type certEndpointSeries struct {
 	name, port, address, sha string
-	version, cipher          string
+	version, cipher, kx      string
 	notBefore, notAfter      time.Time
 }
 
@@ -87,7 +92,7 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
 
 	// The certificates naming each DNS name, for renewal: a newer one for
 	// the same names is looked up among those naming the first one, not
@@ -128,6 +133,12 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			result = cmp.Or(ep.Failure, "error")
 		}
 		v.endpoints[result]++
+		if ep.Certificate != "" {
+			v.keyExchange[ep.KeyExchange.String()]++
+			if ep.PostQuantum != nil {
+				v.hybridOffered++
+			}
+		}
 		v.endpointSeries = append(v.endpointSeries, endpointSeries{
 			name: ep.Name, port: fmt.Sprint(ep.Port), address: ep.Address,
 			ok: ep.Certificate != "", duration: st.duration,
@@ -350,7 +361,7 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 		}
 		out = append(out, certEndpointSeries{
 			name: ep.Name, port: strconv.Itoa(ep.Port), address: ep.Address, sha: ep.Certificate,
-			version: ep.TLSVersion.String(), cipher: ep.CipherSuite.String(),
+			version: ep.TLSVersion.String(), cipher: ep.CipherSuite.String(), kx: ep.KeyExchange.String(),
 			notBefore: c.NotBefore, notAfter: c.NotAfter,
 		})
 	}

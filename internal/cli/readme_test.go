@@ -30,8 +30,10 @@ func TestREADMEReportExample(t *testing.T) {
 		t.Fatalf("README's JSON report example does not parse: %v", err)
 	}
 
+	// --post-quantum: the example shows what the lab's Go servers answer
+	// to the hybrid offer.
 	l := startLab(t)
-	stdout, stderr, code := run(t, labArgs(l, "--output", "json")...)
+	stdout, stderr, code := run(t, labArgs(l, "--output", "json", "--post-quantum")...)
 	if code != cli.ExitFindings {
 		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
 	}

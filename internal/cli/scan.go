@@ -92,6 +92,7 @@ type scanFlags struct {
 	notify      bool
 	notifyWait  time.Duration
 	allowEmpty  bool
+	postQuantum bool
 	aws         awsFlags
 	procs       procsFlag
 }
@@ -120,6 +121,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
+	fs.BoolVar(&f.postQuantum, "post-quantum", false, "offer the X25519MLKEM768 post-quantum hybrid key exchange first, so the report says which endpoints take it (key_exchange, post_quantum; probe.post_quantum); costs client CPU on every handshake")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
 	fs.DurationVar(&f.notifyWait, "notify-timeout", 0, "with --notify, how long to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
@@ -236,6 +238,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["break-after"] {
 		c.Probe.BreakAfter = f.breakAfter
+	}
+	if set["post-quantum"] {
+		c.Probe.PostQuantum = f.postQuantum
 	}
 	if set["output"] {
 		c.Output = f.output
@@ -476,6 +481,7 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		PerAddress:       c.Probe.PerAddress,
 		Attempts:         c.Probe.Retries + 1,
 		BreakAfter:       breakAfter(c.Probe.BreakAfter),
+		PostQuantum:      c.Probe.PostQuantum,
 		Revocation: probes.RevocationConfig{
 			Disabled:    !c.Revocation.Enabled,
 			Timeout:     time.Duration(c.Revocation.Timeout),
