@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // RevocationStatus is what is known of whether a certificate was revoked.
@@ -109,6 +111,8 @@ type revocationChecker struct {
 
 	crls  *fetchCache[*crlEntry]
 	ocsps *fetchCache[*ocspAnswer]
+	// parses bounds the CRLs checked and decoded at once.
+	parses *semaphore.Weighted
 }
 
 func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now func() time.Time) *revocationChecker {
@@ -125,6 +129,7 @@ func newRevocationChecker(c RevocationConfig, attempts int, backoff Backoff, now
 		now:        now,
 		crls:       newFetchCache(maxCachedCRLs, maxCRLCacheBytes, (*crlEntry).size),
 		ocsps:      newFetchCache[*ocspAnswer](maxCachedOCSP, 0, nil),
+		parses:     semaphore.NewWeighted(maxConcurrentCRLParses),
 	}
 	if rc.maxCRL <= 0 {
 		rc.maxCRL = DefaultMaxCRLBytes
@@ -262,9 +267,10 @@ type fetchEntry[T any] struct {
 	size  int64 // guarded by fetchCache.mu
 }
 
-// Bounds of the fetch caches: parsed CRLs hold at most maxCRLCacheBytes
-// (about their DER size plus 100 bytes per entry), so a fleet that names
-// hundreds of large public CRL shards stays bounded.
+// Bounds of the fetch caches: CRLs held between runs take at most
+// maxCRLCacheBytes, as crlEntry.size counts what an entry really keeps
+// (about 14 bytes plus the serial per revoked certificate), so a fleet
+// that names hundreds of large public CRL shards stays bounded.
 const (
 	maxCachedCRLs    = 1024
 	maxCRLCacheBytes = 64 << 20

@@ -205,3 +205,29 @@ func TestCloseWithOpenConnection(t *testing.T) {
 		t.Error("dial after Close succeeded")
 	}
 }
+
+// TestLargeCRL: LargeCRL's hand-encoded CRL is one crypto/x509 reads, with
+// the signature of its CA and every serial listed.
+func TestLargeCRL(t *testing.T) {
+	t.Parallel()
+	ca := certtest.MustCA("Large CRL CA", now.AddDate(-1, 0, 0), now.AddDate(1, 0, 0))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"gone.example"}, NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(0, 1, 0)})
+	der, err := ca.LargeCRL(1000, []*x509.Certificate{leaf.Cert}, now.Add(-time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := x509.ParseRevocationList(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.CheckSignatureFrom(ca.Cert); err != nil {
+		t.Errorf("signature: %v", err)
+	}
+	entries := rl.RevokedCertificateEntries
+	if len(entries) != 1001 || entries[0].SerialNumber.Int64() != 1 || entries[999].SerialNumber.Int64() != 1000 || entries[1000].SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0 {
+		t.Errorf("%d entries, want 1001: 1 to 1000 and the leaf's serial", len(entries))
+	}
+	if !rl.NextUpdate.Equal(now.Add(24 * time.Hour)) {
+		t.Errorf("NextUpdate = %v", rl.NextUpdate)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package probes_test
+
+const raceEnabled = false
