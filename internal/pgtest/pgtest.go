@@ -174,35 +174,66 @@ func version(dir string) int {
 	return v
 }
 
+// errMissing marks a start that failed for want of the binaries: a skip
+// unless RequireEnv is set.
+var errMissing = errors.New("postgresql binaries missing")
+
 // Start runs a new PostgreSQL server and returns once it accepts
 // connections. The server is stopped and its directory removed in
-// t.Cleanup.
+// t.Cleanup. Tests that only need a database of their own share one
+// server instead (Shared): initdb alone takes a second or more.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	bin, err := binDir()
+	s, err := start(o)
 	if err != nil {
+		fail(t, err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("postgres log:\n%s", s.Log())
+		}
+		os.RemoveAll(s.Dir)
+	})
+	return s
+}
+
+// fail ends t for a server that did not start: a skip when the binaries
+// are missing and RequireEnv is not set, else a failure.
+func fail(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, errMissing) {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("pgtest: %v (%s=1)", err, RequireEnv)
 		}
 		t.Skipf("pgtest: %v; set %s=1 to fail instead", err, RequireEnv)
 	}
+	t.Fatalf("pgtest: %v", err)
+}
+
+// start runs a server; the caller stops it and removes its directory.
+func start(o Options) (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errMissing, err)
+	}
 	cred, err := credential()
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return nil, err
 	}
 	dir, err := makeDir(cred)
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-
-	s := &Server{Host: "127.0.0.1", SocketDir: dir, Dir: dir, opts: o, log: &syncBuffer{}}
+	s := &Server{Host: "127.0.0.1", SocketDir: dir, Dir: dir, opts: o, log: &syncBuffer{}, stop: func() {}}
 	data := filepath.Join(dir, "data")
 	if err := s.initdb(bin, cred, data); err != nil {
-		t.Fatalf("pgtest: %v\n%s", err, s.Log())
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%v\n%s", err, s.Log())
 	}
 	if err := s.writeTLS(cred, data); err != nil {
-		t.Fatalf("pgtest: %v", err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
 
 	// The port is free when chosen; another process could take it before
@@ -210,14 +241,63 @@ func Start(t testing.TB, o Options) *Server {
 	var lastErr error
 	for range 3 {
 		if s.Port, err = freePort(); err != nil {
-			t.Fatalf("pgtest: %v", err)
+			os.RemoveAll(dir)
+			return nil, err
 		}
-		if lastErr = s.run(t, bin, cred, data); lastErr == nil {
-			return s
+		if lastErr = s.run(bin, cred, data); lastErr == nil {
+			return s, nil
 		}
 	}
-	t.Fatalf("pgtest: %v\npostgres log:\n%s", lastErr, s.Log())
-	return nil
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("%v\npostgres log:\n%s", lastErr, s.Log())
+}
+
+// Shared is one server for every test of a package, started by the first
+// test that asks for it and stopped by TestMain once all have run:
+//
+//	var pg pgtest.Shared
+//
+//	func TestMain(m *testing.M) {
+//		defer pg.Stop()
+//		m.Run()
+//	}
+//
+// Each test takes a database of its own (CreateDatabase), so tests on the
+// shared server may run in parallel. A test that stops its server, or
+// needs other Options, starts its own with Start. Server is safe for
+// concurrent use; Stop is not, and runs after the tests.
+type Shared struct {
+	// Options are the server's; set before the first call to Server.
+	Options Options
+
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Server returns the shared server, starting it on first use. It skips or
+// fails t, as Start does, when the server cannot start.
+func (sh *Shared) Server(t testing.TB) *Server {
+	t.Helper()
+	sh.once.Do(func() { sh.srv, sh.err = start(sh.Options) })
+	if sh.err != nil {
+		fail(t, sh.err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("shared postgres log:\n%s", sh.srv.Log())
+		}
+	})
+	return sh.srv
+}
+
+// Stop stops the shared server, if it was started, and removes its
+// directory.
+func (sh *Shared) Stop() {
+	if sh.srv != nil {
+		sh.srv.Stop()
+		os.RemoveAll(sh.srv.Dir)
+	}
 }
 
 // credential returns whom to run the server as: nil (ourselves) unless we
@@ -333,9 +413,9 @@ func writeOwned(path string, b []byte, perm os.FileMode, cred *syscall.Credentia
 	return nil
 }
 
-// run starts postgres on s.Port and waits until it accepts connections.
-// On success it registers the stop in t.Cleanup.
-func (s *Server) run(t testing.TB, bin string, cred *syscall.Credential, data string) error {
+// run starts postgres on s.Port and waits until it accepts connections,
+// and sets s.stop.
+func (s *Server) run(bin string, cred *syscall.Credential, data string) error {
 	args := []string{"-D", data,
 		"-p", strconv.Itoa(s.Port),
 		"-c", "listen_addresses=" + s.Host,
@@ -381,12 +461,6 @@ func (s *Server) run(t testing.TB, bin string, cred *syscall.Credential, data st
 		return err
 	}
 	s.stopped, s.stop = stopped, stop
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("postgres log:\n%s", s.Log())
-		}
-	})
 	return nil
 }
 

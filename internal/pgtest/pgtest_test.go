@@ -78,9 +78,17 @@ func TestStartTCPAndSocket(t *testing.T) {
 	}
 }
 
+// shared is the server TestCreateDatabase and TestShared share.
+var shared pgtest.Shared
+
+func TestMain(m *testing.M) {
+	defer shared.Stop()
+	m.Run()
+}
+
 func TestCreateDatabase(t *testing.T) {
 	t.Parallel()
-	s := pgtest.Start(t, pgtest.Options{})
+	s := shared.Server(t)
 	a, b := s.CreateDatabase(t), s.CreateDatabase(t)
 	if a == b {
 		t.Fatalf("two databases share the URL %s", a)
@@ -94,6 +102,24 @@ func TestCreateDatabase(t *testing.T) {
 		if got, want := queryString(t, conn, "SELECT current_database()"), strings.TrimPrefix(pu.Path, "/"); got != want {
 			t.Errorf("current_database() = %q, want %q", got, want)
 		}
+	}
+}
+
+// TestShared: every test asking gets the one server, started once.
+func TestShared(t *testing.T) {
+	t.Parallel()
+	a := shared.Server(t)
+	t.Run("again", func(t *testing.T) {
+		if b := shared.Server(t); b != a {
+			t.Errorf("second Server() = %s, want the first one, %s", b.Addr(), a.Addr())
+		}
+	})
+	conn, err := connect(t, a.CreateDatabase(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, conn, "SHOW fsync"); got != "off" {
+		t.Errorf("fsync = %q, want off", got)
 	}
 }
 

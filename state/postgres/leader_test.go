@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 )
@@ -30,7 +29,8 @@ func memo(s *postgres.Store, v string) error {
 // refused from then on, and it cannot take the lead back while the new
 // one renews.
 func TestLeadership(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	a, b := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
 	const lease = 2 * time.Second
@@ -112,7 +112,8 @@ func TestLeadership(t *testing.T) {
 // refused, even though its own clock still says it leads (it cannot know
 // of the takeover without the database).
 func TestFenceRefusesAfterTakeover(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	a, b := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
 	ctx := context.Background()
@@ -148,7 +149,8 @@ func TestFenceRefusesAfterTakeover(t *testing.T) {
 // by a leader that was replaced passes to the new leader at once, while a
 // lease held by a process that is no replica is waited for.
 func TestNewLeaderTakesDeliveryLeases(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	a, b, other := open(t, url, postgres.Options{}), open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
 	ctx := context.Background()
@@ -178,7 +180,8 @@ func TestNewLeaderTakesDeliveryLeases(t *testing.T) {
 // session after IdleInTransaction, so a standby still takes over, and the
 // paused write never commits.
 func TestPausedInTransactionDoesNotStallTakeover(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	opts := postgres.Options{IdleInTransaction: 300 * time.Millisecond}
 	a, b := open(t, url, opts), open(t, url, opts)
@@ -238,7 +241,8 @@ func addOutbox(s *postgres.Store, channel string) error {
 // leader of the same site only, while another site's leader waits for it
 // to end.
 func TestSites(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	a1, a2 := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "a"})
@@ -347,7 +351,8 @@ func TestSites(t *testing.T) {
 // sites) is migrated so that its leader, epoch, memos and delivery leases
 // belong to the default site.
 func TestSitesMigration(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 )
@@ -55,7 +54,8 @@ func noClaim(t *testing.T, s *postgres.Store, why string) {
 // written back once, and the sweep's outcomes carry each claimant's
 // result.
 func TestShardClaimsAreDistinct(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	const shards, stores, perStore = 60, 4, 3
@@ -126,7 +126,8 @@ func TestShardClaimsAreDistinct(t *testing.T) {
 // loses the shard to another; its renewal and write back are refused
 // (ErrClaimLost, which is no store failure), the other's are accepted.
 func TestShardClaimExpires(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	x, y := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
@@ -201,7 +202,8 @@ func TestShardClaimExpires(t *testing.T) {
 // no shard of it is claimed or written back. Opening a sweep closes the
 // site's open one, and old closed sweeps are pruned.
 func TestCloseSweep(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	s := open(t, url, postgres.Options{})
@@ -270,7 +272,8 @@ func TestCloseSweep(t *testing.T) {
 // TestShardDeadline: no shard of a sweep whose deadline passed is
 // claimed.
 func TestShardDeadline(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	s := open(t, srv.CreateDatabase(t), postgres.Options{})
 	openSweep(t, s, time.Now().Add(-time.Second), work(2))
 	noClaim(t, s, "of a sweep past its deadline")
@@ -289,7 +292,8 @@ func TestShardDeadline(t *testing.T) {
 // leader of the site opens, closes and publishes, and a replaced leader
 // no longer does.
 func TestShardsFenced(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	l, sb := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
@@ -343,7 +347,8 @@ func TestShardsFenced(t *testing.T) {
 // site's shards; a site cannot close another's sweep; every site's latest
 // published result is read by every site.
 func TestSitesShareNothingButResults(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	a, b := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "b"})
@@ -396,7 +401,7 @@ func TestSitesShareNothingButResults(t *testing.T) {
 // An earlier sweep, closed with 2,000 shards undone, lies in the table as
 // it would after a run cut short.
 func BenchmarkShardCycle(b *testing.B) {
-	srv := pgtest.Start(b, pgtest.Options{})
+	srv := pg.Server(b)
 	for _, size := range []int{100 << 10, 1 << 10} {
 		b.Run(fmt.Sprintf("result=%dKB", size>>10), func(b *testing.B) {
 			s := open(b, srv.CreateDatabase(b), postgres.Options{})
@@ -431,7 +436,8 @@ func BenchmarkShardCycle(b *testing.B) {
 // done outcomes CloseSweep returns, and every other one failed with
 // ErrClaimLost.
 func TestCloseSweepRacesWriteBacks(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	const shards = 200
@@ -550,7 +556,8 @@ func (p *turnCounter) count() int {
 // the package documents them (statements already prepared on the
 // connection).
 func TestShardRoundTrips(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	proxy := newTurnCounter(t, srv.Addr())
 	s := open(t, strings.Replace(url, srv.Addr(), proxy.ln.Addr().String(), 1), postgres.Options{MaxConns: 1})
@@ -590,7 +597,8 @@ func TestShardRoundTrips(t *testing.T) {
 // holder, long before its lease would end; a stale claim cannot release
 // the shard its successor holds.
 func TestReleaseShard(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
 	x, y := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})

@@ -16,6 +16,15 @@ import (
 	"github.com/certwatch/certwatch/state/statetest"
 )
 
+// pg is the server the package's tests share, one database each; tests
+// that stop their server or need a password start their own.
+var pg pgtest.Shared
+
+func TestMain(m *testing.M) {
+	defer pg.Stop()
+	m.Run()
+}
+
 func open(t testing.TB, url string, opts postgres.Options) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), url, opts)
@@ -29,7 +38,8 @@ func open(t testing.TB, url string, opts postgres.Options) *postgres.Store {
 // TestContract runs the state contract against PostgreSQL, one database
 // per test on one server.
 func TestContract(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	statetest.Run(t, func(t *testing.T) statetest.Opener {
 		url := srv.CreateDatabase(t)
 		return func(t testing.TB) statetest.Store {
@@ -147,7 +157,8 @@ func TestOpen(t *testing.T) {
 }
 
 func TestServerDown(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pgtest.Start(t, pgtest.Options{}) // stopped below: a server of its own
 	ctx := context.Background()
 	s := open(t, srv.CreateDatabase(t), postgres.Options{Timeout: 5 * time.Second})
 	srv.Stop()
@@ -164,7 +175,8 @@ func TestServerDown(t *testing.T) {
 // created again, restored wrong) fails Check and every write with
 // ErrReplaced, and the tables are not recreated.
 func TestTablesGone(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	ctx := context.Background()
 	url := srv.CreateDatabase(t)
 	s := open(t, url, postgres.Options{})
@@ -196,7 +208,8 @@ func TestTablesGone(t *testing.T) {
 // TestCallerDeadlineIsNoStoreFailure: an operation cut short by its
 // caller's deadline (a slow scrape) is not a failure Check keeps.
 func TestCallerDeadlineIsNoStoreFailure(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	s := open(t, srv.CreateDatabase(t), postgres.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
@@ -212,8 +225,12 @@ func TestCallerDeadlineIsNoStoreFailure(t *testing.T) {
 // TestHungDatabaseIsAStoreFailure: an operation that runs out of the
 // store's own timeout (the database stopped answering) is kept for Check.
 func TestHungDatabaseIsAStoreFailure(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
+	// Migrated first with the default timeout: on a loaded host the
+	// migration itself may take longer than the short one under test.
+	open(t, url, postgres.Options{}).Close()
 	s := open(t, url, postgres.Options{Timeout: 500 * time.Millisecond})
 	ctx := context.Background()
 	// Another session holds the outbox table's lock: every read waits.

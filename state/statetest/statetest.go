@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // one store each
 			tt.fn(t, closing(newStore(t)))
 		})
 	}
