@@ -141,7 +141,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 		return found.Yield{Inventory: found.Inventory{ACM: s.last}}, err
 	}
 	for _, re := range regionErrors(err) {
-		if re.Op != "list certificates" {
+		if re.Op != acmcert.OpList {
 			continue // described ones are returned (Partial); nothing to keep
 		}
 		for _, c := range s.last {
@@ -226,7 +226,7 @@ func (s *Source) region(ctx context.Context, r region) ([]acmcert.Certificate, e
 			return p.NextPage(ctx)
 		})
 		if err != nil {
-			return nil, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "list certificates",
+			return nil, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: acmcert.OpList,
 				Err: awsaccount.WithHint(err, "acm:ListCertificates")}
 		}
 		summaries = append(summaries, page.CertificateSummaryList...)
@@ -289,10 +289,10 @@ func (s *Source) region(ctx context.Context, r region) ([]acmcert.Certificate, e
 		"describe_failed", failed, "duration", time.Since(start))
 	var errs []error
 	if failed > 0 {
-		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "describe certificates", Failed: failed, Err: first})
+		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: acmcert.OpDescribe, Failed: failed, Err: first})
 	}
 	if getFailed > 0 {
-		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: "get certificates", Failed: getFailed, Err: firstGet})
+		errs = append(errs, &acmcert.RegionError{Account: s.c.Account, Region: r.name, Op: acmcert.OpGet, Failed: getFailed, Err: firstGet})
 	}
 	return out, errors.Join(errs...)
 }

@@ -246,7 +246,7 @@ func TestFailingRegionDoesNotStopOthers(t *testing.T) {
 		t.Fatal("no error for the denied region")
 	}
 	var re *acmcert.RegionError
-	if !errors.As(err, &re) || re.Region != "eu-central-1" || re.Op != "list certificates" {
+	if !errors.As(err, &re) || re.Region != "eu-central-1" || re.Op != acmcert.OpList {
 		t.Errorf("error %v: want a *RegionError for eu-central-1", err)
 	}
 	for _, want := range []string{"eu-central-1", "account 111111111111", "AccessDeniedException", "grant acm:ListCertificates"} {
@@ -438,7 +438,7 @@ func TestNewNeedsRegions(t *testing.T) {
 
 // TestFingerprintFromGetCertificate: an issued certificate's fingerprint
 // is that of the PEM GetCertificate returns; a denied GetCertificate fails
-// "get certificates" with the action to grant and keeps the certificate.
+// OpGet with the action to grant and keeps the certificate.
 func TestFingerprintFromGetCertificate(t *testing.T) {
 	ca := certtest.MustCA("Test Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
 	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"pem.example.com"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 6, 0)})
@@ -471,7 +471,33 @@ func TestFingerprintFromGetCertificate(t *testing.T) {
 	srv.ACM.DenyOperation("GetCertificate")
 	got, err = s.Certificates(context.Background())
 	var re *acmcert.RegionError
-	if len(got) != 2 || !errors.As(err, &re) || re.Op != "get certificates" || !strings.Contains(err.Error(), "grant acm:GetCertificate") {
+	if len(got) != 2 || !errors.As(err, &re) || re.Op != acmcert.OpGet || !strings.Contains(err.Error(), "grant acm:GetCertificate") {
 		t.Errorf("denied GetCertificate: %d certificates, error %v; want both kept and the action to grant", len(got), err)
+	}
+}
+
+// TestDiscoverKeepsAFailedRegion: a region that cannot be listed keeps
+// the certificates the previous Discover found there, told apart from a
+// failure to describe or fetch some (returned Partial, not kept) by the
+// error's typed operation, not by its wording.
+func TestDiscoverKeepsAFailedRegion(t *testing.T) {
+	s, srv := newSource(t, acm.Config{Regions: []string{"eu-west-1", "eu-central-1"}, Account: "111111111111"}, awsaccount.Config{})
+	srv.ACM.Add(
+		awstest.Certificate{Region: "eu-west-1", DomainName: "a.example.com"},
+		awstest.Certificate{Region: "eu-central-1", DomainName: "b.example.com"},
+	)
+	if _, err := s.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.ACM.DenyRegion("eu-central-1")
+	y, err := s.Discover(context.Background())
+	var names []string
+	for _, c := range y.Inventory.ACM {
+		names = append(names, c.Region+"/"+c.DomainName)
+	}
+	slices.Sort(names)
+	var re *acmcert.RegionError
+	if !errors.As(err, &re) || re.Op != acmcert.OpList || !slices.Equal(names, []string{"eu-central-1/b.example.com", "eu-west-1/a.example.com"}) {
+		t.Errorf("got %v, %v; want eu-central-1's certificate kept from the last Discover and an error of %q", names, err, acmcert.OpList)
 	}
 }

@@ -117,7 +117,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ie *iamcert.Error
-	if err == nil || !errors.As(err, &ie) || ie.Op != "list server certificates" {
+	if err == nil || !errors.As(err, &ie) || ie.Op != iamcert.OpList {
 		s.last = certs
 	}
 	return found.Yield{Inventory: found.Inventory{IAM: s.last}}, err
@@ -139,7 +139,7 @@ func (s *Source) ServerCertificates(ctx context.Context) ([]iamcert.Certificate,
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("iam inventory: %w", context.Cause(ctx))
 			}
-			return nil, &iamcert.Error{Account: s.c.Account, Op: "list server certificates", Err: awsaccount.WithHint(err, "iam:ListServerCertificates")}
+			return nil, &iamcert.Error{Account: s.c.Account, Op: iamcert.OpList, Err: awsaccount.WithHint(err, "iam:ListServerCertificates")}
 		}
 		metas = append(metas, page.ServerCertificateMetadataList...)
 	}
@@ -181,7 +181,7 @@ func (s *Source) ServerCertificates(ctx context.Context) ([]iamcert.Certificate,
 	slices.SortFunc(out, func(a, b iamcert.Certificate) int { return strings.Compare(a.ARN, b.ARN) })
 	s.logger.Debug("server certificates inventoried", "certificates", len(out), "get_failed", failed, "duration", time.Since(start))
 	if failed > 0 {
-		return out, &iamcert.Error{Account: s.c.Account, Op: "get server certificates", Failed: failed, Err: first}
+		return out, &iamcert.Error{Account: s.c.Account, Op: iamcert.OpGet, Failed: failed, Err: first}
 	}
 	return out, nil
 }

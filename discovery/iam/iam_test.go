@@ -84,7 +84,7 @@ func TestDenied(t *testing.T) {
 	srv.IAM.DenyOperation("GetServerCertificate")
 	got, err := s.ServerCertificates(context.Background())
 	var ie *iamcert.Error
-	if len(got) != 1 || !got[0].Partial || !got[0].NotAfter.Equal(now) || !errors.As(err, &ie) || ie.Op != "get server certificates" ||
+	if len(got) != 1 || !got[0].Partial || !got[0].NotAfter.Equal(now) || !errors.As(err, &ie) || ie.Op != iamcert.OpGet ||
 		!strings.Contains(err.Error(), "grant iam:GetServerCertificate") {
 		t.Errorf("got %+v, %v; want the certificate from its metadata and the action to grant", got, err)
 	}
@@ -93,5 +93,26 @@ func TestDenied(t *testing.T) {
 	got, err = s.ServerCertificates(context.Background())
 	if len(got) != 0 || err == nil || !strings.Contains(err.Error(), "grant iam:ListServerCertificates") || !strings.Contains(err.Error(), "account 111111111111") {
 		t.Errorf("denied account: got %+v, %v; want an error naming the account and iam:ListServerCertificates", got, err)
+	}
+}
+
+// TestDiscoverKeepsTheLastListing: a listing that fails keeps the
+// certificates the previous Discover found, told apart from a failure to
+// fetch some of them (whose certificates are returned from the listing,
+// Partial) by the error's typed operation, not by its wording.
+func TestDiscoverKeepsTheLastListing(t *testing.T) {
+	s, srv := newSource(t)
+	srv.IAM.Add(awstest.ServerCertificate{Name: "a", Expiration: now})
+	srv.IAM.DenyOperation("GetServerCertificate")
+	y, err := s.Discover(context.Background())
+	var ie *iamcert.Error
+	if !errors.As(err, &ie) || ie.Op != iamcert.OpGet || len(y.Inventory.IAM) != 1 || !y.Inventory.IAM[0].Partial {
+		t.Fatalf("fetch denied: got %+v, %v; want the certificate from its metadata and an error of %q", y.Inventory.IAM, err, iamcert.OpGet)
+	}
+
+	srv.IAM.DenyAccount(awstest.DefaultAccount)
+	y, err = s.Discover(context.Background())
+	if !errors.As(err, &ie) || ie.Op != iamcert.OpList || len(y.Inventory.IAM) != 1 || y.Inventory.IAM[0].Name != "a" {
+		t.Errorf("listing denied: got %+v, %v; want the last listing's certificate kept and an error of %q", y.Inventory.IAM, err, iamcert.OpList)
 	}
 }

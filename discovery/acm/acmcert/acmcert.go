@@ -190,17 +190,33 @@ func NormalizeSerial(s string) string {
 	return "0"
 }
 
+// Op is the step of an ACM inventory that failed, as a RegionError names
+// it. Match it against the constants, never by its text: the text is what
+// the error message says and may be reworded.
+type Op string
+
+// Steps of an ACM inventory of one region.
+const (
+	// OpList: the region's certificates could not be listed; nothing of
+	// the region is known.
+	OpList Op = "list certificates"
+	// OpDescribe: some certificates could not be described; they are
+	// returned from the listing's summary, Partial.
+	OpDescribe Op = "describe certificates"
+	// OpGet: the PEM of some certificates could not be fetched; they are
+	// returned without a Fingerprint.
+	OpGet Op = "get certificates"
+)
+
 // RegionError is the failure of one region (or of some certificates in
 // it). The other regions' certificates are still returned.
 type RegionError struct {
 	Account string
 	Region  string
-	// Op is the failed step: "list certificates", "describe certificates"
-	// or "get certificates".
-	Op string
+	// Op is the failed step: OpList, OpDescribe or OpGet.
+	Op Op
 	// Failed is how many certificates could not be described or fetched
-	// (for Op "describe certificates" and "get certificates"); Err is the
-	// first such failure.
+	// (for Op OpDescribe and OpGet); Err is the first such failure.
 	Failed int
 	Err    error
 }

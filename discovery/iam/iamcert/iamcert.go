@@ -34,14 +34,29 @@ type Certificate struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
+// Op is the step of an IAM inventory that failed, as an Error names it.
+// Match it against the constants, never by its text: the text is what
+// the error message says and may be reworded.
+type Op string
+
+// Steps of an IAM inventory.
+const (
+	// OpList: the server certificates could not be listed; nothing of the
+	// account is known.
+	OpList Op = "list server certificates"
+	// OpGet: some certificates could not be fetched; they are returned
+	// from the listing's metadata, Partial.
+	OpGet Op = "get server certificates"
+)
+
 // Error is the failure to list or fetch server certificates of one
 // account.
 type Error struct {
 	Account string
-	// Op is "list server certificates" or "get server certificates".
-	Op string
-	// Failed is how many certificates could not be fetched (Op "get
-	// server certificates"); Err is the first failure.
+	// Op is the step that failed: OpList or OpGet.
+	Op Op
+	// Failed is how many certificates could not be fetched (Op OpGet);
+	// Err is the first failure.
 	Failed int
 	Err    error
 }
