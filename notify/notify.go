@@ -2,7 +2,7 @@
 // hear it exactly once per step of urgency.
 //
 // After each evaluation, Apply compares the findings with the alert state in
-// the Store: a new finding at a notified tier is announced, a finding that
+// the store (a state.Outbox): a new finding at a notified tier is announced, a finding that
 // moves up a tier is announced again, one that stays is quiet (apart from
 // reminders), and one that is gone for a number of consecutive runs, or whose
 // certificate was replaced, is resolved. Each transition is routed to
