@@ -27,20 +27,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// DiscoveryDegraded is the finding kind for a discovery source that failed
-// or returned far fewer targets than its last good run. Its Name is the
-// source's name.
-const DiscoveryDegraded policy.Kind = "discovery_degraded"
-
-// ProbeCutShort is the finding kind for a probe run that hit its sweep
-// timeout before probing its whole inventory. Its Name is "probe".
-const ProbeCutShort policy.Kind = "probe_cut_short"
-
-// StateCreated is the finding kind, in the first probe run notified, for a
-// state store that held no state at start-up (Daemon.EmptyState). Its Name
-// names the store.
-const StateCreated policy.Kind = "state_created"
-
 // Job names, as used in logs and metrics.
 const (
 	JobDiscovery = "discovery"

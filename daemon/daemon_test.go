@@ -364,7 +364,7 @@ func TestTimedOutRunPublishesWhatItProbed(t *testing.T) {
 				t.Errorf("no report of a run cut short was %s", what)
 				continue
 			}
-			i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == daemon.ProbeCutShort })
+			i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == policy.ProbeCutShort })
 			if i < 0 || len(r.Endpoints) != 2 {
 				t.Errorf("%s report: findings %+v, %d endpoints; want a probe_cut_short finding and what was probed", what, r.Findings, len(r.Endpoints))
 				continue
@@ -445,7 +445,7 @@ func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
 		if err := d.Ready(); err != nil {
 			t.Fatalf("Ready after first discovery = %v, want nil", err)
 		}
-		if r := n.last(); r == nil || r.Targets != 4 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+		if r := n.last(); r == nil || r.Targets != 4 || len(findingsOf(r, policy.DiscoveryDegraded)) != 0 {
 			t.Fatalf("first report = %+v, want 4 targets and no discovery_degraded", r)
 		}
 
@@ -458,7 +458,7 @@ func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
 		if r.Targets != 4 {
 			t.Errorf("report after the zone failed probed %d targets, want the last good 4", r.Targets)
 		}
-		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		deg := findingsOf(r, policy.DiscoveryDegraded)
 		if len(deg) != 1 || deg[0].Name != "dnszone:a.example" || deg[0].Tier != policy.Warning {
 			t.Fatalf("discovery_degraded findings = %+v, want one warning for dnszone:a.example", deg)
 		}
@@ -471,7 +471,7 @@ func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		r = n.last()
-		deg = findingsOf(r, daemon.DiscoveryDegraded)
+		deg = findingsOf(r, policy.DiscoveryDegraded)
 		if len(deg) != 2 || deg[0].Tier != policy.Page {
 			t.Errorf("with every source failing: %+v, want two discovery_degraded findings at page", deg)
 		}
@@ -488,7 +488,7 @@ func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
 		s.set("static", 1)
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if deg := findingsOf(n.last(), daemon.DiscoveryDegraded); len(deg) != 0 {
+		if deg := findingsOf(n.last(), policy.DiscoveryDegraded); len(deg) != 0 {
 			t.Errorf("after recovery: %+v, want no discovery_degraded finding", deg)
 		}
 	})
@@ -510,7 +510,7 @@ func TestDropBelowThreshold(t *testing.T) {
 		s.set("route53", 6) // 60%: above the 50% threshold
 		time.Sleep(71 * time.Minute)
 		synctest.Wait()
-		if r := n.last(); r.Targets != 6 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+		if r := n.last(); r.Targets != 6 || len(findingsOf(r, policy.DiscoveryDegraded)) != 0 {
 			t.Fatalf("drop to 60%%: %d targets, findings %+v; want 6 targets and no finding", r.Targets, r.Findings)
 		}
 
@@ -518,7 +518,7 @@ func TestDropBelowThreshold(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		r := n.last()
-		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		deg := findingsOf(r, policy.DiscoveryDegraded)
 		if len(deg) != 1 || !strings.Contains(deg[0].Message, "returned 2 targets, fewer than 50% of the 6") {
 			t.Fatalf("drop to a third: %+v, want a discovery_degraded finding naming 2 of 6", deg)
 		}
@@ -533,7 +533,7 @@ func TestDropBelowThreshold(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		r = n.last()
-		if r.Targets != 2 || len(findingsOf(r, daemon.DiscoveryDegraded)) != 0 {
+		if r.Targets != 2 || len(findingsOf(r, policy.DiscoveryDegraded)) != 0 {
 			t.Errorf("after reload: %d targets, findings %+v; want 2 targets and no finding", r.Targets, r.Findings)
 		}
 	})
@@ -880,7 +880,7 @@ func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
 		if len(rec.reports) == 0 {
 			t.Fatal("no report recorded for the status page")
 		}
-		deg := findingsOf(rec.reports[len(rec.reports)-1], daemon.DiscoveryDegraded)
+		deg := findingsOf(rec.reports[len(rec.reports)-1], policy.DiscoveryDegraded)
 		if len(deg) != 2 || deg[0].Tier != policy.Page || !strings.Contains(deg[0].Message, "has not produced an inventory since certwatch started") {
 			t.Errorf("recorded findings = %+v, want both sources degraded at page", deg)
 		}
@@ -963,7 +963,7 @@ func TestPartlyFailedSourceKeepsWhatItFound(t *testing.T) {
 		if r == nil || r.Targets != 2 {
 			t.Fatalf("report = %+v, want the 2 targets the partly failed source found", r)
 		}
-		deg := findingsOf(r, daemon.DiscoveryDegraded)
+		deg := findingsOf(r, policy.DiscoveryDegraded)
 		if len(deg) != 1 || !strings.Contains(deg[0].Message, "partly failed (2 targets and 5 certificates found)") {
 			t.Errorf("discovery_degraded = %+v, want one saying what the source found", deg)
 		}

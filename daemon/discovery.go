@@ -152,7 +152,7 @@ func (d *Daemon) rebuildInventory() {
 func (d *Daemon) raise(source string, at time.Time, msg string) {
 	f, ok := d.degraded[source]
 	if !ok {
-		f = policy.Finding{Kind: DiscoveryDegraded, Name: source, Deadline: at.UTC()}
+		f = policy.Finding{Kind: policy.DiscoveryDegraded, Name: source, Deadline: at.UTC()}
 		d.logger.Warn("discovery source degraded", "source", source)
 	}
 	f.Tier = policy.Warning

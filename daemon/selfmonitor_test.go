@@ -162,7 +162,7 @@ func TestRestartKeepsLastSuccessAndInventory(t *testing.T) {
 		if len(runs) != 1 || len(runs[0].targets) != 4 {
 			t.Fatalf("probe runs after restart = %+v, want one of the 4 targets: zone's last good 3 and static's 1", runs)
 		}
-		deg := findingsOf(rec.last(), daemon.DiscoveryDegraded)
+		deg := findingsOf(rec.last(), policy.DiscoveryDegraded)
 		if len(deg) != 1 || !strings.Contains(deg[0].Message, "last good inventory (3 targets") {
 			t.Errorf("degraded findings = %+v, want zone's saying its last good inventory is still probed", deg)
 		}
@@ -189,12 +189,12 @@ func TestEmptyStateIsAnnounced(t *testing.T) {
 		if len(n.reports) != 2 {
 			t.Fatalf("%d reports notified, want 2", len(n.reports))
 		}
-		first := findingsOf(n.reports[0], daemon.StateCreated)
+		first := findingsOf(n.reports[0], policy.StateCreated)
 		if len(first) != 1 || first[0].Tier != policy.Warning || !strings.Contains(first[0].Message, "announced as new") ||
 			!strings.Contains(first[0].Message, "/var/lib/certwatch/state.db") {
 			t.Errorf("first report's state_created findings = %+v, want one warning naming the store", first)
 		}
-		if again := findingsOf(n.reports[1], daemon.StateCreated); len(again) != 0 {
+		if again := findingsOf(n.reports[1], policy.StateCreated); len(again) != 0 {
 			t.Errorf("second report repeats state_created: %+v", again)
 		}
 	})

@@ -23,11 +23,6 @@ type PartEvaluator interface {
 	Inventory() scan.Inventory
 }
 
-// SiteStale is the finding kind for a site sharing the state whose latest
-// publication is older than Sharing.StaleAfter: its instances stopped, or
-// cannot reach the database. Its Name is the site's.
-const SiteStale policy.Kind = "site_stale"
-
 // DefaultSweepPoll is how often the leader checks a shared sweep's
 // progress.
 const DefaultSweepPoll = 500 * time.Millisecond
@@ -121,7 +116,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 	case unreadable > 0 && missed == 0 && notProbed == unreadable:
 		cut = fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", unreadable)
 		own = append(own, d.siteScoped(policy.Finding{
-			Kind: ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
+			Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
 			Message: fmt.Sprintf("Shards of the shared probe run of %d targets came back unreadable (%d endpoints not probed): a replica probably runs another certwatch version. "+
 				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", len(inventory), unreadable),
 		}))
@@ -332,7 +327,7 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 		}
 		if age := cmp.Or(s.Age, start.Sub(s.At)); age > staleAfter {
 			o.stale = append(o.stale, policy.Finding{
-				Kind: SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
+				Kind: policy.SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
 				Message: fmt.Sprintf("Site %s last published a probe run %v ago (about %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
 					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch. If the site is gone for good, delete its last run from the database (DELETE FROM site_results WHERE site = '%s'): what only it saw then resolves.",
 					siteLabel(s.Site), age.Round(time.Second), start.Add(-age).UTC().Format(time.RFC3339), staleAfter, s.Site),

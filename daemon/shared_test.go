@@ -290,7 +290,7 @@ func TestSiteStale(t *testing.T) {
 	}
 	var stale []policy.Finding
 	for _, f := range r.Findings {
-		if f.Kind == daemon.SiteStale {
+		if f.Kind == policy.SiteStale {
 			stale = append(stale, f)
 		}
 	}
@@ -330,7 +330,7 @@ func TestSharedRunCutShort(t *testing.T) {
 	}
 	var cut []policy.Finding
 	for _, f := range r.Findings {
-		if f.Kind == daemon.ProbeCutShort {
+		if f.Kind == policy.ProbeCutShort {
 			cut = append(cut, f)
 		}
 	}

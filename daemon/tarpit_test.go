@@ -152,7 +152,7 @@ func TestTarpitProbeRunCutShort(t *testing.T) {
 	if r == nil || !r.CutShort || r.NotProbed == 0 || len(r.Endpoints) != 41 {
 		t.Fatalf("report %+v; want one cut short, with all 41 endpoints, some not_probed", r)
 	}
-	for _, kind := range []policy.Kind{policy.Expired, daemon.ProbeCutShort} {
+	for _, kind := range []policy.Kind{policy.Expired, policy.ProbeCutShort} {
 		if !slices.ContainsFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == kind }) {
 			t.Errorf("no %s finding in the published report: %+v", kind, r.Findings)
 		}

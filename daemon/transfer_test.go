@@ -14,6 +14,7 @@ import (
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -99,8 +100,8 @@ func TestBrokenTransferKeepsInventory(t *testing.T) {
 
 	addr = broken.Addr()
 	dialer.to.Store(&addr)
-	r := next("discovery_degraded", func(r *scan.Report) bool { return len(findingsOf(r, daemon.DiscoveryDegraded)) > 0 })
-	deg := findingsOf(r, daemon.DiscoveryDegraded)
+	r := next("discovery_degraded", func(r *scan.Report) bool { return len(findingsOf(r, policy.DiscoveryDegraded)) > 0 })
+	deg := findingsOf(r, policy.DiscoveryDegraded)
 	if r.Targets != 3 {
 		t.Errorf("report after the transfer broke probed %d targets, want the last good 3", r.Targets)
 	}

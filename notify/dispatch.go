@@ -207,7 +207,7 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 		resolved = 0
 		for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 			a := snap.Alerts[id]
-			if a.Finding.Kind != KindChannelFailing {
+			if a.Finding.Kind != policy.ChannelFailing {
 				continue
 			}
 			if _, ok := n.byName[a.Finding.Name]; ok {
@@ -539,7 +539,7 @@ func (n *Notifier) backoff(attempt int, err error) time.Duration {
 }
 
 func channelAlertID(channel string) string {
-	return policy.Finding{Kind: KindChannelFailing, Name: channel}.ID()
+	return policy.Finding{Kind: policy.ChannelFailing, Name: channel}.ID()
 }
 
 // raise opens the channel_failing alert for w on every other channel, once.
@@ -555,7 +555,7 @@ func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why st
 			return state.Changes{}, nil
 		}
 		f := policy.Finding{
-			Kind: KindChannelFailing, Tier: policy.Warning, Name: w.name, Subject: "notification channel " + w.name,
+			Kind: policy.ChannelFailing, Tier: policy.Warning, Name: w.name, Subject: "notification channel " + w.name,
 			Message: fmt.Sprintf("certwatch cannot deliver to channel %s: %s. Nothing is lost: notifications wait in the outbox and go out once the channel works. Check the channel's credentials and settings, the service's status, and certwatch's network access.", w.name, why),
 		}
 		a := state.Alert{ID: id, Finding: f, Tier: f.Tier, Announced: f.Tier, FirstRaised: since, LastSeen: now, Channels: map[string]state.Announcement{}}

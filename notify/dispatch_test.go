@@ -141,7 +141,7 @@ func TestFailingChannelIsReportedOnTheOthers(t *testing.T) {
 		time.Sleep(6 * time.Minute)
 		synctest.Wait()
 		got := b.rec["oncall"].take()
-		if len(got) != 1 || got[0].n.Finding.Kind != notify.KindChannelFailing || got[0].n.Finding.Name != "certs" {
+		if len(got) != 1 || got[0].n.Finding.Kind != policy.ChannelFailing || got[0].n.Finding.Name != "certs" {
 			t.Fatalf("oncall got %v, want one channel_failing alert about certs", describe(got))
 		}
 		if !strings.Contains(got[0].n.Finding.Message, "http 500") || !strings.Contains(got[0].n.Finding.Message, "Nothing is lost") {
@@ -212,7 +212,7 @@ func TestChannelDownHoldsItsNotifications(t *testing.T) {
 		b.apply(t, warning("a.example"), warning("b.example"))
 		synctest.Wait()
 		got := b.rec["oncall"].take()
-		if len(got) != 1 || got[0].n.Finding.Kind != notify.KindChannelFailing || !strings.Contains(got[0].n.Finding.Message, "invite the bot") {
+		if len(got) != 1 || got[0].n.Finding.Kind != policy.ChannelFailing || !strings.Contains(got[0].n.Finding.Message, "invite the bot") {
 			t.Fatalf("oncall got %v at once, want one channel_failing alert about certs that says what to do", describe(got))
 		}
 		if got[0].at != start {

@@ -8,78 +8,39 @@ import (
 	"github.com/certwatch/certwatch/policy"
 )
 
-// kindDiscoveryDegraded is the daemon's finding for a discovery source that
-// failed or shrank (daemon.DiscoveryDegraded, which this package does not
-// import). Its deadline is when it was first raised, not a date to act by.
-const kindDiscoveryDegraded policy.Kind = "discovery_degraded"
-
 // Problem says in a few words what is wrong, relative to at:
 // "certificate expires in 12 days", "certificate expired 3 days ago",
-// "hostname mismatch".
+// "hostname mismatch". The words are the registry's (policy.Kind.Info); a
+// kind it does not list is named by its words.
 func Problem(f policy.Finding, at time.Time) string {
-	switch f.Kind {
-	case policy.Expiring:
-		return "certificate expires " + In(f.Deadline, at)
-	case policy.Expired:
-		if f.Deadline.After(at) {
-			return "certificate expires " + In(f.Deadline, at)
-		}
-		return "certificate expired " + In(f.Deadline, at)
-	case policy.ChainUntrusted:
-		return "certificate chain does not verify"
-	case policy.SelfSigned:
-		return "self-signed certificate"
-	case policy.HostnameMismatch:
-		return "certificate does not match the host name"
-	case policy.InconsistentDeployment:
-		return "addresses serve different certificates"
-	case policy.Unreachable:
-		return "endpoint unreachable"
-	case policy.TLSBroken:
-		return "TLS handshake fails"
-	case policy.BundleExpired:
-		return "server sends an expired extra certificate"
-	case policy.Revoked:
-		return "certificate revoked"
-	case policy.RevocationStale:
-		return "revocation information out of date"
-	case policy.RevocationUnavailable:
-		return "revocation could not be checked"
-	case policy.WeakKey:
-		return "weak certificate key"
-	case policy.WeakSignature:
-		return "certificate signed with SHA-1 or MD5"
-	case policy.LongValidity:
-		return "certificate valid longer than the CA/Browser Forum allows"
-	case policy.RenewalOverdue:
-		return "ACM has not renewed the certificate, which expires " + In(f.Deadline, at)
-	case policy.RenewalFailed:
-		return "ACM renewal failed; the certificate expires " + In(f.Deadline, at)
-	case policy.ValidationRecordMissing:
-		return "DNS validation record missing; the next ACM renewal will fail"
-	case policy.StaleDeployment:
-		return "an old certificate is still deployed; it expires " + In(f.Deadline, at)
-	case KindChannelFailing:
-		return "notifications cannot be delivered"
-	case KindStormSummary:
-		return "many notifications at once, summarised"
-	case kindDiscoveryDegraded:
-		return "discovery source failed or shrank"
+	k, ok := f.Kind.Info()
+	if !ok {
+		return strings.ReplaceAll(string(f.Kind), "_", " ")
 	}
-	return strings.ReplaceAll(string(f.Kind), "_", " ")
+	p := k.Problem
+	if k.ProblemAhead != "" && f.Deadline.After(at) {
+		p = k.ProblemAhead
+	}
+	return strings.Replace(p, policy.When, In(f.Deadline, at), 1)
 }
 
 // HasDeadline reports whether f's deadline is a date someone must act by
 // (expiry, renewal), rather than the time of the scan, as it is for
-// problems that are broken now.
+// problems that are broken now (policy.KindInfo.Deadline). A kind the
+// registry does not list has one if it has a Deadline at all.
 func HasDeadline(f policy.Finding) bool {
-	switch f.Kind {
-	case policy.ChainUntrusted, policy.SelfSigned, policy.HostnameMismatch, policy.InconsistentDeployment,
-		policy.Unreachable, policy.TLSBroken, KindChannelFailing, KindStormSummary, kindDiscoveryDegraded,
-		policy.Revoked, policy.RevocationStale, policy.RevocationUnavailable, policy.WeakKey, policy.WeakSignature, policy.LongValidity:
+	if k, ok := f.Kind.Info(); ok && !k.Deadline {
 		return false
 	}
 	return !f.Deadline.IsZero()
+}
+
+// fromDelivery reports whether notify itself raises findings of kind k
+// (policy.OriginDelivery): a run's report never holds them, so their
+// absence from one resolves nothing.
+func fromDelivery(k policy.Kind) bool {
+	info, _ := k.Info()
+	return info.Origin == policy.OriginDelivery
 }
 
 // In says how far t is from at in whole days: "in 12 days", "in 1 day",

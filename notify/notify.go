@@ -85,17 +85,6 @@ const (
 	EventTest Event = "test"
 )
 
-// KindChannelFailing is the kind of the alert raised on the other channels
-// when a channel keeps failing. Its Finding.Name is the failing channel.
-const KindChannelFailing policy.Kind = "channel_failing"
-
-// KindStormSummary is the kind of the alert that stands for a storm summary
-// sent to a channel that keeps incidents open (PagerDuty). Its ID is the
-// summary's key; it resolves, and the incident with it, once every alert
-// the summary stood for on that channel has resolved or been announced on
-// its own.
-const KindStormSummary policy.Kind = "storm_summary"
-
 // AlertID is the identity of a finding's alert: its ID, except that an
 // expired certificate continues the alert of its expiry (the same problem,
 // now past its deadline), so expiry does not page anew.

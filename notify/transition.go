@@ -168,7 +168,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	served, failed := servedBy(sw), failedIn(sw)
 	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 		a := snap.Alerts[id]
-		if _, ok := present[id]; ok || a.Finding.Kind == KindChannelFailing || a.Finding.Kind == KindStormSummary {
+		if _, ok := present[id]; ok || fromDelivery(a.Finding.Kind) {
 			continue
 		}
 		reason := replacedBy(a.Finding, served, sw.Certificates)
@@ -403,7 +403,7 @@ func (p *planner) openSummary(sum Notification) {
 		top = max(top, it.Finding.Tier)
 	}
 	if p.summarised == nil {
-		f := policy.Finding{Kind: KindStormSummary, Tier: top, Name: sum.Key, Subject: "storm summary of " + p.now.UTC().Format(time.RFC3339), Message: sum.Reason}
+		f := policy.Finding{Kind: policy.StormSummary, Tier: top, Name: sum.Key, Subject: "storm summary of " + p.now.UTC().Format(time.RFC3339), Message: sum.Reason}
 		p.summarised = &state.Alert{ID: sum.Key, Finding: f, Tier: top, Announced: top, FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{}}
 	}
 	s := p.summarised
@@ -426,7 +426,7 @@ func (p *planner) closeSummaries(snap state.Snapshot) {
 	}
 	var open []*state.Alert
 	for _, a := range snap.Alerts {
-		if a.Finding.Kind == KindStormSummary && a.ID != summaryKey(p.now) {
+		if a.Finding.Kind == policy.StormSummary && a.ID != summaryKey(p.now) {
 			open = append(open, a)
 		}
 	}

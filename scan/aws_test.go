@@ -108,7 +108,7 @@ func TestPassLinksRoute53EndpointToACM(t *testing.T) {
 	if _, ok := kinds[policy.Expiring]; ok {
 		t.Errorf("the endpoint's expiry is reported twice: %+v", r.Findings)
 	}
-	f, ok := kinds[scan.DiscoveryFailed]
+	f, ok := kinds[policy.DiscoveryFailed]
 	if !ok || !strings.Contains(f.Message, "eu-central-1") || !strings.Contains(f.Message, "partly failed") {
 		t.Errorf("discovery_failed = %+v, want the denied region as a partial failure", f)
 	}

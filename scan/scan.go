@@ -56,12 +56,6 @@ type Sweeper interface {
 // there is nothing to probe and no report would be honest.
 var ErrNoSource = errors.New("every discovery source failed")
 
-// DiscoveryFailed is the finding kind for a source that failed while others
-// worked: the inventory is incomplete, which must not look like "all green".
-// It is raised at page, so `certwatch scan` exits 1 with the default
-// --fail-on.
-const DiscoveryFailed policy.Kind = "discovery_failed"
-
 // Pass is one scan. Set the fields before calling Run; zero values are
 // documented defaults. A Pass may be run more than once, but not
 // concurrently.
@@ -289,7 +283,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 				msg = fmt.Sprintf("source %s partly failed: what it found is in the report, the rest is missing: %s", s.Name, s.Error)
 			}
 			r.Findings = append(r.Findings, policy.Finding{
-				Kind: DiscoveryFailed, Tier: policy.Page, Name: s.Name, Deadline: start, Message: msg,
+				Kind: policy.DiscoveryFailed, Tier: policy.Page, Name: s.Name, Deadline: start, Message: msg,
 			})
 		}
 	}

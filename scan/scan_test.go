@@ -84,7 +84,7 @@ func TestPartialSourceFailureIsAFinding(t *testing.T) {
 	if len(r.Certificates) != 1 || r.Certificates[0].DNSNames[0] != "ok.example" {
 		t.Errorf("certificates = %+v, want the listener's", r.Certificates)
 	}
-	if len(r.Findings) != 1 || r.Findings[0].Kind != scan.DiscoveryFailed || r.Findings[0].Tier != policy.Page || !strings.Contains(r.Findings[0].Message, "broken.example") {
+	if len(r.Findings) != 1 || r.Findings[0].Kind != policy.DiscoveryFailed || r.Findings[0].Tier != policy.Page || !strings.Contains(r.Findings[0].Message, "broken.example") {
 		t.Errorf("findings = %+v, want one discovery_failed at page for broken.example", r.Findings)
 	}
 	if len(r.Endpoints) != 1 || r.Endpoints[0].Certificate != r.Certificates[0].SHA256 {

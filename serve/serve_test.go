@@ -68,7 +68,7 @@ func testReport() (*scan.Report, []probes.Observation) {
 				Message:   "expires in 5 days; renew it"},
 			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "vault.internal.example:8200", Deadline: now,
 				Endpoints: []policy.Endpoint{{Name: "vault.internal.example", Port: 8200}}, Message: "vault.internal.example:8200 could not be probed"},
-			{Kind: daemon.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: now.Add(-time.Hour), Message: "discovery source route53 failed"},
+			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: now.Add(-time.Hour), Message: "discovery source route53 failed"},
 		},
 	}
 	var obs []probes.Observation

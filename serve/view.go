@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -200,7 +199,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		for _, a := range acmBySHA[c.SHA256] {
 			rw.ACM = append(rw.ACM, a.ARN)
 			rw.Resources = append(rw.Resources, a.InUseBy...)
-			if !slices.ContainsFunc(fs, func(f policy.Finding) bool { return strings.Contains(string(f.Kind), "renewal") }) {
+			if !slices.ContainsFunc(fs, aboutRenewal) {
 				rw.Renewal = acmRenewal(a)
 			}
 		}
@@ -378,7 +377,7 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 // the source itself for a degraded source, else the sources that led to
 // its endpoints; an unreachable target was listed by hand (static).
 func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []string {
-	if f.Kind == daemon.DiscoveryDegraded && f.Name != "" {
+	if f.Kind == policy.DiscoveryDegraded && f.Name != "" {
 		return []string{f.Name}
 	}
 	set := map[string]bool{}
@@ -401,7 +400,7 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, byName m
 		switch {
 		case f.Kind == policy.StaleDeployment:
 			return "renewed, but not deployed on these endpoints"
-		case strings.Contains(string(f.Kind), "renewal"):
+		case aboutRenewal(f):
 			return strings.ReplaceAll(string(f.Kind), "_", " ")
 		}
 	}
@@ -423,6 +422,13 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, byName m
 			short(newest.SHA256), newest.NotAfter.UTC().Format(time.DateOnly), len(served[newest.SHA256]))
 	}
 	return renewalByDeadline(c, fs, r)
+}
+
+// aboutRenewal reports whether f says its certificate's renewal is late or
+// failed (policy.KindInfo.Renewal).
+func aboutRenewal(f policy.Finding) bool {
+	k, _ := f.Kind.Info()
+	return k.Renewal
 }
 
 // renewalByDeadline is renewal's answer when no newer certificate is

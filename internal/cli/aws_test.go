@@ -682,7 +682,7 @@ func TestScanAWSRegionDenied(t *testing.T) {
 	if len(r.ACM) != 14 {
 		t.Errorf("ACM section has %d certificates, want eu-west-1's 14", len(r.ACM))
 	}
-	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
+	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == policy.DiscoveryFailed })
 	if i < 0 {
 		t.Fatalf("no discovery_failed finding: %+v", r.Findings)
 	}
@@ -707,7 +707,7 @@ func TestScanAWSServiceDenied(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == scan.DiscoveryFailed })
+	i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return f.Kind == policy.DiscoveryFailed })
 	if i < 0 {
 		t.Fatalf("no discovery_failed finding: %+v", r.Findings)
 	}

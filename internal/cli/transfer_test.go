@@ -15,6 +15,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -88,7 +89,7 @@ func TestScanBrokenTransfer(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 				t.Fatalf("decode report: %v\n%s", err, stdout)
 			}
-			if len(r.Findings) != 1 || r.Findings[0].Kind != scan.DiscoveryFailed || r.Findings[0].Name != "dnszone:"+tt.zone ||
+			if len(r.Findings) != 1 || r.Findings[0].Kind != policy.DiscoveryFailed || r.Findings[0].Name != "dnszone:"+tt.zone ||
 				!strings.Contains(r.Findings[0].Message, tt.want) {
 				t.Errorf("findings = %+v\nwant one discovery_failed for dnszone:%s saying %q", r.Findings, tt.zone, tt.want)
 			}

@@ -86,7 +86,7 @@ func indent(t *testing.T, raw string) []byte {
 // blocks Slack received with golden files.
 func TestRendering(t *testing.T) {
 	f := wildcard(policy.Warning, 412)
-	failing := policy.Finding{Kind: notify.KindChannelFailing, Tier: policy.Warning, Name: "oncall", Subject: "notification channel oncall",
+	failing := policy.Finding{Kind: policy.ChannelFailing, Tier: policy.Warning, Name: "oncall", Subject: "notification channel oncall",
 		Message: "certwatch cannot deliver to channel oncall: it refused a notification: pagerduty oncall trigger: http 400. Nothing is lost."}
 	item := func(ev notify.Event, f policy.Finding) notify.Notification {
 		return notify.Notification{Event: ev, At: now, Key: f.ID(), Finding: f, Reason: "certificate replaced on a.example:443 by a.example (0123456789ab), valid until 2031-03-01"}
