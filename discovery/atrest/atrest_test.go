@@ -1,0 +1,117 @@
+package atrest_test
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/internal/certtest"
+)
+
+func TestLocationString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		loc  atrest.Location
+		want string
+	}{
+		{atrest.Location{Kind: atrest.File, Where: "/etc/ssl/api.pem"}, "file /etc/ssl/api.pem"},
+		{atrest.Location{Kind: atrest.File, Where: "/etc/ssl/bundle.pem", Index: 2}, "file /etc/ssl/bundle.pem #2"},
+		{atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}, "secret payments/api-tls tls.crt"},
+		{atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt", Index: 1, Cluster: "prod"}, "secret payments/api-tls tls.crt #1 (cluster prod)"},
+		{atrest.Location{Kind: atrest.Keystore, Where: "/opt/app/keystore.jks", Key: "server"}, "keystore /opt/app/keystore.jks alias server"},
+		{atrest.Location{Kind: atrest.ConfigMap, Where: "kube-system/root-ca", Key: "ca.crt"}, "configmap kube-system/root-ca ca.crt"},
+		{atrest.Location{Kind: atrest.Webhook, Where: "cert-manager-webhook", Key: "webhook.cert-manager.io"}, "webhook cert-manager-webhook webhook.cert-manager.io"},
+		{atrest.Location{Kind: atrest.Kubeconfig, Where: "/root/.kube/config", Key: "user admin"}, "kubeconfig /root/.kube/config user admin"},
+	}
+	for _, tt := range tests {
+		if got := tt.loc.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.loc, got, tt.want)
+		}
+	}
+}
+
+// TestSet: a certificate found in three places is one Certificate with
+// three locations, verified through the intermediate found with it, and
+// linked up to its root found elsewhere; a leaf whose issuer is nowhere
+// at rest is neither.
+func TestSet(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Rest Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	inter := root.MustIntermediate("Rest Intermediate", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	leaf := inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0)})
+	other := certtest.MustCA("Elsewhere", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0)).MustIntermediate("Missing", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	orphan := other.MustLeaf(certtest.LeafOptions{DNSNames: []string{"orphan.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 1, 0), RSABits: 1024})
+
+	s := atrest.Set{Roots: root.Pool(), Now: now}
+	bundle := atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}
+	s.Add(bundle, leaf.Cert, inter.Cert)
+	s.Add(atrest.Location{Kind: atrest.File, Where: "/etc/ssl/api.pem"}, leaf.Cert)
+	s.Add(atrest.Location{Kind: atrest.File, Where: "/etc/ssl/api.pem"}, leaf.Cert) // the same place twice: once
+	s.Add(atrest.Location{Kind: atrest.ConfigMap, Where: "kube-system/root", Key: "ca.crt"}, root.Cert)
+	s.Add(atrest.Location{Kind: atrest.File, Where: "/etc/ssl/orphan.pem"}, orphan.Cert)
+	if s.Len() != 4 {
+		t.Fatalf("Len = %d, want 4", s.Len())
+	}
+	got := map[string]atrest.Certificate{}
+	for _, c := range s.Certificates() {
+		got[c.Subject] = c
+	}
+	fp := func(c *x509.Certificate) string { sum := sha256.Sum256(c.Raw); return hex.EncodeToString(sum[:]) }
+	l := got["api.example"]
+	wantLocs := []atrest.Location{
+		{Kind: atrest.File, Where: "/etc/ssl/api.pem"},
+		{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt", Index: 1},
+	}
+	if diff := cmp.Diff(wantLocs, l.Locations); diff != "" {
+		t.Errorf("leaf locations (-want +got):\n%s", diff)
+	}
+	if !l.Verified || l.CA || l.SelfSigned {
+		t.Errorf("leaf: verified %v, CA %v, self-signed %v; want verified, neither", l.Verified, l.CA, l.SelfSigned)
+	}
+	if diff := cmp.Diff([]string{fp(inter.Cert), fp(root.Cert)}, l.Issuers); diff != "" {
+		t.Errorf("leaf issuers (-want +got):\n%s", diff)
+	}
+	if l.SHA256 != fp(leaf.Cert) || l.Serial != leaf.Cert.SerialNumber.Text(16) || l.Issuer != "Rest Intermediate" || l.KeyAlgorithm != "ECDSA" || l.KeyBits != 256 {
+		t.Errorf("leaf summary = %+v", l)
+	}
+	if r := got["Rest Root"]; !r.CA || !r.SelfSigned || !r.Verified || len(r.Issuers) != 0 {
+		t.Errorf("root: %+v, want a verified self-signed CA with no issuers", r)
+	}
+	if i := got["Rest Intermediate"]; !i.CA || i.SelfSigned || i.Locations[0].Index != 2 {
+		t.Errorf("intermediate: %+v, want a CA, second in its bundle", i)
+	}
+	if o := got["orphan.example"]; o.Verified || len(o.Issuers) != 0 || o.KeyAlgorithm != "RSA" || o.KeyBits != 1024 {
+		t.Errorf("orphan: %+v, want unverified, no issuers, a 1024-bit RSA key", o)
+	}
+}
+
+// TestCertificateJSON: a certificate at rest travels in JSON whole (shards
+// carry inventories between replicas).
+func TestCertificateJSON(t *testing.T) {
+	t.Parallel()
+	c := atrest.Certificate{
+		SHA256: "ab", Subject: "api.example", Issuer: "CA", Serial: "1f", DNSNames: []string{"api.example"},
+		NotBefore: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC),
+		CA: true, SelfSigned: true, KeyAlgorithm: "RSA", KeyBits: 2048, SignatureAlgorithm: "SHA1-RSA", WeakSignature: true,
+		Verified: true, Issuers: []string{"cd"},
+		Locations: []atrest.Location{{Kind: atrest.Secret, Where: "a/b", Key: "tls.crt", Index: 2, Cluster: "prod"}},
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atrest.Certificate
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Errorf("after JSON (-sent +decoded):\n%s", diff)
+	}
+}
