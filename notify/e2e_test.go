@@ -107,6 +107,7 @@ func (w *world) start() {
 	}
 	w.store = store
 	senders := map[string]notify.Sender{}
+	var workspace []*slack.Sender
 	for _, c := range w.cfg.Channels {
 		switch c.Kind {
 		case config.ChannelSlack:
@@ -115,7 +116,9 @@ func (w *world) start() {
 				w.t.Fatal(err)
 			}
 			s.RunbookURL = w.cfg.RunbookURL
+			s.Now = w.clock.Now
 			senders[c.Name] = s
+			workspace = append(workspace, s)
 		case config.ChannelPagerDuty:
 			s, err := pagerduty.New(c, config.Secret(routingKey), nil)
 			if err != nil {
@@ -124,6 +127,7 @@ func (w *world) start() {
 			senders[c.Name] = s
 		}
 	}
+	slack.Share(workspace...)
 	var st state.Outbox = store
 	if w.wrap != nil {
 		st = w.wrap(store)

@@ -95,9 +95,11 @@ func sweepOf(r *scan.Report) notify.Sweep {
 }
 
 // newSenders builds one sender per configured channel, reading each
-// channel's secret from its file or environment variable.
+// channel's secret from its file or environment variable. The Slack
+// senders of one bot token share its rate limits and channel IDs.
 func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[string]notify.Sender, error) {
 	senders := map[string]notify.Sender{}
+	var workspace []*slack.Sender
 	var errs []error
 	for _, ch := range c.Channels {
 		s, err := newSender(c, ch, client, logger)
@@ -106,7 +108,12 @@ func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[
 			continue
 		}
 		senders[ch.Name] = s
+		if s, ok := s.(*slack.Sender); ok {
+			workspace = append(workspace, s)
+		}
 	}
+	// Slack limits most methods per bot token, not per channel.
+	slack.Share(workspace...)
 	return senders, errors.Join(errs...)
 }
 

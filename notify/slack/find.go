@@ -79,10 +79,14 @@ func (s *Sender) findReply(ctx context.Context, channel, ts, oldest, marker stri
 	op := fmt.Sprintf("slack %s conversations.replies %s", s.name, s.channel)
 	cursor := ""
 	for range findPages {
+		if err := s.held(op, "conversations.replies"); err != nil {
+			return false, err
+		}
 		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
 		msgs, more, next, err := s.api.GetConversationRepliesContext(rctx, &slack.GetConversationRepliesParameters{
 			ChannelID: channel, Timestamp: ts, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 		})
+		s.limited("conversations.replies", err)
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) && se.Err == "thread_not_found" {
 			cancel()
@@ -114,10 +118,14 @@ func (s *Sender) findInHistory(ctx context.Context, channel, oldest, marker stri
 	op := fmt.Sprintf("slack %s conversations.history %s", s.name, s.channel)
 	cursor := ""
 	for range findPages {
+		if err := s.held(op, "conversations.history"); err != nil {
+			return "", false, err
+		}
 		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
 		resp, err := s.api.GetConversationHistoryContext(rctx, &slack.GetConversationHistoryParameters{
 			ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 		})
+		s.limited("conversations.history", err)
 		if err != nil {
 			err = classifyRead(rctx, op, err, "channels:history (groups:history for a private channel)")
 		}
@@ -139,26 +147,43 @@ func (s *Sender) findInHistory(ctx context.Context, channel, oldest, marker stri
 }
 
 // channelIDOf returns the configured channel's ID, which the read methods
-// need: the configured value when it is one, the one a post answered with,
-// or else the one conversations.list gives for its name.
+// need: the configured value when it is one, else the one a post answered
+// with or a lookup found, kept for every Sender of the bot token (see
+// Share). A lookup walks conversations.list once for every name the
+// token's Senders are configured with; concurrent callers wait for it
+// rather than calling too.
 func (s *Sender) channelIDOf(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	id := s.channelID
-	s.mu.Unlock()
-	if id != "" {
-		return id, nil
-	}
-	if channelIDPattern.MatchString(s.channel) {
+	name, ok := channelName(s.channel)
+	if !ok {
 		return s.channel, nil
 	}
-	name := strings.TrimPrefix(s.channel, "#")
+	if id := s.ws.id(name); id != "" {
+		return id, nil
+	}
 	op := fmt.Sprintf("slack %s conversations.list %s", s.name, s.channel)
+	select {
+	case s.ws.lookup <- struct{}{}:
+		defer func() { <-s.ws.lookup }()
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+			return "", fmt.Errorf("%s: waiting for another channel's lookup: %w", op, cause)
+		}
+		return "", ctx.Err()
+	}
+	// The lookup this one waited for may have found it.
+	if id := s.ws.id(name); id != "" {
+		return id, nil
+	}
 	cursor := ""
 	for range findPages {
+		if err := s.held(op, "conversations.list"); err != nil {
+			return "", err
+		}
 		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
 		chans, next, err := s.api.GetConversationsContext(rctx, &slack.GetConversationsParameters{
 			Cursor: cursor, ExcludeArchived: true, Limit: 1000, Types: []string{"public_channel", "private_channel"},
 		})
+		s.limited("conversations.list", err)
 		if err != nil {
 			err = classifyRead(rctx, op, err, "channels:read (groups:read for a private channel), or configure the channel by its ID")
 		}
@@ -166,18 +191,41 @@ func (s *Sender) channelIDOf(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		for _, c := range chans {
-			if c.Name == name {
-				s.mu.Lock()
-				s.channelID = c.ID
-				s.mu.Unlock()
-				return c.ID, nil
-			}
+		if s.ws.found(chans) {
+			break
 		}
 		if next == "" {
 			break
 		}
 		cursor = next
 	}
+	if id := s.ws.id(name); id != "" {
+		return id, nil
+	}
 	return "", notify.Permanent(fmt.Errorf("%s: no channel named %s is visible to the bot; configure the channel by its ID", op, name))
+}
+
+// id returns the ID of the channel called name, "" while unknown.
+func (w *workspace) id(name string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ids[name]
+}
+
+// found records the IDs of the token's channel names among chans, and
+// reports whether every name's ID is now known.
+func (w *workspace) found(chans []slack.Channel) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range chans {
+		if w.names[c.Name] {
+			w.ids[c.Name] = c.ID
+		}
+	}
+	for name := range w.names {
+		if w.ids[name] == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -20,6 +20,14 @@
 // its ts, instead of being posted twice. Reading history needs the bot
 // token's channels:history scope (groups:history for a private channel),
 // and finding a channel configured by name its channels:read (groups:read).
+//
+// Slack limits every method but chat.postMessage per workspace, not per
+// channel: Senders on one bot token (see Share) hold a method for all of
+// them while a Retry-After one of them got for it lasts, and share the
+// channel IDs one conversations.list found for all their names.
+//
+// The HTTP client follows no redirect (the token is in every request) and
+// reads at most MaxAnswerBytes of an answer.
 package slack
 
 import (
@@ -54,15 +62,119 @@ type Sender struct {
 	// RunbookURL, when set, is linked from every finding message.
 	RunbookURL string
 
+	// Now is the clock a Retry-After is counted on; nil means time.Now.
+	Now func() time.Time
+
 	name    string
 	channel string
+	token   config.Secret
+	apiURL  string
 	api     *slack.Client
 	timeout time.Duration
+	// ws is what Slack applies to the bot token as a whole, shared with
+	// the token's other Senders (see Share).
+	ws *workspace
+}
 
-	// mu guards channelID: the ID of the configured channel, once a post
-	// or a lookup has told it.
-	mu        sync.Mutex
-	channelID string
+// workspace is what the Senders of one bot token share. Slack limits
+// each Web API method per workspace (and app), not per channel, except
+// chat.postMessage, limited per channel: a Retry-After on any other method
+// holds that method for every channel of the token. It also keeps the
+// channel IDs of the names the Senders are configured with, so that one
+// conversations.list resolves every name, once.
+type workspace struct {
+	// lookup is held by the one conversations.list walk in flight.
+	lookup chan struct{}
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// names are the channel names (without "#") of the token's Senders.
+	names map[string]bool
+	// ids maps a channel name to its ID, once a post or a lookup told it.
+	ids map[string]string
+	// until holds, per method, when Slack's Retry-After for it ends, and
+	// who got it.
+	until map[string]pause
+}
+
+type pause struct {
+	end     time.Time
+	channel string
+}
+
+func newWorkspace() *workspace {
+	return &workspace{lookup: make(chan struct{}, 1), names: map[string]bool{}, ids: map[string]string{}, until: map[string]pause{}}
+}
+
+// Share makes the Senders that post with the same bot token to the same
+// Web API URL share what Slack applies to the token as a whole: a 429
+// Retry-After on a method Slack limits per workspace (every method but
+// chat.postMessage, which is limited per channel: conversations.list,
+// .history, .replies, chat.update) holds that method on all of them until
+// it ends, where each would otherwise find its own limit by calling again;
+// and the channel IDs of their names, which one conversations.list finds
+// for all of them and which are then kept. Call it once, with every Slack
+// Sender, before the first Send or Find; a Sender never shared has a
+// workspace of its own.
+func Share(senders ...*Sender) {
+	type key struct{ token, apiURL string }
+	shared := map[key]*workspace{}
+	for _, s := range senders {
+		k := key{s.token.Reveal(), s.apiURL}
+		ws := shared[k]
+		if ws == nil {
+			ws = newWorkspace()
+			shared[k] = ws
+		}
+		if name, ok := channelName(s.channel); ok {
+			ws.names[name] = true
+		}
+		s.ws = ws
+	}
+}
+
+// channelName is the name a channel is configured by, without "#", and
+// false when it is configured by its ID.
+func channelName(channel string) (string, bool) {
+	if channelIDPattern.MatchString(channel) {
+		return "", false
+	}
+	return strings.TrimPrefix(channel, "#"), true
+}
+
+func (s *Sender) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// held returns a RetryAfter error, without calling Slack, while a
+// Retry-After for method on this token lasts.
+func (s *Sender) held(op, method string) error {
+	s.ws.mu.Lock()
+	p := s.ws.until[method]
+	s.ws.mu.Unlock()
+	left := p.end.Sub(s.now())
+	if left <= 0 {
+		return nil
+	}
+	return notify.RetryAfter(left, fmt.Errorf("%s: rate limited: Slack asked the bot token to wait (429 on %s for channel %s); not called until then", op, method, p.channel))
+}
+
+// limited records a 429 Retry-After on method, which err carries, for
+// every Sender of the token.
+func (s *Sender) limited(method string, err error) {
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter <= 0 {
+		return
+	}
+	end := s.now().Add(min(rl.RetryAfter, time.Hour))
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	if end.After(s.ws.until[method].end) {
+		s.ws.until[method] = pause{end: end, channel: s.name}
+	}
 }
 
 // MetadataEventType is the event_type of the metadata every message
@@ -100,12 +212,15 @@ func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, e
 	s := &Sender{
 		name:    c.Name,
 		channel: c.Slack.Channel,
+		token:   token,
+		apiURL:  c.Slack.APIURL,
 		api:     slack.New(token.Reveal(), opts...),
 		timeout: time.Duration(c.Slack.Timeout),
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
+	Share(s)
 	return s, nil
 }
 
@@ -191,10 +306,10 @@ func (s *Sender) postTo(ctx context.Context, n notify.Notification, channel, thr
 	if err != nil {
 		return "", classify(ctx, op, err)
 	}
-	if threadTS == "" {
-		s.mu.Lock()
-		s.channelID = respChannel
-		s.mu.Unlock()
+	if name, ok := channelName(s.channel); ok && threadTS == "" && respChannel != "" {
+		s.ws.mu.Lock()
+		s.ws.ids[name] = respChannel
+		s.ws.mu.Unlock()
 	}
 	return respChannel + ":" + ts, nil
 }
@@ -206,9 +321,13 @@ func (e *goneError) Error() string { return e.err.Error() }
 
 func (s *Sender) edit(ctx context.Context, channel, ts, text string, blocks []slack.Block) error {
 	op := fmt.Sprintf("slack %s chat.update %s", s.name, s.channel)
+	if err := s.held(op, "chat.update"); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
 	defer cancel()
 	_, _, _, err := s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	s.limited("chat.update", err)
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) && slices.Contains([]string{"message_not_found", "cant_update_message", "edit_window_closed"}, se.Err) {
 		return &goneError{err: fmt.Errorf("%s: %s", op, se.Err)}
