@@ -161,18 +161,20 @@ func (a *AWS) applyDefaults() {
 
 func (a *AWS) validate() []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("aws: "+format, args...)) }
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldf(join("aws", path), "aws: "+format, args...))
+	}
 
 	if a.ACM && len(a.Regions) == 0 {
-		add("regions: at least one region is required when acm is enabled (e.g. regions: [eu-west-1])")
+		add("regions", "regions: at least one region is required when acm is enabled (e.g. regions: [eu-west-1])")
 	}
 	seen := map[string]bool{}
 	for _, r := range a.Regions {
 		if !awsRegionRe.MatchString(r) {
-			add("regions: invalid region %q (want e.g. eu-west-1)", r)
+			add("regions", "regions: invalid region %q (want e.g. eu-west-1)", r)
 		}
 		if seen[r] {
-			add("regions: %s listed twice", r)
+			add("regions", "regions: %s listed twice", r)
 		}
 		seen[r] = true
 	}
@@ -180,17 +182,17 @@ func (a *AWS) validate() []error {
 	for i, r := range a.Roles {
 		where := fmt.Sprintf("roles[%d]", i)
 		if !awsRoleARNRe.MatchString(r.ARN) {
-			add("%s: invalid role arn %q (want arn:aws:iam::123456789012:role/NAME)", where, r.ARN)
+			add(where, "%s: invalid role arn %q (want arn:aws:iam::123456789012:role/NAME)", where, r.ARN)
 		}
 		if seen[r.ARN] {
-			add("%s: role %s listed twice", where, r.ARN)
+			add(where, "%s: role %s listed twice", where, r.ARN)
 		}
 		seen[r.ARN] = true
 		if r.ExternalID != "" && (len(r.ExternalID) < 2 || len(r.ExternalID) > 1224 || !awsExternalIDRe.MatchString(r.ExternalID)) {
-			add("%s: external_id must be 2 to 1224 letters, digits or +=,.@:/-", where)
+			add(where+".external_id", "%s: external_id must be 2 to 1224 letters, digits or +=,.@:/-", where)
 		}
 		if r.SessionName != "" && !awsSessionNameRe.MatchString(r.SessionName) {
-			add("%s: invalid session_name %q (2 to 64 letters, digits or +=,.@-)", where, r.SessionName)
+			add(where, "%s: invalid session_name %q (2 to 64 letters, digits or +=,.@-)", where, r.SessionName)
 		}
 	}
 	for name, ep := range map[string]string{"acm": a.Endpoints.ACM, "route53": a.Endpoints.Route53, "sts": a.Endpoints.STS,
@@ -200,45 +202,45 @@ func (a *AWS) validate() []error {
 		}
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add("endpoints: %s: invalid url %q (want e.g. https://acm.eu-west-1.amazonaws.com)", name, ep)
+			add("endpoints."+name, "endpoints: %s: invalid url %q (want e.g. https://acm.eu-west-1.amazonaws.com)", name, ep)
 		}
 	}
 	if _, err := discovery.NewFilter(a.Route53Zones, nil); err != nil {
-		add("route53_zones: %v", err)
+		add("route53_zones", "route53_zones: %v", err)
 	}
 	for glob := range a.Route53Resolvers {
 		if _, err := discovery.NewFilter([]string{glob}, nil); err != nil {
-			add("route53_resolvers: %v", err)
+			add("route53_resolvers", "route53_resolvers: %v", err)
 		}
 	}
 	for glob, labels := range a.Route53Labels {
 		if _, err := discovery.NewFilter([]string{glob}, nil); err != nil {
-			add("route53_labels: %v", err)
+			add("route53_labels", "route53_labels: %v", err)
 		}
 		if len(labels) == 0 {
-			add("route53_labels: %s: no labels", glob)
+			add("route53_labels."+glob, "route53_labels: %s: no labels", glob)
 		}
 	}
-	if _, err := discovery.NewFilter(a.Include, a.Exclude); err != nil {
-		add("%v", err)
+	if err := checkFilter("aws", "aws: ", a.Include, a.Exclude); err != nil {
+		errs = append(errs, err)
 	}
 	if a.Route53RateLimit <= 0 {
-		add("route53_rate_limit must be positive, got %g", a.Route53RateLimit)
+		add("route53_rate_limit", "route53_rate_limit must be positive, got %g", a.Route53RateLimit)
 	}
 	if a.ACMRateLimit <= 0 {
-		add("acm_rate_limit must be positive, got %g", a.ACMRateLimit)
+		add("acm_rate_limit", "acm_rate_limit must be positive, got %g", a.ACMRateLimit)
 	}
 	if a.ACMConcurrency < 1 {
-		add("acm_concurrency must be at least 1, got %d", a.ACMConcurrency)
+		add("acm_concurrency", "acm_concurrency must be at least 1, got %d", a.ACMConcurrency)
 	}
 	if a.MaxAttempts < 1 || a.MaxAttempts > 20 {
-		add("max_attempts must be 1 to 20, got %d", a.MaxAttempts)
+		add("max_attempts", "max_attempts must be 1 to 20, got %d", a.MaxAttempts)
 	}
 	if a.Timeout <= 0 {
-		add("timeout must be positive, got %v", a.Timeout)
+		add("timeout", "timeout must be positive, got %v", a.Timeout)
 	}
 	if a.RenewalMargin <= 0 || a.RenewalMargin >= Duration(acmRenewalWindow) {
-		add("renewal_margin must be more than 0 and less than the 60 days before expiry at which ACM starts renewing, got %v", a.RenewalMargin)
+		add("renewal_margin", "renewal_margin must be more than 0 and less than the 60 days before expiry at which ACM starts renewing, got %v", a.RenewalMargin)
 	}
 	return errs
 }

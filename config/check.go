@@ -51,45 +51,51 @@ func (p positions) walk(n *yaml.Node, path string, line int) {
 	}
 }
 
-// at returns "line N: " for path, or "" when its line is unknown.
-func (p positions) at(path string) string {
-	if line, ok := p[path]; ok {
-		return fmt.Sprintf("line %d: ", line)
-	}
-	return ""
-}
-
 // checkTargets parses every target as the static source will, so that a
 // target scan would reject fails validation (and check-config) instead.
-func checkTargets(targets []Target, pos positions) []error {
+func checkTargets(targets []Target) []error {
 	var errs []error
 	for i, t := range targets {
 		// The ports only fill in targets without one; any valid list will do.
 		if _, err := static.New([]string{t.Spec}, nil, nil); err != nil {
-			errs = append(errs, fmt.Errorf("%s%w", pos.at(fmt.Sprintf("targets[%d]", i)), err))
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("targets[%d]", i), Err: err})
 		}
 	}
 	return errs
 }
 
-// checkZone checks what the zone transfer will need of z: a domain name
-// and a usable TSIG key. where names the zone in messages.
-func checkZone(z Zone, i int, where string, pos positions) []error {
+// checkZone checks what the zone transfer will need of z, the zone at
+// path: a domain name and a usable TSIG key. where names the zone in
+// messages.
+func checkZone(z Zone, path, where string) []error {
 	var errs []error
 	if name := discovery.NormalizeName(z.Name); name != "" {
 		if _, ok := dns.IsDomainName(name); !ok {
-			errs = append(errs, fmt.Errorf("%s%s: name %q is not a valid domain name", pos.at(fmt.Sprintf("zones[%d].name", i)), where, z.Name))
+			errs = append(errs, fieldf(path+".name", "%s: name %q is not a valid domain name", where, z.Name))
 		}
 	}
 	if t := z.TSIG; t != nil && t.Name != "" {
 		key := dnszone.TSIG{Name: t.Name, Algorithm: t.Algorithm, Secret: t.Secret.Reveal()}
 		if err := key.Check(); err != nil {
 			for _, e := range splitJoined(err) {
-				errs = append(errs, fmt.Errorf("%s%s: %w", pos.at(fmt.Sprintf("zones[%d].tsig", i)), where, e))
+				errs = append(errs, fieldf(path+".tsig", "%s: %w", where, e))
 			}
 		}
 	}
 	return errs
+}
+
+// checkFilter is discovery.NewFilter's complaint about the include or
+// exclude patterns of the section at path, at the list at fault; prefix
+// starts its message.
+func checkFilter(path, prefix string, include, exclude []string) error {
+	if _, err := discovery.NewFilter(include, nil); err != nil {
+		return fieldf(join(path, "include"), "%s%v", prefix, err)
+	}
+	if _, err := discovery.NewFilter(nil, exclude); err != nil {
+		return fieldf(join(path, "exclude"), "%s%v", prefix, err)
+	}
+	return nil
 }
 
 // splitJoined returns the errors joined in err, or err itself.

@@ -298,57 +298,58 @@ func joinSorted(errs []error) error {
 // that problems found after decoding still name their line.
 func (c *Config) problems(pos positions) []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
 
 	for _, p := range c.Ports {
 		if p < 1 || p > 65535 {
-			add("ports: invalid port %d: want 1 to 65535", p)
+			add("ports", "ports: invalid port %d: want 1 to 65535", p)
 		}
 	}
 	if len(c.Ports) == 0 {
-		add("ports: at least one port is required")
+		add("ports", "ports: at least one port is required")
 	}
 	for p := range c.Protocols {
 		if p < 1 || p > 65535 {
-			add("%sprotocols: invalid port %d: want 1 to 65535", pos.at("protocols"), p)
+			add("protocols", "protocols: invalid port %d: want 1 to 65535", p)
 		}
 	}
 	seen := map[string]bool{}
 	for i, z := range c.Zones {
 		name := discovery.NormalizeName(z.Name)
-		where := fmt.Sprintf("zones[%d]", i)
+		zp := fmt.Sprintf("zones[%d]", i)
+		where := zp
 		if name == "" {
-			add("%s: name is required", where)
+			add(zp+".name", "%s: name is required", where)
 		} else {
 			where = fmt.Sprintf("zone %s", name)
 		}
 		if z.Timeout < 0 {
-			add("%s: timeout must not be negative", where)
+			add(zp+".timeout", "%s: timeout must not be negative", where)
 		}
 		if z.Timeout > Duration(MaxZoneTimeout) {
-			add("%s: timeout must be at most %v, got %v", where, MaxZoneTimeout, z.Timeout)
+			add(zp+".timeout", "%s: timeout must be at most %v, got %v", where, MaxZoneTimeout, z.Timeout)
 		}
 		if seen[name] && name != "" {
-			add("%s: listed twice", where)
+			add(zp, "%s: listed twice", where)
 		}
 		seen[name] = true
 		for _, p := range z.Ports {
 			if p < 1 || p > 65535 {
-				add("%s: ports: invalid port %d: want 1 to 65535", where, p)
+				add(zp+".ports", "%s: ports: invalid port %d: want 1 to 65535", where, p)
 			}
 		}
 		for p := range z.Protocols {
 			if p < 1 || p > 65535 {
-				add("%s: protocols: invalid port %d: want 1 to 65535", where, p)
+				add(zp+".protocols", "%s: protocols: invalid port %d: want 1 to 65535", where, p)
 			}
 		}
-		if _, err := discovery.NewFilter(z.Include, z.Exclude); err != nil {
-			add("%s: %v", where, err)
+		if err := checkFilter(zp, where+": ", z.Include, z.Exclude); err != nil {
+			errs = append(errs, err)
 		}
-		errs = append(errs, checkZone(z, i, where, pos)...)
+		errs = append(errs, checkZone(z, zp, where)...)
 		if t := z.TSIG; t != nil {
 			if t.Name == "" || t.Algorithm == "" {
-				add("%s: tsig: name and algorithm are required", where)
+				add(zp+".tsig.name", "%s: tsig: name and algorithm are required", where)
 			}
 			n := 0
 			for _, set := range []bool{t.Secret != "", t.SecretFile != "", t.SecretEnv != ""} {
@@ -357,47 +358,47 @@ func (c *Config) problems(pos positions) []error {
 				}
 			}
 			if n != 1 {
-				add("%s: tsig: set exactly one of secret_file, secret_env or secret", where)
+				add(zp+".tsig", "%s: tsig: set exactly one of secret_file, secret_env or secret", where)
 			}
 		}
 	}
-	errs = append(errs, checkTargets(c.Targets, pos)...)
+	errs = append(errs, checkTargets(c.Targets)...)
 	if d := c.Probe.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
-		add("probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
+		add("probe.timeout", "probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
 	}
 	if c.Probe.Concurrency < 1 || c.Probe.Concurrency > MaxConcurrency {
-		add("probe: concurrency must be 1 to %d, got %d", MaxConcurrency, c.Probe.Concurrency)
+		add("probe.concurrency", "probe: concurrency must be 1 to %d, got %d", MaxConcurrency, c.Probe.Concurrency)
 	}
 	if c.Probe.PerAddress < 1 || c.Probe.PerAddress > MaxPerAddress {
-		add("probe: per_address must be 1 to %d, got %d", MaxPerAddress, c.Probe.PerAddress)
+		add("probe.per_address", "probe: per_address must be 1 to %d, got %d", MaxPerAddress, c.Probe.PerAddress)
 	}
 	if c.Probe.Retries < 0 || c.Probe.Retries > 5 {
-		add("probe: retries must be 0 to 5, got %d", c.Probe.Retries)
+		add("probe.retries", "probe: retries must be 0 to 5, got %d", c.Probe.Retries)
 	}
 	if c.Probe.BreakAfter < 0 || c.Probe.BreakAfter > MaxBreakAfter {
-		add("probe: break_after must be 0 (never give up on an address) to %d, got %d", MaxBreakAfter, c.Probe.BreakAfter)
+		add("probe.break_after", "probe: break_after must be 0 (never give up on an address) to %d, got %d", MaxBreakAfter, c.Probe.BreakAfter)
 	}
 	for name, r := range c.Policy.Tiers {
 		t, err := policy.ParseTier(name)
 		if err != nil || t < policy.Notice {
-			add("policy: tiers: unknown tier %q (want notice, warning, page or critical)", name)
+			add("policy.tiers", "policy: tiers: unknown tier %q (want notice, warning, page or critical)", name)
 		}
 		if r.Within < 0 {
-			add("policy: tiers: %s: within must not be negative", name)
+			add("policy.tiers."+name+".within", "policy: tiers: %s: within must not be negative", name)
 		}
 		if r.LifetimeFraction < 0 || r.LifetimeFraction > 1 {
-			add("policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
+			add("policy.tiers."+name+".lifetime_fraction", "policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
 		}
 	}
 	errs = append(errs, c.Policy.Tiers.checkOrder()...)
 	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
 		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity} {
 		if _, err := policy.ParseTier(v); err != nil {
-			add("%s: %v", key, err)
+			add(strings.ReplaceAll(key, ": ", "."), "%s: %v", key, err)
 		}
 	}
 	if !slices.Contains([]string{"table", "json"}, c.Output) {
-		add("output: unknown format %q (want table or json)", c.Output)
+		add("output", "output: unknown format %q (want table or json)", c.Output)
 	}
 	errs = append(errs, c.AWS.validate()...)
 	errs = append(errs, c.Notify.validate()...)
@@ -405,7 +406,7 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Revocation.validate()...)
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	for i, e := range errs {
-		errs[i] = pos.locate(c, e)
+		errs[i] = pos.locate(e)
 	}
 	return errs
 }

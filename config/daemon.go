@@ -216,10 +216,12 @@ func (d Daemon) Validate() []error { return d.validate() }
 
 func (d *Daemon) validate() []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("daemon: "+format, args...)) }
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldf(join("daemon", path), "daemon: "+format, args...))
+	}
 
 	if err := checkListen(d.Listen); err != nil {
-		add("listen: %v", err)
+		add("listen", "listen: %v", err)
 	}
 	for _, j := range []struct {
 		name, spec string
@@ -231,12 +233,12 @@ func (d *Daemon) validate() []error {
 	} {
 		s, err := ParseSchedule(j.spec)
 		if err != nil {
-			add("schedules: %s: %v", j.name, err)
+			add("schedules."+j.name, "schedules: %s: %v", j.name, err)
 			continue
 		}
 		gap := ShortestGap(s)
 		if gap == 0 {
-			add("schedules: %s: %q never runs twice", j.name, j.spec)
+			add("schedules."+j.name, "schedules: %s: %q never runs twice", j.name, j.spec)
 			continue
 		}
 		// cron rounds "@every 100ms" (and 0s) up to a second: judge what
@@ -247,42 +249,42 @@ func (d *Daemon) validate() []error {
 			}
 		}
 		if gap < j.min {
-			add("schedules: %s: %q runs every %v, more often than the minimum of %v %s", j.name, j.spec, gap, j.min, j.why)
+			add("schedules."+j.name, "schedules: %s: %q runs every %v, more often than the minimum of %v %s", j.name, j.spec, gap, j.min, j.why)
 			continue
 		}
 		if d.Jitter > 0 && time.Duration(d.Jitter) >= gap/2 {
-			add("jitter (%v) must be below half the shortest gap between %s runs (%v); lower jitter or run %s less often", d.Jitter, j.name, gap, j.name)
+			add("jitter", "jitter (%v) must be below half the shortest gap between %s runs (%v); lower jitter or run %s less often", d.Jitter, j.name, gap, j.name)
 		}
 		if d.SweepTimeout > 0 && time.Duration(d.SweepTimeout) > gap {
-			add("sweep_timeout (%v) must not exceed the shortest gap between %s runs (%v), or runs would be skipped", d.SweepTimeout, j.name, gap)
+			add("sweep_timeout", "sweep_timeout (%v) must not exceed the shortest gap between %s runs (%v), or runs would be skipped", d.SweepTimeout, j.name, gap)
 		}
 	}
 	if d.Jitter < 0 {
-		add("jitter must not be negative, got %v", d.Jitter)
+		add("jitter", "jitter must not be negative, got %v", d.Jitter)
 	}
 	if d.SweepTimeout < 0 {
-		add("sweep_timeout must not be negative, got %v", d.SweepTimeout)
+		add("sweep_timeout", "sweep_timeout must not be negative, got %v", d.SweepTimeout)
 	}
 	if d.GracePeriod <= 0 || d.GracePeriod > Duration(MaxGracePeriod) {
-		add("grace_period must be above 0 and at most %v, got %v", MaxGracePeriod, d.GracePeriod)
+		add("grace_period", "grace_period must be above 0 and at most %v, got %v", MaxGracePeriod, d.GracePeriod)
 	}
 	if d.LeaderLease < Duration(time.Second) || d.LeaderLease > Duration(10*time.Minute) {
-		add("leader_lease must be at least 1s and at most 10m, got %v", d.LeaderLease)
+		add("leader_lease", "leader_lease must be at least 1s and at most 10m, got %v", d.LeaderLease)
 	}
 	if d.Site != "" && !validSite(d.Site) {
-		add("site %q must be 1 to 63 letters, digits, '.', '_' or '-' (e.g. the AWS account name)", d.Site)
+		add("site", "site %q must be 1 to 63 letters, digits, '.', '_' or '-' (e.g. the AWS account name)", d.Site)
 	}
 	if d.ShardSize < 1 || d.ShardSize > 100_000 {
-		add("shard_size must be 1 to 100000 targets, got %d", d.ShardSize)
+		add("shard_size", "shard_size must be 1 to 100000 targets, got %d", d.ShardSize)
 	}
 	if d.SiteStaleAfter < Duration(time.Minute) {
-		add("site_stale_after must be at least 1m, got %v", d.SiteStaleAfter)
+		add("site_stale_after", "site_stale_after must be at least 1m, got %v", d.SiteStaleAfter)
 	}
 	if d.DropThreshold < 0 || d.DropThreshold >= 1 {
-		add("drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)
+		add("drop_threshold", "drop_threshold must be at least 0 and below 1, got %g", d.DropThreshold)
 	}
 	if d.MetricsSeriesLimit < 1 || d.MetricsSeriesLimit > 1_000_000 {
-		add("metrics_series_limit must be 1 to 1000000, got %d", d.MetricsSeriesLimit)
+		add("metrics_series_limit", "metrics_series_limit must be 1 to 1000000, got %d", d.MetricsSeriesLimit)
 	}
 	h := d.Heartbeat
 	n := 0
@@ -292,16 +294,16 @@ func (d *Daemon) validate() []error {
 		}
 	}
 	if n > 1 {
-		add("heartbeat: set only one of url_env, url_file or url")
+		add("heartbeat", "heartbeat: set only one of url_env, url_file or url")
 	}
 	if h.URL != "" {
 		// The URL carries a token: say what is wrong without printing it.
 		if u, err := url.Parse(h.URL.Reveal()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add("heartbeat: url: not an http:// or https:// URL")
+			add("heartbeat.url", "heartbeat: url: not an http:// or https:// URL")
 		}
 	}
 	if h.Timeout <= 0 {
-		add("heartbeat: timeout must be positive, got %v", h.Timeout)
+		add("heartbeat.timeout", "heartbeat: timeout must be positive, got %v", h.Timeout)
 	}
 	return errs
 }
@@ -334,7 +336,7 @@ func (d Daemon) ValidateSweep(p Probe) []error {
 		floor, time.Duration(p.Timeout), 1+max(p.Retries, 0))
 	if d.SweepTimeout > 0 {
 		if time.Duration(d.SweepTimeout) < floor {
-			return []error{fmt.Errorf("daemon: sweep_timeout (%v) is too short: %s; raise sweep_timeout to at least %v (and space runs at least that far apart), or lower probe.timeout or probe.retries",
+			return []error{fieldf("daemon.sweep_timeout", "daemon: sweep_timeout (%v) is too short: %s; raise sweep_timeout to at least %v (and space runs at least that far apart), or lower probe.timeout or probe.retries",
 				d.SweepTimeout, budget, floor)}
 		}
 		return nil
@@ -348,7 +350,7 @@ func (d Daemon) ValidateSweep(p Probe) []error {
 		return nil
 	}
 	if t := d.SweepTimeoutFor(gap); t < floor {
-		return []error{fmt.Errorf("daemon: probe runs get %v each (no sweep_timeout: the shortest gap between probe runs, %v, minus jitter, %v), which is too short: %s; run probe less often (schedules: probe, e.g. \"@every 1m\"), lower jitter, or lower probe.timeout or probe.retries",
+		return []error{fieldf("daemon", "daemon: probe runs get %v each (no sweep_timeout: the shortest gap between probe runs, %v, minus jitter, %v), which is too short: %s; run probe less often (schedules: probe, e.g. \"@every 1m\"), lower jitter, or lower probe.timeout or probe.retries",
 			t, gap, time.Duration(d.Jitter), budget)}
 	}
 	return nil

@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/certwatch/certwatch/discovery"
 )
 
 // This file turns what the YAML library and the checks say into messages
@@ -141,50 +139,56 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return m
 }
 
-// locate prefixes msg with "line N: " for the deepest key of the file its
-// leading "a: b: c" segments name ("daemon: listen: invalid address" is at
-// daemon.listen; "zone x.example: listed twice" at that zone's entry). A
-// message that names no key of the file, or already has a line, is kept.
-func (p positions) locate(c *Config, err error) error {
-	msg := err.Error()
-	if p == nil || lineOf(msg) > 0 {
+// FieldError is a problem with one setting. Path names the setting's
+// value in the YAML document the way the decoder walks it
+// ("daemon.listen", "zones[2].tsig", "notify.channels[0].slack.api_url");
+// Load reports the problem at the line of that value, or of the deepest
+// part of Path the file has, so the message is worded freely and never
+// read back.
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fieldf returns a *FieldError at path whose message format makes.
+func fieldf(path, format string, args ...any) error {
+	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// locate prefixes err with "line N: " for the setting its *FieldError
+// names. An error without a path, whose path is not in the file, or that
+// already has a line, is kept.
+func (p positions) locate(err error) error {
+	var fe *FieldError
+	if p == nil || lineOf(err.Error()) > 0 || !errors.As(err, &fe) {
 		return err
 	}
-	path, line := "", 0
-	last := strings.Contains(msg, "listed twice") // the second entry is the one to fix
-	for _, seg := range strings.Split(msg, ": ") {
-		key, _, _ := strings.Cut(seg, " ")
-		if name, ok := strings.CutPrefix(seg, "zone "); ok && path == "" {
-			key = indexOf(len(c.Zones), last, func(i int) bool { return discovery.NormalizeName(c.Zones[i].Name) == name }, "zones")
-		} else if name, ok := strings.CutPrefix(seg, "channel "); ok && path == "notify" {
-			key = indexOf(len(c.Notify.Channels), last, func(i int) bool { return c.Notify.Channels[i].Name == name }, "channels")
-		}
-		next := join(path, strings.TrimRight(key, ",:()"))
-		l, ok := p[next]
-		if !ok {
-			break
-		}
-		path, line = next, l
-	}
+	line := p.line(fe.Path)
 	if line == 0 {
 		return err
 	}
 	return fmt.Errorf("line %d: %w", line, err)
 }
 
-// indexOf returns "list[i]" for the first (or last) i that match selects,
-// or "".
-func indexOf(n int, last bool, match func(int) bool, list string) string {
-	found := ""
-	for i := range n {
-		if match(i) {
-			found = list + "[" + strconv.Itoa(i) + "]"
-			if !last {
-				break
-			}
+// line returns the line of the value at path, or of its deepest ancestor
+// in the document; 0 when the document has none of it.
+func (p positions) line(path string) int {
+	for path != "" {
+		if l, ok := p[path]; ok {
+			return l
 		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
 	}
-	return found
+	return 0
 }
 
 // quotedRe matches a Go-quoted string in a message.

@@ -278,178 +278,189 @@ func (n Notify) Validate() []error { return n.validate() }
 
 func (n *Notify) validate() []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("notify: "+format, args...)) }
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldf(join("notify", path), "notify: "+format, args...))
+	}
 
 	if strings.TrimSpace(n.State) == "" {
-		add("state: a file path is required (e.g. /var/lib/certwatch/state.db)")
+		add("state", "state: a file path is required (e.g. /var/lib/certwatch/state.db)")
 	}
 	if StateIsPostgres(n.State) {
 		if u, err := url.Parse(n.State); err != nil {
-			add("state: not a valid PostgreSQL URL")
+			add("state", "state: not a valid PostgreSQL URL")
 		} else if _, set := u.User.Password(); set || u.Query().Has("password") {
-			add("state: the URL must not carry a password: use state_password_file, state_password_env, PGPASSWORD or PGPASSFILE")
+			add("state", "state: the URL must not carry a password: use state_password_file, state_password_env, PGPASSWORD or PGPASSFILE")
 		}
 		if n.StatePasswordFile != "" && n.StatePasswordEnv != "" {
-			add("state_password_file and state_password_env: set at most one")
+			add("state_password_file", "state_password_file and state_password_env: set at most one")
 		}
 	} else if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
-		add("state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
+		add("state_password_file", "state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
 	}
 	kinds := map[string]string{}
 	for i, c := range n.Channels {
-		where := fmt.Sprintf("channels[%d]", i)
+		cp := fmt.Sprintf("channels[%d]", i)
+		where := cp
 		if !channelNameRe.MatchString(c.Name) {
-			add("%s: invalid name %q (want letters, digits, '-', '_' or '.', at most 64)", where, c.Name)
+			add(cp, "%s: invalid name %q (want letters, digits, '-', '_' or '.', at most 64)", where, c.Name)
 		} else {
 			where = "channel " + c.Name
 			if _, dup := kinds[c.Name]; dup {
-				add("%s: listed twice", where)
+				add(cp, "%s: listed twice", where)
 			}
 			kinds[c.Name] = c.Kind
 		}
-		errs = append(errs, c.validate("notify: "+where)...)
+		errs = append(errs, c.validate("notify."+cp, "notify: "+where)...)
 	}
 	for i, r := range n.Routes {
 		where := fmt.Sprintf("routes[%d]", i)
+		at := func(key string) string { return where + "." + key }
 		if len(r.Tiers) == 0 {
-			add("%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
+			add(at("tiers"), "%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
 		}
 		for _, t := range r.Tiers {
 			if tier, err := policy.ParseTier(t); err != nil || tier < policy.Notice {
-				add("%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
+				add(at("tiers"), "%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
 			}
 		}
 		if len(r.Channels) == 0 {
-			add("%s: channels: at least one channel is required", where)
+			add(at("channels"), "%s: channels: at least one channel is required", where)
 		}
 		for _, name := range r.Channels {
 			kind, ok := kinds[name]
 			switch {
 			case !ok:
-				add("%s: channels: no channel named %q", where, name)
+				add(at("channels"), "%s: channels: no channel named %q", where, name)
 			case r.Digest && kind == ChannelPagerDuty:
-				add("%s: digest: channel %s is pagerduty, which cannot take a digest", where, name)
+				add(at("digest"), "%s: digest: channel %s is pagerduty, which cannot take a digest", where, name)
 			}
 		}
 		for _, z := range r.Match.Zones {
 			if discovery.NormalizeName(z) == "" {
-				add("%s: match: zones: empty zone", where)
+				add(at("match.zones"), "%s: match: zones: empty zone", where)
 			}
 		}
 		if _, err := discovery.NewFilter(r.Match.Names, nil); err != nil {
-			add("%s: match: names: %v", where, err)
+			add(at("match.names"), "%s: match: names: %v", where, err)
 		}
 		for k := range r.Match.Labels {
 			if k == "" {
-				add("%s: match: labels: empty label name", where)
+				add(at("match.labels"), "%s: match: labels: empty label name", where)
 			}
 		}
 	}
 	if len(n.Channels) > 0 && len(n.Routes) == 0 {
-		add("routes: channels are configured but no route sends anything to them")
+		add("routes", "routes: channels are configured but no route sends anything to them")
 	}
 	for name, d := range n.Reminders {
 		if tier, err := policy.ParseTier(name); err != nil || tier < policy.Notice {
-			add("reminders: unknown tier %q (want notice, warning, page or critical)", name)
+			add("reminders", "reminders: unknown tier %q (want notice, warning, page or critical)", name)
 		}
 		if d < 0 {
-			add("reminders: %s: must not be negative, got %v", name, d)
+			add("reminders."+name, "reminders: %s: must not be negative, got %v", name, d)
 		}
 	}
 	if n.ResolveAfter < 1 {
-		add("resolve_after must be at least 1 run, got %d", n.ResolveAfter)
+		add("resolve_after", "resolve_after must be at least 1 run, got %d", n.ResolveAfter)
 	}
 	if n.FlushTimeout <= 0 || n.FlushTimeout > Duration(time.Hour) {
-		add("flush_timeout must be above 0 and at most 1h, got %v", n.FlushTimeout)
+		add("flush_timeout", "flush_timeout must be above 0 and at most 1h, got %v", n.FlushTimeout)
 	}
 	if n.DigestInterval < Duration(time.Minute) {
-		add("digest_interval must be at least 1m, got %v", n.DigestInterval)
+		add("digest_interval", "digest_interval must be at least 1m, got %v", n.DigestInterval)
 	}
 	if n.RunbookURL != "" {
 		if err := checkURL(n.RunbookURL); err != nil {
-			add("runbook_url: %v", err)
+			add("runbook_url", "runbook_url: %v", err)
 		}
 	}
 	if n.Storm.MaxNewFindings < 1 {
-		add("storm: max_new_findings must be at least 1, got %d", n.Storm.MaxNewFindings)
+		add("storm.max_new_findings", "storm: max_new_findings must be at least 1, got %d", n.Storm.MaxNewFindings)
 	}
 	if n.Storm.MaxFailureShare <= 0 || n.Storm.MaxFailureShare > 1 {
-		add("storm: max_failure_share must be above 0 and at most 1, got %g", n.Storm.MaxFailureShare)
+		add("storm.max_failure_share", "storm: max_failure_share must be above 0 and at most 1, got %g", n.Storm.MaxFailureShare)
 	}
 	if n.Storm.Top < 1 || n.Storm.Top > 40 {
-		add("storm: top must be 1 to 40, got %d", n.Storm.Top)
+		add("storm.top", "storm: top must be 1 to 40, got %d", n.Storm.Top)
 	}
 	if n.Retry.Initial <= 0 {
-		add("retry: initial must be positive, got %v", n.Retry.Initial)
+		add("retry.initial", "retry: initial must be positive, got %v", n.Retry.Initial)
 	}
 	if n.Retry.Max < n.Retry.Initial {
-		add("retry: max (%v) must not be below initial (%v)", n.Retry.Max, n.Retry.Initial)
+		add("retry.max", "retry: max (%v) must not be below initial (%v)", n.Retry.Max, n.Retry.Initial)
 	}
 	if n.Retry.AlertAfter <= 0 {
-		add("retry: alert_after must be positive, got %v", n.Retry.AlertAfter)
+		add("retry.alert_after", "retry: alert_after must be positive, got %v", n.Retry.AlertAfter)
 	}
 	return errs
 }
 
-func (c *Channel) validate(where string) []error {
+// validate checks the channel at path, named where in messages.
+func (c *Channel) validate(path, where string) []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(where+": "+format, args...)) }
+	add := func(key, format string, args ...any) {
+		at := path
+		if key != "" {
+			at += "." + key
+		}
+		errs = append(errs, fieldf(at, where+": "+format, args...))
+	}
 
 	switch c.Kind {
 	case ChannelSlack:
 		s := c.Slack
 		if s == nil {
-			add("slack: required for kind slack (channel and token_env or token_file)")
+			add("slack", "slack: required for kind slack (channel and token_env or token_file)")
 			break
 		}
 		if strings.TrimSpace(strings.TrimPrefix(s.Channel, "#")) == "" {
-			add("slack: channel is required (e.g. \"#certs\")")
+			add("slack.channel", "slack: channel is required (e.g. \"#certs\")")
 		}
 		if (s.TokenEnv == "") == (s.TokenFile == "") {
-			add("slack: set exactly one of token_env or token_file")
+			add("slack", "slack: set exactly one of token_env or token_file")
 		}
 		if s.APIURL != "" {
 			if err := checkURL(s.APIURL); err != nil {
-				add("slack: api_url: %v", err)
+				add("slack.api_url", "slack: api_url: %v", err)
 			} else if !strings.HasSuffix(s.APIURL, "/") {
-				add("slack: api_url: must end in \"/\" (e.g. https://slack.com/api/)")
+				add("slack.api_url", "slack: api_url: must end in \"/\" (e.g. https://slack.com/api/)")
 			}
 		}
 		if s.Timeout < 0 {
-			add("slack: timeout must not be negative")
+			add("slack.timeout", "slack: timeout must not be negative")
 		}
 	case ChannelPagerDuty:
 		p := c.PagerDuty
 		if p == nil {
-			add("pagerduty: required for kind pagerduty (routing_key_env or routing_key_file)")
+			add("pagerduty", "pagerduty: required for kind pagerduty (routing_key_env or routing_key_file)")
 			break
 		}
 		if (p.RoutingKeyEnv == "") == (p.RoutingKeyFile == "") {
-			add("pagerduty: set exactly one of routing_key_env or routing_key_file")
+			add("pagerduty", "pagerduty: set exactly one of routing_key_env or routing_key_file")
 		}
 		if p.URL != "" {
 			if err := checkURL(p.URL); err != nil {
-				add("pagerduty: url: %v", err)
+				add("pagerduty.url", "pagerduty: url: %v", err)
 			}
 		}
 		if p.Timeout < 0 {
-			add("pagerduty: timeout must not be negative")
+			add("pagerduty.timeout", "pagerduty: timeout must not be negative")
 		}
 	case ChannelLog:
 	default:
-		add("unknown kind %q (want slack, pagerduty or log)", c.Kind)
+		add("", "unknown kind %q (want slack, pagerduty or log)", c.Kind)
 	}
 	if c.Slack != nil && c.Kind != ChannelSlack {
-		add("slack: only allowed with kind slack")
+		add("slack", "slack: only allowed with kind slack")
 	}
 	if c.PagerDuty != nil && c.Kind != ChannelPagerDuty {
-		add("pagerduty: only allowed with kind pagerduty")
+		add("pagerduty", "pagerduty: only allowed with kind pagerduty")
 	}
 	if c.RatePerSecond < 0 {
-		add("rate_per_second must not be negative, got %g", c.RatePerSecond)
+		add("rate_per_second", "rate_per_second must not be negative, got %g", c.RatePerSecond)
 	}
 	if c.Burst < 0 {
-		add("burst must not be negative, got %d", c.Burst)
+		add("burst", "burst must not be negative, got %d", c.Burst)
 	}
 	return errs
 }

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/certwatch/certwatch/policy"
 )
 
@@ -46,22 +44,24 @@ func (r *Revocation) applyDefaults() {
 
 func (r *Revocation) validate() []error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("revocation: "+format, args...)) }
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldf(join("revocation", path), "revocation: "+format, args...))
+	}
 	if r.Timeout <= 0 {
-		add("timeout must be positive, got %v", r.Timeout)
+		add("timeout", "timeout must be positive, got %v", r.Timeout)
 	}
 	if r.MaxCRLBytes < 1024 {
-		add("max_crl_bytes must be at least 1024, got %d", r.MaxCRLBytes)
+		add("max_crl_bytes", "max_crl_bytes must be at least 1024, got %d", r.MaxCRLBytes)
 	}
 	if r.RetryAfter <= 0 {
-		add("retry_after must be positive, got %v", r.RetryAfter)
+		add("retry_after", "retry_after must be positive, got %v", r.RetryAfter)
 	}
 	tier := func(key, v string, most policy.Tier) {
 		t, err := policy.ParseTier(v)
 		if err != nil {
-			add("%s: %v", key, err)
+			add(key, "%s: %v", key, err)
 		} else if t > most {
-			add("%s: at most %s, got %s", key, most, t)
+			add(key, "%s: at most %s, got %s", key, most, t)
 		}
 	}
 	tier("revoked", r.Revoked, policy.Critical)

@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
@@ -40,11 +39,11 @@ func (t Tiers) checkOrder() []error {
 		for _, calmer := range names[:i] {
 			u, c := t[urgent], t[calmer]
 			if u.Within > 0 && c.Within > 0 && u.Within >= c.Within {
-				errs = append(errs, fmt.Errorf("policy: tiers: %s: within (%v) must be shorter than %s's (%v): a more urgent tier starts closer to the deadline",
+				errs = append(errs, fieldf("policy.tiers."+urgent+".within", "policy: tiers: %s: within (%v) must be shorter than %s's (%v): a more urgent tier starts closer to the deadline",
 					urgent, u.Within, calmer, c.Within))
 			}
 			if u.LifetimeFraction > 0 && c.LifetimeFraction > 0 && u.LifetimeFraction >= c.LifetimeFraction {
-				errs = append(errs, fmt.Errorf("policy: tiers: %s: lifetime_fraction (%g) must be below %s's (%g): a more urgent tier starts closer to the deadline",
+				errs = append(errs, fieldf("policy.tiers."+urgent+".lifetime_fraction", "policy: tiers: %s: lifetime_fraction (%g) must be below %s's (%g): a more urgent tier starts closer to the deadline",
 					urgent, u.LifetimeFraction, calmer, c.LifetimeFraction))
 			}
 		}
