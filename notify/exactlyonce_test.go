@@ -118,18 +118,22 @@ func TestEndToEndCrashBeforeSlackAcceptedPostsOnce(t *testing.T) {
 	w.slack.SetClock(w.clock.Now)
 	c := cert{subject: "db.internal.example", notAfter: t0.Add(12 * day), eps: eps("db.internal.example")}
 	w.wrap = func(s state.Outbox) state.Outbox { return &intendingStore{Outbox: s} }
-	// Slack answers 503 to every post of the first process: the intent
-	// is recorded before each attempt and each fails; then it stops.
+	// Slack answers 503 to the first process's post: the intent was
+	// recorded before the attempt; then the process stops.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	w.slack.SetHook(func(c slacktest.Call) (slacktest.Response, bool) {
-		return slacktest.Response{Status: 503}, c.Method == "chat.postMessage"
+		if c.Method != "chat.postMessage" {
+			return slacktest.Response{}, false
+		}
+		cancel()
+		return slacktest.Response{Status: 503}, true
 	})
 	w.start()
 	if _, err := w.n.Apply(context.Background(), sweep(t0, c), t0); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	_ = w.n.Flush(ctx)
-	cancel()
 	w.stop()
 	if got := len(w.slack.TopLevel("#certs")); got != 0 {
 		t.Fatalf("#certs has %d messages after 503s, want none", got)
