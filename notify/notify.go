@@ -2,16 +2,16 @@
 // hear it exactly once per step of urgency.
 //
 // After each evaluation, Apply compares the findings with the alert state in
-// the store (a state.Outbox): a new finding at a notified tier is announced, a finding that
-// moves up a tier is announced again, one that stays is quiet (apart from
-// reminders), and one that is gone for a number of consecutive runs, or whose
-// certificate was replaced, is resolved. Each transition is routed to
-// channels by tier and match rules, and written to the outbox in the same
-// transaction that updates the state, so a crash can never lose or repeat a
-// transition. A run with too many notifications for a channel sends it one
-// summary instead; on a channel that keeps incidents open (PagerDuty) the
-// summary is an incident of its own, resolved in the first run in which no
-// open alert is known there only through it.
+// the store (a state.Outbox): a new finding at a notified tier is announced,
+// a finding that moves up a tier is announced again, one that stays is quiet
+// (apart from reminders), and one that is gone for a number of consecutive
+// runs, or whose certificate was replaced, is resolved. Each transition is
+// routed to channels by tier and match rules, and written to the outbox in
+// the same transaction that updates the state, so a crash can never lose or
+// repeat a transition. A run with too many notifications for a channel sends
+// it one summary instead; on a channel that keeps incidents open (PagerDuty)
+// the summary is an incident of its own, resolved in the first run in which
+// no open alert is known there only through it.
 //
 // The dispatcher (Run, Flush) delivers the outbox through one Sender per
 // channel, in order per channel, with exponential backoff and full jitter,
