@@ -152,6 +152,14 @@ type Policy struct {
 	WeakKey       string `yaml:"weak_key"`
 	WeakSignature string `yaml:"weak_signature"`
 	LongValidity  string `yaml:"long_validity"`
+	// DistrustedCA is the tier of distrusted_ca: a leaf whose every
+	// verified path runs through a CA that browsers distrust for leaves
+	// dated as it is. "none" turns the check off. BuiltinDistrust keeps
+	// certwatch's table of public distrust events; DistrustFile adds the
+	// entries of a YAML file (see DistrustEntry).
+	DistrustedCA    string `yaml:"distrusted_ca"`
+	BuiltinDistrust bool   `yaml:"builtin_distrust"`
+	DistrustFile    string `yaml:"distrust_file,omitempty"`
 }
 
 // Bounds of values that would otherwise be accepted however absurd:
@@ -189,6 +197,9 @@ func Default() Config {
 			WeakKey:       "warning",
 			WeakSignature: "warning",
 			LongValidity:  "notice",
+
+			DistrustedCA:    "page",
+			BuiltinDistrust: true,
 		},
 		Output: "table",
 		FailOn: "page",
@@ -392,9 +403,14 @@ func (c *Config) problems(pos positions) []error {
 	}
 	errs = append(errs, c.Policy.Tiers.checkOrder()...)
 	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
-		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity} {
+		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity, "policy: distrusted_ca": c.Policy.DistrustedCA} {
 		if _, err := policy.ParseTier(v); err != nil {
 			add(strings.ReplaceAll(key, ": ", "."), "%s: %v", key, err)
+		}
+	}
+	if c.Policy.DistrustFile != "" {
+		if _, err := LoadDistrust(c.Policy.DistrustFile); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if !slices.Contains([]string{"table", "json"}, c.Output) {

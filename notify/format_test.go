@@ -23,6 +23,7 @@ func TestHasDeadlineAndProblem(t *testing.T) {
 		{"tls broken is broken now", policy.Finding{Kind: policy.TLSBroken, Deadline: at}, false, "TLS handshake fails"},
 		{"revoked is broken now", policy.Finding{Kind: policy.Revoked, Deadline: at}, false, "certificate revoked"},
 		{"weak signature", policy.Finding{Kind: policy.WeakSignature, Deadline: at}, false, "certificate signed with SHA-1 or MD5"},
+		{"distrusted CA is broken now", policy.Finding{Kind: policy.DistrustedCA, Deadline: at}, false, "browsers distrust the certificate's CA"},
 		// Beyond the ±292 years a time.Duration holds, days stay exact.
 		{"expired in 1700", policy.Finding{Kind: policy.Expired, Deadline: time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)}, true, "certificate expired 120530 days ago"},
 		{"channel failing", policy.Finding{Kind: policy.ChannelFailing, Deadline: at}, false, "notifications cannot be delivered"},

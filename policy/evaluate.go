@@ -64,6 +64,8 @@ type Evaluator struct {
 	// stalls are the addresses that stalled after connecting, with the
 	// names the sweep gave up on there, judged in Result (tls_broken).
 	stalls stalls
+	// distrust indexes rules.Distrust, made at the first verified path.
+	distrust *distrusts
 }
 
 // findingKey identifies a finding while evaluating: its kind and the
@@ -180,6 +182,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	e.judgeExpiry(o, leaf, fp, ep)
 	e.judgeCrypto(o, leaf, fp, ep)
+	e.judgeDistrust(o, leaf, fp, ep)
 	e.judgeRevocation(o, fp, ep)
 }
 

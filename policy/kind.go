@@ -97,6 +97,7 @@ var kinds = map[Kind]KindInfo{
 	WeakKey:                 {Problem: "weak certificate key", Origin: OriginEvaluation},
 	WeakSignature:           {Problem: "certificate signed with SHA-1 or MD5", Origin: OriginEvaluation},
 	LongValidity:            {Problem: "certificate valid longer than the CA/Browser Forum allows", Origin: OriginEvaluation},
+	DistrustedCA:            {Problem: "browsers distrust the certificate's CA", Origin: OriginEvaluation},
 	RenewalOverdue:          {Problem: "ACM has not renewed the certificate, which expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	RenewalFailed:           {Problem: "ACM renewal failed; the certificate expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	ValidationRecordMissing: {Problem: "DNS validation record missing; the next ACM renewal will fail", Deadline: true, Origin: OriginEvaluation},

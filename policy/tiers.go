@@ -46,6 +46,11 @@ type Rules struct {
 	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
 	// before expiry).
 	RenewalMargin time.Duration
+	// DistrustedCA is the tier of distrusted_ca; None turns the check
+	// off. Distrust is the table it checks (BuiltinDistrust, plus
+	// policy.distrust_file).
+	DistrustedCA Tier
+	Distrust     []Distrust
 }
 
 const day = 24 * time.Hour
@@ -71,6 +76,8 @@ func DefaultRules() Rules {
 		Revoked:               Critical,
 		RevokedIntermediate:   Page,
 		RevocationStale:       Info,
+		DistrustedCA:          Page,
+		Distrust:              BuiltinDistrust(),
 		RevocationUnavailable: Info,
 		RenewalMargin:         DefaultRenewalMargin,
 	}

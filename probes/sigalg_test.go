@@ -2,12 +2,15 @@ package probes_test
 
 import (
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/asn1"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
+	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -76,5 +79,21 @@ func TestSignatureAlgorithmNames(t *testing.T) {
 		if got := probes.SignatureAlgorithm(c); got != tt.want {
 			t.Errorf("%v: %q, want %q", tt.oid, got, tt.want)
 		}
+	}
+}
+
+// TestEarliestSCT reads the timestamps of an embedded SCT list as a CA
+// encodes it (RFC 6962, 3.3), and reports none for a certificate without.
+func TestEarliestSCT(t *testing.T) {
+	p := newPKI(t)
+	t1, t2 := now.Add(-3*day).Truncate(time.Millisecond), now.Add(-5*day).Truncate(time.Millisecond)
+	l := p.inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.example"}, NotBefore: now.Add(-day), NotAfter: now.Add(30 * day),
+		Extensions: []pkix.Extension{certtest.SCTList(t1, t2)}})
+	if got, ok := probes.EarliestSCT(l.Cert); !ok || !got.Equal(t2) {
+		t.Errorf("EarliestSCT = %v, %v; want %v", got, ok, t2)
+	}
+	plain := leaf(t, p.inter, "b.example", now.Add(-day), now.Add(30*day))
+	if got, ok := probes.EarliestSCT(plain.Cert); ok {
+		t.Errorf("EarliestSCT without SCTs = %v, true", got)
 	}
 }

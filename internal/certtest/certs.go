@@ -57,6 +57,8 @@ type LeafOptions struct {
 	SignatureAlgorithm x509.SignatureAlgorithm
 	// Revocation says where the leaf's revocation status is published.
 	Revocation Revocation
+	// Extensions are added to the leaf as they are (e.g. SCTList's).
+	Extensions []pkix.Extension
 }
 
 // Revocation names where a certificate's revocation status is published:
@@ -364,6 +366,7 @@ func leafTemplate(o LeafOptions) (*x509.Certificate, error) {
 		SignatureAlgorithm:    o.SignatureAlgorithm,
 		CRLDistributionPoints: o.Revocation.CRL,
 		OCSPServer:            o.Revocation.OCSP,
+		ExtraExtensions:       o.Extensions,
 	}, nil
 }
 

@@ -406,10 +406,14 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
+	r, err := rules(c.Policy)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
 	return &scan.Pass{
 		Sources:     sources,
 		Prober:      prober,
-		Rules:       revocationRules(renewalRules(rules(c.Policy), c.AWS), c.Revocation),
+		Rules:       revocationRules(renewalRules(r, c.AWS), c.Revocation),
 		Parallelism: c.Probe.Concurrency,
 		// Each part adds its own component: sources, the prober, the pass.
 		Logger: logger.With("component", "scan"),
@@ -542,7 +546,7 @@ func revocationRules(r policy.Rules, c config.Revocation) policy.Rules {
 	return r
 }
 
-func rules(p config.Policy) policy.Rules {
+func rules(p config.Policy) (policy.Rules, error) {
 	r := policy.Rules{}
 	for name, tr := range p.Tiers {
 		t, _ := policy.ParseTier(name) // validated at load
@@ -555,5 +559,20 @@ func rules(p config.Policy) policy.Rules {
 	r.WeakKey, _ = policy.ParseTier(p.WeakKey)
 	r.WeakSignature, _ = policy.ParseTier(p.WeakSignature)
 	r.LongValidity, _ = policy.ParseTier(p.LongValidity)
-	return r
+	r.DistrustedCA, _ = policy.ParseTier(p.DistrustedCA)
+	if p.BuiltinDistrust {
+		r.Distrust = policy.BuiltinDistrust()
+	}
+	if p.DistrustFile != "" {
+		entries, err := config.LoadDistrust(p.DistrustFile)
+		if err != nil {
+			return r, err
+		}
+		for _, e := range entries {
+			after, _ := time.Parse(time.DateOnly, e.After) // checked by LoadDistrust
+			r.Distrust = append(r.Distrust, policy.Distrust{CA: e.CA, SPKISHA256: e.SPKISHA256, Browsers: e.Browsers,
+				Rule: policy.DistrustRule(e.Rule), After: after, Reference: e.Reference})
+		}
+	}
+	return r, nil
 }
