@@ -157,6 +157,23 @@ type Certificate struct {
 	// ("SHA256-RSA", "ECDSA-SHA384"; "ML-DSA-65", "SLH-DSA-SHA2-128s" for
 	// post-quantum ones; an OID for any other): probes.SignatureAlgorithm.
 	SignatureAlgorithm string `json:"signature_algorithm,omitempty"`
+	// RenewedBy is policy's verdict that the certificate was renewed and
+	// is still served: the newer certificate that replaces it, by the rule
+	// behind stale_deployment (issued after it and outliving it, covering
+	// every name of it, valid now, outside every expiry tier, not
+	// untrusted, and held in ACM or served on another name or port). Nil
+	// when policy saw no renewal; the status page shows this verdict.
+	RenewedBy *Replacement `json:"renewed_by,omitempty"`
+}
+
+// Replacement names the newer certificate that renewed a served one.
+type Replacement struct {
+	// SHA256 is its fingerprint: a served leaf's, or that of the PEM ACM
+	// gives; empty for an ACM certificate ACM gave no PEM of.
+	SHA256 string `json:"sha256,omitempty"`
+	// ARN is set when ACM holds it.
+	ARN      string    `json:"arn,omitempty"`
+	NotAfter time.Time `json:"not_after"`
 }
 
 // Finding is one problem with one certificate (or, for inconsistent

@@ -347,6 +347,26 @@ func TestEvaluatorGolden(t *testing.T) {
 		if slices.ContainsFunc(res.Findings, func(f policy.Finding) bool { return f.Kind == policy.InconsistentDeployment }) {
 			t.Errorf("an inconsistent_deployment is left beside the stale deployment it is")
 		}
+		// Policy's verdict on a served certificate (RenewedBy) and its
+		// stale_deployment finding go together.
+		stale := map[string]bool{}
+		for _, f := range res.Findings {
+			if f.Kind == policy.StaleDeployment {
+				stale[f.Certificate] = true
+			}
+		}
+		renewed := 0
+		for _, c := range res.Certificates {
+			if (c.RenewedBy != nil) != stale[c.SHA256] {
+				t.Errorf("certificate %q (%s): RenewedBy = %+v, but a stale_deployment finding about it: %v", c.Subject, c.SHA256, c.RenewedBy, stale[c.SHA256])
+			}
+			if c.RenewedBy != nil {
+				renewed++
+			}
+		}
+		if renewed == 0 {
+			t.Error("the fixture renews no served certificate")
+		}
 		checkGolden(t, "evaluate-inventory.json", g.golden(res))
 	})
 

@@ -339,8 +339,9 @@ func (j *inventoryJudgement) candidates() {
 
 // markStale turns each expiry finding that a newer certificate explains
 // into a stale deployment, in place (same index, tier and endpoints), with
-// a message naming the replacement. Afterwards staleACM holds the served
-// certificates among them that an ACM certificate replaced.
+// a message naming the replacement. Afterwards each served certificate
+// whose expiry finding it turned carries the replacement (RenewedBy), and
+// staleACM holds those an ACM certificate replaced.
 func (j *inventoryJudgement) markStale() {
 	j.staleACM = map[string]int{}
 	for i := range j.out {
@@ -362,6 +363,7 @@ func (j *inventoryJudgement) markStale() {
 			continue
 		}
 		f.Message = j.e.staleMessage(f, old, n)
+		j.e.cert(old.fp).RenewedBy = n.replacement()
 		if n.arn != "" {
 			j.staleACM[old.fp] = i
 		}
@@ -372,7 +374,8 @@ func (j *inventoryJudgement) markStale() {
 // no expiry finding that ACM holds a renewal of, whatever its time left, at
 // least at the tiers of a notice and of an inconsistent deployment. A
 // served certificate that is in ACM itself (linked by serial) is current
-// there, not stale. Afterwards staleACM holds these too.
+// there, not stale. Afterwards these too carry their replacement
+// (RenewedBy) and are in staleACM.
 func (j *inventoryJudgement) staleUnexpired() {
 	e, now := j.e, j.e.now
 	inACM := map[string]bool{}
@@ -397,6 +400,7 @@ func (j *inventoryJudgement) staleUnexpired() {
 			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: j.sv.endpoints(fp),
 		}
 		f.Message = e.staleMessage(&f, old, n)
+		c.RenewedBy = n.replacement()
 		j.staleACM[fp] = len(j.out)
 		j.out = append(j.out, f)
 	}

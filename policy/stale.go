@@ -25,6 +25,11 @@ type newer struct {
 	arn       string
 }
 
+// replacement is n as the verdict put on the certificate it replaces.
+func (n newer) replacement() *Replacement {
+	return &Replacement{SHA256: n.fp, ARN: n.arn, NotAfter: n.notAfter}
+}
+
 // newestFor returns the newest candidate that replaces old: it was issued
 // after old and outlives it, is another certificate, covers every name of
 // old, and, unless it is in ACM, is not served on a name:port that serves

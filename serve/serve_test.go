@@ -598,6 +598,8 @@ func TestStatusPageRenewal(t *testing.T) {
 	old := policy.Certificate{SHA256: shaExpired, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(4 * day)}
 	renewed := policy.Certificate{SHA256: shaHealthy, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(300 * day)}
 	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}
+	stale := old
+	stale.RenewedBy = &policy.Replacement{SHA256: renewed.SHA256, NotAfter: renewed.NotAfter}
 	tests := []struct {
 		name     string
 		certs    []policy.Certificate
@@ -605,8 +607,10 @@ func TestStatusPageRenewal(t *testing.T) {
 		want     string
 	}{
 		{"due", []policy.Certificate{old}, []policy.Finding{expiring}, "due: not renewed yet"},
-		{"renewed elsewhere", []policy.Certificate{old, renewed}, []policy.Finding{expiring}, "renewed: bbbb2222bbbb2222… valid until 2030-10-28 is served on 0 endpoint(s); this one is still served here"},
-		{"stale deployment", []policy.Certificate{old}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewed, but not deployed on these endpoints"},
+		// A newer certificate for the same names is no renewal unless
+		// policy says so (TestStatusPageRenewalIsPolicys).
+		{"newer, not judged a renewal", []policy.Certificate{old, renewed}, []policy.Finding{expiring}, "due: not renewed yet"},
+		{"stale deployment", []policy.Certificate{stale, renewed}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewed, but not deployed on these endpoints"},
 		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewal failed"},
 		{"healthy", []policy.Certificate{renewed}, nil, "–"},
 	}

@@ -93,15 +93,6 @@ type endpointSeries struct {
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
 	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
 
-	// The certificates naming each DNS name, for renewal: a newer one for
-	// the same names is looked up among those naming the first one, not
-	// among all certificates (10,000 certificates took 2 s that way).
-	byName := map[string][]int{}
-	for i := range r.Certificates {
-		for _, n := range r.Certificates[i].DNSNames {
-			byName[n] = append(byName[n], i)
-		}
-	}
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
 	sources := map[string]map[string]bool{}
@@ -195,7 +186,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			}
 			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
 		}
-		rw.Renewal = renewal(c, fs, r, byName, served)
+		rw.Renewal = renewal(c, fs, r)
 		for _, a := range acmBySHA[c.SHA256] {
 			rw.ACM = append(rw.ACM, a.ARN)
 			rw.Resources = append(rw.Resources, a.InUseBy...)
@@ -393,33 +384,17 @@ func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []stri
 }
 
 // renewal says, for the status page, whether the certificate has been
-// renewed: a finding about renewal wins; then a newer certificate for the
-// same names seen in the same run; then what the deadline implies.
-func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report, byName map[string][]int, served map[string][]policy.Endpoint) string {
+// renewed, as policy judged it: renewed and still served here
+// (Certificate.RenewedBy); else a finding about its renewal; else what the
+// deadline implies.
+func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
+	if c.RenewedBy != nil {
+		return "renewed, but not deployed on these endpoints"
+	}
 	for _, f := range fs {
-		switch {
-		case f.Kind == policy.StaleDeployment:
-			return "renewed, but not deployed on these endpoints"
-		case aboutRenewal(f):
+		if aboutRenewal(f) {
 			return strings.ReplaceAll(string(f.Kind), "_", " ")
 		}
-	}
-	var newest *policy.Certificate
-	if len(c.DNSNames) == 0 {
-		return renewalByDeadline(c, fs, r)
-	}
-	for _, i := range byName[c.DNSNames[0]] {
-		o := &r.Certificates[i]
-		if o.SHA256 == c.SHA256 || !o.NotAfter.After(c.NotAfter) || !covers(o.DNSNames, c.DNSNames) {
-			continue
-		}
-		if newest == nil || o.NotAfter.After(newest.NotAfter) {
-			newest = o
-		}
-	}
-	if newest != nil {
-		return fmt.Sprintf("renewed: %s… valid until %s is served on %d endpoint(s); this one is still served here",
-			short(newest.SHA256), newest.NotAfter.UTC().Format(time.DateOnly), len(served[newest.SHA256]))
 	}
 	return renewalByDeadline(c, fs, r)
 }
@@ -465,18 +440,6 @@ func acmSource(sources []scan.SourceResult, account string) []string {
 	}
 	return []string{"acm"}
 }
-
-// covers reports whether every name in want is in have.
-func covers(have, want []string) bool {
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func short(sha string) string { return sha[:min(16, len(sha))] }
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
