@@ -294,8 +294,13 @@ func (n *Notify) validate() []error {
 		if n.StatePasswordFile != "" && n.StatePasswordEnv != "" {
 			add("state_password_file", "state_password_file and state_password_env: set at most one")
 		}
-	} else if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
-		add("state_password_file", "state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
+	} else {
+		if err := checkStateForm(n.State); err != nil {
+			add("state", "%v", err)
+		}
+		if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
+			add("state_password_file", "state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
+		}
 	}
 	kinds := map[string]string{}
 	for i, c := range n.Channels {

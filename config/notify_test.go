@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,56 @@ func TestNotifyDefaultsKeepRemindersLeftOut(t *testing.T) {
 		if got, ok := n.Reminders[tier]; !ok || time.Duration(got) != d {
 			t.Errorf("reminders[%s] = %v (set %v), want %v", tier, time.Duration(got), ok, d)
 		}
+	}
+}
+
+// TestStateNotAPath: a notify.state that is neither a file path nor a
+// PostgreSQL URL (a libpq key/value string, another database's URL) is
+// refused, with the URL form to use instead, and the error never repeats
+// the password the value carried. Taken as a path, it became a local
+// SQLite file named after the connection string.
+func TestStateNotAPath(t *testing.T) {
+	tests := []struct {
+		name  string
+		state string
+		want  []string // in the error; nil: accepted
+	}{
+		{"libpq key/value", "host=db user=certwatch password=hunter2 dbname=certwatch",
+			[]string{"key/value", "postgres://certwatch@db/certwatch?sslmode=verify-full", "state_password_env"}},
+		{"libpq key/value with port and sslmode", "host=db.internal port=5433 dbname=cw user=cw sslmode=require password='hunter2'",
+			[]string{"postgres://cw@db.internal:5433/cw?sslmode=require"}},
+		{"libpq key/value spaced and quoted", "dbname = 'cw' password = 'hunter2 x' host=db",
+			[]string{"postgres://db/cw?sslmode=verify-full"}},
+		{"one pair", "password=hunter2", []string{"key/value", "postgres://USER@HOST/DB?sslmode=verify-full"}},
+		{"another database's URL", "mysql://cw:hunter2@db/cw", []string{"mysql", "not a file path"}},
+		{"sqlite URL", "sqlite:///var/lib/certwatch/state.db", []string{"sqlite", "/var/lib/certwatch/state.db"}},
+		{"file path", "/var/lib/certwatch/state.db", nil},
+		{"relative file path", "certwatch.db", nil},
+		{"path with a space", "/srv/cert watch/state.db", nil},
+		{"path with '=' written as a path", "./a=b.db", nil},
+		{"absolute path with '='", "/srv/a=b/state.db", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Notify{State: tt.state}.Defaults()
+			err := errors.Join(c.Validate()...)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate(state %q) = %v, want nil", tt.state, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate(state %q) = nil, want an error", tt.state)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate(state %q) = %q, want it to mention %q", tt.state, err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("Validate(state %q) = %q: it repeats the password", tt.state, err)
+			}
+		})
 	}
 }

@@ -417,6 +417,26 @@ func TestCheckConfig(t *testing.T) {
 	}
 }
 
+// TestCheckConfigKeyValueState: a libpq key/value string as notify.state
+// is refused (it became a local SQLite file named after it, and
+// check-config printed it, password and all), with the URL to write
+// instead and without the password.
+func TestCheckConfigKeyValueState(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "certwatch.yaml")
+	os.WriteFile(file, []byte("notify:\n  state: \"host=db user=certwatch password=hunter2 dbname=certwatch\"\n"), 0o600)
+	stdout, stderr, code := run(t, "check-config", file)
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want %d; stdout:\n%s", code, cli.ExitUsage, stdout)
+	}
+	if !strings.Contains(stderr, "line 2") || !strings.Contains(stderr, "postgres://certwatch@db/certwatch?sslmode=verify-full") {
+		t.Errorf("stderr = %q, want line 2 and the URL form of the state", stderr)
+	}
+	if strings.Contains(stdout+stderr, "hunter2") {
+		t.Errorf("check-config repeated the password:\n%s%s", stdout, stderr)
+	}
+}
+
 // TestCheckConfigAsWritten checks that check-config prints tiers from
 // notice to critical and durations as the file writes them.
 func TestCheckConfigAsWritten(t *testing.T) {

@@ -84,8 +84,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// The file is created here, once, and every connection opens it with
 	// mode=rw: a connection reopened after the file was deleted fails
 	// rather than starting an empty state that would announce every open
-	// alert again. An empty file is an empty SQLite database.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// alert again. An empty file is an empty SQLite database. It is the
+	// owner's alone (the state lists every finding and who heard of it);
+	// SQLite gives the -wal and -shm files it makes beside it the same
+	// mode. A file that already exists keeps the mode it has.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %v; check that the directory exists and is writable by this user", path, err)
 	}

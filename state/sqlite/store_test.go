@@ -328,3 +328,24 @@ func TestCheckKeepsAWriteFailure(t *testing.T) {
 		t.Errorf("Check after a write committed = %v, want nil", err)
 	}
 }
+
+// TestNewFilesArePrivate: the state file Open creates, and the
+// write-ahead log and shared-memory files SQLite makes beside it, are
+// readable by their owner only (the state holds every finding and where
+// each was announced), whatever the umask lets through.
+func TestNewFilesArePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	if err := s.SetMemo(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s: mode %v, want -rw-------", filepath.Base(p), got)
+		}
+	}
+}
