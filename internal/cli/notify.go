@@ -25,7 +25,8 @@ const alertsUsage = `Usage:
 
 List the alert state kept in the state file (notify.state): every open
 alert with its tier, the tier last announced, when it was first raised and
-what each channel was told. With --all, resolved alerts too.
+what each channel was told. With --all, resolved alerts too. It only
+reads, and works beside a running 'certwatch run'.
 `
 
 const notifyUsage = `Usage:

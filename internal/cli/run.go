@@ -48,6 +48,10 @@ Signals:
   SIGHUP           reload --config; an invalid file is logged and the
                    running configuration stays
 
+A SQLite state (notify.state a file) is one process's: a second 'run', or
+a 'scan --notify', on the same file exits 1 naming the one that holds it
+(the lock file is notify.state + ".lock"); 'certwatch alerts' only reads.
+
 Replicas: with notify.state a postgres:// URL, every process pointed at the
 database is a replica. One leads (discovery, evaluation, notifications,
 delivery; daemon.leader_lease); all of them probe the shards of each run
@@ -225,6 +229,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	logger := newLogger(e.stderr, level)
 
+	unlock, err := lockState(c, "certwatch run")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	store, err := openState(ctx, c)
 	if err != nil {
 		return err

@@ -327,6 +327,14 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 // With notify set, the report's findings also go through the configured
 // channels, after the report is printed.
 func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify bool) error {
+	if notify {
+		// Before probing: a scan that may not notify need not probe.
+		unlock, err := lockState(c, "certwatch scan --notify")
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return err

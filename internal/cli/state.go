@@ -30,6 +30,24 @@ func openState(ctx context.Context, c config.Config) (state.Store, error) {
 	return postgres.Open(ctx, n.State, opts)
 }
 
+// lockState takes the instance lock of a SQLite state for command (see
+// sqlite.Lock) and returns what releases it: the SQLite store is one
+// process's. `certwatch run` and `scan --notify` take it before they probe
+// anything, so a second one fails at once (exit 1, naming the holder)
+// rather than probing the whole fleet again and judging the same alerts
+// on its own view. `certwatch alerts` only reads, and takes none. A
+// PostgreSQL state is shared by design and has no such lock.
+func lockState(c config.Config, command string) (release func(), err error) {
+	if config.StateIsPostgres(c.Notify.State) {
+		return func() {}, nil
+	}
+	l, err := sqlite.Acquire(c.Notify.State, command, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
+}
+
 // stateName is the state setting fit for logs and messages: a URL without
 // credentials or parameters.
 func stateName(state string) string {
