@@ -49,6 +49,9 @@ type Config struct {
 	Policy Policy `yaml:"policy"`
 	// Revocation configures CRL and OCSP checks.
 	Revocation Revocation `yaml:"revocation"`
+	// Coverage bounds following delegations and declares zones out of
+	// scope for coverage gaps.
+	Coverage Coverage `yaml:"coverage"`
 	// Output is the report format of `certwatch scan`: table or json.
 	Output string `yaml:"output"`
 	// FailOn is the lowest tier that makes `certwatch scan` exit 1.
@@ -88,7 +91,47 @@ type Zone struct {
 	// AllowEmpty accepts a transfer with no name to probe. Without it, such
 	// a zone makes `certwatch scan` exit 3 (nothing of it was checked).
 	AllowEmpty bool `yaml:"allow_empty,omitempty"`
+	// FollowDelegations transfers the child zones this zone delegates (NS
+	// records below its apex) from their own name servers, with this
+	// zone's TSIG key, and scans them as part of it; a child that cannot
+	// be transferred is a coverage_gap finding. Nil means true. A child
+	// configured as a zone of its own is transferred with its own
+	// settings instead. See Coverage for the bounds.
+	FollowDelegations *bool `yaml:"follow_delegations,omitempty"`
 }
+
+// Follows reports whether delegations of z are followed (the default).
+func (z *Zone) Follows() bool { return z.FollowDelegations == nil || *z.FollowDelegations }
+
+// Coverage bounds following delegations and says which zones are out of
+// scope for coverage gaps.
+type Coverage struct {
+	// MaxDelegationDepth bounds how deep delegations are followed below a
+	// configured zone: 1 follows its children only.
+	MaxDelegationDepth int `yaml:"max_delegation_depth"`
+	// MaxDelegations bounds the children of one zone that are followed;
+	// the rest are one coverage_gap finding.
+	MaxDelegations int `yaml:"max_delegations"`
+	// DelegationPort is the port delegated name servers are asked on.
+	DelegationPort int `yaml:"delegation_port"`
+	// OutOfScope are zones no coverage_gap is raised for: names under
+	// them on certificates, delegations to them.
+	OutOfScope []OutOfScope `yaml:"out_of_scope,omitempty"`
+}
+
+// OutOfScope is a zone declared out of scope, with why.
+type OutOfScope struct {
+	// Zone is the zone's apex; names at or below it are out of scope.
+	Zone string `yaml:"zone"`
+	// Reason says why, for whoever reads the configuration next.
+	Reason string `yaml:"reason"`
+}
+
+// Coverage bounds.
+const (
+	MaxDelegationDepth = 10
+	MaxDelegations     = 1000
+)
 
 // TSIG is a transaction signature key. The secret comes from SecretFile,
 // SecretEnv or (discouraged, the file may be shared) Secret.
@@ -160,6 +203,14 @@ type Policy struct {
 	DistrustedCA    string `yaml:"distrusted_ca"`
 	BuiltinDistrust bool   `yaml:"builtin_distrust"`
 	DistrustFile    string `yaml:"distrust_file,omitempty"`
+	// CoverageDelegation, CoverageNames and CoverageUnverified are the
+	// tiers of coverage_gap findings: a delegated zone that could not be
+	// transferred (or was beyond a bound), names on certificates under a
+	// zone no source watches, and an ACM or IAM certificate in use that no
+	// probed endpoint serves. "none" turns one off.
+	CoverageDelegation string `yaml:"coverage_delegation"`
+	CoverageNames      string `yaml:"coverage_names"`
+	CoverageUnverified string `yaml:"coverage_unverified"`
 }
 
 // Bounds of values that would otherwise be accepted however absurd:
@@ -200,9 +251,14 @@ func Default() Config {
 
 			DistrustedCA:    "page",
 			BuiltinDistrust: true,
+
+			CoverageDelegation: "warning",
+			CoverageNames:      "notice",
+			CoverageUnverified: "warning",
 		},
-		Output: "table",
-		FailOn: "page",
+		Coverage: Coverage{MaxDelegationDepth: 3, MaxDelegations: 50, DelegationPort: 53},
+		Output:   "table",
+		FailOn:   "page",
 	}
 	c.AWS.applyDefaults()
 	c.Notify.applyDefaults()
@@ -403,7 +459,8 @@ func (c *Config) problems(pos positions) []error {
 	}
 	errs = append(errs, c.Policy.Tiers.checkOrder()...)
 	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
-		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity, "policy: distrusted_ca": c.Policy.DistrustedCA} {
+		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity, "policy: distrusted_ca": c.Policy.DistrustedCA,
+		"policy: coverage_delegation": c.Policy.CoverageDelegation, "policy: coverage_names": c.Policy.CoverageNames, "policy: coverage_unverified": c.Policy.CoverageUnverified} {
 		if _, err := policy.ParseTier(v); err != nil {
 			add(strings.ReplaceAll(key, ": ", "."), "%s: %v", key, err)
 		}
@@ -413,6 +470,7 @@ func (c *Config) problems(pos positions) []error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.Coverage.problems()...)
 	if !slices.Contains([]string{"table", "json"}, c.Output) {
 		add("output", "output: unknown format %q (want table or json)", c.Output)
 	}
@@ -468,6 +526,39 @@ func (c *Config) PortProtocols(z *Zone) discovery.PortProtocols {
 		for p, v := range m {
 			out[p] = discovery.Protocol(v)
 		}
+	}
+	return out
+}
+
+// problems reports what is wrong with the coverage settings.
+func (c *Coverage) problems() []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
+	if c.MaxDelegationDepth < 1 || c.MaxDelegationDepth > MaxDelegationDepth {
+		add("coverage.max_delegation_depth", "coverage: max_delegation_depth must be 1 to %d, got %d (follow_delegations: false on a zone turns following off)", MaxDelegationDepth, c.MaxDelegationDepth)
+	}
+	if c.MaxDelegations < 1 || c.MaxDelegations > MaxDelegations {
+		add("coverage.max_delegations", "coverage: max_delegations must be 1 to %d, got %d", MaxDelegations, c.MaxDelegations)
+	}
+	if c.DelegationPort < 1 || c.DelegationPort > 65535 {
+		add("coverage.delegation_port", "coverage: delegation_port: invalid port %d: want 1 to 65535", c.DelegationPort)
+	}
+	for i, o := range c.OutOfScope {
+		switch {
+		case discovery.NormalizeName(o.Zone) == "":
+			add(fmt.Sprintf("coverage.out_of_scope[%d].zone", i), "coverage: out_of_scope[%d]: zone is required", i)
+		case strings.TrimSpace(o.Reason) == "":
+			add(fmt.Sprintf("coverage.out_of_scope[%d].reason", i), "coverage: out_of_scope: zone %s: reason is required (say why it is not watched, for whoever reads this next)", discovery.NormalizeName(o.Zone))
+		}
+	}
+	return errs
+}
+
+// OutOfScopeZones returns the zones declared out of scope, normalised.
+func (c *Coverage) OutOfScopeZones() []string {
+	out := make([]string, 0, len(c.OutOfScope))
+	for _, o := range c.OutOfScope {
+		out = append(out, discovery.NormalizeName(o.Zone))
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 )
@@ -113,6 +114,10 @@ type inventory struct {
 	zones     []hostedzone.Zone
 	consumers []certconsumer.Consumer
 	iam       []iamcert.Certificate
+	// watched and gaps are what the sources watched and found they could
+	// not (AddCoverage).
+	watched []found.WatchedZone
+	gaps    []found.Gap
 	// pointers maps an AWS resource's DNS name to the Route 53 names
 	// pointing at it; built on first use from zones.
 	pointers map[string][]string

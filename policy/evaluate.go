@@ -31,6 +31,8 @@ type Result struct {
 	ACM []ACMCertificate
 	// IAM are the server certificates given to AddIAM, by NotAfter.
 	IAM []IAMCertificate
+	// Gaps are the coverage gaps, by reason and zone (see CoverageGap).
+	Gaps []Gap
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -293,6 +295,7 @@ func (e *Evaluator) Result() Result {
 	out := Result{Endpoints: e.probed}
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
+	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
 	out.Certificates = e.certs

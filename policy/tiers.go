@@ -41,6 +41,16 @@ type Rules struct {
 	RevokedIntermediate   Tier
 	RevocationStale       Tier
 	RevocationUnavailable Tier
+	// CoverageDelegation, CoverageNames and CoverageUnverified are the
+	// tiers of coverage_gap findings (see CoverageGap): a delegated zone
+	// not transferred, names under a zone no source watches, a certificate
+	// in use that no probed endpoint serves. None turns one off.
+	CoverageDelegation Tier
+	CoverageNames      Tier
+	CoverageUnverified Tier
+	// OutOfScope are zones (normalised apexes) for which no coverage_gap
+	// is raised: names at or below them are out of scope.
+	OutOfScope []string
 	// RenewalMargin: an ACM certificate that ACM renews and that is still
 	// not renewed when less than this is left is renewal_overdue. Zero
 	// means DefaultRenewalMargin (ACM starts renewing ACMRenewalWindow
@@ -79,6 +89,9 @@ func DefaultRules() Rules {
 		DistrustedCA:          Page,
 		Distrust:              BuiltinDistrust(),
 		RevocationUnavailable: Info,
+		CoverageDelegation:    Warning,
+		CoverageNames:         Notice,
+		CoverageUnverified:    Warning,
 		RenewalMargin:         DefaultRenewalMargin,
 	}
 }

@@ -42,5 +42,8 @@ func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
 		if len(inv.Consumers) > 0 {
 			ev.AddConsumers(inv.Consumers...)
 		}
+		if len(inv.Watched)+len(inv.Gaps) > 0 {
+			ev.AddCoverage(inv.Watched, inv.Gaps)
+		}
 	}
 }

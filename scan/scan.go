@@ -250,9 +250,10 @@ func merged(ts []discovery.Target) bool {
 type StreamingSource interface {
 	Source
 	// Stream discovers the targets and returns them as a sequence, with
-	// how many there are. A yielded target may share memory with the next
-	// one (its Addresses): a consumer copies what it keeps.
-	Stream(ctx context.Context) (iter.Seq[discovery.Target], int, error)
+	// how many there are and the inventory Discover would yield. A
+	// yielded target may share memory with the next one (its Addresses):
+	// a consumer copies what it keeps.
+	Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error)
 }
 
 // Run discovers, probes and evaluates. The only error is ErrNoSource (wrapped)
@@ -261,13 +262,14 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	start := p.now()
 	var r *Report
 	if ss, ok := p.streaming(); ok {
-		seq, n, err := ss.Stream(ctx)
+		seq, n, inv, err := ss.Stream(ctx)
+		p.keep(ss.Name(), inv)
 		if err != nil {
 			p.logger().Warn("source failed", "source", ss.Name(), "err", err)
 			return nil, fmt.Errorf("%w: %w", ErrNoSource, err)
 		}
 		r = p.probeStream(ctx, seq, n, start)
-		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n}}
+		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n, Certificates: inv.Records()}}
 	} else {
 		targets, sources, err := p.Discover(ctx)
 		if err != nil {

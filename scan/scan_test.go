@@ -139,9 +139,9 @@ type streamSource struct {
 	streamed *atomic.Int32
 }
 
-func (s streamSource) Stream(context.Context) (iter.Seq[discovery.Target], int, error) {
+func (s streamSource) Stream(context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error) {
 	if s.err != nil {
-		return nil, 0, s.err
+		return nil, 0, found.Inventory{}, s.err
 	}
 	s.streamed.Add(1)
 	return func(yield func(discovery.Target) bool) {
@@ -155,7 +155,7 @@ func (s streamSource) Stream(context.Context) (iter.Seq[discovery.Target], int, 
 				return
 			}
 		}
-	}, len(s.targets), nil
+	}, len(s.targets), found.Inventory{}, nil
 }
 
 // TestStreamingSource: a pass whose only source streams probes the stream

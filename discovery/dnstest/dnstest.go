@@ -113,7 +113,12 @@ const maxMessageBytes = 16 << 10
 
 // Start serves zones on 127.0.0.1 at a free port, the same for UDP and TCP,
 // and returns once both listeners are ready.
-func Start(zones ...Zone) (*Server, error) {
+func Start(zones ...Zone) (*Server, error) { return StartAt("127.0.0.1:0", zones...) }
+
+// StartAt serves zones at addr, a loopback "IP:PORT" (port 0: a free
+// one, the same for UDP and TCP), as Start does: a second server on
+// another loopback address, as a delegated zone's name server is.
+func StartAt(addr string, zones ...Zone) (*Server, error) {
 	s := &Server{done: make(chan struct{})}
 	secrets := make(map[string]string)
 	for _, zc := range zones {
@@ -131,7 +136,7 @@ func Start(zones ...Zone) (*Server, error) {
 	}
 	slices.SortFunc(s.zones, func(a, b *zone) int { return len(b.origin) - len(a.origin) })
 
-	ln, pc, err := listenPair()
+	ln, pc, err := listenPair(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +169,12 @@ func Start(zones ...Zone) (*Server, error) {
 	return s, nil
 }
 
-// listenPair opens TCP and UDP listeners on the same free loopback port.
-func listenPair() (net.Listener, net.PacketConn, error) {
+// listenPair opens TCP and UDP listeners on the same port at addr, a free
+// one when its port is 0.
+func listenPair(addr string) (net.Listener, net.PacketConn, error) {
 	var lastErr error
 	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("dnstest: listen tcp: %w", err)
 		}
@@ -179,10 +185,10 @@ func listenPair() (net.Listener, net.PacketConn, error) {
 		lastErr = err
 		ln.Close()
 	}
-	return nil, nil, fmt.Errorf("dnstest: no free port for both tcp and udp on 127.0.0.1: %w", lastErr)
+	return nil, nil, fmt.Errorf("dnstest: no free port for both tcp and udp at %s: %w", addr, lastErr)
 }
 
-// Addr returns the "127.0.0.1:port" the server answers on, UDP and TCP.
+// Addr returns the "IP:port" the server answers on, UDP and TCP.
 func (s *Server) Addr() string { return s.addr }
 
 // Requests returns the queries received so far, in arrival order.

@@ -9,6 +9,7 @@
 package dnszone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,28 @@ type Config struct {
 	Resolver string
 	// Dialer opens the TCP and UDP connections. Nil means a net.Dialer.
 	Dialer Dialer
+
+	// FollowDelegations makes Discover and Stream also transfer the child
+	// zones this zone delegates (NS records below the apex), from their
+	// delegated name servers with TSIG, and theirs in turn, and yield
+	// their targets as this zone's. A child that cannot be transferred,
+	// or is beyond a bound, is a coverage gap (found.Gap).
+	FollowDelegations bool
+	// MaxDepth bounds how deep delegations are followed: 1 follows this
+	// zone's children only. Zero means DefaultMaxDepth.
+	MaxDepth int
+	// MaxDelegations bounds the children of one zone that are followed.
+	// Zero means DefaultMaxDelegations.
+	MaxDelegations int
+	// DelegationPort is the port delegated name servers are asked on.
+	// Zero means DefaultDelegationPort (53).
+	DelegationPort int
+	// Configured are the zones configured on their own: a delegation to
+	// one is not followed, its own source transfers it with its settings.
+	Configured []string
+	// OutOfScope are zones declared out of scope: a delegation at or
+	// below one is neither followed nor a gap.
+	OutOfScope []string
 }
 
 // Dialer opens network connections; *net.Dialer implements it.
@@ -124,6 +147,13 @@ type Source struct {
 	dialer      Dialer
 	logger      *slog.Logger
 	sources     []string // shared by every target; cap == len so appends copy
+
+	following      bool
+	maxDepth       int
+	maxDelegations int
+	delegationPort int
+	configured     []string // normalised
+	outOfScope     []string // normalised
 }
 
 // New checks c and returns a Source for it. It does no I/O. A nil logger
@@ -151,8 +181,24 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		logger:      logger.With("component", "dnszone", "zone", zone),
 		sources:     []string{"dnszone:" + zone},
 	}
+	s.following = c.FollowDelegations
+	s.maxDepth = cmp.Or(c.MaxDepth, DefaultMaxDepth)
+	s.maxDelegations = cmp.Or(c.MaxDelegations, DefaultMaxDelegations)
+	s.delegationPort = cmp.Or(c.DelegationPort, DefaultDelegationPort)
+	for _, z := range c.Configured {
+		s.configured = append(s.configured, discovery.NormalizeName(z))
+	}
+	for _, z := range c.OutOfScope {
+		s.outOfScope = append(s.outOfScope, discovery.NormalizeName(z))
+	}
 	var errs []error
 	var err error
+	if c.MaxDepth < 0 || c.MaxDelegations < 0 {
+		errs = append(errs, fmt.Errorf("negative delegation bound (depth %d, delegations %d)", c.MaxDepth, c.MaxDelegations))
+	}
+	if c.DelegationPort < 0 || c.DelegationPort > 65535 {
+		errs = append(errs, fmt.Errorf("invalid delegation port %d: want a number from 1 to 65535", c.DelegationPort))
+	}
 	if c.Nameserver != "" {
 		if s.nameserver, err = hostPort(c.Nameserver); err != nil {
 			errs = append(errs, fmt.Errorf("nameserver: %w", err))
@@ -262,21 +308,57 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 }
 
 // Discover transfers the zone as Targets does, with the same errors, and
-// yields its targets.
+// yields its targets. With FollowDelegations, the child zones it delegates
+// are transferred too (see Config.FollowDelegations): their targets are
+// yielded with the zone's, under its source name, and the inventory lists
+// every zone watched and every child that could not be (coverage gaps). A
+// failed child is not an error: the zone itself was transferred.
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
-	ts, err := s.Targets(ctx)
-	return found.Yield{Targets: ts}, err
+	zn, err := s.Transfer(ctx)
+	if err != nil {
+		return found.Yield{}, err
+	}
+	ts, inv := s.withDelegations(ctx, zn)
+	if ts == nil {
+		ts = zn.collect()
+	}
+	return found.Yield{Targets: ts, Inventory: inv}, nil
+}
+
+// withDelegations follows the delegations of zn when s follows them. It
+// returns the targets of zn and its children, merged, or nil when there
+// are no children's targets (zn's own are then all there is), and the
+// coverage inventory: the zones watched and the gaps.
+func (s *Source) withDelegations(ctx context.Context, zn *Zone) ([]discovery.Target, found.Inventory) {
+	inv := found.Inventory{Watched: []found.WatchedZone{{Zone: s.zone, Source: s.Name(), Targets: zn.Len()}}}
+	if !s.following || len(zn.Delegations()) == 0 {
+		return nil, inv
+	}
+	lists, watched, gaps := s.follow(ctx, zn)
+	inv.Watched = append(inv.Watched, watched...)
+	inv.Gaps = gaps
+	if len(lists) == 0 {
+		return nil, inv
+	}
+	return discovery.Merge(append(lists, zn.collect())...), inv
 }
 
 // Stream transfers the zone as Targets does, with the same errors, and
-// returns its targets as Zone.All yields them, with their number: the form
-// scan.Pass probes a single streaming source in, one target at a time.
-func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, error) {
+// returns its targets as Zone.All yields them, with their number and the
+// inventory Discover would yield: the form scan.Pass probes a single
+// streaming source in, one target at a time. With FollowDelegations and
+// children transferred, the targets are held as one list, as Discover
+// holds them.
+func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error) {
 	zn, err := s.Transfer(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, found.Inventory{}, err
 	}
-	return zn.All(), zn.Len(), nil
+	ts, inv := s.withDelegations(ctx, zn)
+	if ts != nil {
+		return slices.Values(ts), len(ts), inv, nil
+	}
+	return zn.All(), zn.Len(), inv, nil
 }
 
 // Transfer transfers the zone as Targets does, with the same errors, and
@@ -284,7 +366,6 @@ func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, e
 // targets one at a time, so that a caller that only writes them out (a
 // million-name inventory) never holds them all.
 func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
 	defer cancel()
 
@@ -295,6 +376,13 @@ func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
 			return nil, err
 		}
 	}
+	return s.transferFrom(ctx, servers)
+}
+
+// transferFrom transfers the zone from the first of servers that serves
+// it in full.
+func (s *Source) transferFrom(ctx context.Context, servers []string) (*Zone, error) {
+	start := time.Now()
 	var errs []error
 	for i, server := range servers {
 		z := newZoneIndex(s.zone)

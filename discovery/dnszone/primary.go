@@ -21,16 +21,9 @@ const maxNameservers = 8
 // findPrimary returns the servers to try, in order: the addresses of the
 // zone's SOA MNAME, then of its NS names, each on port 53.
 func (s *Source) findPrimary(ctx context.Context) ([]string, error) {
-	resolver := s.resolver
-	if resolver == "" {
-		cc, err := dns.ClientConfigFromFile(resolvConf)
-		if err == nil && len(cc.Servers) == 0 {
-			err = errors.New("no nameserver lines")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("zone %s: no nameserver configured and no system resolver to find one (%s: %v) — set nameserver: for this zone", s.zone, resolvConf, err)
-		}
-		resolver = net.JoinHostPort(cc.Servers[0], cc.Port)
+	resolver, err := s.systemResolver()
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: no nameserver configured and %w — set nameserver: for this zone", s.zone, err)
 	}
 	fail := func(what string, err error) error {
 		return fmt.Errorf("zone %s: find primary nameserver via resolver %s: %s: %w — set nameserver: for this zone", s.zone, resolver, what, err)
@@ -107,6 +100,22 @@ func (s *Source) findPrimary(ctx context.Context) ([]string, error) {
 	}
 	s.logger.Debug("found nameservers", "resolver", resolver, "names", names, "servers", servers)
 	return servers, nil
+}
+
+// systemResolver returns the configured resolver, else the first
+// nameserver of /etc/resolv.conf.
+func (s *Source) systemResolver() (string, error) {
+	if s.resolver != "" {
+		return s.resolver, nil
+	}
+	cc, err := dns.ClientConfigFromFile(resolvConf)
+	if err == nil && len(cc.Servers) == 0 {
+		err = errors.New("no nameserver lines")
+	}
+	if err != nil {
+		return "", fmt.Errorf("no system resolver (%s: %v)", resolvConf, err)
+	}
+	return net.JoinHostPort(cc.Servers[0], cc.Port), nil
 }
 
 // netipParse returns name as an IP string when it is an IP literal (an

@@ -35,6 +35,7 @@ type zoneIndex struct {
 	cname map[uint32]uint32 // owner id -> target id
 	srvs  []srvTarget       // SRV and MX targets
 	cuts  bool              // any delegation below the apex
+	ns    []nsEdge          // NS records below the apex: delegation point and name server
 
 	protocols discovery.PortProtocols // overrides of the port table, for SRV services named by their port
 
@@ -269,6 +270,7 @@ func (z *zoneIndex) add(rr dns.RR) {
 			z.srvs = append(z.srvs, srvTarget{id: id, via: id, port: uint16(s.Port), proto: s.Protocol})
 		}
 	case *dns.NS:
+		z.target = appendNormalised(z.target[:0], v.Ns)
 		z.addNS()
 	}
 }
@@ -310,11 +312,20 @@ func (z *zoneIndex) addSRV(port uint16) {
 	z.srvs = append(z.srvs, srvTarget{id: id, via: via, port: port, proto: s.Protocol})
 }
 
-// addNS records an NS record of z.owner, a name in the zone.
+// nsEdge is one NS record below the apex: the delegation point cut names
+// server ns.
+type nsEdge struct{ cut, ns uint32 }
+
+// addNS records an NS record of z.owner, a name in the zone, for server
+// z.target.
 func (z *zoneIndex) addNS() {
 	if zonerules.Cut(z.owner, z.apex) {
-		*z.flags.at(z.intern(z.owner)) |= isCut
+		id := z.intern(z.owner)
+		*z.flags.at(id) |= isCut
 		z.cuts = true
+		if len(z.target) > 0 {
+			z.ns = append(z.ns, nsEdge{cut: id, ns: z.intern(z.target)})
+		}
 	}
 }
 
@@ -355,6 +366,8 @@ type Zone struct {
 	v6      []addr6
 	nAddrs  int // len(v4) + len(v6)
 	targets int // how many targets All yields
+
+	delegations []Delegation // by zone name
 }
 
 // portProto is a port a name is a target on, with its protocol and the
@@ -377,6 +390,7 @@ func (z *zoneIndex) zone(ports []int, filter discovery.Filter, sources []string)
 	zn.v4, zn.v4start = z.v4Table()
 	zn.v6 = z.v6Table()
 	zn.nAddrs = len(zn.v4) + len(zn.v6)
+	zn.delegations = zn.delegationsOf()
 
 	// SRV targets by id, then port, one per (id, port, via): an XMPP
 	// domain served by two hosts is a target at each. Each such name is

@@ -46,6 +46,85 @@ type Inventory struct {
 	// every location the source found it in (atrest.Set). Two sources
 	// may both hold one certificate; policy merges them.
 	AtRest []atrest.Certificate `json:"at_rest,omitempty"`
+	// Watched are the DNS zones a source read whole: a configured zone
+	// transferred, and the child zones it delegates that were followed.
+	Watched []WatchedZone `json:"watched,omitempty"`
+	// Gaps are what a source knows it could not watch (coverage gaps):
+	// policy turns each into a coverage_gap finding.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// WatchedZone is a DNS zone a source transferred.
+type WatchedZone struct {
+	// Zone is the zone's apex, normalised.
+	Zone string `json:"zone"`
+	// Source is the name of the source that read it.
+	Source string `json:"source"`
+	// Parent is set on a child zone followed from a delegation: the zone
+	// that delegates it.
+	Parent string `json:"parent,omitempty"`
+	// Nameservers are the servers ("HOST:PORT") a followed child was
+	// asked, in order.
+	Nameservers []string `json:"nameservers,omitempty"`
+	// Targets is how many targets the zone itself gave.
+	Targets int `json:"targets"`
+}
+
+// GapReason says why part of the estate is not watched.
+type GapReason string
+
+// Reasons of coverage gaps.
+const (
+	// GapDelegationRefused: the name servers of a delegated child zone
+	// refused its transfer (REFUSED, NOTAUTH).
+	GapDelegationRefused GapReason = "delegation_refused"
+	// GapDelegationTimeout: the transfer of a delegated child zone timed
+	// out.
+	GapDelegationTimeout GapReason = "delegation_timeout"
+	// GapDelegationBroken: the transfer of a delegated child zone was cut
+	// short, did not read as one version of the zone, or failed its TSIG
+	// check.
+	GapDelegationBroken GapReason = "delegation_broken"
+	// GapDelegationFailed: a delegated child zone could not be transferred
+	// for another reason: no address for its name servers, nothing
+	// listening.
+	GapDelegationFailed GapReason = "delegation_failed"
+	// GapDelegationLimit: a delegated child zone was not followed, being
+	// deeper or one more than the configured bounds allow.
+	GapDelegationLimit GapReason = "delegation_limit"
+	// GapUnmonitoredZone: certificates name DNS names under a zone no
+	// source watches.
+	GapUnmonitoredZone GapReason = "unmonitored_zone"
+	// GapUnverifiedInUse: an ACM or IAM certificate in use by AWS
+	// resources was never seen on a probed endpoint.
+	GapUnverifiedInUse GapReason = "unverified_in_use"
+)
+
+// Delegation reports whether the gap is a delegated zone not watched.
+func (r GapReason) Delegation() bool {
+	switch r {
+	case GapDelegationRefused, GapDelegationTimeout, GapDelegationBroken, GapDelegationFailed, GapDelegationLimit:
+		return true
+	}
+	return false
+}
+
+// Gap is one thing a source knows it did not watch.
+type Gap struct {
+	Reason GapReason `json:"reason"`
+	// Zone is the zone not watched.
+	Zone string `json:"zone"`
+	// Parent is the zone that delegates it, for a delegation.
+	Parent string `json:"parent,omitempty"`
+	// Source is the name of the source that found the gap.
+	Source string `json:"source"`
+	// Nameservers are the zone's name servers as its parent names them;
+	// Servers the addresses ("HOST:PORT") asked, if any.
+	Nameservers []string `json:"nameservers,omitempty"`
+	Servers     []string `json:"servers,omitempty"`
+	// Detail says what failed; Fix what to do.
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"`
 }
 
 // Records is how many inventory records inv holds: certificates and the
@@ -61,4 +140,6 @@ func (inv *Inventory) Append(other Inventory) {
 	inv.Consumers = append(inv.Consumers, other.Consumers...)
 	inv.Zones = append(inv.Zones, other.Zones...)
 	inv.AtRest = append(inv.AtRest, other.AtRest...)
+	inv.Watched = append(inv.Watched, other.Watched...)
+	inv.Gaps = append(inv.Gaps, other.Gaps...)
 }

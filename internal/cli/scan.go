@@ -421,7 +421,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	return &scan.Pass{
 		Sources:     sources,
 		Prober:      prober,
-		Rules:       revocationRules(renewalRules(r, c.AWS), c.Revocation),
+		Rules:       coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage),
 		Parallelism: c.Probe.Concurrency,
 		// Each part adds its own component: sources, the prober, the pass.
 		Logger: logger.With("component", "scan"),
@@ -447,13 +447,24 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		out = append(out, s)
 	}
+	configured := make([]string, len(c.Zones))
+	for i, z := range c.Zones {
+		configured[i] = discovery.NormalizeName(z.Name)
+	}
 	for _, z := range c.Zones {
 		zc := dnszone.Config{
-			Zone:       z.Name,
-			Nameserver: string(z.Nameserver),
-			Ports:      c.Ports,
-			Protocols:  c.PortProtocols(&z),
-			Timeout:    time.Duration(z.Timeout),
+			Zone:              z.Name,
+			Nameserver:        string(z.Nameserver),
+			Ports:             c.Ports,
+			Protocols:         c.PortProtocols(&z),
+			Timeout:           time.Duration(z.Timeout),
+			Resolver:          string(c.Resolver),
+			FollowDelegations: z.Follows(),
+			MaxDepth:          c.Coverage.MaxDelegationDepth,
+			MaxDelegations:    c.Coverage.MaxDelegations,
+			DelegationPort:    c.Coverage.DelegationPort,
+			Configured:        configured,
+			OutOfScope:        c.Coverage.OutOfScopeZones(),
 		}
 		if len(z.Ports) > 0 {
 			zc.Ports = z.Ports
@@ -545,6 +556,12 @@ func trustedRoots(files []string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// coverageRules sets the zones out of scope of c on r.
+func coverageRules(r policy.Rules, c config.Coverage) policy.Rules {
+	r.OutOfScope = c.OutOfScopeZones()
+	return r
+}
+
 // revocationRules sets the tiers of the revocation kinds of c on r.
 func revocationRules(r policy.Rules, c config.Revocation) policy.Rules {
 	r.Revoked, _ = policy.ParseTier(c.Revoked) // validated at load
@@ -582,5 +599,8 @@ func rules(p config.Policy) (policy.Rules, error) {
 				Rule: policy.DistrustRule(e.Rule), After: after, Reference: e.Reference})
 		}
 	}
+	r.CoverageDelegation, _ = policy.ParseTier(p.CoverageDelegation)
+	r.CoverageNames, _ = policy.ParseTier(p.CoverageNames)
+	r.CoverageUnverified, _ = policy.ParseTier(p.CoverageUnverified)
 	return r, nil
 }

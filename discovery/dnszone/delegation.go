@@ -1,0 +1,309 @@
+package dnszone
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/zonerules"
+)
+
+// Bounds of following delegations, for the zero values of Config.
+const (
+	// DefaultMaxDepth: children, grandchildren and great-grandchildren of
+	// a configured zone are followed, no deeper.
+	DefaultMaxDepth = 3
+	// DefaultMaxDelegations: at most this many children of one zone are
+	// followed; the rest are one coverage gap.
+	DefaultMaxDelegations = 50
+	// DefaultDelegationPort is where delegated name servers are asked.
+	DefaultDelegationPort = 53
+)
+
+// delegationParallelism bounds the child zones transferred at once.
+const delegationParallelism = 4
+
+// maxDelegationServers bounds the servers of one child zone tried.
+const maxDelegationServers = 8
+
+// Delegation is a child zone a transferred zone delegates: NS records
+// below its apex, with the addresses the parent holds for its name servers
+// (glue).
+type Delegation struct {
+	// Zone is the child zone's apex, normalised.
+	Zone string
+	// Nameservers are its name servers, by name.
+	Nameservers []Nameserver
+}
+
+// Nameserver is one name server of a delegation.
+type Nameserver struct {
+	// Name is the server's name, normalised.
+	Name string
+	// Glue are its addresses as the parent zone holds them; empty when
+	// the name is outside the parent (or the parent holds none).
+	Glue []netip.Addr
+}
+
+// Names returns the names of d's name servers.
+func (d Delegation) Names() []string {
+	out := make([]string, len(d.Nameservers))
+	for i, ns := range d.Nameservers {
+		out[i] = ns.Name
+	}
+	return out
+}
+
+// Delegations returns the child zones the zone delegates, by name: every
+// delegation point that is not itself below another one (whose NS records
+// are the child's, not the parent's).
+func (zn *Zone) Delegations() []Delegation { return zn.delegations }
+
+// delegationsOf lists the delegations of the index; zone calls it once
+// the address tables are built.
+func (zn *Zone) delegationsOf() []Delegation {
+	z := zn.z
+	if len(z.ns) == 0 {
+		return nil
+	}
+	edges := slices.Clone(z.ns)
+	slices.SortFunc(edges, func(a, b nsEdge) int {
+		return cmp.Or(strings.Compare(string(z.names.at(a.cut)), string(z.names.at(b.cut))),
+			strings.Compare(string(z.names.at(a.ns)), string(z.names.at(b.ns))))
+	})
+	edges = slices.Compact(edges)
+	var out []Delegation
+	for i := 0; i < len(edges); {
+		j := i
+		for j < len(edges) && edges[j].cut == edges[i].cut {
+			j++
+		}
+		cut := string(z.names.at(edges[i].cut))
+		if !zn.belowCut(cut) {
+			d := Delegation{Zone: cut}
+			for _, e := range edges[i:j] {
+				ns := Nameserver{Name: string(z.names.at(e.ns))}
+				if z.inZone(z.names.at(e.ns)) {
+					ns.Glue = zn.appendAddrs(nil, e.ns)
+				}
+				d.Nameservers = append(d.Nameservers, ns)
+			}
+			out = append(out, d)
+		}
+		i = j
+	}
+	return out
+}
+
+// belowCut reports whether name lies strictly below another delegation
+// point of the zone.
+func (zn *Zone) belowCut(name string) bool {
+	z := zn.z
+	_, parent, ok := strings.Cut(name, ".")
+	if !ok || parent == z.apex || !discovery.InZone(parent, z.apex) {
+		return false
+	}
+	return zonerules.Delegated(parent, z.apex, func(n string) bool {
+		id, ok := z.ids.find(z.ids.hash([]byte(n)), []byte(n), &z.names)
+		return ok && *z.flags.at(id)&isCut != 0
+	})
+}
+
+// follow transfers the child zones zn (the zone of s) delegates, and
+// theirs, level by level, at most s.maxDepth levels deep and
+// s.maxDelegations children a zone. It returns every child's targets, the
+// zones it watched and the gaps: children that could not be transferred,
+// or were not followed because of a bound. A child configured on its own
+// (s.configured), or out of scope, is left to its own source; a zone already visited is not
+// transferred twice.
+func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
+	type child struct {
+		d      Delegation
+		parent string
+		depth  int
+	}
+	visited := map[string]bool{s.zone: true}
+	var level []child
+	queue := func(parent string, ds []Delegation, depth int) {
+		var over []string
+		n := 0
+		for _, d := range ds {
+			switch {
+			case visited[d.Zone]:
+				s.logger.Debug("delegation already watched", "child", d.Zone, "parent", parent)
+				continue
+			case slices.Contains(s.configured, d.Zone):
+				s.logger.Debug("delegation configured on its own", "child", d.Zone, "parent", parent)
+				continue
+			case slices.ContainsFunc(s.outOfScope, func(z string) bool { return discovery.InZone(d.Zone, z) }):
+				s.logger.Debug("delegation out of scope", "child", d.Zone, "parent", parent)
+				continue
+			case depth > s.maxDepth:
+				visited[d.Zone] = true
+				gaps = append(gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
+					Detail: fmt.Sprintf("delegated by %s, %d levels below %s, deeper than max_delegation_depth %d: not followed (a chain this deep is often a server delegating to itself)", parent, depth, s.zone, s.maxDepth),
+					Fix:    "add the zone with its own nameserver/tsig if it should be watched, or raise coverage.max_delegation_depth"})
+				continue
+			case n >= s.maxDelegations:
+				over = append(over, d.Zone)
+				continue
+			}
+			visited[d.Zone] = true
+			n++
+			level = append(level, child{d: d, parent: parent, depth: depth})
+		}
+		if len(over) > 0 {
+			gaps = append(gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: over[0], Parent: parent, Source: s.Name(),
+				Detail: fmt.Sprintf("%s delegates %d child zones beyond max_delegations %d, not followed: %s", parent, len(over), s.maxDelegations, listNames(over, 10)),
+				Fix:    "add the zones with their own nameserver/tsig, or raise coverage.max_delegations"})
+		}
+	}
+	queue(s.zone, zn.Delegations(), 1)
+	for len(level) > 0 && ctx.Err() == nil {
+		current := level
+		level = nil
+		results := make([]childResult, len(current))
+		var g errgroup.Group
+		g.SetLimit(delegationParallelism)
+		for i, c := range current {
+			g.Go(func() error {
+				results[i] = s.transferChild(ctx, c.d)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		for i, c := range current {
+			r := results[i]
+			if r.err != nil {
+				s.logger.Warn("delegated zone not transferred", "child", c.d.Zone, "parent", c.parent, "err", r.err)
+				gaps = append(gaps, s.delegationGap(c.d, c.parent, r))
+				continue
+			}
+			s.logger.Debug("delegated zone transferred", "child", c.d.Zone, "parent", c.parent, "targets", r.zn.Len())
+			lists = append(lists, r.zn.collect())
+			watched = append(watched, found.WatchedZone{Zone: c.d.Zone, Source: s.Name(), Parent: c.parent, Nameservers: r.servers, Targets: r.zn.Len()})
+			queue(c.d.Zone, r.zn.Delegations(), c.depth+1)
+		}
+	}
+	return lists, watched, gaps
+}
+
+// childResult is the outcome of transferring one child zone.
+type childResult struct {
+	zn      *Zone
+	servers []string // the servers tried, "HOST:PORT"
+	err     error
+}
+
+// transferChild transfers the child zone d from its delegated name
+// servers: their glue addresses, else their addresses through the
+// resolver, on s.delegationPort, signed with s's key, within s's timeout.
+func (s *Source) transferChild(ctx context.Context, d Delegation) childResult {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
+	defer cancel()
+	c := *s
+	c.zone, c.fqdn, c.nameserver = d.Zone, d.Zone+".", ""
+	c.logger = s.logger.With("child", d.Zone)
+	servers, err := c.delegatedServers(ctx, d)
+	if err != nil {
+		return childResult{servers: servers, err: err}
+	}
+	zn, err := c.transferFrom(ctx, servers)
+	return childResult{zn: zn, servers: servers, err: err}
+}
+
+// delegatedServers returns the "HOST:PORT" of the name servers of d.
+func (s *Source) delegatedServers(ctx context.Context, d Delegation) ([]string, error) {
+	port := strconv.Itoa(s.delegationPort)
+	var servers []string
+	add := func(a netip.Addr) {
+		if srv := net.JoinHostPort(a.String(), port); !slices.Contains(servers, srv) && len(servers) < maxDelegationServers {
+			servers = append(servers, srv)
+		}
+	}
+	var errs []error
+	var resolver string
+	for _, ns := range d.Nameservers {
+		if len(ns.Glue) > 0 {
+			for _, a := range ns.Glue {
+				add(a)
+			}
+			continue
+		}
+		if discovery.InZone(ns.Name, d.Zone) {
+			// Its address is only known inside the zone it serves.
+			errs = append(errs, fmt.Errorf("name server %s lies in the zone it serves and the parent holds no glue for it (a delegation loop)", ns.Name))
+			continue
+		}
+		if resolver == "" {
+			var err error
+			if resolver, err = s.systemResolver(); err != nil {
+				errs = append(errs, fmt.Errorf("name server %s: no glue and %w", ns.Name, err))
+				continue
+			}
+		}
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			r, err := s.lookup(ctx, resolver, ns.Name+".", qtype)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("name server %s %s via %s: %w", ns.Name, dns.TypeToString[qtype], resolver, err))
+				continue
+			}
+			for _, rr := range r.Answer {
+				switch v := rr.(type) {
+				case *dns.A:
+					if a, ok := netip.AddrFromSlice(v.A.To4()); ok {
+						add(a)
+					}
+				case *dns.AAAA:
+					if a, ok := netip.AddrFromSlice(v.AAAA); ok {
+						add(a)
+					}
+				}
+			}
+		}
+	}
+	if len(servers) == 0 {
+		err := errors.Join(errs...)
+		if err == nil {
+			err = errors.New("no name server address found")
+		}
+		return nil, fmt.Errorf("zone %s: no address for its name servers %s: %w", d.Zone, strings.Join(d.Names(), ", "), err)
+	}
+	return servers, nil
+}
+
+// delegationGap describes a child zone that could not be transferred.
+func (s *Source) delegationGap(d Delegation, parent string, r childResult) found.Gap {
+	g := found.Gap{Reason: found.GapDelegationFailed, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
+		Servers: r.servers, Detail: r.err.Error(),
+		Fix: "allow transfers from this host, or add the zone with its own nameserver/tsig"}
+	var te *TransferError
+	switch {
+	case errors.As(r.err, &te) && (te.Rcode == dns.RcodeRefused || te.Rcode == dns.RcodeNotAuth):
+		g.Reason = found.GapDelegationRefused
+	case errors.Is(r.err, context.DeadlineExceeded):
+		g.Reason = found.GapDelegationTimeout
+	case errors.Is(r.err, ErrIncomplete) || errors.Is(r.err, ErrBadTransfer) || errors.Is(r.err, ErrBadSignature):
+		g.Reason = found.GapDelegationBroken
+	}
+	return g
+}
+
+// listNames lists at most n names, then how many more.
+func listNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
