@@ -152,6 +152,32 @@ type Certificate struct {
 	Issuers []string `json:"issuers,omitempty"`
 	// Locations are every place it is held, sorted (Location.Compare).
 	Locations []Location `json:"locations"`
+	// Issuances are what cert-manager says of the Certificate resources
+	// that write it into a Secret (each also a CertManager location):
+	// whether each is Ready and when it renews. Empty for a certificate
+	// cert-manager does not manage.
+	Issuances []Issuance `json:"issuances,omitempty"`
+}
+
+// Issuance is cert-manager's state of one Certificate resource, as its
+// status says: the leaf of the Secret it writes (tls.crt) carries it.
+// Policy can tell from it a renewal that cert-manager failed (Ready false)
+// or that is overdue (RenewalTime passed and the Secret still holds this
+// certificate) from one that is on time.
+type Issuance struct {
+	// Location is the Certificate resource: Kind CertManager, Where
+	// "namespace/name".
+	Location Location `json:"location"`
+	// Ready is the status of its Ready condition; Reason and Message are
+	// the condition's ("Failed", "Issuing", cert-manager's words).
+	Ready   bool   `json:"ready"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// RenewalTime is status.renewalTime, when cert-manager means to
+	// renew; NotAfter is status.notAfter, the expiry of the certificate
+	// it last issued. Zero when the status does not say.
+	RenewalTime time.Time `json:"renewal_time,omitzero"`
+	NotAfter    time.Time `json:"not_after,omitzero"`
 }
 
 // Where lists up to n locations, with how many more there are: "file

@@ -102,6 +102,8 @@ func TestCertificateJSON(t *testing.T) {
 		CA: true, SelfSigned: true, KeyAlgorithm: "RSA", KeyBits: 2048, SignatureAlgorithm: "SHA1-RSA", WeakSignature: true,
 		Verified: true, Issuers: []string{"cd"},
 		Locations: []atrest.Location{{Kind: atrest.Secret, Where: "a/b", Key: "tls.crt", Index: 2, Cluster: "prod"}},
+		Issuances: []atrest.Issuance{{Location: atrest.Location{Kind: atrest.CertManager, Where: "a/b", Cluster: "prod"}, Reason: "Failed", Message: "issuer not ready",
+			RenewalTime: time.Date(2030, 11, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)}},
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
