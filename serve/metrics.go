@@ -170,9 +170,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	if s.opts.Outbox != nil || s.opts.State != nil {
-		s.mu.RLock()
-		stats, err, stateErr := s.outbox, s.outboxErr, s.stateErr
-		s.mu.RUnlock()
+		snap := s.latestStore() // read by the /metrics handler
+		stats, err, stateErr := snap.outbox, snap.outboxErr, snap.stateErr
 		if err != nil || stateErr != nil {
 			gauge(m.stateUp, 0)
 		} else {

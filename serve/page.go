@@ -139,10 +139,10 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filter{Tier: q.Get("tier"), Kind: q.Get("kind"), Source: q.Get("source"), Query: strings.TrimSpace(q.Get("q"))}
 	now := s.now()
-	s.refreshState(r.Context())
+	stateErr := s.storeView(r.Context()).stateErr
 
 	s.mu.RLock()
-	v, rep, stateErr := s.view, s.report, s.stateErr
+	v, rep := s.view, s.report
 	jobs := make(map[string]runInfo, len(s.lastRun))
 	for k, ri := range s.lastRun {
 		jobs[k] = ri

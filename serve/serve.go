@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/probes"
@@ -65,19 +66,29 @@ type Options struct {
 	// SeriesLimit caps the series of each per-certificate and per-endpoint
 	// metric family; 0 means DefaultSeriesLimit.
 	SeriesLimit int
-	// Ready are the conditions /readyz checks (e.g. the state store is
-	// reachable, the first inventory is loaded). Each gets 2 seconds.
+	// Ready are the conditions /readyz checks besides the state store's
+	// health (State), at every request, each within 2 seconds: they must
+	// be cheap and must not query the store (e.g. the first inventory is
+	// loaded).
 	Ready []Check
 	// Notes, when set, are listed by /readyz after its verdict: what an
 	// operator should know that does not make certwatch unready (no
 	// notification channel, an empty inventory).
 	Notes func() []string
-	// Outbox, when set, is read at every scrape for the outbox metrics.
+	// Outbox, when set, is read for the outbox metrics.
 	Outbox state.Stats
-	// State, when set, is the state store's health, called at every scrape
-	// and page view (with 2 seconds): certwatch_state_up is 0 when it (or
+	// State, when set, is the state store's health: /readyz is 503 naming
+	// it ("state: ...") while it fails, certwatch_state_up is 0 when it (or
 	// reading the Outbox) fails, and the status page says why.
+	//
+	// State and Outbox are not called at every request: scrapes, probes
+	// and page views share one snapshot of both, read again (each call
+	// within 2 seconds, one read at a time) once it is StoreTTL old.
 	State func(ctx context.Context) error
+	// StoreTTL is how old the snapshot of State and Outbox may get before
+	// a request reads them again; 0 means DefaultStoreTTL. A store that
+	// dies shows on /readyz and /metrics within StoreTTL plus one read.
+	StoreTTL time.Duration
 	// Channels, when set, is read at every scrape and page view for
 	// delivery counts per channel.
 	Channels func() []ChannelStats
@@ -113,9 +124,12 @@ type Server struct {
 	inventory  int
 	lastRun    map[string]runInfo
 	pending    map[endpointKey]probeStat
-	outbox     []state.ChannelStats
-	outboxErr  error
-	stateErr   error
+
+	// storeReads makes concurrent requests share one read of the store.
+	storeReads singleflight.Group
+	// snapMu guards snap, the latest snapshot of the store.
+	snapMu sync.Mutex
+	snap   storeSnapshot
 }
 
 // runInfo is the latest outcome of one job.
@@ -182,8 +196,7 @@ func (s *Server) Handler() http.Handler {
 		EnableOpenMetrics: true,
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		s.refreshOutbox(r.Context())
-		s.refreshState(r.Context())
+		s.storeView(r.Context()) // Collect reads the snapshot
 		prom.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -246,38 +259,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// refreshOutbox reads the outbox statistics for the scrape in progress.
-func (s *Server) refreshOutbox(ctx context.Context) {
-	if s.opts.Outbox == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	stats, err := s.opts.Outbox.OutboxStats(ctx)
-	if err != nil {
-		s.logger.Warn("cannot read the outbox for metrics", "err", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.outbox, s.outboxErr = stats, err
-}
-
-// refreshState checks the state store for the scrape or page view in
-// progress.
-func (s *Server) refreshState(ctx context.Context) {
-	if s.opts.State == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	err := s.opts.State(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stateErr = err
-}
-
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	var failed []string
+	if err := s.storeView(r.Context()).stateErr; err != nil {
+		failed = append(failed, "state: "+err.Error())
+	}
 	for _, c := range s.opts.Ready {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		err := c.Check(ctx)

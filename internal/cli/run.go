@@ -252,9 +252,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
 		Ready: []serve.Check{
-			{Name: "state", Check: store.Check},
 			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
 		},
+		// Read once per serve.DefaultStoreTTL however often /metrics
+		// and /readyz are asked: a scrape loop must not load a shared
+		// PostgreSQL.
 		Outbox:   store,
 		State:    store.Check,
 		Channels: func() []serve.ChannelStats { return channelStats(current.Load()) },
