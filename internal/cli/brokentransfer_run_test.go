@@ -23,6 +23,7 @@ func TestRunBrokenTransferKeepsInventory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	hb := newHeartbeats(t)

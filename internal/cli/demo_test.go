@@ -50,6 +50,7 @@ func waitFor(t *testing.T, what string, s *syncBuffer, re *regexp.Regexp) []stri
 // `certwatch run` command it prints, and finds the lab's expired
 // certificate in the daemon's report.
 func TestDemoKeepWritesRunConfig(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var demoOut, demoErr syncBuffer

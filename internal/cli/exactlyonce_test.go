@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
@@ -33,11 +32,11 @@ func TestScanNotifyKilledAfterSlackAccepted(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		srv := pgtest.Start(t, pgtest.Options{Password: "cw-state-pw"})
+		srv := pgPW.Server(t)
 		url := srv.CreateDatabase(t)
 		testKilledAfterSlackAccepted(t, bin, func(cfg string) string {
 			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
-		}, "CW_E2E_STATE_PW=cw-state-pw")
+		}, "CW_E2E_STATE_PW="+stateDBPassword)
 	})
 }
 

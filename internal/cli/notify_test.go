@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/certwatch/certwatch/internal/cli"
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
 )
@@ -22,9 +21,9 @@ import (
 func TestScanNotify(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testScanNotify(t, func(cfg string) string { return cfg }) })
 	t.Run("postgres", func(t *testing.T) {
-		srv := pgtest.Start(t, pgtest.Options{Password: "cw-state-pw"})
+		srv := pgPW.Server(t)
 		url := srv.CreateDatabase(t)
-		t.Setenv("CW_E2E_STATE_PW", "cw-state-pw")
+		t.Setenv("CW_E2E_STATE_PW", stateDBPassword)
 		testScanNotify(t, func(cfg string) string {
 			if !stateLine.MatchString(cfg) {
 				t.Fatal("the configuration has no notify.state line to point at PostgreSQL")

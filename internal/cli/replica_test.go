@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
 )
@@ -35,7 +34,8 @@ func TestReplicasFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as three processes")
 	}
-	db := pgtest.Start(t, pgtest.Options{})
+	t.Parallel()
+	db := pg.Server(t)
 	url := db.CreateDatabase(t)
 	bin := buildBinary(t)
 	l := startLab(t)

@@ -32,22 +32,6 @@ const (
 	pdKey      = "e2e0c81d2a7f3b9e4d10a5b6c7d8e9f0" // PagerDuty keys are 32 characters
 )
 
-// buildBinary builds cmd/certwatch into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "certwatch")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/certwatch")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // proc is a running `certwatch run` whose JSON log lines are collected.
 type proc struct {
 	cmd  *exec.Cmd
@@ -201,7 +185,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 // in dir and channels on the Slack and PagerDuty fakes. Backoffs are at
 // most 10s: a notification's next attempt is kept in the outbox across a
 // restart or a failover, and with the default of 5 minutes a test's wait
-// for a drained outbox after Slack comes back would be a draw.
+// for a drained outbox after Slack comes back would be a draw. The probe
+// timeout is 2s, twice what the lab needs: on a loaded machine a handshake
+// that runs out of 1s in one run and not the next reads as a new finding.
 func runConfig(l *lab.Lab, dir, slackURL, pdURL string) string {
 	return fmt.Sprintf(`zones:
   - name: %s
@@ -210,7 +196,7 @@ targets: [%q]
 ports: [%d]
 ca_files: [%q]
 probe:
-  timeout: 1s
+  timeout: 2s
   retries: 0
 notify:
   state: %q
@@ -310,6 +296,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	sl := slacktest.New(t, slackToken, "#certs")

@@ -26,7 +26,7 @@ func selfMonConfig(l *lab.Lab, nameserver, state string) string {
 ports: [%d]
 ca_files: [%q]
 probe:
-  timeout: 1s
+  timeout: 2s
   retries: 0
 notify:
   state: %q
@@ -118,6 +118,7 @@ func TestRunOutageKeepsFindings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	hb := newHeartbeats(t)
@@ -282,6 +283,7 @@ func TestRunStateFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	hb := newHeartbeats(t)
@@ -387,6 +389,7 @@ func TestRunRestartKeepsWhatItLearnt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	hb := newHeartbeats(t)
@@ -479,13 +482,17 @@ func TestRunCutShortPublishes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
+	t.Parallel()
 	bin := buildBinary(t)
 	l := startLab(t)
 	hb := newHeartbeats(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	writeConfig(t, cfg, strings.Replace(selfMonConfig(l, l.DNS, filepath.Join(dir, "state.db")),
-		"  grace_period: 3s\n", "  grace_period: 3s\n  sweep_timeout: 1s\n", 1))
+	// The hung address takes the whole probe timeout, which is also the
+	// sweep's: every run is cut short.
+	text := strings.Replace(selfMonConfig(l, l.DNS, filepath.Join(dir, "state.db")),
+		"  grace_period: 3s\n", "  grace_period: 3s\n  sweep_timeout: 1s\n", 1)
+	writeConfig(t, cfg, strings.Replace(text, "probe:\n  timeout: 2s\n", "probe:\n  timeout: 1s\n", 1))
 	p := startRun(t, bin, cfg, "CW_HB_URL="+hb.url)
 	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
 	p.waitLog(t, "two cut-short probe runs", 2, probeFinished(func(l map[string]any) bool { return l["cut_short"] == true }))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/lab"
-	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/notify/slack/slacktest"
 	"github.com/certwatch/certwatch/policy"
@@ -98,7 +97,7 @@ daemon:
 // per shard, and returns them with the endpoints' targets.
 func slowReplicas(t *testing.T, n int) ([]*replica, []string) {
 	t.Helper()
-	db := pgtest.Start(t, pgtest.Options{})
+	db := pg.Server(t)
 	url := db.CreateDatabase(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -256,7 +255,7 @@ func TestSitesShareOneAlertState(t *testing.T) {
 		t.Skip("starts certwatch as two processes")
 	}
 	t.Parallel()
-	db := pgtest.Start(t, pgtest.Options{})
+	db := pg.Server(t)
 	url := db.CreateDatabase(t)
 	bin := buildBinary(t)
 	l := startLab(t)
