@@ -52,6 +52,8 @@ type Config struct {
 	// Coverage bounds following delegations and declares zones out of
 	// scope for coverage gaps.
 	Coverage Coverage `yaml:"coverage"`
+	// ACME asks ACME CAs for the renewal windows of their leaves.
+	ACME ACME `yaml:"acme"`
 	// Output is the report format of `certwatch scan`: table or json.
 	Output string `yaml:"output"`
 	// FailOn is the lowest tier that makes `certwatch scan` exit 1.
@@ -264,6 +266,7 @@ func Default() Config {
 	c.Notify.applyDefaults()
 	c.Daemon.applyDefaults()
 	c.Revocation.applyDefaults()
+	c.ACME.applyDefaults()
 	return c
 }
 
@@ -478,6 +481,7 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
 	errs = append(errs, c.Revocation.validate()...)
+	errs = append(errs, c.ACME.validate()...)
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	for i, e := range errs {
 		errs[i] = pos.locate(e)

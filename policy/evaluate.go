@@ -161,7 +161,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
-		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o)})
+		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:
@@ -185,6 +185,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	e.judgeExpiry(o, leaf, fp, ep)
 	e.judgeCrypto(o, leaf, fp, ep)
 	e.judgeDistrust(o, leaf, fp, ep)
+	e.judgeRenewalWindow(o, leaf, fp, ep)
 	e.judgeRevocation(o, fp, ep)
 }
 

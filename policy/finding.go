@@ -136,6 +136,10 @@ type Probed struct {
 	// post-quantum hybrid (probe.post_quantum): whether the server took it.
 	KeyExchange probes.KeyExchange `json:"key_exchange,omitempty"`
 	PostQuantum *bool              `json:"post_quantum,omitempty"`
+	// Renewal is the renewal window the ACME CA that issued the leaf
+	// suggests, or why it could not be had (probes.RenewalInfo); absent
+	// when no configured ACME CA matched the leaf's issuer or knew it.
+	Renewal *probes.RenewalInfo `json:"renewal,omitempty"`
 	// Error says why there was no handshake, and Failure classifies it
 	// (probes.Failure).
 	Error   string `json:"error,omitempty"`

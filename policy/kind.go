@@ -101,6 +101,7 @@ var kinds = map[Kind]KindInfo{
 	RenewalOverdue:          {Problem: "ACM has not renewed the certificate, which expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	RenewalFailed:           {Problem: "ACM renewal failed; the certificate expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	ValidationRecordMissing: {Problem: "DNS validation record missing; the next ACM renewal will fail", Deadline: true, Origin: OriginEvaluation},
+	RenewalSuggested:        {Problem: "the CA suggests renewing the certificate, by " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	StaleDeployment:         {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
 	CoverageGap:             {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
 

@@ -60,7 +60,11 @@ type Rules struct {
 	// off. Distrust is the table it checks (BuiltinDistrust, plus
 	// policy.distrust_file).
 	DistrustedCA Tier
-	Distrust     []Distrust
+	// RenewalSuggested is the tier of renewal_suggested once the window
+	// the CA suggests has ended (notice and then warning before); None
+	// turns the check off.
+	RenewalSuggested Tier
+	Distrust         []Distrust
 }
 
 const day = 24 * time.Hour
@@ -87,6 +91,7 @@ func DefaultRules() Rules {
 		RevokedIntermediate:   Page,
 		RevocationStale:       Info,
 		DistrustedCA:          Page,
+		RenewalSuggested:      Page,
 		Distrust:              BuiltinDistrust(),
 		RevocationUnavailable: Info,
 		CoverageDelegation:    Warning,

@@ -120,8 +120,12 @@ type Observation struct {
 	// that the ClientHello offered the post-quantum hybrid
 	// (Config.PostQuantum), so a classical KeyExchange means the server
 	// does not take it.
-	KeyExchange   KeyExchange `json:"key_exchange,omitempty"`
-	HybridOffered bool        `json:"hybrid_offered,omitempty"`
+	KeyExchange KeyExchange `json:"key_exchange,omitempty"`
+	// Renewal is the renewal window the ACME CA that issued the verified
+	// leaf suggests (Config.ARI); nil when no configured CA matched its
+	// issuer or knew it.
+	Renewal       *RenewalInfo `json:"renewal,omitempty"`
+	HybridOffered bool         `json:"hybrid_offered,omitempty"`
 
 	// Chain is the certificate chain as the server presented it, leaf first.
 	// Certificates are shared between observations that saw the same DER

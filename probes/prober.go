@@ -96,6 +96,10 @@ type Config struct {
 	// takes it (Observation.HybridOffered is set). Off by default: it costs
 	// client CPU on every handshake (see keyexchange.go).
 	PostQuantum bool
+	// ARI asks the ACME CA that issued each verified leaf for its
+	// suggested renewal window (Observation.Renewal); its zero value asks
+	// no one.
+	ARI ARIConfig
 	// Revocation tunes the revocation checks of verified paths; its zero
 	// value checks (see RevocationConfig). CRL and OCSP fetches are
 	// retried like connections (Attempts, Backoff).
@@ -144,6 +148,7 @@ type Prober struct {
 	cache   *verifyCache
 	public  *publicRoots
 	rev     *revocationChecker // nil: revocation is not checked
+	ari     *ariChecker        // nil: renewal information is not asked for
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -184,6 +189,7 @@ func New(c Config) *Prober {
 		p.now = time.Now
 	}
 	p.rev = newRevocationChecker(c.Revocation, p.attempts, p.backoff, p.now)
+	p.ari = newARIChecker(c.ARI, c.Roots, p.now)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -274,6 +280,9 @@ func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.A
 			o.PublicRoot = p.public.anyPublic(o.Paths)
 			if p.rev != nil && len(o.Paths) > 0 {
 				o.Revocation = p.rev.check(ctx, o.Paths[0], res.staple, now)
+			}
+			if p.ari != nil && len(o.Paths) > 0 && len(o.Paths[0]) > 1 {
+				o.Renewal = p.ari.check(ctx, o.Paths[0][0], o.Paths[0][1])
 			}
 			break
 		}

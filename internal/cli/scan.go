@@ -418,6 +418,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
+	r.RenewalSuggested, _ = policy.ParseTier(c.ACME.RenewalSuggested) // validated at load
 	return &scan.Pass{
 		Sources:     sources,
 		Prober:      prober,
@@ -505,6 +506,7 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 		Attempts:         c.Probe.Retries + 1,
 		BreakAfter:       breakAfter(c.Probe.BreakAfter),
 		PostQuantum:      c.Probe.PostQuantum,
+		ARI:              ariConfig(c.ACME),
 		Revocation: probes.RevocationConfig{
 			Disabled:    !c.Revocation.Enabled,
 			Timeout:     time.Duration(c.Revocation.Timeout),
@@ -603,4 +605,20 @@ func rules(p config.Policy) (policy.Rules, error) {
 	r.CoverageNames, _ = policy.ParseTier(p.CoverageNames)
 	r.CoverageUnverified, _ = policy.ParseTier(p.CoverageUnverified)
 	return r, nil
+}
+
+// ariConfig is the prober's renewal information lookups of c: none when
+// off, else the built-in directories (when kept) and the configured ones.
+func ariConfig(c config.ACME) probes.ARIConfig {
+	if !c.Enabled {
+		return probes.ARIConfig{}
+	}
+	var dirs []probes.ACMEDirectory
+	if c.BuiltinDirectories {
+		dirs = probes.BuiltinACMEDirectories()
+	}
+	for _, d := range c.Directories {
+		dirs = append(dirs, probes.ACMEDirectory{URL: d.URL, Issuers: d.Issuers})
+	}
+	return probes.ARIConfig{Directories: dirs, Timeout: time.Duration(c.Timeout)}
 }

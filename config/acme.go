@@ -1,0 +1,62 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+// ACME configures the lookups of ACME Renewal Information (RFC 9773): for
+// each verified leaf, the ACME CA that issued it is asked for the window in
+// which it suggests renewing it (renewal_suggested).
+type ACME struct {
+	// Enabled turns the lookups on (the default) or off.
+	Enabled bool `yaml:"enabled"`
+	// BuiltinDirectories keeps the public ACME CAs certwatch knows (Let's
+	// Encrypt, Google Trust Services).
+	BuiltinDirectories bool `yaml:"builtin_directories"`
+	// Directories are more ACME CAs (a private step-ca, say): each
+	// directory URL and the issuers (the issuing certificate's subject
+	// organization or common name, exactly) whose leaves it issued.
+	Directories []ACMEDirectory `yaml:"directories,omitempty"`
+	// Timeout bounds one request.
+	Timeout Duration `yaml:"timeout"`
+	// RenewalSuggested is the tier of renewal_suggested once the CA's
+	// window has ended (notice, then warning, before); "none" turns the
+	// check off.
+	RenewalSuggested string `yaml:"renewal_suggested"`
+}
+
+// ACMEDirectory is one ACME CA asked for renewal information.
+type ACMEDirectory struct {
+	URL     string   `yaml:"url"`
+	Issuers []string `yaml:"issuers"`
+}
+
+func (a *ACME) applyDefaults() {
+	*a = ACME{Enabled: true, BuiltinDirectories: true, Timeout: Duration(10e9), RenewalSuggested: "page"}
+}
+
+func (a *ACME) validate() []error {
+	var errs []error
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldf(join("acme", path), "acme: "+format, args...))
+	}
+	if a.Timeout <= 0 {
+		add("timeout", "timeout must be positive, got %v", a.Timeout)
+	}
+	if _, err := policy.ParseTier(a.RenewalSuggested); err != nil {
+		add("renewal_suggested", "renewal_suggested: %v", err)
+	}
+	for i, d := range a.Directories {
+		path := fmt.Sprintf("directories[%d]", i)
+		if u, err := url.Parse(d.URL); err != nil || u.Scheme != "https" || u.Host == "" {
+			add(path+".url", "directories[%d]: url %q: want the https URL of an ACME directory", i, shorten(d.URL))
+		}
+		if len(d.Issuers) == 0 {
+			add(path+".issuers", "directories[%d]: issuers: required (the issuing certificate's subject organization or common name): a CA is never guessed", i)
+		}
+	}
+	return errs
+}
