@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
@@ -118,6 +119,7 @@ type inventory struct {
 	// not (AddCoverage).
 	watched []found.WatchedZone
 	gaps    []found.Gap
+	atRest  []atrest.Certificate
 	// pointers maps an AWS resource's DNS name to the Route 53 names
 	// pointing at it; built on first use from zones.
 	pointers map[string][]string

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/probes"
 )
@@ -33,6 +34,9 @@ type Result struct {
 	IAM []IAMCertificate
 	// Gaps are the coverage gaps, by reason and zone (see CoverageGap).
 	Gaps []Gap
+	// AtRest are the certificates given to AddAtRest, one per
+	// fingerprint with every location, by NotAfter.
+	AtRest []AtRestCertificate
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -63,6 +67,11 @@ type Evaluator struct {
 	issuers map[string]string
 	// inv is the cloud inventory (AddACM, SetZones), judged in Result.
 	inv inventory
+	// rest are the certificates held at rest (AddAtRest) merged by
+	// fingerprint, by NotAfter; restIdx finds one by fingerprint. Built
+	// in Result.
+	rest    []atrest.Certificate
+	restIdx map[string]int
 	// stalls are the addresses that stalled after connecting, with the
 	// names the sweep gave up on there, judged in Result (tls_broken).
 	stalls stalls
@@ -294,8 +303,10 @@ func (e *Evaluator) Result() Result {
 		}
 	}
 	out := Result{Endpoints: e.probed}
+	e.mergeAtRest()
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
+	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -178,6 +179,8 @@ type Replacement struct {
 	// ARN is set when ACM holds it.
 	ARN      string    `json:"arn,omitempty"`
 	NotAfter time.Time `json:"not_after"`
+	// Locations are where it is held at rest, when it is.
+	Locations []atrest.Location `json:"locations,omitempty"`
 }
 
 // Finding is one problem with one certificate (or, for inconsistent
@@ -209,6 +212,12 @@ type Finding struct {
 	// IAM lists the IAM server certificates the finding is about, or that
 	// its endpoints serve (matched by serial number).
 	IAM []IAMRef `json:"iam,omitempty"`
+	// Locations are the places the certificate is held at rest (files,
+	// keystores, Kubernetes objects), matched by fingerprint: beside its
+	// endpoints for a served certificate, alone for one no endpoint
+	// serves. Sorted; shared with the report's at_rest list, not to be
+	// modified.
+	Locations []atrest.Location `json:"locations,omitempty"`
 	// UnverifiedSince is set on a finding a report carries over from an
 	// earlier run because every endpoint of its blast radius failed to
 	// answer since (an outage, a cut-short run): it is when the finding

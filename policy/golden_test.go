@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
@@ -368,6 +369,84 @@ func TestEvaluatorGolden(t *testing.T) {
 			t.Error("the fixture renews no served certificate")
 		}
 		checkGolden(t, "evaluate-inventory.json", g.golden(res))
+	})
+
+	t.Run("at rest", func(t *testing.T) {
+		// Certificates held at rest, merged with the served ones by
+		// fingerprint and judged as they are.
+		g := newGoldenFixture(t, now)
+		set := atrest.Set{Roots: g.root.Pool(), Now: now}
+		// The intermediate is at rest too: name it in the output.
+		g.labels, g.leaves = append(g.labels, "golden-issuing"), append(g.leaves, g.inter.Cert)
+		file := func(path string) atrest.Location { return atrest.Location{Kind: atrest.File, Where: path} }
+		secret := func(where, key string) atrest.Location {
+			return atrest.Location{Kind: atrest.Secret, Where: where, Key: key}
+		}
+
+		// v: the endpoint serves a certificate expiring in 3 days; a
+		// file holds its renewal: stale, naming the file.
+		g.serve("shop.v.example", "10.0.22.1", g.leaf("v-old", -300, 3, "shop.v.example"))
+		set.Add(file("/etc/ssl/v.pem"), g.leaf("v-new", -2, 305, "shop.v.example"), g.inter.Cert)
+
+		// w: the endpoint serves a certificate with 200 days left; a
+		// Secret holds its renewal: stale whatever the time left.
+		g.serve("api.w.example", "10.0.23.1", g.leaf("w-old", -100, 200, "api.w.example"))
+		set.Add(secret("payments/w-tls", "tls.crt"), g.leaf("w-new", -1, 306, "api.w.example"), g.inter.Cert)
+
+		// x: served and held in a file and a Secret: its expiry finding
+		// lists both endpoints and both locations.
+		x := g.leaf("x", -300, 9, "x.example")
+		g.serve("x.example", "10.0.24.1", x)
+		g.serve("x.example", "10.0.24.2", x)
+		set.Add(file("/etc/ssl/x.pem"), x)
+		set.Add(secret("web/x-tls", "tls.crt"), x, g.inter.Cert)
+
+		// y: held at rest only, expiring: a finding with its locations
+		// and no endpoint.
+		set.Add(file("/etc/ssl/client/y.pem"), g.leaf("y", -300, 11, "client.y.example"))
+
+		// z: a private root held at rest, expiring, with a leaf it
+		// issued beside it: the root's expiry names the leaf.
+		zRoot := certtest.MustCA("Z Private Root", g.day(-3000), g.day(20))
+		zLeaf := zRoot.MustLeaf(certtest.LeafOptions{DNSNames: []string{"mtls.z.example"}, NotBefore: g.day(-10), NotAfter: g.day(80)})
+		g.labels, g.leaves = append(g.labels, "z-root", "z-leaf"), append(g.leaves, zRoot.Cert, zLeaf.Cert)
+		set.Add(atrest.Location{Kind: atrest.ConfigMap, Where: "kube-system/z-root", Key: "ca.crt"}, zRoot.Cert)
+		set.Add(secret("mtls/z-client", "tls.crt"), zLeaf.Cert)
+
+		// r: a weak key held at rest.
+		weak := g.inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"legacy.r.example"}, NotBefore: g.day(-10), NotAfter: g.day(200), RSABits: 1024})
+		g.labels, g.leaves = append(g.labels, "r-weak"), append(g.leaves, weak.Cert)
+		set.Add(atrest.Location{Kind: atrest.Keystore, Where: "/opt/r/keystore.jks", Key: "server"}, weak.Cert, g.inter.Cert)
+
+		// s: a newer certificate at rest that does not verify (issued
+		// by a CA no one trusts): no renewal of what is served.
+		g.serve("shop.s.example", "10.0.25.1", g.leaf("s-old", -300, 4, "shop.s.example"))
+		stranger := certtest.MustCA("Stranger", g.day(-10), g.day(1000)).MustLeaf(certtest.LeafOptions{DNSNames: []string{"shop.s.example"}, NotBefore: g.day(-1), NotAfter: g.day(400)})
+		g.labels, g.leaves = append(g.labels, "s-stranger"), append(g.leaves, stranger.Cert)
+		set.Add(file("/tmp/s.pem"), stranger.Cert)
+
+		ev := policy.NewEvaluator(policy.DefaultRules(), now)
+		for i := range g.obs {
+			ev.Add(&g.obs[i])
+		}
+		certs := set.Certificates()
+		// Two sources may hold one certificate: the second copy merges.
+		ev.AddAtRest(certs...)
+		ev.AddAtRest(atrest.Certificate{SHA256: probes.Fingerprint(x), Locations: []atrest.Location{{Kind: atrest.File, Where: "/backup/x.pem"}}})
+		res := ev.Result()
+		byCert := map[string][]policy.Finding{}
+		for _, f := range res.Findings {
+			byCert[f.Certificate] = append(byCert[f.Certificate], f)
+		}
+		stale := byCert[probes.Fingerprint(g.leaves[slices.Index(g.labels, "v-old")])]
+		if len(stale) != 1 || stale[0].Kind != policy.StaleDeployment || !strings.HasPrefix(stale[0].Message, "renewed in file /etc/ssl/v.pem on 2029-12-30") ||
+			!strings.Contains(stale[0].Message, "shop.v.example:443 (10.0.22.1) still serves the old one") || !strings.Contains(stale[0].Message, "expires in 3 days") {
+			t.Errorf("findings of v-old = %+v, want one stale_deployment naming the file", stale)
+		}
+		if xs := byCert[probes.Fingerprint(x)]; len(xs) != 1 || len(xs[0].Endpoints) != 2 || len(xs[0].Locations) != 3 {
+			t.Errorf("findings of x = %+v, want one with 2 endpoints and 3 locations", xs)
+		}
+		checkGolden(t, "evaluate-at-rest.json", g.golden(res))
 	})
 
 	t.Run("endpoints only", func(t *testing.T) {

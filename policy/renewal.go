@@ -13,12 +13,14 @@ import (
 
 // judgeInventory judges the ACM inventory, merges its findings with the
 // endpoint findings of the same certificate, links both, and turns expiry
-// findings of certificates already replaced elsewhere into stale
-// deployments. It edits and extends fs, which is Result's own. It runs the
+// findings of certificates already replaced elsewhere (in ACM, at rest, on
+// other endpoints) into stale deployments, and served certificates that
+// ACM or a place at rest holds a renewal of into stale deployments
+// whatever their time left. It edits and extends fs, which is Result's own. It runs the
 // passes of an inventoryJudgement in order; each pass states what it
 // leaves true for the next.
 func (e *Evaluator) judgeInventory(fs []Finding) ([]Finding, []ACMCertificate) {
-	if len(e.inv.acm) == 0 && !slices.ContainsFunc(fs, func(f Finding) bool { return f.Kind == Expiring || f.Kind == Expired }) {
+	if len(e.inv.acm) == 0 && len(e.rest) == 0 && !slices.ContainsFunc(fs, func(f Finding) bool { return f.Kind == Expiring || f.Kind == Expired }) {
 		return fs, nil
 	}
 	j := &inventoryJudgement{e: e, sv: e.servedIndex(), drop: map[int]bool{}}
@@ -76,9 +78,10 @@ type inventoryJudgement struct {
 	wanted map[string]bool
 	cands  []newer
 	idx    map[string][]int
-	// staleACM finds, by the fingerprint of a served certificate that an
-	// ACM certificate replaced, its stale deployment finding.
-	staleACM map[string]int
+	// staleHeld finds, by the fingerprint of a served certificate that a
+	// certificate held in ACM or at rest replaced, its stale deployment
+	// finding.
+	staleHeld map[string]int
 }
 
 // acmGroup is the copies of one ACM certificate.
@@ -161,8 +164,9 @@ func (j *inventoryJudgement) judgeACM() {
 // references of its ACM copies, and indexes the findings that the passes
 // after it look for. Afterwards broken holds every served certificate with
 // an untrusted or self-signed finding, and leafExpiry, when there is any
-// ACM certificate, every expiry finding about a served leaf itself (its
-// deadline is the leaf's NotAfter, not an intermediate's).
+// ACM certificate or one held at rest, every expiry finding about a served
+// leaf itself (its deadline is the leaf's NotAfter, not an
+// intermediate's).
 func (j *inventoryJudgement) link() {
 	refs := map[string][]ACMRef{}
 	for _, g := range j.groups {
@@ -181,7 +185,7 @@ func (j *inventoryJudgement) link() {
 		case ChainUntrusted, SelfSigned:
 			j.broken[f.Certificate] = true
 		case Expiring, Expired:
-			if c := j.e.cert(f.Certificate); len(j.groups) > 0 && c != nil && f.Deadline.Equal(c.NotAfter) {
+			if c := j.e.cert(f.Certificate); (len(j.groups) > 0 || len(j.e.rest) > 0) && c != nil && f.Deadline.Equal(c.NotAfter) {
 				j.leafExpiry[f.Certificate] = i
 			}
 		}
@@ -262,7 +266,7 @@ func (j *inventoryJudgement) oldOf(i int) (newer, string, bool) {
 // at (the first name of each certificate oldOf returns, and the wildcard
 // that would cover it), so that only candidates for these are built. It
 // reports whether any newer certificate can matter: false when nothing is
-// wanted and there is no ACM certificate.
+// wanted and there is no certificate in ACM or at rest.
 func (j *inventoryJudgement) lookFor() bool {
 	j.wanted = map[string]bool{}
 	for i := range j.out {
@@ -276,16 +280,18 @@ func (j *inventoryJudgement) lookFor() bool {
 			j.wanted["*."+parent] = true
 		}
 	}
-	return len(j.wanted) > 0 || len(j.certs) > 0
+	return len(j.wanted) > 0 || len(j.certs) > 0 || len(j.e.rest) > 0
 }
 
-// candidates gathers the newer certificates: ACM certificates and served
-// certificates whose chain verifies, valid now and fresh (outside every
-// expiry tier), as a renewal is; a certificate that is itself about to
-// expire is no replacement. Every fresh issued ACM certificate is one (an
-// inventory is small), so that an endpoint serving an older certificate
-// than ACM holds is found whatever its time left; a served one only when
-// it carries a wanted name. Afterwards cands are newest first (then by ARN
+// candidates gathers the newer certificates: ACM certificates, leaves
+// held at rest and served certificates whose chain verifies, valid now and
+// fresh (outside every expiry tier), as a renewal is; a certificate that
+// is itself about to expire is no replacement. Every fresh issued ACM
+// certificate and every verified fresh leaf at rest is one (an inventory
+// is small, a candidate at rest is built without text), so that an
+// endpoint serving an older certificate than ACM or a place at rest holds
+// is found whatever its time left; a served one only when it carries a
+// wanted name and is not held at rest. Afterwards cands are newest first (then by ARN
 // and fingerprint) and idx maps each name to the candidates carrying it,
 // in that order.
 func (j *inventoryJudgement) candidates() {
@@ -314,10 +320,19 @@ func (j *inventoryJudgement) candidates() {
 			names: c.Names(), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: acmcert.NormalizeSerial(c.Serial), fp: fp, arn: c.ARN, advice: advice,
 		})
 	}
+	held := map[string]bool{}
+	for i := range e.rest {
+		r := &e.rest[i]
+		if r.CA || !r.Verified || len(r.DNSNames) == 0 || !fresh(r.NotBefore, r.NotAfter) {
+			continue
+		}
+		held[r.SHA256] = true
+		j.cands = append(j.cands, restCandidate(r))
+	}
 	for i := range e.certs {
 		c := &e.certs[i]
 		fp := c.SHA256
-		if len(j.wanted) == 0 || j.broken[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
+		if len(j.wanted) == 0 || j.broken[fp] || held[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
 			continue
 		}
 		j.cands = append(j.cands, newer{
@@ -341,9 +356,9 @@ func (j *inventoryJudgement) candidates() {
 // into a stale deployment, in place (same index, tier and endpoints), with
 // a message naming the replacement. Afterwards each served certificate
 // whose expiry finding it turned carries the replacement (RenewedBy), and
-// staleACM holds those an ACM certificate replaced.
+// staleHeld holds those a certificate in ACM or at rest replaced.
 func (j *inventoryJudgement) markStale() {
-	j.staleACM = map[string]int{}
+	j.staleHeld = map[string]int{}
 	for i := range j.out {
 		old, arn, ok := j.oldOf(i)
 		if !ok {
@@ -359,23 +374,23 @@ func (j *inventoryJudgement) markStale() {
 		if arn != "" {
 			c := &j.certs[j.byARN[arn]]
 			f.Message = fmt.Sprintf("ACM certificate %s, which %s, is still %s, although a newer certificate for the same names exists: %s. The renewal happened but the rollout did not: %s",
-				acmLabel(c), j.e.lifeState(old.notAfter), usage(c, false), n.desc, n.advice)
+				acmLabel(c), j.e.lifeState(old.notAfter), usage(c, false), n.description(), n.advice)
 			continue
 		}
 		f.Message = j.e.staleMessage(f, old, n)
 		j.e.cert(old.fp).RenewedBy = n.replacement()
-		if n.arn != "" {
-			j.staleACM[old.fp] = i
+		if n.held() {
+			j.staleHeld[old.fp] = i
 		}
 	}
 }
 
 // staleUnexpired adds a stale deployment for each served certificate with
-// no expiry finding that ACM holds a renewal of, whatever its time left, at
-// least at the tiers of a notice and of an inconsistent deployment. A
-// served certificate that is in ACM itself (linked by serial) is current
-// there, not stale. Afterwards these too carry their replacement
-// (RenewedBy) and are in staleACM.
+// no expiry finding that ACM or a place at rest holds a renewal of,
+// whatever its time left, at least at the tiers of a notice and of an
+// inconsistent deployment. A served certificate that is in ACM itself
+// (linked by serial) is current there, not stale. Afterwards these too
+// carry their replacement (RenewedBy) and are in staleHeld.
 func (j *inventoryJudgement) staleUnexpired() {
 	e, now := j.e, j.e.now
 	inACM := map[string]bool{}
@@ -401,14 +416,14 @@ func (j *inventoryJudgement) staleUnexpired() {
 		}
 		f.Message = e.staleMessage(&f, old, n)
 		c.RenewedBy = n.replacement()
-		j.staleACM[fp] = len(j.out)
+		j.staleHeld[fp] = len(j.out)
 		j.out = append(j.out, f)
 	}
 }
 
 // foldInconsistent drops each inconsistent deployment whose oldest
-// certificate an ACM renewal replaced: it is that stale deployment, which
-// takes the higher tier of the two. Afterwards no inconsistent deployment
+// certificate a renewal held in ACM or at rest replaced: it is that stale
+// deployment, which takes the higher tier of the two. Afterwards no inconsistent deployment
 // is kept beside the stale deployment of its oldest certificate.
 func (j *inventoryJudgement) foldInconsistent() {
 	for i := range j.out {
@@ -416,7 +431,7 @@ func (j *inventoryJudgement) foldInconsistent() {
 		if f.Kind != InconsistentDeployment {
 			continue
 		}
-		if k, ok := j.staleACM[f.Certificate]; ok {
+		if k, ok := j.staleHeld[f.Certificate]; ok {
 			j.out[k].Tier = max(j.out[k].Tier, f.Tier)
 			j.drop[i] = true
 		}
@@ -436,6 +451,9 @@ func (e *Evaluator) lifeState(notAfter time.Time) string {
 // serve, replaced by n: the stale addresses, the newer certificate (with
 // its ARN when in ACM) and what to do.
 func (e *Evaluator) staleMessage(f *Finding, old newer, n newer) string {
+	if n.rest != nil {
+		return e.restStaleMessage(f, old, n)
+	}
 	verb := "serve"
 	if len(f.Endpoints) == 1 {
 		verb = "serves"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/atrest"
 )
 
 // newer is a certificate that may have replaced an older one: in ACM, or
@@ -23,20 +24,40 @@ type newer struct {
 	serial    string
 	fp        string
 	arn       string
+	// rest is the certificate held at rest it is, when it is one.
+	rest *atrest.Certificate
+}
+
+// held reports whether n is held somewhere on purpose, in ACM or at rest:
+// a renewal someone made, which an endpoint serving the old certificate
+// has yet to pick up.
+func (n *newer) held() bool { return n.arn != "" || n.rest != nil }
+
+// description names n for people: its desc, or where it is held at rest.
+func (n *newer) description() string {
+	if n.rest != nil {
+		return fmt.Sprintf("certificate %q held at rest in %s (serial %s, not after %s)", n.rest.Subject, atrest.Where(n.rest.Locations, 3), n.serial, stamp(n.notAfter))
+	}
+	return n.desc
 }
 
 // replacement is n as the verdict put on the certificate it replaces.
 func (n newer) replacement() *Replacement {
-	return &Replacement{SHA256: n.fp, ARN: n.arn, NotAfter: n.notAfter}
+	r := &Replacement{SHA256: n.fp, ARN: n.arn, NotAfter: n.notAfter}
+	if n.rest != nil {
+		r.Locations = n.rest.Locations
+	}
+	return r
 }
 
 // newestFor returns the newest candidate that replaces old: it was issued
 // after old and outlives it, is another certificate, covers every name of
-// old, and, unless it is in ACM, is not served on a name:port that serves
-// old too (inconsistent_deployment reports that; a renewal ACM holds makes
-// the old one stale instead). With acmOnly only ACM candidates count. cands
-// are sorted newest first; idx maps a name to the candidates carrying it.
-func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, acmOnly bool) (newer, bool) {
+// old, and, unless it is held in ACM or at rest, is not served on a
+// name:port that serves old too (inconsistent_deployment reports that; a
+// renewal held makes the old one stale instead). With heldOnly only
+// candidates held in ACM or at rest count. cands are sorted newest first;
+// idx maps a name to the candidates carrying it.
+func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, heldOnly bool) (newer, bool) {
 	if len(old.names) == 0 {
 		return newer{}, false
 	}
@@ -51,8 +72,8 @@ func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, a
 		if !n.notAfter.After(old.notAfter) {
 			break // newest first: no later candidate outlives old either
 		}
-		if (acmOnly && n.arn == "") || !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
-			(old.serial != "" && n.serial == old.serial) || (n.arn == "" && sv.sharesNamePort(n.fp, old.fp)) || !covers(n.names, old.names) {
+		if (heldOnly && !n.held()) || !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
+			(old.serial != "" && n.serial == old.serial) || (!n.held() && sv.sharesNamePort(n.fp, old.fp)) || !covers(n.names, old.names) {
 			continue
 		}
 		return n, true

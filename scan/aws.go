@@ -45,5 +45,8 @@ func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
 		if len(inv.Watched)+len(inv.Gaps) > 0 {
 			ev.AddCoverage(inv.Watched, inv.Gaps)
 		}
+		if len(inv.AtRest) > 0 {
+			ev.AddAtRest(inv.AtRest...)
+		}
 	}
 }

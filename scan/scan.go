@@ -117,6 +117,10 @@ type Report struct {
 	// IAM lists the IAM server certificates with the endpoints and AWS
 	// resources serving them.
 	IAM []policy.IAMCertificate `json:"iam,omitempty"`
+	// AtRest lists the certificates held at rest (files, keystores,
+	// Kubernetes objects), one per fingerprint with every location and
+	// the endpoints that serve it.
+	AtRest []policy.AtRestCertificate `json:"at_rest,omitempty"`
 
 	// CutShort is set when the pass's context ended (a sweep deadline, a
 	// shutdown) before every endpoint was probed. The report then holds
@@ -421,7 +425,7 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 // and how many endpoints were not probed.
 func fill(r *Report, ev *policy.Evaluator) {
 	res := ev.Result()
-	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM
+	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{}
 	}

@@ -37,7 +37,7 @@ type metrics struct {
 	jobRuns       *prometheus.CounterVec
 	jobDuration   *prometheus.HistogramVec
 
-	expiry, notBefore, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, endpoints,
+	expiry, notBefore, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	buildInfo *prometheus.Desc
@@ -65,6 +65,7 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"daemon_job"}),
 		expiry:            d("certificate_expiry_timestamp_seconds", "NotAfter of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
 		notBefore:         d("certificate_not_before_timestamp_seconds", "NotBefore of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
+		restExpiry:        d("certificate_at_rest_expiry_timestamp_seconds", "NotAfter of each certificate held at rest (files, keystores, Kubernetes objects), as a Unix time, per place it is held: kind (file, keystore, secret, ...) and location (\"secret payments/api-tls tls.crt\").", "sha256", "subject_cn", "kind", "location"),
 		endpointExpiry:    d("endpoint_certificate_expiry_timestamp_seconds", "NotAfter of the leaf each endpoint served in the latest probe run, as a Unix time; name, port and address join certwatch_probe_success.", "name", "port", "address", "sha256"),
 		endpointNotBefore: d("endpoint_certificate_not_before_timestamp_seconds", "NotBefore of the leaf each endpoint served in the latest probe run, as a Unix time.", "name", "port", "address", "sha256"),
 		endpointTLS:       d("endpoint_tls_info", "The TLS version, cipher suite and key exchange group (key_exchange: secp256r1, x25519, X25519MLKEM768, ...; empty for RSA key transport) each endpoint negotiated in the latest probe run; always 1.", "name", "port", "address", "version", "cipher", "key_exchange"),
@@ -93,7 +94,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
+	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
 		ch <- d
@@ -140,6 +141,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
 			gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)
 		}
+		for _, c := range v.restSeries {
+			gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)
+		}
 		for _, e := range v.certEndpointSeries {
 			gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
 			gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
@@ -167,6 +171,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
 		gauge(m.dropped, float64(v.endpointDropped), "probe")
 		gauge(m.dropped, float64(v.certEndpointDropped), "endpoint_certificate")
+		gauge(m.dropped, float64(v.restDropped), "certificate_at_rest")
 	}
 
 	if s.opts.Outbox != nil || s.opts.State != nil {

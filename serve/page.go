@@ -96,7 +96,11 @@ type pageRow struct {
 	Hidden    bool
 	Shown     []policy.Endpoint
 	MoreShown int
-	Search    string
+	// ShownLocations are the places at rest listed, MoreLocations how many
+	// more there are.
+	ShownLocations []string
+	MoreLocations  int
+	Search         string
 }
 
 type jobLine struct {
@@ -170,6 +174,8 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.search}
 			pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
 			pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
+			pr.ShownLocations = rw.Locations[:min(len(rw.Locations), endpointsShown)]
+			pr.MoreLocations = len(rw.Locations) - len(pr.ShownLocations)
 			d.Rows = append(d.Rows, pr)
 		}
 		// Findings by tier, counted as `certwatch scan` counts them.

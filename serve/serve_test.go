@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
@@ -630,5 +631,56 @@ func TestStatusPageRenewal(t *testing.T) {
 				t.Errorf("renewal = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStatusPageAtRest: a served certificate also held at rest lists its
+// places beside its endpoints; one held at rest only is a row of its own
+// that its finding joins; each place is a metric series, under the
+// series limit.
+func TestStatusPageAtRest(t *testing.T) {
+	const shaClient = "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
+	r, _ := testReport()
+	file := atrest.Location{Kind: atrest.File, Where: "/etc/ssl/wildcard.pem"}
+	sec := atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}
+	client := atrest.Location{Kind: atrest.Secret, Where: "mtls/client", Key: "tls.crt"}
+	r.AtRest = []policy.AtRestCertificate{
+		{Certificate: atrest.Certificate{SHA256: shaClient, Subject: "client.internal.example", Issuer: "Example Issuing CA 2", NotAfter: now.Add(4 * 24 * time.Hour), Locations: []atrest.Location{client}}},
+		{Certificate: atrest.Certificate{SHA256: shaWildcard, Subject: "*.internal.example", NotAfter: now.Add(5 * 24 * time.Hour), Locations: []atrest.Location{file, sec}}},
+	}
+	r.Findings[1].Locations = []atrest.Location{file, sec}
+	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaClient, Subject: "client.internal.example",
+		Deadline: now.Add(4 * 24 * time.Hour), Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{client}, Message: "certificate held at rest expires in 4 days"})
+
+	s := serve.New(serve.Options{Now: func() time.Time { return now }, SeriesLimit: 2})
+	s.RecordReport(r)
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	_, _, body := get(t, hs.URL+"/")
+	var subjects []string
+	for _, row := range pageRows(t, body) {
+		subjects = append(subjects, row.subject)
+	}
+	want := []string{"expired.internal.example", "client.internal.example", "*.internal.example", "route53", "vault.internal.example:8200", "www.internal.example"}
+	if !cmp.Equal(subjects, want) {
+		t.Errorf("rows %q, want %q (the certificate held at rest only in tier, then deadline order)", subjects, want)
+	}
+	for _, s := range []string{
+		"2 endpoints, 2 names, held at rest in 2 places", "file /etc/ssl/wildcard.pem", "secret payments/api-tls tls.crt",
+		"0 endpoints, 0 names, held at rest in 1 place", "secret mtls/client tls.crt", "certificate held at rest expires in 4 days",
+	} {
+		if !strings.Contains(body, s) {
+			t.Errorf("status page lacks %q", s)
+		}
+	}
+	fams := scrape(t, hs.URL)
+	if got, ok := value(fams, "certwatch_certificate_at_rest_expiry_timestamp_seconds", map[string]string{"kind": "secret", "location": "secret mtls/client tls.crt", "sha256": shaClient, "subject_cn": "client.internal.example"}); !ok || got != float64(now.Add(4*24*time.Hour).Unix()) {
+		t.Errorf("at rest expiry of the client certificate = %v, %v", got, ok)
+	}
+	if n := len(fams["certwatch_certificate_at_rest_expiry_timestamp_seconds"].GetMetric()); n != 2 {
+		t.Errorf("%d at rest series, want the limit, 2", n)
+	}
+	if got, _ := value(fams, "certwatch_metrics_series_dropped", map[string]string{"family": "certificate_at_rest"}); got != 1 {
+		t.Errorf("dropped certificate_at_rest series = %v, want 1", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -28,7 +29,10 @@ type view struct {
 	// dates and the TLS version and cipher negotiated.
 	certEndpointSeries  []certEndpointSeries
 	certEndpointDropped int
-	findings            map[findingKey]int
+	// restSeries are the places certificates are held at rest.
+	restSeries  []restSeries
+	restDropped int
+	findings    map[findingKey]int
 	// byTier counts the report's findings by tier, as the CLI's summary
 	// does.
 	byTier map[policy.Tier]int
@@ -68,12 +72,21 @@ type row struct {
 	// AWS resources that use them (InUseBy).
 	ACM       []string
 	Resources []string
+	// Locations are the places the certificate is held at rest
+	// (atrest.Location.String), sorted.
+	Locations []string
 	search    string
 }
 
 type certSeries struct {
 	sha, subject, issuer, source string
 	notBefore, notAfter          time.Time
+}
+
+// restSeries is one place a certificate is held at rest.
+type restSeries struct {
+	sha, subject, kind, location string
+	notAfter                     time.Time
 }
 
 type certEndpointSeries struct {
@@ -171,6 +184,12 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		}
 	}
 
+	restBySHA := map[string]*policy.AtRestCertificate{}
+	for i := range r.AtRest {
+		restBySHA[r.AtRest[i].SHA256] = &r.AtRest[i]
+	}
+	restRow := map[string]int{} // fingerprint -> row of a certificate at rest no endpoint serves
+
 	allKinds, allSources := map[string]bool{}, map[string]bool{}
 	for _, c := range r.Certificates {
 		fs := byCert[c.SHA256]
@@ -185,6 +204,9 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 				rw.Deadline = f.Deadline
 			}
 			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
+		}
+		if a := restBySHA[c.SHA256]; a != nil {
+			rw.Locations = locationStrings(a.Locations)
 		}
 		rw.Renewal = renewal(c, fs, r)
 		for _, a := range acmBySHA[c.SHA256] {
@@ -213,8 +235,23 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			Sources: acmSource(r.Sources, a.Account),
 		})
 	}
+	for i := range r.AtRest {
+		a := &r.AtRest[i]
+		if known[a.SHA256] {
+			continue
+		}
+		restRow[a.SHA256] = len(v.rows)
+		v.rows = append(v.rows, row{
+			Tier: policy.None, Deadline: a.NotAfter, Subject: a.Subject, Issuer: a.Issuer,
+			SHA256: a.SHA256, NotAfter: a.NotAfter, Locations: locationStrings(a.Locations),
+		})
+	}
 	for _, f := range loose {
-		if i, ok := acmByARN[f.Name]; ok {
+		i, ok := acmByARN[f.Name]
+		if !ok && f.Certificate != "" {
+			i, ok = restRow[f.Certificate]
+		}
+		if ok {
 			rw := &v.rows[i]
 			rw.Findings = append(rw.Findings, f)
 			rw.Tier = max(rw.Tier, f.Tier)
@@ -264,6 +301,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		}
 		parts = append(parts, rw.ACM...)
 		parts = append(parts, rw.Resources...)
+		parts = append(parts, rw.Locations...)
 		rw.search = strings.ToLower(strings.Join(parts, " "))
 	}
 	// Most urgent first, as the CLI lists findings: by tier, then deadline.
@@ -303,7 +341,28 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.endpointSeries = v.endpointSeries[:limit]
 	}
 	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
+	// One series per place at rest, soonest expiry first, under the same
+	// limit as the other per-certificate families.
+	for i := range r.AtRest {
+		a := &r.AtRest[i]
+		for _, l := range a.Locations {
+			if len(v.restSeries) == limit {
+				v.restDropped++
+				continue
+			}
+			v.restSeries = append(v.restSeries, restSeries{sha: a.SHA256, subject: a.Subject, kind: string(l.Kind), location: l.String(), notAfter: a.NotAfter})
+		}
+	}
 	return v
+}
+
+// locationStrings names each location for the page.
+func locationStrings(locs []atrest.Location) []string {
+	out := make([]string, len(locs))
+	for i, l := range locs {
+		out[i] = l.String()
+	}
+	return out
 }
 
 // printableRow escapes control and format characters (policy.Printable) in
@@ -313,7 +372,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 // they belong to the report.
 func printableRow(rw *row) {
 	rw.Subject, rw.Issuer, rw.Renewal = policy.Printable(rw.Subject), policy.Printable(rw.Issuer), policy.Printable(rw.Renewal)
-	for _, l := range [][]string{rw.Sources, rw.ACM, rw.Resources} {
+	for _, l := range [][]string{rw.Sources, rw.ACM, rw.Resources, rw.Locations} {
 		for i, s := range l {
 			l[i] = policy.Printable(s)
 		}
@@ -388,6 +447,9 @@ func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []stri
 // (Certificate.RenewedBy); else a finding about its renewal; else what the
 // deadline implies.
 func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
+	if c.RenewedBy != nil && len(c.RenewedBy.Locations) > 0 {
+		return "renewed in " + atrest.Where(c.RenewedBy.Locations, 1) + ", but not deployed on these endpoints"
+	}
 	if c.RenewedBy != nil {
 		return "renewed, but not deployed on these endpoints"
 	}

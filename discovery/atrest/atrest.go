@@ -68,7 +68,8 @@ type Location struct {
 }
 
 // String names the location for people: "secret payments/api-tls
-// tls.crt", "file /etc/ssl/api.pem", "file /etc/ssl/bundle.pem #2",
+// tls.crt", "file /etc/ssl/api.pem", "file /etc/ssl/bundle.pem #2" (the
+// first of a bundle, its leaf, goes without a number),
 // "keystore /opt/app/keystore.jks alias server", "secret
 // payments/api-tls tls.crt (cluster prod)".
 func (l Location) String() string {
@@ -83,7 +84,7 @@ func (l Location) String() string {
 		}
 		b.WriteString(l.Key)
 	}
-	if l.Index > 0 {
+	if l.Index > 1 {
 		b.WriteString(" #")
 		b.WriteString(strconv.Itoa(l.Index))
 	}

@@ -23,7 +23,7 @@ func TestLocationString(t *testing.T) {
 		{atrest.Location{Kind: atrest.File, Where: "/etc/ssl/api.pem"}, "file /etc/ssl/api.pem"},
 		{atrest.Location{Kind: atrest.File, Where: "/etc/ssl/bundle.pem", Index: 2}, "file /etc/ssl/bundle.pem #2"},
 		{atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}, "secret payments/api-tls tls.crt"},
-		{atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt", Index: 1, Cluster: "prod"}, "secret payments/api-tls tls.crt #1 (cluster prod)"},
+		{atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt", Index: 1, Cluster: "prod"}, "secret payments/api-tls tls.crt (cluster prod)"},
 		{atrest.Location{Kind: atrest.Keystore, Where: "/opt/app/keystore.jks", Key: "server"}, "keystore /opt/app/keystore.jks alias server"},
 		{atrest.Location{Kind: atrest.ConfigMap, Where: "kube-system/root-ca", Key: "ca.crt"}, "configmap kube-system/root-ca ca.crt"},
 		{atrest.Location{Kind: atrest.Webhook, Where: "cert-manager-webhook", Key: "webhook.cert-manager.io"}, "webhook cert-manager-webhook webhook.cert-manager.io"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -97,6 +98,9 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			if n := len(f.Endpoints); n > 0 {
 				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, policy.Printable(endpointList(f.Endpoints, 8)))
 			}
+			if n := len(f.Locations); n > 0 {
+				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(f.Locations, 8)))
+			}
 			if len(f.ACM) > 0 {
 				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
 			}
@@ -140,8 +144,12 @@ func writeSummary(w io.Writer, r *scan.Report) {
 			failures[cmpOr(ep.Failure, "error")]++
 		}
 	}
-	fmt.Fprintf(w, "Scanned %d target(s): %d endpoint(s), %d with TLS, %d certificate(s); %s.\n",
-		r.Targets, len(r.Endpoints), ok, len(r.Certificates), findings)
+	atRest := ""
+	if len(r.AtRest) > 0 {
+		atRest = fmt.Sprintf(", %d held at rest", len(r.AtRest))
+	}
+	fmt.Fprintf(w, "Scanned %d target(s): %d endpoint(s), %d with TLS, %d certificate(s)%s; %s.\n",
+		r.Targets, len(r.Endpoints), ok, len(r.Certificates), atRest, findings)
 	if len(failures) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(failures)) {
@@ -203,6 +211,9 @@ func firstNames(f policy.Finding, n int) string {
 			seen[k] = true
 			names = append(names, k)
 		}
+	}
+	if len(names) == 0 && len(f.Locations) > 0 {
+		return atrest.Where(f.Locations, 1)
 	}
 	if len(names) == 0 {
 		return f.Name

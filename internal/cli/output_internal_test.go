@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -77,5 +78,26 @@ func TestTableBidiCertificate(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), `invoice\u202efdp.exe`); n < 2 {
 		t.Errorf("subject shown with a visible escape %d times, want in the table and the detail:\n%s", n, out.String())
+	}
+}
+
+// TestTableAtRest: a finding about a certificate held at rest says where
+// it is held (WHERE column when no endpoint serves it, and its places in
+// the details), and the summary counts the certificates held at rest.
+func TestTableAtRest(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	loc := atrest.Location{Kind: atrest.Secret, Where: "mtls/client", Key: "tls.crt"}
+	r := &scan.Report{GeneratedAt: now, Findings: []policy.Finding{{
+		Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("c1", 32), Subject: "client.example", Deadline: now.AddDate(0, 0, 4),
+		Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{loc, {Kind: atrest.File, Where: "/etc/ssl/client.pem"}}, Message: "held at rest, expires in 4 days",
+	}}, AtRest: []policy.AtRestCertificate{{Certificate: atrest.Certificate{SHA256: strings.Repeat("c1", 32), Locations: []atrest.Location{loc}}}}}
+	var out bytes.Buffer
+	if err := writeTable(&out, r, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"0          secret mtls/client tls.crt and 1 more\n", "held at rest in 2 place(s): secret mtls/client tls.crt, file /etc/ssl/client.pem", "0 certificate(s), 1 held at rest;"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, out.String())
+		}
 	}
 }

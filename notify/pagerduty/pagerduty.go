@@ -214,6 +214,16 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		if len(f.Endpoints) > maxEndpoints {
 			d["endpoints_not_listed"] = len(f.Endpoints) - maxEndpoints
 		}
+		if len(f.Locations) > 0 {
+			locs := make([]string, 0, min(len(f.Locations), maxEndpoints))
+			for _, l := range f.Locations[:min(len(f.Locations), maxEndpoints)] {
+				locs = append(locs, policy.Printable(l.String()))
+			}
+			d["locations"] = locs
+			if len(f.Locations) > maxEndpoints {
+				d["locations_not_listed"] = len(f.Locations) - maxEndpoints
+			}
+		}
 	}
 	p.CustomDetails = d
 	ev := event{EventAction: "trigger", DedupKey: key, Client: "certwatch", Payload: p}

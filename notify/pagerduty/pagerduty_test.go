@@ -2,12 +2,14 @@ package pagerduty_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/pagerduty"
 	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
@@ -216,4 +218,26 @@ func TestNewNeedsKey(t *testing.T) {
 		t.Error("New with an empty routing key = nil error")
 	}
 	var _ notify.Sender = (*pagerduty.Sender)(nil)
+}
+
+// TestAtRestLocations: a finding about a certificate held at rest lists
+// its places in custom_details, as many as endpoints are, with how many
+// more there are.
+func TestAtRestLocations(t *testing.T) {
+	pd := pagerdutytest.New(t, routingKey)
+	s := newSender(t, pd.URL())
+	f := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "client.internal.example",
+		Deadline: now.AddDate(0, 0, 4), Endpoints: []policy.Endpoint{}, Message: "certificate held at rest expires in 4 days"}
+	for i := range 52 {
+		f.Locations = append(f.Locations, atrest.Location{Kind: atrest.Secret, Where: fmt.Sprintf("ns-%02d/client", i), Key: "tls.crt"})
+	}
+	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, Channel: "oncall", At: now, Key: f.ID(), Finding: f, Since: now}); err != nil {
+		t.Fatal(err)
+	}
+	d := pd.Events()[0].Payload.CustomDetails
+	locs, _ := d["locations"].([]any)
+	if len(locs) != 50 || locs[0] != "secret ns-00/client tls.crt" || d["locations_not_listed"] != float64(2) || d["blast_radius"] != float64(0) {
+		t.Errorf("custom_details locations = %v (%d) / %v, blast radius %v; want 50 listed from secret ns-00/client tls.crt, 2 not listed, 0 endpoints",
+			locs[:min(2, len(locs))], len(locs), d["locations_not_listed"], d["blast_radius"])
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -131,6 +132,9 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if len(f.Endpoints) > 0 {
 		blocks = append(blocks, section(blastRadius(f.Endpoints)))
 	}
+	if len(f.Locations) > 0 {
+		blocks = append(blocks, section(heldAtRest(f.Locations)))
+	}
 	if len(f.ACM) > 0 {
 		blocks = append(blocks, section(acmList(f.ACM)))
 	}
@@ -185,6 +189,19 @@ func blastRadius(eps []policy.Endpoint) string {
 	}
 	if len(eps) > listedEndpoints {
 		fmt.Fprintf(&b, "\n… and %d more (see the report or status page)", len(eps)-listedEndpoints)
+	}
+	return b.String()
+}
+
+// heldAtRest lists the places the certificate is held at rest.
+func heldAtRest(locs []atrest.Location) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Held at rest: %d %s*", len(locs), plural(len(locs), "place", "places"))
+	for _, l := range locs[:min(len(locs), listedEndpoints)] {
+		b.WriteString("\n• " + code(l.String()))
+	}
+	if len(locs) > listedEndpoints {
+		fmt.Fprintf(&b, "\n… and %d more (see the report or status page)", len(locs)-listedEndpoints)
 	}
 	return b.String()
 }

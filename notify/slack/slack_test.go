@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,10 +109,15 @@ func TestRendering(t *testing.T) {
 	mismatch := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("0d", 32), Subject: "old.example.com",
 		Deadline: now, Endpoints: []policy.Endpoint{{Name: "new.example.com", Port: 443, Address: "10.9.0.1"}},
 		Message: `certificate "old.example.com" is valid for old.example.com, not for new.example.com; reissue it with new.example.com among its names or point the record elsewhere`}
+	stale := policy.Finding{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: strings.Repeat("5e", 32), Subject: "api.example.com",
+		Deadline: now.AddDate(0, 0, 3), Endpoints: []policy.Endpoint{{Name: "api.example.com", Port: 443, Address: "10.0.0.7"}},
+		Locations: []atrest.Location{{Kind: atrest.File, Where: "/etc/ssl/old/api.pem"}, {Kind: atrest.Secret, Where: "payments/api-tls-old", Key: "tls.crt"}},
+		Message:   "renewed in file /etc/ssl/api.pem on 2030-02-26 (serial 1f, not after 2030-11-20); api.example.com:443 (10.0.0.7) still serves the old one (serial 0e), which expires in 3 days (2030-03-04): reload or restart what serves it so that it reads the renewed certificate"}
 	tests := []struct {
 		name string
 		n    notify.Notification
 	}{
+		{"new_stale_at_rest", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: stale.ID(), Finding: stale, Since: now}},
 		{"new_acm_renewal_failed", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: acmFinding.ID(), Finding: acmFinding, Since: now}},
 		{"new_hostname_mismatch", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: mismatch.ID(), Finding: mismatch, Since: now}},
 		{"new_warning", notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: f.ID(), Finding: f, Since: now, Issuer: "Example Internal Issuing CA 2"}},
