@@ -61,8 +61,9 @@ const layoutCheck = `(function () {
 `
 
 // TestStatusPageLayoutInChromium renders the status page in headless
-// Chromium at a phone's width (390 px) and a desktop's (1280 px), with long
-// unbroken names, a long message and an ACM ARN, takes a screenshot of
+// Chromium at a phone's width (390 px), just above the width where rows
+// become cards (1001 px) and a laptop's (1280 px), with long unbroken
+// names, long messages, a URL and an ACM ARN, takes a screenshot of
 // each, and checks the laid-out DOM: nothing reaches past the right edge,
 // on the phone no card's issuer or not-after line falls into the label
 // column, and the timeline is drawn. CERTWATCH_SCREENSHOT_DIR keeps the
@@ -84,6 +85,13 @@ func TestStatusPageLayoutInChromium(t *testing.T) {
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat("d4", 32), Subject: long,
 		Deadline: now.AddDate(0, 0, 20), Endpoints: []policy.Endpoint{{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678"}},
 		Message: "leaf certificate \"" + long + "\" expires in 20 days (arn:aws:acm:eu-west-1:123456789012:certificate/0f0e1d2c-3b4a-5968-7766-554433221100): renew it"})
+	// A revocation names the CRL it was read from: a URL longer than any
+	// word and with no hyphen to break at (Microsoft's CRLs are named so).
+	// In the demo lab's report such tokens, with the columns' other least
+	// widths, made the table 18 px wider than a 1280 px screen.
+	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Revoked, Tier: policy.Critical, Certificate: shaHealthy, Subject: "www.internal.example",
+		Deadline: now, Endpoints: []policy.Endpoint{{Name: "www.internal.example", Port: 443, Address: "127.0.0.2"}},
+		Message: "leaf certificate \"www.internal.example\" was revoked at 2029-12-31T20:09:53Z (key compromise) according to the crl http://pki.internal.example/pkiops/crl/Example%20Internal%20RSA%20TLS%20Issuing%20CA%2004.crl; replace it now"})
 	for i := range obs {
 		s.ObserveProbe(&obs[i])
 	}
@@ -117,7 +125,7 @@ func TestStatusPageLayoutInChromium(t *testing.T) {
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 
-	for _, width := range []string{"390", "1280"} {
+	for _, width := range []string{"390", "1001", "1280"} {
 		t.Run(width+"px", func(t *testing.T) {
 			dom, png := renderInChromium(t, chromium, hs.URL+"/test/frame?w="+width)
 			m := regexp.MustCompile(`<pre id="layout-check">([^<]*)</pre>`).FindStringSubmatch(dom)
