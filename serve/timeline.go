@@ -8,9 +8,11 @@ import (
 	"github.com/certwatch/certwatch/policy"
 )
 
-// The timeline is an inline SVG bar chart of the rows' deadlines: one bar
-// for what is already due, then one per week of the next 13 (91 days),
-// each stacked by tier. Its coordinate space is about as wide as a phone's
+// The timeline is an inline SVG bar chart of the findings' deadlines: one
+// bar for what is already due, then one per week of the next 13 (91 days),
+// each stacked by tier. It counts findings, as the header's badges do, not
+// rows: a certificate with two warnings is two in both, and a certificate
+// without a finding is in neither. Its coordinate space is about as wide as a phone's
 // screen, so at 390 px its text is drawn at its nominal size; on a wide
 // screen CSS caps its width. No script, no external asset.
 const (
@@ -47,8 +49,9 @@ type timelineSeg struct {
 	Tier string
 }
 
-// buildTimeline lays out the deadlines of rows relative to now, or returns
-// nil when no row is due within the 91 days.
+// buildTimeline lays out the deadlines of the rows' findings relative to
+// now, each at its own tier, or returns nil when none is due within the 91
+// days.
 func buildTimeline(rows []row, now time.Time) *timeline {
 	const week = 7 * 24 * time.Hour
 	counts := make([]map[policy.Tier]int, timelineWeeks+1)
@@ -58,18 +61,19 @@ func buildTimeline(rows []row, now time.Time) *timeline {
 	totals := map[policy.Tier]int{}
 	n := 0
 	for i := range rows {
-		rw := &rows[i]
-		d := rw.Deadline.Sub(now) // saturates for far dates, which fall outside
-		bucket := 0
-		if d >= 0 {
-			if d >= timelineWeeks*week {
-				continue
+		for _, f := range rows[i].Findings {
+			d := f.Deadline.Sub(now) // saturates for far dates, which fall outside
+			bucket := 0
+			if d >= 0 {
+				if d >= timelineWeeks*week {
+					continue
+				}
+				bucket = 1 + int(d/week)
 			}
-			bucket = 1 + int(d/week)
+			counts[bucket][f.Tier]++
+			totals[f.Tier]++
+			n++
 		}
-		counts[bucket][rw.Tier]++
-		totals[rw.Tier]++
-		n++
 	}
 	if n == 0 {
 		return nil
@@ -86,7 +90,7 @@ func buildTimeline(rows []row, now time.Time) *timeline {
 		Width:  timelineLeft*2 + timelineSlot*float64(timelineWeeks+1),
 		Height: timelineTop + timelineChartH + timelineBottom,
 		Base:   timelineTop + timelineChartH,
-		Label:  fmt.Sprintf("Deadlines in the next 90 days by week: %d due now or overdue, %d in the 13 weeks after", sum(counts[0]), n-sum(counts[0])),
+		Label:  fmt.Sprintf("Findings by deadline in the next 90 days, by week: %d due now or overdue, %d in the 13 weeks after", sum(counts[0]), n-sum(counts[0])),
 	}
 	for b, c := range counts {
 		x := timelineLeft + timelineSlot*float64(b) + (timelineSlot-timelineBarW)/2

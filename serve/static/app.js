@@ -26,7 +26,7 @@
       r.hidden = !ok;
       if (ok) { shown++; }
     });
-    document.getElementById("shown").textContent = shown + " of " + total;
+    document.getElementById("shown").textContent = shown + " of " + total + " rows";
     document.getElementById("empty").hidden = shown !== 0;
     var params = new URLSearchParams(new FormData(form));
     params.forEach(function (v, k) { if (!v) { params.delete(k); } });
