@@ -37,6 +37,9 @@ type Result struct {
 	// AtRest are the certificates given to AddAtRest, one per
 	// fingerprint with every location, by NotAfter.
 	AtRest []AtRestCertificate
+	// Revocation says how the leaves' revocation was checked, and the
+	// freshness of the CRLs relied on.
+	Revocation RevocationSummary
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -75,6 +78,8 @@ type Evaluator struct {
 	// stalls are the addresses that stalled after connecting, with the
 	// names the sweep gave up on there, judged in Result (tls_broken).
 	stalls stalls
+	// revocation tallies how each leaf's revocation was checked.
+	revocation revocationTally
 	// distrust indexes rules.Distrust, made at the first verified path.
 	distrust *distrusts
 }
@@ -168,6 +173,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		e.certIdx[fp] = int32(len(e.certs))
 		e.certs = append(e.certs, e.describe(leaf, fp))
 	}
+	e.revocation.add(o, desc == nil, e.now)
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
@@ -302,7 +308,7 @@ func (e *Evaluator) Result() Result {
 			f.Subject = c.Subject
 		}
 	}
-	out := Result{Endpoints: e.probed}
+	out := Result{Endpoints: e.probed, Revocation: e.revocation.result()}
 	e.mergeAtRest()
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)

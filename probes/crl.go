@@ -24,6 +24,7 @@ import (
 // keeps only what a lookup needs: the CRL's dates and its revoked serials.
 type crlEntry struct {
 	src        string // "crl URL"
+	thisUpdate time.Time
 	nextUpdate time.Time
 	revoked    revokedSet
 }
@@ -55,7 +56,7 @@ func (rc *revocationChecker) crlCheck(ctx context.Context, url string, c, issuer
 	if err != nil {
 		return Revocation{Status: RevocationUnavailable, Source: "crl " + url, Error: fmt.Sprintf("crl %s: %v", url, err)}
 	}
-	r := Revocation{Status: RevocationGood, Source: e.src, NextUpdate: e.nextUpdate}
+	r := Revocation{Status: RevocationGood, Source: e.src, ThisUpdate: e.thisUpdate, NextUpdate: e.nextUpdate}
 	var buf [32]byte
 	if at, reason, ok := e.revoked.lookup(serialContent(c.SerialNumber, buf[:])); ok {
 		r.Status, r.RevokedAt, r.Reason = RevocationRevoked, at, reason
@@ -88,7 +89,7 @@ func (rc *revocationChecker) fetchCRL(ctx context.Context, url string, issuer *x
 		}
 		return nil, err
 	}
-	return &crlEntry{src: "crl " + url, nextUpdate: crl.NextUpdate, revoked: crl.revoked}, nil
+	return &crlEntry{src: "crl " + url, thisUpdate: crl.ThisUpdate, nextUpdate: crl.NextUpdate, revoked: crl.revoked}, nil
 }
 
 // size is the memory e holds, for the cache's budget.

@@ -68,7 +68,7 @@ const maxClockSkew = 5 * time.Minute
 
 // ocspStatus turns a checked response into a Revocation at now.
 func ocspStatus(resp *ocsp.Response, src string, now time.Time) Revocation {
-	r := Revocation{Source: src, NextUpdate: resp.NextUpdate}
+	r := Revocation{Source: src, ThisUpdate: resp.ThisUpdate, NextUpdate: resp.NextUpdate}
 	if resp.ThisUpdate.After(now.Add(maxClockSkew)) {
 		r.Status, r.Error = RevocationUnavailable, fmt.Sprintf("%s: the response is not valid before %s (clock skew?)", src, resp.ThisUpdate.UTC().Format(time.RFC3339))
 		return r

@@ -48,7 +48,9 @@ type Revocation struct {
 	// RevokedAt and Reason (RFC 5280 CRLReason) are set when revoked.
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	Reason    int       `json:"reason,omitempty"`
-	// NextUpdate is when the information used said it would be renewed.
+	// ThisUpdate is when the information used was issued, NextUpdate when
+	// it said it would be renewed.
+	ThisUpdate time.Time `json:"this_update,omitzero"`
 	NextUpdate time.Time `json:"next_update,omitzero"`
 	// Error says why the status is unavailable or stale.
 	Error string `json:"error,omitempty"`

@@ -159,6 +159,12 @@ func TestRevocation(t *testing.T) {
 			}
 		})
 	}
+	// A CRL's fact carries the dates the CRL gives, for its freshness.
+	s := serve(t, "127.0.0.1:0", good.FullChain())
+	o := probeOne(t, prober, target("good.example", s.Addr()))
+	if len(o.Revocation) == 0 || !o.Revocation[0].ThisUpdate.Equal(now.Add(-time.Hour)) || !o.Revocation[0].NextUpdate.Equal(now.Add(day)) {
+		t.Errorf("good leaf's CRL fact %+v: want this update %v, next update %v", o.Revocation, now.Add(-time.Hour), now.Add(day))
+	}
 	if n := rp.srv.Requests("/inter.crl"); n != 1 {
 		t.Errorf("/inter.crl fetched %d times, want 1", n)
 	}

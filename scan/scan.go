@@ -121,6 +121,9 @@ type Report struct {
 	// Kubernetes objects), one per fingerprint with every location and
 	// the endpoints that serve it.
 	AtRest []policy.AtRestCertificate `json:"at_rest,omitempty"`
+	// Revocation says how the leaves' revocation was checked (by CRL, by
+	// OCSP, by neither) and the freshness of each CRL relied on.
+	Revocation policy.RevocationSummary `json:"revocation"`
 
 	// CutShort is set when the pass's context ended (a sweep deadline, a
 	// shutdown) before every endpoint was probed. The report then holds
@@ -426,6 +429,7 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 func fill(r *Report, ev *policy.Evaluator) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
+	r.Revocation = res.Revocation
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{}
 	}

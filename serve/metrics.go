@@ -40,6 +40,7 @@ type metrics struct {
 	expiry, notBefore, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
+	crlThisUpdate, crlNextUpdate, revocationChecked,
 	buildInfo *prometheus.Desc
 }
 
@@ -85,6 +86,9 @@ func newMetrics(s *Server) *metrics {
 		stateUp:           d("state_up", "Whether the state store works (1) or not (0): it answers, is still the file opened, and its latest write committed."),
 		notifications:     d("notifications_total", "Delivery attempts per channel since start, by result: delivered, retried or refused.", "channel", "result"),
 		channelFailing:    d("channel_failing", "Whether deliveries to the channel keep failing (1) or not (0).", "channel"),
+		crlThisUpdate:     d("crl_this_update_timestamp_seconds", "ThisUpdate of each CRL the latest probe run relied on, as a Unix time.", "url"),
+		crlNextUpdate:     d("crl_next_update_timestamp_seconds", "NextUpdate of each CRL the latest probe run relied on, as a Unix time; past it, the CRL is stale (revocation_stale).", "url"),
+		revocationChecked: d("revocation_checked_certificates", "Leaf certificates of the latest probe run by how their revocation was checked: crl, ocsp, or none (no URL, none answered, or checking off).", "method"),
 		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
 	}
 }
@@ -96,7 +100,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.jobDuration.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
-		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
+		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.buildInfo} {
 		ch <- d
 	}
 }
@@ -137,6 +141,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 
 	if v != nil { // immutable once built
 		gauge(m.reportTime, unix(v.generated))
+		rv := v.revocation
+		gauge(m.revocationChecked, float64(rv.ByCRL), "crl")
+		gauge(m.revocationChecked, float64(rv.ByOCSP), "ocsp")
+		gauge(m.revocationChecked, float64(rv.ByNeither), "none")
+		for _, c := range rv.CRLs[:min(len(rv.CRLs), m.s.opts.SeriesLimit)] {
+			gauge(m.crlThisUpdate, unix(c.ThisUpdate), c.URL)
+			if !c.NextUpdate.IsZero() {
+				gauge(m.crlNextUpdate, unix(c.NextUpdate), c.URL)
+			}
+		}
 		for _, c := range v.certSeries {
 			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
 			gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)

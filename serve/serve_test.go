@@ -60,6 +60,8 @@ func testReport() (*scan.Report, []probes.Observation) {
 	}
 	r := &scan.Report{
 		GeneratedAt: now, Targets: 5, Endpoints: eps, Certificates: certs,
+		Revocation: policy.RevocationSummary{ByCRL: 2, ByOCSP: 1, ByNeither: 0, CRLs: []policy.CRLState{
+			{URL: "http://crl.internal.example/issuing2.crl", ThisUpdate: now.Add(-time.Hour), NextUpdate: now.Add(23 * time.Hour), Leaves: 2}}},
 		Sources: []scan.SourceResult{{Name: "dnszone:internal.example", Targets: 5}, {Name: "route53", Error: "list hosted zones: access denied"}},
 		Findings: []policy.Finding{
 			{Kind: policy.Expired, Tier: policy.Critical, Certificate: shaExpired, Subject: "expired.internal.example", Deadline: now.Add(-3 * day),
@@ -199,6 +201,11 @@ func TestMetrics(t *testing.T) {
 			float64(now.Add(-30 * 24 * time.Hour).Unix())},
 		{"certwatch_endpoint_tls_info", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2", "version": "TLS 1.3", "cipher": "TLS_AES_128_GCM_SHA256", "key_exchange": "X25519MLKEM768"}, 1},
 		{"certwatch_metrics_series_dropped", map[string]string{"family": "endpoint_certificate"}, 0},
+		{"certwatch_revocation_checked_certificates", map[string]string{"method": "crl"}, 2},
+		{"certwatch_revocation_checked_certificates", map[string]string{"method": "ocsp"}, 1},
+		{"certwatch_revocation_checked_certificates", map[string]string{"method": "none"}, 0},
+		{"certwatch_crl_this_update_timestamp_seconds", map[string]string{"url": "http://crl.internal.example/issuing2.crl"}, float64(now.Add(-time.Hour).Unix())},
+		{"certwatch_crl_next_update_timestamp_seconds", map[string]string{"url": "http://crl.internal.example/issuing2.crl"}, float64(now.Add(23 * time.Hour).Unix())},
 		{"certwatch_probe_success", map[string]string{"name": "hung.internal.example", "port": "443", "address": "127.0.0.16"}, 0},
 		{"certwatch_probe_success", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 1},
 		{"certwatch_probe_duration_seconds", map[string]string{"name": "www.internal.example", "port": "443", "address": "127.0.0.2"}, 0.02},

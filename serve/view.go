@@ -43,7 +43,10 @@ type view struct {
 	// keyExchange counts the endpoints that completed a handshake by the
 	// key exchange group negotiated ("" for none: RSA key transport), and
 	// hybridOffered those whose probe offered the post-quantum hybrid.
-	keyExchange   map[string]int
+	keyExchange map[string]int
+	// revocation is the report's revocation coverage and CRLs (at most
+	// the series limit of them).
+	revocation    policy.RevocationSummary
 	hybridOffered int
 }
 
@@ -104,7 +107,7 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
 
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
