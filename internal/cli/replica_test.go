@@ -88,9 +88,11 @@ func TestReplicasFailover(t *testing.T) {
 	eventually(t, "PagerDuty outbox drained", func() bool {
 		return metric(t, first.base, `certwatch_outbox_depth{channel="oncall"}`) == 0 && len(pd.Alerts()) >= len(pagedSubjects)
 	})
-	if queued := metric(t, first.base, `certwatch_outbox_depth{channel="certs"}`); queued == 0 {
-		t.Fatal("no Slack notification waits while Slack is down")
-	}
+	// The depth is read at a scrape; on a loaded machine the first may
+	// come before the leader's gauge caught up with its outbox.
+	eventually(t, "a Slack notification waiting while Slack is down", func() bool {
+		return metric(t, first.base, `certwatch_outbox_depth{channel="certs"}`) > 0
+	})
 
 	// kill -9 the leader with Slack notifications pending.
 	if err := first.cmd.Process.Kill(); err != nil {
