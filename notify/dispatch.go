@@ -22,7 +22,8 @@ const batch = 500
 const maxRetryAfter = time.Hour
 
 // Run delivers the outbox, one goroutine per channel, until ctx is done;
-// then it returns nil. The first Run or Flush of a Notifier gives up what
+// then it returns nil. The goroutine of a Refresher channel also re-sends
+// its open alerts every RefreshEvery, the first time at once. The first Run or Flush of a Notifier gives up what
 // the outbox holds for channels no longer configured (see forgetRemoved). Notifications written by Apply in this process are
 // picked up at once, those written by another process within Poll. A
 // delivery in flight when ctx is cancelled is abandoned and retried by the
@@ -39,7 +40,8 @@ func (n *Notifier) Run(ctx context.Context) error {
 
 // Flush delivers every notification that is due, waiting out retries, and
 // returns once nothing is left but digest notifications scheduled for
-// later. A channel another process is delivering (state.Outbox.Lease) is left to
+// later. It first re-sends the open alerts of Refresher channels
+// (Refresh). A channel another process is delivering (state.Outbox.Lease) is left to
 // it; Flush waits until that process has delivered what is due. A channel
 // that refuses delivery (ChannelDown) is not waited for: the error, which
 // matches IsChannelDown, says so and how much it keeps. Give ctx a
@@ -48,6 +50,10 @@ func (n *Notifier) Run(ctx context.Context) error {
 // queued (it stays in the outbox for the next Flush or Run).
 func (n *Notifier) Flush(ctx context.Context) error {
 	n.forgetRemoved(ctx)
+	// Open alerts first: a re-send is not waited for (a failed one is
+	// logged and marks the channel failing), and a transition delivered
+	// after it (a resolution) comes last, as it should.
+	_ = n.Refresh(ctx)
 	// down keeps the error of each channel that refuses delivery: it is not
 	// tried again in this Flush, but the others still deliver (including
 	// the news that it is failing).
@@ -99,6 +105,10 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 				continue
 			}
 			w.unrecorded = nil
+		}
+		var refreshIn time.Duration
+		if !flush {
+			refreshIn = n.refreshDue(ctx, w)
 		}
 		rows, err := n.store.Pending(ctx, w.name, batch)
 		if err != nil {
@@ -172,6 +182,9 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 		if !flush && !nextDigest.IsZero() {
 			wait = min(wait, nextDigest.Sub(now))
 		}
+		if refreshIn > 0 {
+			wait = min(wait, refreshIn)
+		}
 		n.sleep(ctx, w, wait)
 	}
 }
@@ -220,7 +233,7 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 					delete(a.Channels, c)
 					continue
 				}
-				payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason})
+				payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: a.Channels[c].Tier})
 				if err != nil {
 					return state.Changes{}, err
 				}
@@ -487,7 +500,7 @@ func decode(rows []state.Outbound, now time.Time) (Notification, error) {
 		if err := json.Unmarshal(rows[0].Payload, &note); err != nil {
 			return Notification{}, fmt.Errorf("decode notification %d: %w", rows[0].ID, err)
 		}
-		note.Ref = rows[0].Ref
+		note.Ref, note.DeliveryKey = rows[0].Ref, DeliveryKey(rows)
 		return note, nil
 	}
 	d := Notification{Event: EventDigest, Channel: rows[0].Channel, At: now, Key: "digest:" + rows[0].Channel + ":" + now.UTC().Format(time.RFC3339)}
@@ -498,7 +511,7 @@ func decode(rows []state.Outbound, now time.Time) (Notification, error) {
 		}
 		d.Items = append(d.Items, item)
 	}
-	d.Total = len(d.Items)
+	d.Total, d.DeliveryKey = len(d.Items), DeliveryKey(rows)
 	return d, nil
 }
 
@@ -619,7 +632,7 @@ func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
 			if _, ok := n.byName[c]; !ok {
 				continue
 			}
-			payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason})
+			payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: a.Channels[c].Tier})
 			if err != nil {
 				return state.Changes{}, err
 			}

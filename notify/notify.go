@@ -40,13 +40,21 @@
 // per change. Once an operator fixes the channel, everything held goes out
 // in order and the channel_failing alert resolves.
 //
-// Channels live in sub-packages (notify/slack, notify/pagerduty); LogSender
-// writes notifications to the log.
+// A channel whose service forgets an open alert unless told again
+// (Alertmanager: a Sender that is a Refresher) also has its open alerts
+// posted again every RefreshEvery, from the alert state and outside the
+// outbox, by the process that holds its delivery lease.
+//
+// Channels live in sub-packages (notify/slack, notify/pagerduty,
+// notify/alertmanager, notify/webhook); LogSender writes notifications to
+// the log.
 package notify
 
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -113,6 +121,15 @@ type Notification struct {
 	Issuer string `json:"issuer,omitempty"`
 	// Previous is, for EventEscalated, the tier the channel was last told.
 	Previous policy.Tier `json:"previous,omitempty"`
+	// Told is, for EventReminder and EventResolved, the tier the channel
+	// was last told of the alert (its Finding may since stand lower), so
+	// that a channel keying alerts by tier (Alertmanager's severity label)
+	// reminds or resolves the one it has; 0 in notifications written
+	// before it was recorded.
+	Told policy.Tier `json:"told,omitempty"`
+	// Labels are the finding's routing labels (zone, target and Route 53
+	// labels) at the time of the transition.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Reason says why: the resolution ("certificate replaced by ..."), or
 	// what caused a summary.
 	Reason string `json:"reason,omitempty"`
@@ -131,6 +148,28 @@ type Notification struct {
 	// delivery, never stored in the payload.
 	Marker   string    `json:"-"`
 	Intended time.Time `json:"-"`
+	// DeliveryKey identifies this delivery across attempts, restarts and
+	// processes sharing the state: it is derived from the outbox rows it
+	// delivers (their channel, IDs and creation times), so every attempt
+	// to deliver one transition carries the same key and no other
+	// transition does. A webhook sends it as its idempotency key. "" when
+	// the notification does not come from the outbox (a test message, a
+	// Refresher's re-send). Set at delivery, never stored in the payload.
+	DeliveryKey string `json:"-"`
+}
+
+// DeliveryKey is the key of a delivery of the outbox rows rows (one
+// notification, or the rows of one digest): hex SHA-256 of their
+// channel, IDs and creation times, 32 characters.
+func DeliveryKey(rows []state.Outbound) string {
+	h := sha256.New()
+	for i, r := range rows {
+		if i == 0 {
+			fmt.Fprintf(h, "certwatch outbox\n%s\n", r.Channel)
+		}
+		fmt.Fprintf(h, "%d %d\n", r.ID, r.Created.UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // Sender delivers notifications to one channel.
@@ -190,7 +229,10 @@ type Notifier struct {
 const (
 	DefaultSlackRate     = 1
 	DefaultPagerDutyRate = 2
-	DefaultBurst         = 5
+	// DefaultHTTPRate is for Alertmanager and webhook channels, services
+	// of the operator's own.
+	DefaultHTTPRate = 10
+	DefaultBurst    = 5
 )
 
 // New returns a Notifier for cfg (defaults are applied to unset values),
@@ -253,6 +295,8 @@ func newLimiter(c config.Channel) *rate.Limiter {
 			r = DefaultSlackRate
 		case config.ChannelPagerDuty:
 			r = DefaultPagerDutyRate
+		case config.ChannelAlertmanager, config.ChannelWebhook:
+			r = DefaultHTTPRate
 		default:
 			return rate.NewLimiter(rate.Inf, 1)
 		}
@@ -387,6 +431,9 @@ type worker struct {
 	// that it is logged once, not at every attempt; only the worker's
 	// goroutine uses it.
 	downErr string
+	// nextRefresh is when a Refresher's open alerts are due to be posted
+	// again (zero: at once); only the worker's goroutine uses it.
+	nextRefresh time.Time
 }
 
 type settlement struct {

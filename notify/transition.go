@@ -120,8 +120,14 @@ func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, pre
 func (p *planner) addOwn(ev Event, channel string, a *state.Alert, digest, own bool, prev policy.Tier, reason string) {
 	p.items = append(p.items, item{digest: digest, own: own, n: Notification{
 		Event: ev, Channel: channel, At: p.now, Key: a.ID, Finding: a.Finding, Since: a.FirstRaised,
-		Previous: prev, Reason: reason, Issuer: a.Issuer,
+		Previous: prev, Reason: reason, Issuer: a.Issuer, Labels: p.n.labels(a.Finding),
 	}})
+}
+
+// told records, on the notification just added, the tier its channel was
+// last told of the alert.
+func (p *planner) told(t policy.Tier) {
+	p.items[len(p.items)-1].n.Told = t
 }
 
 func (n *Notifier) labels(f policy.Finding) map[string]string {
@@ -312,6 +318,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 					continue
 				}
 				p.addOwn(EventReminder, c, a, an.Digest, !an.Digest && !an.Summary, 0, "")
+				p.told(an.Tier)
 				an.At, an.Summary, an.SummaryKey = p.now, false, ""
 				a.Channels[c] = an
 				reminded = true
@@ -333,6 +340,7 @@ func (p *planner) resolve(a *state.Alert, reason string) {
 			continue
 		}
 		p.add(EventResolved, c, a, an.Digest, 0, reason)
+		p.told(an.Tier)
 	}
 	p.rep.Resolved++
 	p.ch.Alerts = append(p.ch.Alerts, *a)
@@ -387,11 +395,11 @@ func (p *planner) storm(reason func(channel string, n int) string, pick func(ite
 func summaryKey(now time.Time) string { return "summary:" + now.UTC().Format(time.RFC3339) }
 
 // keepsIncidents reports whether channel keeps what it is sent open until
-// resolved (PagerDuty), so that a storm summary sent there must be resolved
-// too.
+// resolved (PagerDuty, Alertmanager), so that a storm summary sent there
+// must be resolved too.
 func (n *Notifier) keepsIncidents(channel string) bool {
 	c, ok := n.cfg.Channel(channel)
-	return ok && c.Kind == config.ChannelPagerDuty
+	return ok && (c.Kind == config.ChannelPagerDuty || c.Kind == config.ChannelAlertmanager)
 }
 
 // openSummary records that summary went to its channel, as an alert that
@@ -464,6 +472,7 @@ func (p *planner) closeSummaries(snap state.Snapshot) {
 			}
 			p.items = append(p.items, item{n: Notification{
 				Event: EventResolved, Channel: c, At: p.now, Key: s.ID, Finding: s.Finding, Since: s.FirstRaised, Reason: reason,
+				Told: s.Channels[c].Tier,
 			}})
 			delete(s.Channels, c)
 			changed = true

@@ -32,7 +32,7 @@ const (
 	// other channels (notify). Its Name is the failing channel.
 	ChannelFailing Kind = "channel_failing"
 	// StormSummary: the alert that stands for a storm summary sent to a
-	// channel that keeps incidents open, PagerDuty (notify). Its ID is the
+	// channel that keeps incidents open, PagerDuty or Alertmanager (notify). Its ID is the
 	// summary's key; it resolves, and the incident with it, once every
 	// alert the summary stood for on that channel has resolved or been
 	// announced on its own.
