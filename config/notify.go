@@ -56,6 +56,10 @@ type Notify struct {
 	FlushTimeout Duration `yaml:"flush_timeout"`
 	// RunbookURL, when set, is linked from every finding message.
 	RunbookURL string `yaml:"runbook_url,omitempty"`
+	// StatusURL, when set, is the address of certwatch's status page as
+	// people reach it (https://certwatch.internal.example/): Alertmanager
+	// alerts link to it as their generatorURL and webhook bodies carry it.
+	StatusURL string `yaml:"status_url,omitempty"`
 	// Storm limits the messages one run can produce.
 	Storm Storm `yaml:"storm"`
 	// Retry tunes delivery retries.
@@ -66,15 +70,21 @@ type Notify struct {
 type Channel struct {
 	// Name is how routes refer to the channel, e.g. "certs" or "oncall".
 	Name string `yaml:"name"`
-	// Kind is slack, pagerduty or log (a log line per notification).
+	// Kind is slack, pagerduty, alertmanager, webhook or log (a log line
+	// per notification).
 	Kind string `yaml:"kind"`
 	// Slack configures a kind: slack channel.
 	Slack *SlackChannel `yaml:"slack,omitempty"`
 	// PagerDuty configures a kind: pagerduty channel.
 	PagerDuty *PagerDutyChannel `yaml:"pagerduty,omitempty"`
+	// Alertmanager configures a kind: alertmanager channel.
+	Alertmanager *AlertmanagerChannel `yaml:"alertmanager,omitempty"`
+	// Webhook configures a kind: webhook channel.
+	Webhook *WebhookChannel `yaml:"webhook,omitempty"`
 	// RatePerSecond caps deliveries to this channel, retries included.
 	// 0 means the kind's default: 1 for Slack (its per-channel posting
-	// limit), 2 for PagerDuty, unlimited for log.
+	// limit), 2 for PagerDuty, 10 for Alertmanager and webhooks,
+	// unlimited for log.
 	RatePerSecond float64 `yaml:"rate_per_second,omitempty"`
 	// Burst is how many deliveries may go out at once before the rate
 	// applies. 0 means 5.
@@ -114,6 +124,63 @@ type PagerDutyChannel struct {
 	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
+// AlertmanagerChannel is a Prometheus Alertmanager reached through its v2
+// API (POST /api/v2/alerts). Alertmanager forgets an alert whose endsAt has
+// passed, so certwatch posts every open alert of the channel again every
+// ResendInterval with an endsAt EndsAfter ahead, and a resolution with
+// endsAt now.
+type AlertmanagerChannel struct {
+	// URL is Alertmanager's base URL, e.g. http://alertmanager:9093 (a
+	// path prefix, as with --web.route-prefix, is kept).
+	URL string `yaml:"url"`
+	// ResendInterval is how often the open alerts are posted again.
+	// 0 means 1m.
+	ResendInterval Duration `yaml:"resend_interval,omitempty"`
+	// EndsAfter is how far ahead of each post an open alert's endsAt is:
+	// how long Alertmanager keeps it firing when certwatch stops posting
+	// (stopped, or cut off). It must exceed ResendInterval; 0 means 4 ×
+	// ResendInterval.
+	EndsAfter Duration `yaml:"ends_after,omitempty"`
+	// Timeout bounds one request. 0 means 10s.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// WebhookChannel is an HTTP endpoint of the operator's own that receives
+// one signed JSON body per notification (README, "Webhook").
+type WebhookChannel struct {
+	// URL is where bodies are posted. It carries no credential: the
+	// signature authenticates certwatch.
+	URL string `yaml:"url"`
+	// SecretEnv and SecretFile say where the HMAC-SHA256 signing secret
+	// is read from (set exactly one). The secret is never sent.
+	SecretEnv  string `yaml:"secret_env,omitempty"`
+	SecretFile string `yaml:"secret_file,omitempty"`
+	// Timeout bounds one request. 0 means 10s.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// Alertmanager channel defaults.
+const (
+	DefaultAlertmanagerResend = time.Minute
+	// DefaultAlertmanagerEndsFactor times the resend interval is the
+	// default ends_after.
+	DefaultAlertmanagerEndsFactor = 4
+)
+
+// Resend returns the resend interval and endsAt horizon of a, defaults
+// applied.
+func (a AlertmanagerChannel) Resend() (every, endsAfter time.Duration) {
+	every = time.Duration(a.ResendInterval)
+	if every <= 0 {
+		every = DefaultAlertmanagerResend
+	}
+	endsAfter = time.Duration(a.EndsAfter)
+	if endsAfter <= 0 {
+		endsAfter = DefaultAlertmanagerEndsFactor * every
+	}
+	return every, endsAfter
+}
+
 // Route sends findings at some tiers to some channels.
 type Route struct {
 	// Tiers the route applies to: notice, warning, page, critical.
@@ -122,7 +189,7 @@ type Route struct {
 	Channels []string `yaml:"channels"`
 	// Digest collects the route's notifications into one message per
 	// channel every DigestInterval instead of one message each. Not for
-	// PagerDuty channels.
+	// PagerDuty or Alertmanager channels.
 	Digest bool `yaml:"digest,omitempty"`
 	// Match, when not empty, limits the route to findings it selects, and
 	// such routes override the routes without a Match.
@@ -213,6 +280,10 @@ const (
 	ChannelSlack     = "slack"
 	ChannelPagerDuty = "pagerduty"
 	ChannelLog       = "log"
+	// ChannelAlertmanager posts alerts to a Prometheus Alertmanager.
+	ChannelAlertmanager = "alertmanager"
+	// ChannelWebhook posts signed JSON to an endpoint of the operator's.
+	ChannelWebhook = "webhook"
 )
 
 var channelNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -336,8 +407,8 @@ func (n *Notify) validate() []error {
 			switch {
 			case !ok:
 				add(at("channels"), "%s: channels: no channel named %q", where, name)
-			case r.Digest && kind == ChannelPagerDuty:
-				add(at("digest"), "%s: digest: channel %s is pagerduty, which cannot take a digest", where, name)
+			case r.Digest && (kind == ChannelPagerDuty || kind == ChannelAlertmanager):
+				add(at("digest"), "%s: digest: channel %s is %s, which cannot take a digest", where, name, kind)
 			}
 		}
 		for _, z := range r.Match.Zones {
@@ -377,6 +448,11 @@ func (n *Notify) validate() []error {
 	if n.RunbookURL != "" {
 		if err := checkURL(n.RunbookURL); err != nil {
 			add("runbook_url", "runbook_url: %v", err)
+		}
+	}
+	if n.StatusURL != "" {
+		if err := checkURL(n.StatusURL); err != nil {
+			add("status_url", "status_url: %v", err)
 		}
 	}
 	if n.Storm.MaxNewFindings < 1 {
@@ -451,9 +527,48 @@ func (c *Channel) validate(path, where string) []error {
 		if p.Timeout < 0 {
 			add("pagerduty.timeout", "pagerduty: timeout must not be negative")
 		}
+	case ChannelAlertmanager:
+		a := c.Alertmanager
+		if a == nil {
+			add("alertmanager", "alertmanager: required for kind alertmanager (url)")
+			break
+		}
+		if err := checkURL(a.URL); err != nil {
+			add("alertmanager.url", "alertmanager: url: %v", err)
+		} else if err := noCredential(a.URL); err != nil {
+			add("alertmanager.url", "alertmanager: url: %v", err)
+		}
+		if a.ResendInterval < 0 || a.EndsAfter < 0 || a.Timeout < 0 {
+			add("alertmanager", "alertmanager: resend_interval, ends_after and timeout must not be negative")
+		} else if every, ends := a.Resend(); ends <= every {
+			add("alertmanager.ends_after", "alertmanager: ends_after (%v) must be longer than resend_interval (%v), or open alerts resolve between posts", Duration(ends), Duration(every))
+		}
+	case ChannelWebhook:
+		h := c.Webhook
+		if h == nil {
+			add("webhook", "webhook: required for kind webhook (url and secret_env or secret_file)")
+			break
+		}
+		if err := checkURL(h.URL); err != nil {
+			add("webhook.url", "webhook: url: %v", err)
+		} else if err := noCredential(h.URL); err != nil {
+			add("webhook.url", "webhook: url: %v", err)
+		}
+		if (h.SecretEnv == "") == (h.SecretFile == "") {
+			add("webhook", "webhook: set exactly one of secret_env or secret_file (the HMAC-SHA256 signing secret)")
+		}
+		if h.Timeout < 0 {
+			add("webhook.timeout", "webhook: timeout must not be negative")
+		}
 	case ChannelLog:
 	default:
-		add("", "unknown kind %q (want slack, pagerduty or log)", c.Kind)
+		add("", "unknown kind %q (want slack, pagerduty, alertmanager, webhook or log)", c.Kind)
+	}
+	if c.Alertmanager != nil && c.Kind != ChannelAlertmanager {
+		add("alertmanager", "alertmanager: only allowed with kind alertmanager")
+	}
+	if c.Webhook != nil && c.Kind != ChannelWebhook {
+		add("webhook", "webhook: only allowed with kind webhook")
 	}
 	if c.Slack != nil && c.Kind != ChannelSlack {
 		add("slack", "slack: only allowed with kind slack")
@@ -470,9 +585,10 @@ func (c *Channel) validate(path, where string) []error {
 	return errs
 }
 
-// Secret reads the channel's credential: the Slack bot token or the
-// PagerDuty routing key, from the environment variable or file named in the
-// configuration. A log channel has none and returns "".
+// Secret reads the channel's credential: the Slack bot token, the
+// PagerDuty routing key or the webhook signing secret, from the environment
+// variable or file named in the configuration. Log and Alertmanager
+// channels have none and return "".
 func (c Channel) Secret() (Secret, error) {
 	what := "channel " + c.Name
 	switch {
@@ -480,6 +596,8 @@ func (c Channel) Secret() (Secret, error) {
 		return ReadSecret(what+": slack token", "", c.Slack.TokenFile, c.Slack.TokenEnv)
 	case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
 		return ReadSecret(what+": pagerduty routing key", "", c.PagerDuty.RoutingKeyFile, c.PagerDuty.RoutingKeyEnv)
+	case c.Kind == ChannelWebhook && c.Webhook != nil:
+		return ReadSecret(what+": webhook secret", "", c.Webhook.SecretFile, c.Webhook.SecretEnv)
 	}
 	return "", nil
 }
@@ -507,10 +625,19 @@ func (n Notify) Channel(name string) (Channel, bool) {
 // channel whose URL is plain http:// sends its credential (the Slack token
 // in every request's form body, the PagerDuty routing key in every event)
 // readable and alterable by anyone on the network path; a loopback host (a
-// local proxy) is left alone, as it crosses no network.
+// local proxy) is left alone, as it crosses no network. A webhook sends no
+// secret (its secret signs the body and stays home), but its plain http://
+// URL still gets a warning: the body maps where certificates are weak,
+// readable on the path, and a receiver outside the cluster is the rule.
+// An Alertmanager URL gets none: it carries no secret, and Alertmanager
+// serves plain http beside certwatch as a rule (README, "Alertmanager").
 func (n Notify) Warnings() []string {
 	var out []string
 	plain := func(where, key, raw, secret string) {
+		msg := "the " + secret + " would cross the network unencrypted; use https://"
+		if secret == "" {
+			msg = "each finding (names, addresses, deadlines) would cross the network unencrypted, readable on the path (the signing secret is never sent, and the signature proves who sent a body, not that nobody else read it); use https://"
+		}
 		u, err := url.Parse(raw)
 		if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
 			return
@@ -519,7 +646,7 @@ func (n Notify) Warnings() []string {
 		if len(host) > 80 {
 			host = host[:80] + "…"
 		}
-		out = append(out, fmt.Sprintf("notify: channel %s: %s: plain http (http://%s): the %s would cross the network unencrypted; use https://", where, key, host, secret))
+		out = append(out, fmt.Sprintf("notify: channel %s: %s: plain http (http://%s): %s", where, key, host, msg))
 	}
 	for _, c := range n.Channels {
 		switch {
@@ -527,6 +654,8 @@ func (n Notify) Warnings() []string {
 			plain(c.Name, "slack: api_url", c.Slack.APIURL, "bot token")
 		case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
 			plain(c.Name, "pagerduty: url", c.PagerDuty.URL, "routing key")
+		case c.Kind == ChannelWebhook && c.Webhook != nil:
+			plain(c.Name, "webhook: url", c.Webhook.URL, "")
 		}
 	}
 	return out
@@ -539,6 +668,23 @@ func loopbackHost(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// noCredential refuses a URL with user information or a query, where a
+// credential would sit in the configuration file and in every request
+// line: Alertmanager and webhook channels take none that way.
+func noCredential(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry user information (a credential in the URL would sit in this file; put a proxy with its own credentials in front)")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("must not carry a query or fragment")
+	}
+	return nil
 }
 
 func checkURL(s string) error {

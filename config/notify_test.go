@@ -80,6 +80,14 @@ func TestDecodeNotifyErrors(t *testing.T) {
 		{"password parameter in the state URL", "notify:\n  state: postgres://cw@db/certwatch?password=hunter2\n", []string{"must not carry a password"}},
 		{"state password for a file", "notify:\n  state: state.db\n  state_password_env: PGPW\n", []string{"only for a PostgreSQL state"}},
 		{"two state password sources", "notify:\n  state: postgres://cw@db/certwatch\n  state_password_env: A\n  state_password_file: /b\n", []string{"set at most one"}},
+		{"digest to alertmanager", "notify:\n  channels: [{name: x, kind: alertmanager, alertmanager: {url: 'http://am:9093'}}]\n  routes: [{tiers: [notice], channels: [x], digest: true}]\n", []string{"channel x is alertmanager, which cannot take a digest"}},
+		{"alertmanager needs a url", "notify:\n  channels: [{name: x, kind: alertmanager, alertmanager: {}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"alertmanager: url: invalid url"}},
+		{"alertmanager ends before the next post", "notify:\n  channels: [{name: x, kind: alertmanager, alertmanager: {url: 'http://am:9093', resend_interval: 5m, ends_after: 5m}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"ends_after (5m0s) must be longer than resend_interval (5m0s)"}},
+		{"alertmanager url with a password", "notify:\n  channels: [{name: x, kind: alertmanager, alertmanager: {url: 'http://u:p@am:9093'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"must not carry user information"}},
+		{"webhook needs one secret source", "notify:\n  channels: [{name: x, kind: webhook, webhook: {url: 'https://h.example/x'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"exactly one of secret_env or secret_file"}},
+		{"webhook url with a token", "notify:\n  channels: [{name: x, kind: webhook, webhook: {url: 'https://h.example/x?token=abc', secret_env: S}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"must not carry a query"}},
+		{"webhook settings on a log channel", "notify:\n  channels: [{name: x, kind: log, webhook: {url: 'https://h.example/x', secret_env: S}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"webhook: only allowed with kind webhook"}},
+		{"bad status url", "notify:\n  status_url: 'certwatch.example'\n", []string{"status_url"}},
 		{"bad api url", "notify:\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A, api_url: 'ftp://x'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"api_url"}},
 	}
 	for _, tt := range tests {

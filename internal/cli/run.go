@@ -19,8 +19,10 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/notify/alertmanager"
 	"github.com/certwatch/certwatch/notify/pagerduty"
 	"github.com/certwatch/certwatch/notify/slack"
+	"github.com/certwatch/certwatch/notify/webhook"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
@@ -73,6 +75,8 @@ var (
 	_ daemon.Scanner    = (*scan.Pass)(nil)
 	_ notify.Sender     = (*slack.Sender)(nil)
 	_ notify.Sender     = (*pagerduty.Sender)(nil)
+	_ notify.Refresher  = (*alertmanager.Sender)(nil)
+	_ notify.Sender     = (*webhook.Sender)(nil)
 )
 
 // Notify applies the report's findings at the time the report was made.
@@ -124,8 +128,16 @@ func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[
 // newSender builds the sender of channel ch of c, reading its secret (and
 // no other channel's) from its file or environment variable.
 func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *slog.Logger) (notify.Sender, error) {
-	if ch.Kind == config.ChannelLog {
+	switch ch.Kind {
+	case config.ChannelLog:
 		return notify.NewLogSender(logger.With("component", "notify")), nil // each record names its channel, nil
+	case config.ChannelAlertmanager:
+		s, err := alertmanager.New(ch, client)
+		if err != nil {
+			return nil, err
+		}
+		s.StatusURL, s.RunbookURL = c.StatusURL, c.RunbookURL
+		return s, nil
 	}
 	secret, err := ch.Secret()
 	if err != nil {
@@ -145,6 +157,13 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 			return nil, err
 		}
 		s.RunbookURL = c.RunbookURL
+		return s, nil
+	case config.ChannelWebhook:
+		s, err := webhook.New(ch, secret, client)
+		if err != nil {
+			return nil, err
+		}
+		s.StatusURL, s.RunbookURL = c.StatusURL, c.RunbookURL
 		return s, nil
 	}
 	return nil, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind)
