@@ -228,3 +228,49 @@ func TestRealAlertmanager(t *testing.T) {
 		t.Fatalf("after A was replaced: %+v, want only B", got)
 	}
 }
+
+// TestRunResendsOpenAlerts: the dispatcher of `certwatch run` re-sends the
+// open alerts on its own every resend_interval, so an Alertmanager that
+// restarted empty has them back without any transition.
+func TestRunResendsOpenAlerts(t *testing.T) {
+	am := alertmanagertest.Start(t)
+	path := filepath.Join(t.TempDir(), "state.db")
+	cfg := config.Notify{
+		State: path,
+		Channels: []config.Channel{{Name: "am", Kind: config.ChannelAlertmanager, Alertmanager: &config.AlertmanagerChannel{
+			URL: am.URL, ResendInterval: config.Duration(20 * time.Millisecond), EndsAfter: config.Duration(time.Minute),
+		}}},
+		Routes: []config.Route{{Tiers: []string{"page"}, Channels: []string{"am"}}},
+	}.Defaults()
+	p := start(t, cfg, path)
+	defer p.close()
+	now := time.Now()
+	a := expiring(shaA, "api.example.test", policy.Page, now)
+	if _, err := p.n.Apply(context.Background(), sweep([]policy.Finding{a}, map[string]string{"api.example.test": shaA}), now); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor := func(what string) {
+		t.Helper()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+		for {
+			if _, ok := byCert(am.Alerts(t))[shaA+"/page"]; ok {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("%s: Alertmanager holds %+v, want A at page", what, am.Alerts(t))
+			}
+		}
+	}
+	waitFor("after Apply")
+	am.Restart(t)
+	waitFor("after Alertmanager restarted")
+}
