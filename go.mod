@@ -18,12 +18,14 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2 v1.64.0
 	github.com/aws/aws-sdk-go-v2/service/iam v1.65.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/prometheus/client_model v0.6.3
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.43.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (

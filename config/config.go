@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	// CAFiles are PEM files of extra trusted roots (private CAs). System
 	// roots stay trusted.
 	CAFiles []string `yaml:"ca_files,omitempty"`
+	// Files are certificate files to read, judged as certificates held at
+	// rest: PEM bundles, DER, PKCS#12 and JKS keystores, kubeconfigs.
+	Files []Files `yaml:"files,omitempty"`
 	// Resolver is the DNS server (HOST:PORT) used for names that zones do not
 	// answer themselves. Empty means the system resolver.
 	Resolver HostPort `yaml:"resolver,omitempty"`
@@ -64,6 +68,18 @@ type Config struct {
 	Notify Notify `yaml:"notify,omitempty"`
 	// Daemon configures `certwatch run`.
 	Daemon Daemon `yaml:"daemon,omitempty"`
+}
+
+// Files are globs of certificate files read with one passphrase.
+type Files struct {
+	// Paths are globs: path.Match patterns per path element, where "**"
+	// spans any number of directories ("/etc/ssl/**/*.pem").
+	Paths []string `yaml:"paths"`
+	// PassphraseEnv or PassphraseFile give the passphrase of PKCS#12 and
+	// JKS keystores among them; without either, the empty passphrase and
+	// Java's default ("changeit") are tried.
+	PassphraseEnv  string `yaml:"passphrase_env,omitempty"`
+	PassphraseFile string `yaml:"passphrase_file,omitempty"`
 }
 
 // Zone is one DNS zone to transfer.
@@ -383,6 +399,20 @@ func (c *Config) problems(pos positions) []error {
 			add("protocols", "protocols: invalid port %d: want 1 to 65535", p)
 		}
 	}
+	for i, f := range c.Files {
+		fp := fmt.Sprintf("files[%d]", i)
+		if len(f.Paths) == 0 {
+			add(fp+".paths", "%s: paths: at least one glob is required", fp)
+		}
+		for _, g := range f.Paths {
+			if err := checkGlob(g); err != nil {
+				add(fp+".paths", "%s: paths: %v", fp, err)
+			}
+		}
+		if f.PassphraseEnv != "" && f.PassphraseFile != "" {
+			add(fp, "%s: give passphrase_env or passphrase_file, not both", fp)
+		}
+	}
 	seen := map[string]bool{}
 	for i, z := range c.Zones {
 		name := discovery.NormalizeName(z.Name)
@@ -565,4 +595,21 @@ func (c *Coverage) OutOfScopeZones() []string {
 		out = append(out, discovery.NormalizeName(o.Zone))
 	}
 	return out
+}
+
+// checkGlob reports a malformed glob of files: empty, or an element
+// path.Match refuses ("**" aside).
+func checkGlob(glob string) error {
+	if strings.TrimSpace(glob) == "" {
+		return errors.New("an empty glob")
+	}
+	for _, el := range strings.Split(glob, "/") {
+		if el == "**" {
+			continue
+		}
+		if _, err := path.Match(el, ""); err != nil {
+			return fmt.Errorf("glob %q: %w", glob, err)
+		}
+	}
+	return nil
 }

@@ -425,6 +425,12 @@ func TestEvaluatorGolden(t *testing.T) {
 		g.labels, g.leaves = append(g.labels, "s-stranger"), append(g.leaves, stranger.Cert)
 		set.Add(file("/tmp/s.pem"), stranger.Cert)
 
+		// t2: a wildcard held at rest covers a host that serves its own
+		// certificate: no renewal of it (not the same names).
+		t2 := g.leaf("t2-host", -100, 150, "www.t2.example")
+		g.serve("www.t2.example", "10.0.26.1", t2)
+		set.Add(file("/etc/ssl/t2-wild.pem"), g.leaf("t2-wild", -1, 307, "*.t2.example"), g.inter.Cert)
+
 		ev := policy.NewEvaluator(policy.DefaultRules(), now)
 		for i := range g.obs {
 			ev.Add(&g.obs[i])
@@ -445,6 +451,9 @@ func TestEvaluatorGolden(t *testing.T) {
 		}
 		if xs := byCert[probes.Fingerprint(x)]; len(xs) != 1 || len(xs[0].Endpoints) != 2 || len(xs[0].Locations) != 3 {
 			t.Errorf("findings of x = %+v, want one with 2 endpoints and 3 locations", xs)
+		}
+		if fs := byCert[probes.Fingerprint(t2)]; len(fs) != 0 {
+			t.Errorf("findings of t2-host = %+v, want none: a wildcard at rest renews no host of its own", fs)
 		}
 		checkGolden(t, "evaluate-at-rest.json", g.golden(res))
 	})

@@ -54,7 +54,8 @@ func (n newer) replacement() *Replacement {
 // after old and outlives it, is another certificate, covers every name of
 // old, and, unless it is held in ACM or at rest, is not served on a
 // name:port that serves old too (inconsistent_deployment reports that; a
-// renewal held makes the old one stale instead). With heldOnly only
+// renewal held makes the old one stale instead), and, when held at rest,
+// carries exactly the names of old. With heldOnly only
 // candidates held in ACM or at rest count. cands are sorted newest first;
 // idx maps a name to the candidates carrying it.
 func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, heldOnly bool) (newer, bool) {
@@ -73,12 +74,20 @@ func newestFor(old newer, cands []newer, idx map[string][]int, sv servedIndex, h
 			break // newest first: no later candidate outlives old either
 		}
 		if (heldOnly && !n.held()) || !n.notBefore.After(old.notBefore) || (n.fp != "" && n.fp == old.fp) || (n.arn != "" && n.arn == old.arn) ||
-			(old.serial != "" && n.serial == old.serial) || (!n.held() && sv.sharesNamePort(n.fp, old.fp)) || !covers(n.names, old.names) {
+			(old.serial != "" && n.serial == old.serial) || (!n.held() && sv.sharesNamePort(n.fp, old.fp)) || !covers(n.names, old.names) ||
+			(n.rest != nil && !sameNames(n.names, old.names)) {
 			continue
 		}
 		return n, true
 	}
 	return newer{}, false
+}
+
+// sameNames reports whether a and b hold the same names, in any order: a
+// certificate held at rest renews a served one only for its very names
+// (a wildcard in a file is no renewal of every host it would cover).
+func sameNames(a, b []string) bool {
+	return covers(a, b) && !slices.ContainsFunc(a, func(n string) bool { return !slices.Contains(b, n) })
 }
 
 // covers reports whether names (of a newer certificate) cover every one of

@@ -91,8 +91,11 @@ type SourceResult struct {
 	Targets int    `json:"targets"`
 	// Certificates is the size of the source's inventory (see
 	// found.Inventory.Records).
-	Certificates int    `json:"certificates,omitempty"`
-	Error        string `json:"error,omitempty"`
+	Certificates int `json:"certificates,omitempty"`
+	// Empty is how many things the source read held no certificate
+	// (found.Yield.Empty).
+	Empty int    `json:"empty,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Endpoint is one probed (name, port, address) in the report: the list the
@@ -165,7 +168,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	for i, s := range p.Sources {
 		g.Go(func() error {
 			y, err := s.Discover(ctx)
-			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Certificates: y.Inventory.Records()}
+			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty}
 			lists[i] = y.Targets
 			p.keep(s.Name(), y.Inventory)
 			if err != nil {

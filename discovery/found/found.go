@@ -29,6 +29,9 @@ type Yield struct {
 	Targets []discovery.Target
 	// Inventory is what policy judges besides what is probed.
 	Inventory Inventory
+	// Empty counts what the source read that held no certificate (files,
+	// ConfigMaps): counted, not an error.
+	Empty int
 }
 
 // Inventory is what a source knows besides its targets, as policy judges

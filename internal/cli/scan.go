@@ -14,6 +14,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/discovery/files"
 	"github.com/certwatch/certwatch/discovery/static"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -78,6 +79,7 @@ type scanFlags struct {
 	tsig        string
 	tsigFile    string
 	targets     listFlag
+	files       listFlag
 	ports       string
 	caFiles     listFlag
 	resolver    string
@@ -117,6 +119,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 		fs.StringVar(&f.output, "output", "", "output format: `table` or json (default table)")
 		return
 	}
+	fs.Var(&f.files, "file", "also read the certificates held in the files this `GLOB` matches (\"**\" spans directories): PEM bundles, DER, PKCS#12 and JKS keystores (passphrase \"\" or \"changeit\"; others in --config files), kubeconfigs; judged like served ones and merged with them; repeatable, replaces files in --config")
 	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
@@ -223,6 +226,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["ca-file"] {
 		c.CAFiles = f.caFiles
+	}
+	if set["file"] {
+		c.Files = []config.Files{{Paths: f.files}}
 	}
 	if set["resolver"] {
 		if err := config.CheckHostPort(f.resolver); err != nil {
@@ -408,7 +414,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	}
 	sources = append(sources, extra...)
 	if len(sources) == 0 {
-		return nil, usageError("nothing to scan: give --zone, --target, --route53, --acm or a --config with zones, targets or aws (try 'certwatch demo' for a local lab)")
+		return nil, usageError("nothing to scan: give --zone, --target, --file, --route53, --acm or a --config with zones, targets, files or aws (try 'certwatch demo' for a local lab)")
 	}
 	prober, err := newProber(c, logger)
 	if err != nil {
@@ -432,11 +438,13 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 var (
 	_ scan.StreamingSource = (*dnszone.Source)(nil)
 	_ scan.Source          = (*static.Source)(nil)
+	_ scan.Source          = (*files.Source)(nil)
 	_ scan.Prober          = (*probes.Prober)(nil)
 )
 
 func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 	var out []scan.Source
+	var fileGroups []files.Group
 	if len(c.Targets) > 0 {
 		targets := make([]string, len(c.Targets))
 		for i, t := range c.Targets {
@@ -451,6 +459,24 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 	configured := make([]string, len(c.Zones))
 	for i, z := range c.Zones {
 		configured[i] = discovery.NormalizeName(z.Name)
+	}
+	for i, fc := range c.Files {
+		passphrase, err := config.ReadSecret(fmt.Sprintf("files[%d]: passphrase", i), "", fc.PassphraseFile, fc.PassphraseEnv)
+		if err != nil {
+			return nil, err
+		}
+		fileGroups = append(fileGroups, files.Group{Globs: fc.Paths, Passphrase: passphrase.Reveal()})
+	}
+	if len(fileGroups) > 0 {
+		roots, err := trustedRoots(c.CAFiles)
+		if err != nil {
+			return nil, err
+		}
+		s, err := files.New(files.Config{Groups: fileGroups, Roots: roots, Logger: logger.With("component", "files")})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
 	}
 	for _, z := range c.Zones {
 		zc := dnszone.Config{

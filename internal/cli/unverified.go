@@ -54,7 +54,7 @@ func unverified(c config.Config, r *scan.Report) error {
 		}
 	}
 	if total == 0 {
-		if len(r.Certificates) > 0 || len(r.ACM) > 0 || allZonesAllow {
+		if len(r.Certificates) > 0 || len(r.ACM) > 0 || len(r.IAM) > 0 || len(r.AtRest) > 0 || allZonesAllow {
 			return nil
 		}
 		return fmt.Errorf("nothing was probed: the sources found %d targets, none of them probeable (%d skipped), so nothing was checked; %s", r.Targets, len(r.Skipped), optOut)
