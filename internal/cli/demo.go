@@ -59,13 +59,14 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	c.Targets = []config.Target{{Spec: l.Unreachable}}
 	c.Ports = []int{l.Port}
 	c.CAFiles = []string{l.CAFile}
+	c.Files = []config.Files{{Paths: []string{filepath.Join(l.AtRestDir, "**")}}}
 	c.Probe.Timeout = config.Duration(time.Second)
 	c.Output = *output
 	if err := c.Validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --timeout 1s",
-		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable)
+	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --timeout 1s",
+		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"))
 	if *output == "table" {
 		fmt.Fprintf(e.stdout, "certwatch demo: lab of zone %s served by %s (AXFR), TLS on port %d:\n  %s\n\nScanning as: %s\n\n",
 			lab.Zone, l.DNS, l.Port, strings.Join(l.Planted, "\n  "), cmdline)
@@ -113,6 +114,8 @@ zones:
   - name: %s
     nameserver: %s
 targets: [%q]
+files:
+  - paths: [%q]
 ports: [%d]
 ca_files: [%q]
 probe:
@@ -131,7 +134,7 @@ daemon:
     discovery: "@every 5m"
     probe: "@every 1m"
   jitter: 5s
-`, lab.Zone, l.DNS, l.Unreachable, l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
+`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", "", fmt.Errorf("write the run configuration: %w", err)
 	}

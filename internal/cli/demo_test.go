@@ -48,7 +48,7 @@ func waitFor(t *testing.T, what string, s *syncBuffer, re *regexp.Regexp) []stri
 
 // TestDemoKeepWritesRunConfig runs `certwatch demo --keep`, then the
 // `certwatch run` command it prints, and finds the lab's expired
-// certificate in the daemon's report.
+// certificate in the daemon's report, and the renewal it holds at rest.
 func TestDemoKeepWritesRunConfig(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,6 +74,10 @@ func TestDemoKeepWritesRunConfig(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "expired.internal.example") {
 		t.Errorf("GET /api/v1/report = %d, want 200 with the lab's expired certificate:\n%.500s", resp.StatusCode, body)
+	}
+	// The daemon reads the lab's files too: the wildcard renewed at rest.
+	if !strings.Contains(string(body), "stale_deployment") || !strings.Contains(string(body), "wildcard.internal.example.pem") {
+		t.Errorf("the daemon's report lacks the stale deployment naming the renewed wildcard's file:\n%.500s", body)
 	}
 
 	stopRun()

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"software.sslmate.com/src/go-pkcs12"
+
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
@@ -42,6 +44,11 @@ type Lab struct {
 	IMAPPort int
 	// CAFile is a PEM file holding the lab's private root CA.
 	CAFile string
+	// AtRestDir is a directory of certificates held at rest: the renewal
+	// of the shared wildcard that api, auth, billing and search still
+	// serve, the root CA, a client certificate in a PKCS#12 keystore (no
+	// passphrase) expiring in 9 days, and a file without a certificate.
+	AtRestDir string
 	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
 	Unreachable string
 	// ZoneText is the zone DNS serves, as zone-file records relative to
@@ -270,7 +277,47 @@ func Start(now time.Time) (l *Lab, err error) {
 	if err := os.WriteFile(l.CAFile, root.PEM(), 0o644); err != nil {
 		return nil, err
 	}
+	if err := l.writeAtRest(now, root, issuing); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// writeAtRest writes the lab's certificates held at rest into AtRestDir.
+func (l *Lab) writeAtRest(now time.Time, root, issuing *certtest.CA) error {
+	day := 24 * time.Hour
+	renewed, err := issuing.Leaf(certtest.LeafOptions{DNSNames: []string{"*." + Zone}, NotBefore: now.Add(-day), NotAfter: now.Add(365 * day)})
+	if err != nil {
+		return err
+	}
+	client, err := issuing.Leaf(certtest.LeafOptions{CommonName: "billing-client", NotBefore: now.Add(-356 * day), NotAfter: now.Add(9 * day)})
+	if err != nil {
+		return err
+	}
+	p12, err := pkcs12.Modern.Encode(client.Key, client.Cert, []*x509.Certificate{issuing.Cert}, "")
+	if err != nil {
+		return fmt.Errorf("lab: encode the client keystore: %w", err)
+	}
+	l.AtRestDir = filepath.Join(l.dir, "at-rest")
+	files := map[string][]byte{
+		"etc/ssl/wildcard.internal.example.pem": certtest.PEM(renewed.Cert, issuing.Cert),
+		"etc/ssl/ca/internal-root.pem":          root.PEM(),
+		"opt/billing/client.p12":                p12,
+		"opt/billing/README.txt":                []byte("the billing service's mTLS client keystore\n"),
+	}
+	for name, b := range files {
+		p := filepath.Join(l.AtRestDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	l.Planted = append(l.Planted,
+		fmt.Sprintf("%-51s %s", "(at rest) etc/ssl/wildcard.internal.example.pem", "the wildcard renewed, not deployed on api, auth, billing, search"),
+		fmt.Sprintf("%-51s %s", "(at rest) opt/billing/client.p12", "billing's mTLS client certificate (PKCS#12), expires in 9 days"))
+	return nil
 }
 
 // freePort asks the kernel for a TCP port that is free on 127.0.0.1.
