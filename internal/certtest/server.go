@@ -227,6 +227,13 @@ func (s *Server) Accepted() int {
 	return s.accepted
 }
 
+// Open returns how many connections the server holds open now.
+func (s *Server) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
+}
+
 // PeakOpen returns the largest number of connections the server has held
 // open at once. The server notices a client's close a moment after it
 // happens, so this may briefly exceed what the client had open.

@@ -28,10 +28,19 @@ const tarpitTimeout = 500 * time.Millisecond
 // scan with --timeout timeout.
 func startTarpitZone(t *testing.T, timeout time.Duration) []string {
 	t.Helper()
+	args, _ := startTarpitZoneServer(t, timeout)
+	return args
+}
+
+// startTarpitZoneServer is startTarpitZone, also returning the server of
+// zz-expired.tarpit.example.
+func startTarpitZoneServer(t *testing.T, timeout time.Duration) ([]string, *certtest.Server) {
+	t.Helper()
 	now := time.Now()
 	ca := certtest.MustCA("Tarpit Root", now.Add(-365*24*time.Hour), now.Add(365*24*time.Hour))
 	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"zz-expired.tarpit.example"}, NotBefore: now.Add(-90 * 24 * time.Hour), NotAfter: now.Add(-24 * time.Hour)})
 	var port uint16
+	var expired *certtest.Server
 	for try := 0; port == 0; try++ { // both on one port, which 127.0.0.3 may have taken
 		pit, err := certtest.ServeSilent("127.0.0.2:0")
 		if err != nil {
@@ -46,7 +55,7 @@ func startTarpitZone(t *testing.T, timeout time.Duration) []string {
 			continue
 		}
 		t.Cleanup(func() { pit.Close(); srv.Close() })
-		port = pit.Addr().Port()
+		port, expired = pit.Addr().Port(), srv
 	}
 	var zone strings.Builder
 	for i := range 200 {
@@ -63,7 +72,7 @@ func startTarpitZone(t *testing.T, timeout time.Duration) []string {
 		t.Fatal(err)
 	}
 	return []string{"scan", "--zone", "tarpit.example", "--nameserver", dns.Addr(), "--ports", fmt.Sprint(port),
-		"--ca-file", caFile, "--timeout", timeout.String(), "--output", "json"}
+		"--ca-file", caFile, "--timeout", timeout.String(), "--output", "json"}, expired
 }
 
 // tarpitReport is what the tarpit tests read of the JSON report.
@@ -143,16 +152,34 @@ func TestScanTarpitZone(t *testing.T) {
 }
 
 // TestScanCutShort: `certwatch scan --timeout 10s` of the tarpit zone,
-// interrupted after 2s (after the transfer, before the first hung
-// endpoint's first timeout), prints the report of what it probed (the
+// interrupted once the expired endpoint's probe has finished (its server
+// saw the connection close), well before the first hung endpoint's first
+// timeout, prints the report of what it probed (the
 // expired certificate, which the hung address does not hold up), with
 // cut_short and every endpoint not probed in time as not_probed, then
 // fails saying it was interrupted.
 func TestScanCutShort(t *testing.T) {
 	t.Parallel()
-	args := startTarpitZone(t, 10*time.Second)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
+	args, expired := startTarpitZoneServer(t, 30*time.Second)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() {
+		// The order that matters, not a time: the expired endpoint was
+		// probed (its connection came and went), and the scan then had a
+		// moment to fold the observation in, before the interruption.
+		for expired.Accepted() == 0 || expired.Open() > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+			cancel(context.DeadlineExceeded)
+		}
+	}()
 	var stdout, stderr bytes.Buffer
 
 	err := cli.Run(ctx, args, &stdout, &stderr)
