@@ -198,6 +198,9 @@ type Notifier struct {
 	// Labels returns a finding's labels for routes that match on labels;
 	// nil means findings carry none.
 	Labels func(policy.Finding) map[string]string
+	// Silences are silences besides those in the store: the ones the
+	// configuration file declares (silences:). Apply honours both.
+	Silences []state.Silence
 	// SendTimeout bounds one delivery attempt; 0 means 30s.
 	SendTimeout time.Duration
 	// Poll is how often Run looks for notifications written by another

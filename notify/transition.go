@@ -47,6 +47,8 @@ type Report struct {
 	Escalated int `json:"escalated"`
 	Reminded  int `json:"reminded"`
 	Resolved  int `json:"resolved"`
+	// Silenced counts open alerts a silence kept unannounced.
+	Silenced int `json:"silenced"`
 	// Queued counts notifications written to the outbox.
 	Queued int `json:"queued"`
 	// Storm is set when the run's notifications were summarised; Reason
@@ -84,7 +86,7 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 		w.poke()
 	}
 	n.logger.Info("findings applied", "new", rep.New, "escalated", rep.Escalated, "reminded", rep.Reminded,
-		"resolved", rep.Resolved, "queued", rep.Queued, "storm", rep.Storm)
+		"resolved", rep.Resolved, "silenced", rep.Silenced, "queued", rep.Queued, "storm", rep.Storm)
 	return rep, nil
 }
 
@@ -109,6 +111,13 @@ type planner struct {
 	// summarised is the alert standing for this run's storm summaries on
 	// channels that keep incidents open, nil if there are none.
 	summarised *state.Alert
+	// silences are those in force at now.
+	silences silenceSet
+}
+
+// silenced returns the silence that keeps f unannounced, nil if none.
+func (p *planner) silenced(f policy.Finding) *state.Silence {
+	return p.silences.covering(f, p.n.labels(f))
 }
 
 func (p *planner) add(ev Event, channel string, a *state.Alert, digest bool, prev policy.Tier, reason string) {
@@ -139,7 +148,7 @@ func (n *Notifier) labels(f policy.Finding) map[string]string {
 
 // plan is the pure part of Apply.
 func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Changes, Report, error) {
-	p := &planner{n: n, now: now, issuers: map[string]string{}}
+	p := &planner{n: n, now: now, issuers: map[string]string{}, silences: silencesAt(n.allSilences(snap.Silences), now)}
 	for _, c := range sw.Certificates {
 		p.issuers[c.SHA256] = c.Issuer
 	}
@@ -150,6 +159,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 			continue
 		}
 		id := AlertID(f)
+		f.Silenced = nil // the report's mark; notifications do not carry it
 		if old, ok := present[id]; !ok || f.Tier > old.Tier {
 			present[id] = f
 		}
@@ -240,6 +250,14 @@ func (p *planner) fresh(f policy.Finding) {
 		ID: AlertID(f), Finding: f, Issuer: p.issuers[f.Certificate], Tier: f.Tier, Announced: f.Tier,
 		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
 	}
+	if p.silenced(f) != nil {
+		// Opened, and announced to no one: Announced None says so, and
+		// the first run the silence no longer covers it announces it.
+		a.Announced = policy.None
+		p.rep.Silenced++
+		p.ch.Alerts = append(p.ch.Alerts, *a)
+		return
+	}
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
 	for _, c := range slices.Sorted(maps.Keys(targets)) {
 		p.add(EventNew, c, a, targets[c], 0, "")
@@ -269,11 +287,24 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 	if a.Channels == nil {
 		a.Channels = map[string]state.Announcement{}
 	}
+	if p.silenced(f) != nil {
+		// No escalation, no reminder, no late channel: all wait for the
+		// silence to end, and are then decided as the finding stands.
+		p.rep.Silenced++
+		p.ch.Alerts = append(p.ch.Alerts, *a)
+		return
+	}
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
 	switch {
 	case f.Tier > a.Announced:
 		// Up a tier: channels routed for the new tier hear about it, and so
 		// do channels already following it (their thread is updated).
+		if a.Announced == policy.None {
+			// Never announced (it was silenced): new, not escalated.
+			p.rep.New++
+		} else {
+			p.rep.Escalated++
+		}
 		a.Announced = f.Tier
 		chans := slices.Sorted(maps.Keys(targets))
 		for c := range a.Channels {
@@ -298,7 +329,6 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 			}
 			a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: digest}
 		}
-		p.rep.Escalated++
 	default:
 		// Same tier (or lower): reminders when due, and channels that
 		// should know but do not (routes changed since) hear of it now.

@@ -224,6 +224,23 @@ type Finding struct {
 	// was last observed. Zero on a finding observed in the report's own
 	// run. Evaluation never sets it; the daemon does.
 	UnverifiedSince time.Time `json:"unverified_since,omitzero"`
+	// Silenced is set on a finding a silence keeps from being announced
+	// (certwatch silence): who silenced it, why and until when. It is
+	// still reported and shown. Evaluation never sets it; notify's caller
+	// does, for the report it publishes.
+	Silenced *Silenced `json:"silenced,omitempty"`
+}
+
+// Silenced says which silence keeps a finding from being announced.
+type Silenced struct {
+	// ID is the silence's ("config:..." for one declared in the
+	// configuration file).
+	ID     string `json:"id"`
+	Author string `json:"author"`
+	Reason string `json:"reason"`
+	// Until is when the silence ends; UpTo the highest tier it covers.
+	Until time.Time `json:"until"`
+	UpTo  Tier      `json:"up_to"`
 }
 
 // ID identifies the finding across runs: its kind and the certificate (or

@@ -123,10 +123,75 @@ type Announcement struct {
 	Ref string `json:"ref,omitempty"`
 }
 
-// Snapshot is the open alerts, by ID.
+// Snapshot is the open alerts, by ID, and the silences kept, read in the
+// transaction that writes what is computed from them.
 type Snapshot struct {
 	Alerts map[string]*Alert
+	// Silences are every silence kept, ended ones included until pruned.
+	Silences []Silence
 }
+
+// ErrNoSilence: no silence has the ID given.
+var ErrNoSilence = errors.New("no silence has that ID")
+
+// Silence withholds the announcements of the findings it matches, up to a
+// tier, until it ends. A silenced finding is still evaluated, reported and
+// shown; once the silence ends (Until passes, or it is expired early) or
+// the finding rises above UpTo, it is announced as it stands then.
+type Silence struct {
+	ID    string   `json:"id"`
+	Match Matchers `json:"match"`
+	// UpTo is the highest tier the silence covers: a matching finding
+	// above it is announced.
+	UpTo   policy.Tier `json:"up_to"`
+	Reason string      `json:"reason"`
+	Author string      `json:"author"`
+	// Created is when it was added; Until when it ends.
+	Created time.Time `json:"created"`
+	Until   time.Time `json:"until"`
+	// Expired is when it was ended before Until (certwatch silence
+	// expire); zero otherwise.
+	Expired time.Time `json:"expired,omitzero"`
+	// Config is set on a silence declared in the configuration file
+	// (silences:), which stores never hold.
+	Config bool `json:"config,omitempty"`
+}
+
+// Matchers select findings. Every field set must match; a silence has at
+// least one set.
+type Matchers struct {
+	// FindingID is a finding's ID ("expiring:<sha256>"), or its alert's.
+	FindingID string `json:"finding_id,omitempty"`
+	// Kind is a finding kind ("expiring", "tls_broken").
+	Kind policy.Kind `json:"kind,omitempty"`
+	// Name is a glob ("*" spans dots) matched against the finding's
+	// endpoint names, subject and name.
+	Name string `json:"name,omitempty"`
+	// Zone matches a finding with a name in the zone (the apex or below).
+	Zone string `json:"zone,omitempty"`
+	// Labels must all be on the finding with these values.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Certificate is the leaf's SHA-256 fingerprint, or a prefix of it,
+	// in lower-case hex.
+	Certificate string `json:"certificate,omitempty"`
+}
+
+// Empty reports whether m sets no matcher.
+func (m Matchers) Empty() bool {
+	return m.FindingID == "" && m.Kind == "" && m.Name == "" && m.Zone == "" && len(m.Labels) == 0 && m.Certificate == ""
+}
+
+// End is when the silence ends: when it was expired, if that came first,
+// else Until.
+func (s *Silence) End() time.Time {
+	if !s.Expired.IsZero() && s.Expired.Before(s.Until) {
+		return s.Expired
+	}
+	return s.Until
+}
+
+// Active reports whether the silence holds at now.
+func (s *Silence) Active(now time.Time) bool { return now.Before(s.End()) }
 
 // Changes are applied by a store in one transaction, together with the read
 // of the Snapshot they were computed from.
@@ -147,8 +212,8 @@ type Changes struct {
 	// run it missed.
 	Supersede []Key
 	// PruneBefore, when set, deletes notifications delivered or failed
-	// before it, resolved alerts resolved before it, and certificates last
-	// seen before it.
+	// before it, resolved alerts resolved before it, certificates last
+	// seen before it, and silences that ended before it.
 	PruneBefore time.Time
 }
 

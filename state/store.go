@@ -83,11 +83,28 @@ type Stats interface {
 	OutboxStats(ctx context.Context) ([]ChannelStats, error)
 }
 
+// Silences keeps the silences added with `certwatch silence` (or the
+// HTTP API). Update's Snapshot carries them too, so that notify reads them
+// in the transaction it writes in, and replicas sharing a store honour
+// the same silences.
+type Silences interface {
+	// AddSilence stores s; an ID in use already fails.
+	AddSilence(ctx context.Context, s Silence) error
+	// ExpireSilence ends the silence id at at, unless it has ended
+	// already, and returns it as it then stands; an error matching
+	// ErrNoSilence when no silence kept has that ID.
+	ExpireSilence(ctx context.Context, id string, at time.Time) (Silence, error)
+	// Silences returns every silence kept, ended ones included until they
+	// are pruned, oldest first.
+	Silences(ctx context.Context) ([]Silence, error)
+}
+
 // Store is what every store does.
 type Store interface {
 	Outbox
 	Memory
 	Stats
+	Silences
 	// Alerts returns the open alerts, and the resolved ones still kept
 	// when resolved is set: open first, then by tier (most urgent first)
 	// and deadline.

@@ -475,6 +475,21 @@ CREATE TABLE site_results (
 	`
 ALTER TABLE site_results ADD COLUMN published_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp();
 `,
+	// 7: silences (certwatch silence), shared by every replica and site:
+	// what they match (JSON of state.Matchers), up to which tier, why, by
+	// whom, until when.
+	`
+CREATE TABLE silences (
+	id         TEXT PRIMARY KEY,
+	matchers   TEXT NOT NULL,
+	up_to      INTEGER NOT NULL,
+	reason     TEXT NOT NULL,
+	author     TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	until      BIGINT NOT NULL,
+	expired_at BIGINT NOT NULL DEFAULT 0
+);
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds

@@ -60,7 +60,11 @@ func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Chang
 		for i := range snap {
 			m[snap[i].ID] = &snap[i]
 		}
-		ch, err := fn(state.Snapshot{Alerts: m})
+		silences, err := loadSilences(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ch, err := fn(state.Snapshot{Alerts: m, Silences: silences})
 		if err != nil {
 			fnErr = err
 			return err
@@ -199,6 +203,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, ts(t))
 		b.Queue(`DELETE FROM alerts WHERE resolved_at < $1`, ts(t))
 		b.Queue(`DELETE FROM certificates WHERE last_seen < $1`, ts(t))
+		b.Queue(`DELETE FROM silences WHERE until < $1 OR (expired_at <> 0 AND expired_at < $1)`, ts(t))
 	}
 	if b.Len() == 0 {
 		return nil

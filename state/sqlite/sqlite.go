@@ -345,6 +345,20 @@ CREATE TABLE dispatch_leases (
 ALTER TABLE outbox ADD COLUMN marker TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN intended_at INTEGER NOT NULL DEFAULT 0;
 `,
+	// 7: silences (certwatch silence): what they match (JSON of
+	// state.Matchers), up to which tier, why, by whom, until when.
+	`
+CREATE TABLE silences (
+	id         TEXT PRIMARY KEY,
+	matchers   TEXT NOT NULL,
+	up_to      INTEGER NOT NULL,
+	reason     TEXT NOT NULL,
+	author     TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	until      INTEGER NOT NULL,
+	expired_at INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -34,7 +34,11 @@ func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Chang
 		for i := range snap {
 			m[snap[i].ID] = &snap[i]
 		}
-		ch, err := fn(state.Snapshot{Alerts: m})
+		silences, err := loadSilences(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ch, err := fn(state.Snapshot{Alerts: m, Silences: silences})
 		if err != nil {
 			fnErr = err
 			return err
@@ -194,6 +198,7 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < ?1)`,
 			`DELETE FROM alerts WHERE resolved_at < ?`,
 			`DELETE FROM certificates WHERE last_seen < ?`,
+			`DELETE FROM silences WHERE until < ? OR (expired_at <> 0 AND expired_at < ?)`,
 		} {
 			args := []any{ts(t)}
 			if strings.Count(q, "?") == 2 {

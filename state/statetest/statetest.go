@@ -38,6 +38,9 @@ type Store interface {
 	Created() bool
 	Memo(ctx context.Context, key string) ([]byte, error)
 	SetMemo(ctx context.Context, key string, value []byte) error
+	AddSilence(ctx context.Context, s state.Silence) error
+	ExpireSilence(ctx context.Context, id string, at time.Time) (state.Silence, error)
+	Silences(ctx context.Context) ([]state.Silence, error)
 	Close() error
 }
 
@@ -69,6 +72,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentUpdatesSerialise", testConcurrentUpdatesSerialise},
 		{"EmptyStore", testEmptyStore},
 		{"CreatedAndMemos", testCreatedAndMemos},
+		{"Silences", testSilences},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -617,5 +621,68 @@ func testConcurrentUpdatesSerialise(t *testing.T, open Opener) {
 	snap := update(t, stores[0], state.Changes{})
 	if got := snap.Alerts[a.ID].MissingRuns; got != workers*rounds {
 		t.Errorf("counter after %d concurrent updates = %d: updates acted on the same snapshot", workers*rounds, got)
+	}
+}
+
+// testSilences: silences round-trip whole, reach Update's snapshot, are
+// kept across a reopen, expire once, and are pruned once ended long ago.
+func testSilences(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if got, err := s.Silences(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Silences of a new store = %v, %v, want none", got, err)
+	}
+	a := state.Silence{
+		ID: "s-aaaa", Match: state.Matchers{Kind: policy.Expiring, Name: "*.example.com", Zone: "example.com", Labels: map[string]string{"team": "payments"}, Certificate: "abcdef"},
+		UpTo: policy.Page, Reason: "renewal booked for Friday", Author: "alice", Created: t0, Until: t0.AddDate(0, 0, 7),
+	}
+	b := state.Silence{ID: "s-bbbb", Match: state.Matchers{FindingID: "expiring:ff"}, UpTo: policy.Warning, Reason: "known", Author: "bob", Created: t0.Add(time.Hour), Until: t0.AddDate(0, 0, 1)}
+	for _, si := range []state.Silence{a, b} {
+		if err := s.AddSilence(ctx, si); err != nil {
+			t.Fatalf("AddSilence(%s): %v", si.ID, err)
+		}
+	}
+	if err := s.AddSilence(ctx, a); err == nil {
+		t.Error("AddSilence of an ID in use succeeded, want an error")
+	}
+	want := []state.Silence{a, b}
+	got, err := s.Silences(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Silences (-want +got):\n%s", diff)
+	}
+	if snap := update(t, s, state.Changes{}); !cmp.Equal(want, snap.Silences) {
+		t.Errorf("Update's snapshot carries silences %v, want %v", snap.Silences, want)
+	}
+
+	at := t0.Add(2 * time.Hour)
+	ended, err := s.ExpireSilence(ctx, "s-bbbb", at)
+	if err != nil || !ended.Expired.Equal(at) || ended.Active(at) {
+		t.Fatalf("ExpireSilence = %+v, %v; want it ended at %v", ended, err, at)
+	}
+	// Expiring it again keeps the first end.
+	if again, err := s.ExpireSilence(ctx, "s-bbbb", at.Add(time.Hour)); err != nil || !again.Expired.Equal(at) {
+		t.Errorf("ExpireSilence again = %+v, %v; want it kept as ended at %v", again, err, at)
+	}
+	if _, err := s.ExpireSilence(ctx, "s-nope", at); !errors.Is(err, state.ErrNoSilence) {
+		t.Errorf("ExpireSilence of an unknown ID = %v, want ErrNoSilence", err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("Check after expiring an unknown ID = %v, want nil: a mistyped ID is no store failure", err)
+	}
+
+	s.Close()
+	s = open(t)
+	got, err = s.Silences(ctx)
+	if err != nil || len(got) != 2 || !got[1].Expired.Equal(at) {
+		t.Fatalf("Silences after reopening = %+v, %v; want both, the second expired", got, err)
+	}
+	// Pruning drops silences that ended before the cut-off only.
+	update(t, s, state.Changes{PruneBefore: t0.AddDate(0, 0, 3)})
+	got, err = s.Silences(ctx)
+	if err != nil || len(got) != 1 || got[0].ID != "s-aaaa" {
+		t.Errorf("Silences after pruning = %+v, %v; want only the one that lasts past the cut-off", got, err)
 	}
 }

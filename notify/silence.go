@@ -1,0 +1,250 @@
+package notify
+
+import (
+	"cmp"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+)
+
+// Silences. A silence keeps the findings it matches from being announced,
+// up to a tier (state.Silence.UpTo), until it ends. Apply opens the alert
+// of a silenced finding as usual but tells no channel, sends no reminder
+// for it, and leaves Announced where it was (None for a finding never
+// announced). In the first run after the silence ends, or in which the
+// finding is above the silenced tier, the finding is no longer covered and
+// takes the usual path: a finding never announced is announced as new, at
+// its tier then, and one announced before the silence is announced again
+// only if it now stands above the tier last announced. Each is written to
+// the outbox in the same transaction as the state, so it goes out exactly
+// once. A resolution still goes to the channels that were told.
+
+// silenceSet is the silences in force at one time, compiled for matching.
+type silenceSet []matcher
+
+type matcher struct {
+	s        state.Silence
+	names    discovery.Filter
+	hasNames bool
+	zone     string
+	cert     string
+}
+
+func newMatcher(s state.Silence) (matcher, error) {
+	m := matcher{s: s, zone: discovery.NormalizeName(s.Match.Zone), cert: normalizeFingerprint(s.Match.Certificate)}
+	if s.Match.Name != "" {
+		f, err := discovery.NewFilter([]string{s.Match.Name}, nil)
+		if err != nil {
+			return matcher{}, fmt.Errorf("name: %w", err)
+		}
+		m.names, m.hasNames = f, true
+	}
+	return m, nil
+}
+
+// silencesAt compiles the silences of all that hold at now. A silence
+// whose matchers do not compile (they were checked when it was added) is
+// left out.
+func silencesAt(all []state.Silence, now time.Time) silenceSet {
+	var out silenceSet
+	for _, s := range all {
+		if !s.Active(now) || s.Match.Empty() {
+			continue
+		}
+		if m, err := newMatcher(s); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// matches reports whether the silence selects f, whatever its tier.
+func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
+	mt := m.s.Match
+	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != AlertID(f) {
+		return false
+	}
+	if mt.Kind != "" && mt.Kind != f.Kind {
+		return false
+	}
+	if m.cert != "" && (f.Certificate == "" || !strings.HasPrefix(strings.ToLower(f.Certificate), m.cert)) {
+		return false
+	}
+	names := findingNames(f)
+	if m.hasNames && !anyName(names, m.names.Keep) {
+		return false
+	}
+	if m.zone != "" && !anyName(names, func(n string) bool { return discovery.InZone(discovery.NormalizeName(n), m.zone) }) {
+		return false
+	}
+	for k, v := range mt.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// covering returns the silence that keeps f from being announced, nil
+// when none does: one that matches f and covers its tier. Of several, the
+// one covering the highest tier wins, then the one lasting longest.
+func (ss silenceSet) covering(f policy.Finding, labels map[string]string) *state.Silence {
+	var best *state.Silence
+	for i := range ss {
+		m := &ss[i]
+		if f.Tier > m.s.UpTo || !m.matches(f, labels) {
+			continue
+		}
+		if best == nil || cmp.Or(cmp.Compare(m.s.UpTo, best.UpTo), m.s.End().Compare(best.End()), strings.Compare(best.ID, m.s.ID)) > 0 {
+			best = &m.s
+		}
+	}
+	return best
+}
+
+// silencedBy is what a finding's report says of the silence covering it.
+func silencedBy(s *state.Silence) *policy.Silenced {
+	return &policy.Silenced{ID: s.ID, Author: s.Author, Reason: s.Reason, Until: s.End(), UpTo: s.UpTo}
+}
+
+// MarkSilenced sets Silenced on each of fs that the silences in force at
+// now keep from being announced (stored, as read from the store, and the
+// Notifier's own from the configuration), as Apply at now decides, and
+// clears it on the others. It returns how many it marked.
+func (n *Notifier) MarkSilenced(fs []policy.Finding, stored []state.Silence, now time.Time) int {
+	ss := silencesAt(n.allSilences(stored), now)
+	marked := 0
+	for i := range fs {
+		f := &fs[i]
+		f.Silenced = nil
+		if f.Tier < policy.Notice {
+			continue
+		}
+		if s := ss.covering(*f, n.labels(*f)); s != nil {
+			f.Silenced = silencedBy(s)
+			marked++
+		}
+	}
+	return marked
+}
+
+// allSilences is stored with the configuration's silences after it.
+func (n *Notifier) allSilences(stored []state.Silence) []state.Silence {
+	if len(n.Silences) == 0 {
+		return stored
+	}
+	return append(slices.Clone(stored), n.Silences...)
+}
+
+// SilenceMatches reports whether s selects f (with labels), whatever the
+// time and the finding's tier: what `certwatch silence list` counts.
+func SilenceMatches(s state.Silence, f policy.Finding, labels map[string]string) bool {
+	if s.Match.Empty() {
+		return false
+	}
+	m, err := newMatcher(s)
+	return err == nil && m.matches(f, labels)
+}
+
+// NewSilenceID returns a fresh silence ID: "s-" and 8 random letters and
+// digits, short enough to type.
+func NewSilenceID() string {
+	return "s-" + strings.ToLower(crand.Text()[:8])
+}
+
+// normalizeFingerprint is a SHA-256 fingerprint as findings carry it: lower
+// case hex without colons or spaces.
+func normalizeFingerprint(s string) string {
+	return strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(strings.TrimSpace(s)))
+}
+
+// MinFingerprintPrefix is the shortest certificate fingerprint prefix a
+// silence takes: shorter ones would match certificates by chance.
+const MinFingerprintPrefix = 8
+
+// NormalizeSilence returns s with its zone and certificate fingerprint in
+// the form findings use (lower case; no colons in the fingerprint).
+func NormalizeSilence(s state.Silence) state.Silence {
+	s.Match.Zone = discovery.NormalizeName(s.Match.Zone)
+	s.Match.Certificate = normalizeFingerprint(s.Match.Certificate)
+	return s
+}
+
+// CheckSilence reports every problem of a silence about to be added at
+// now, joined: it must select something, every matcher must be valid, it
+// must say why and who, and it must end after now and at most max after
+// it (notify.silence_max).
+func CheckSilence(s state.Silence, now time.Time, max time.Duration) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	m := s.Match
+	if m.Empty() {
+		add("a silence needs at least one matcher: a finding ID, a kind, a name glob, a zone, a label or a certificate fingerprint")
+	}
+	if m.Kind != "" {
+		if _, ok := m.Kind.Info(); !ok {
+			add("unknown finding kind %q (known: %s)", m.Kind, kindList())
+		}
+	}
+	if m.Name != "" {
+		if _, err := discovery.NewFilter([]string{m.Name}, nil); err != nil {
+			add("name %q: %v", m.Name, err)
+		}
+	}
+	if c := normalizeFingerprint(m.Certificate); c != "" {
+		if len(c) < MinFingerprintPrefix || len(c) > 64 || strings.Trim(c, "0123456789abcdef") != "" {
+			add("certificate %q: want a SHA-256 fingerprint in hex, or at least its first %d digits", m.Certificate, MinFingerprintPrefix)
+		}
+	}
+	for k := range m.Labels {
+		if strings.TrimSpace(k) == "" {
+			add("a label needs a name (KEY=VALUE)")
+		}
+	}
+	if s.UpTo < policy.Notice || s.UpTo > policy.Critical {
+		add("up to tier %s: want notice, warning, page or critical", s.UpTo)
+	}
+	if strings.TrimSpace(s.Reason) == "" {
+		add("a reason is required: say why the findings may stay unannounced (a ticket, a date)")
+	}
+	if strings.TrimSpace(s.Author) == "" {
+		add("an author is required")
+	}
+	switch {
+	case !s.Until.After(now):
+		add("it would end at %s, which is not in the future", s.Until.UTC().Format(time.RFC3339))
+	case max > 0 && s.Until.Sub(now) > max:
+		add("it would last %s, longer than notify.silence_max (%s): silence for at most that long, and add another when it ends if the finding still may wait",
+			roundDuration(s.Until.Sub(now)), roundDuration(max))
+	}
+	return errors.Join(errs...)
+}
+
+func kindList() string {
+	ks := policy.Kinds()
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// roundDuration writes d in days when it is a day or more ("91d"),
+// else to the minute.
+func roundDuration(d time.Duration) string {
+	if d >= 24*time.Hour {
+		days := d.Hours() / 24
+		if days == float64(int(days)) {
+			return fmt.Sprintf("%dd", int(days))
+		}
+		return fmt.Sprintf("%.1fd", days)
+	}
+	return d.Round(time.Minute).String()
+}
