@@ -68,6 +68,22 @@ type Config struct {
 	Notify Notify `yaml:"notify,omitempty"`
 	// Daemon configures `certwatch run`.
 	Daemon Daemon `yaml:"daemon,omitempty"`
+	// Serve configures the HTTP API of `certwatch run`.
+	Serve Serve `yaml:"serve,omitempty"`
+	// Silences keep the findings they match from being announced until
+	// they end (see Silence); `certwatch silence` keeps more in the state.
+	Silences []Silence `yaml:"silences,omitempty"`
+}
+
+// Serve configures the HTTP API of `certwatch run` beyond its address
+// (daemon.listen).
+type Serve struct {
+	// SilenceTokenEnv and SilenceTokenFile say where the bearer token is
+	// read from that POST /api/v1/silences and
+	// POST /api/v1/silences/{id}/expire require; without one, those
+	// endpoints are off (GET /api/v1/silences is always served).
+	SilenceTokenEnv  string `yaml:"silence_token_env,omitempty"`
+	SilenceTokenFile string `yaml:"silence_token_file,omitempty"`
 }
 
 // Files are globs of certificate files read with one passphrase.
@@ -512,6 +528,12 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Daemon.validate()...)
 	errs = append(errs, c.Revocation.validate()...)
 	errs = append(errs, c.ACME.validate()...)
+	// A silence is measured against the clock when the file is loaded:
+	// one that ends further than notify.silence_max from now is refused.
+	errs = append(errs, validateSilences(c.Silences, time.Duration(c.Notify.SilenceMax), time.Now())...)
+	if c.Serve.SilenceTokenEnv != "" && c.Serve.SilenceTokenFile != "" {
+		add("serve.silence_token_env", "serve: silence_token_env and silence_token_file: set at most one")
+	}
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	for i, e := range errs {
 		errs[i] = pos.locate(e)

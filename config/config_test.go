@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/policy"
 )
 
 func TestDecodeErrors(t *testing.T) {
@@ -43,6 +44,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown protocol in a zone", "zones:\n  - name: a.example\n    protocols: {2525: smpt}\n", []string{"line 3", `unknown protocol "smpt"`}},
 		{"bad zone name", "zones:\n  - name: bad..example\n", []string{"line 2: ", `"bad..example" is not a valid domain name`}},
 		{"bad tsig algorithm", "zones:\n  - name: a.example\n    tsig: {name: k, algorithm: hmac-sha257, secret_env: TSIG}\n", []string{"line 3: ", `unsupported algorithm "hmac-sha257"`}},
+		{"silence longer than silence_max", "silences:\n  - match: {kind: expiring}\n    until: 2999-01-01\n    reason: later\n", []string{"line 3: ", "more than notify.silence_max (90d) from now"}},
+		{"silence without a reason", "silences:\n  - match: {name: \"*.a.example\"}\n    until: 2000-01-01\n", []string{"line 2: ", "silences[0]: reason: required"}},
+		{"silence without a matcher", "silences:\n  - until: 2000-01-01\n    reason: x\n", []string{"silences[0]: match: at least one of"}},
+		{"silence of an unknown kind", "silences:\n  - match: {kind: expirng}\n    until: 2000-01-01\n    reason: x\n", []string{"line 2: ", `unknown finding kind "expirng"`}},
+		{"silence with a bad date", "silences:\n  - match: {kind: expiring}\n    until: friday\n    reason: x\n", []string{"line 3", `invalid date "friday"`}},
+		{"silence up to an unknown tier", "silences:\n  - match: {zone: a.example}\n    up_to: loud\n    until: 2000-01-01\n    reason: x\n", []string{"line 3: ", `up_to: unknown tier "loud"`}},
+		{"silence token from two places", "serve:\n  silence_token_env: A\n  silence_token_file: /b\n", []string{"line 2: ", "set at most one"}},
 		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
 	}
 	for _, tt := range tests {
@@ -198,5 +206,21 @@ targets:
 		if _, err := config.Decode(strings.NewReader(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Decode(%q) error = %v, want it to contain %q", tt.yaml, err, tt.want)
 		}
+	}
+}
+
+func TestDecodeSilences(t *testing.T) {
+	until := time.Now().UTC().AddDate(0, 0, 30).Format(time.DateOnly)
+	c, err := config.Decode(strings.NewReader("silences:\n  - match: {name: \"*.legacy.example\", labels: {team: web}}\n    until: " + until + "\n    reason: CHG-1\n" +
+		"  - match: {certificate: \"AB:CD:EF:01\"}\n    up_to: critical\n    until: 2000-01-01T10:00:00Z\n    reason: ended long ago, harmless\n    author: bob\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Silences) != 2 || c.Silences[0].UpToTier() != policy.Page || c.Silences[1].UpToTier() != policy.Critical ||
+		c.Silences[0].Until.Format(time.DateOnly) != until || c.Silences[0].Match.Labels["team"] != "web" {
+		t.Errorf("silences = %+v; want two, the first up to page (the default) until %s", c.Silences, until)
+	}
+	if c.Notify.SilenceMax != config.Duration(90*24*time.Hour) {
+		t.Errorf("notify.silence_max = %v, want 90d by default", c.Notify.SilenceMax)
 	}
 }

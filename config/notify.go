@@ -60,6 +60,9 @@ type Notify struct {
 	// people reach it (https://certwatch.internal.example/): Alertmanager
 	// alerts link to it as their generatorURL and webhook bodies carry it.
 	StatusURL string `yaml:"status_url,omitempty"`
+	// SilenceMax is the longest a silence may last, from when it is added
+	// (certwatch silence) or from when the file is loaded (silences:).
+	SilenceMax Duration `yaml:"silence_max"`
 	// Storm limits the messages one run can produce.
 	Storm Storm `yaml:"storm"`
 	// Retry tunes delivery retries.
@@ -315,6 +318,9 @@ func (n *Notify) applyDefaults() {
 	if n.DigestInterval == 0 {
 		n.DigestInterval = Duration(DefaultDigestInterval)
 	}
+	if n.SilenceMax == 0 {
+		n.SilenceMax = Duration(DefaultSilenceMax)
+	}
 	if n.Storm.MaxNewFindings == 0 {
 		n.Storm.MaxNewFindings = DefaultStormMaxNew
 	}
@@ -454,6 +460,9 @@ func (n *Notify) validate() []error {
 		if err := checkURL(n.StatusURL); err != nil {
 			add("status_url", "status_url: %v", err)
 		}
+	}
+	if n.SilenceMax < Duration(time.Hour) {
+		add("silence_max", "silence_max must be at least 1h, got %v", n.SilenceMax)
 	}
 	if n.Storm.MaxNewFindings < 1 {
 		add("storm.max_new_findings", "storm: max_new_findings must be at least 1, got %d", n.Storm.MaxNewFindings)

@@ -134,3 +134,14 @@ func Kinds() []Kind {
 	slices.SortFunc(out, func(a, b Kind) int { return strings.Compare(string(a), string(b)) })
 	return out
 }
+
+// KindNamed returns the registered kind named s, and whether there is one:
+// how a kind given by a person (a flag, a config file) becomes a Kind.
+func KindNamed(s string) (Kind, bool) {
+	for k := range kinds {
+		if string(k) == s {
+			return k, true
+		}
+	}
+	return "", false
+}
