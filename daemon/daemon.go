@@ -65,6 +65,15 @@ type Notifier interface {
 	Notify(ctx context.Context, r *scan.Report) error
 }
 
+// Silencer is a Notifier that marks the findings of a report that it
+// will not announce because a silence covers them
+// (policy.Finding.Silenced), before the report is published: the status
+// page, the JSON report and the metrics show who silenced each, why and
+// until when.
+type Silencer interface {
+	MarkSilenced(ctx context.Context, r *scan.Report) error
+}
+
 // Dispatcher delivers a notifier's outbox. Run delivers until ctx is done;
 // Flush delivers what is due, as far as ctx allows. The daemon never runs
 // both at once. Implemented by *notify.Notifier.

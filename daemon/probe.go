@@ -99,6 +99,11 @@ func (d *Daemon) probe(ctx context.Context) error {
 	d.mu.Lock()
 	d.published = published
 	d.mu.Unlock()
+	if sl, ok := n.(Silencer); ok && loaded {
+		if err := sl.MarkSilenced(ctx, published); err != nil {
+			d.logger.Warn("silences could not be read: the published report marks no finding as silenced", "err", err)
+		}
+	}
 	if d.Recorder != nil {
 		d.Recorder.RecordReport(published)
 	}

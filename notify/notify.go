@@ -26,6 +26,11 @@
 // message, and an attempt whose outcome was lost (a crash, a takeover) is
 // looked for before it is posted again.
 //
+// A silence (state.Silence, kept in the store or declared in the
+// configuration) keeps the findings it matches from being announced, up to
+// a tier, until it ends; they are announced as they stand then, through
+// the same outbox (see silence.go).
+//
 // Senders sort failures three ways. Retryable (network errors, 408, 429,
 // 5xx): retried with backoff. Refusals of one notification (Permanent: a
 // payload the service rejects, such as Slack's invalid_blocks or

@@ -240,11 +240,45 @@ func kindList() string {
 // else to the minute.
 func roundDuration(d time.Duration) string {
 	if d >= 24*time.Hour {
-		days := d.Hours() / 24
+		days := d.Round(time.Hour).Hours() / 24
 		if days == float64(int(days)) {
 			return fmt.Sprintf("%dd", int(days))
 		}
 		return fmt.Sprintf("%.1fd", days)
 	}
 	return d.Round(time.Minute).String()
+}
+
+// DescribeSilences lists silences (stored ones, then the Notifier's from
+// the configuration) with whether each holds at now and the open alerts
+// each matches. With all unset, silences that have ended are left out.
+func (n *Notifier) DescribeSilences(stored []state.Silence, alerts []state.Alert, all bool, now time.Time) []state.SilenceStatus {
+	return DescribeSilences(n.allSilences(stored), alerts, n.Labels, all, now)
+}
+
+// DescribeSilences is Notifier.DescribeSilences for silences and labels
+// given.
+func DescribeSilences(silences []state.Silence, alerts []state.Alert, labels func(policy.Finding) map[string]string, all bool, now time.Time) []state.SilenceStatus {
+	out := []state.SilenceStatus{}
+	for _, s := range silences {
+		st := state.SilenceStatus{Silence: s, Active: s.Active(now), Matching: []string{}}
+		if !st.Active && !all {
+			continue
+		}
+		m, err := newMatcher(s)
+		for _, a := range alerts {
+			if !a.Open() || err != nil || s.Match.Empty() {
+				continue
+			}
+			var l map[string]string
+			if labels != nil {
+				l = labels(a.Finding)
+			}
+			if m.matches(a.Finding, l) {
+				st.Matching = append(st.Matching, a.ID)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }

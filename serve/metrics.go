@@ -18,7 +18,7 @@ import (
 // (certificate expiry and not-before) + 10,000 x 2 (probe_success,
 // probe_duration) + 10,000 x 3 (endpoint expiry, not-before, TLS info)
 // = 70,000 series, plus about 250 bounded ones: the probe latency
-// histogram (14 buckets x 8 results), findings (kinds x 5 tiers), job
+// histogram (14 buckets x 8 results), findings, unverified and silenced findings (kinds x 5 tiers each), job
 // runs and durations (2 jobs), discovery per source, outbox and
 // notifications per channel. Uncapped it would be 700,000. Every endpoint
 // stays in the latency histogram and in certwatch_endpoints{result}
@@ -37,7 +37,7 @@ type metrics struct {
 	jobRuns       *prometheus.CounterVec
 	jobDuration   *prometheus.HistogramVec
 
-	expiry, notBefore, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, endpoints,
+	expiry, notBefore, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, silenced, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	crlThisUpdate, crlNextUpdate, revocationChecked,
@@ -73,6 +73,7 @@ func newMetrics(s *Server) *metrics {
 		probeSuccess:      d("probe_success", "Whether the latest probe of the endpoint obtained a certificate chain (1) or not (0).", "name", "port", "address"),
 		probeDurationLast: d("probe_duration_seconds", "Duration of the latest probe of the endpoint.", "name", "port", "address"),
 		findings:          d("findings", "Findings in the latest probe run, by kind and tier.", "kind", "tier"),
+		silenced:          d("findings_silenced", "Findings of the latest report that a silence keeps from being announced (counted in certwatch_findings too), by kind and tier.", "kind", "tier"),
 		unverified:        d("findings_unverified", "Findings of the latest report kept from an earlier run because their endpoints stopped answering (counted in certwatch_findings too), by kind and tier.", "kind", "tier"),
 		endpoints:         d("endpoints", "Endpoints in the latest probe run by result: ok or the failure class.", "result"),
 		discoveryTargets:  d("discovery_targets", "Targets each discovery source returned in the latest discovery run.", "source"),
@@ -98,7 +99,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.endpoints,
+	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.buildInfo} {
 		ch <- d
@@ -178,6 +179,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for k, n := range v.unverified {
 			gauge(m.unverified, float64(n), k.kind, k.tier)
+		}
+		for k, n := range v.silenced {
+			gauge(m.silenced, float64(n), k.kind, k.tier)
 		}
 		for result, n := range v.endpoints {
 			gauge(m.endpoints, float64(n), result)

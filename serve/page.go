@@ -234,6 +234,13 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		if n > 0 {
 			d.Banners = append(d.Banners, banner{"warning", fmt.Sprintf("%d findings are unverified: their endpoints stopped answering, so they are shown as last observed.", n)})
 		}
+		silenced := 0
+		for _, c := range v.silenced {
+			silenced += c
+		}
+		if silenced > 0 {
+			d.Banners = append(d.Banners, banner{"info", fmt.Sprintf("%d findings are silenced: they are not announced until their silence ends or they rise above it (certwatch silence list).", silenced)})
+		}
 	}
 	for _, src := range discovery {
 		if src.Error != "" {

@@ -92,6 +92,11 @@ type Options struct {
 	// Channels, when set, is read at every scrape and page view for
 	// delivery counts per channel.
 	Channels func() []ChannelStats
+	// Silences, when set, serves GET /api/v1/silences, and, with
+	// SilenceToken set, POST /api/v1/silences and
+	// POST /api/v1/silences/{id}/expire to bearers of that token.
+	Silences     Silences
+	SilenceToken []byte
 	// Pprof serves net/http/pprof's handlers under /debug/pprof/.
 	Pprof bool
 	// Version is shown on the status page and in certwatch_build_info.
@@ -205,6 +210,11 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/report", s.apiReport)
+	if s.opts.Silences != nil {
+		mux.HandleFunc("GET /api/v1/silences", s.listSilences)
+		mux.HandleFunc("POST /api/v1/silences", s.addSilence)
+		mux.HandleFunc("POST /api/v1/silences/{id}/expire", s.expireSilence)
+	}
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	mux.Handle("GET /static/", staticHandler())
 	if s.opts.Pprof {

@@ -39,7 +39,10 @@ type view struct {
 	// unverified counts findings kept from an earlier run because their
 	// endpoints did not answer (policy.Finding.UnverifiedSince).
 	unverified map[findingKey]int
-	endpoints  map[string]int // by result: ok or the failure class
+	// silenced counts findings a silence keeps unannounced
+	// (policy.Finding.Silenced).
+	silenced  map[findingKey]int
+	endpoints map[string]int // by result: ok or the failure class
 	// keyExchange counts the endpoints that completed a handshake by the
 	// key exchange group negotiated ("" for none: RSA key transport), and
 	// hybridOffered those whose probe offered the post-quantum hybrid.
@@ -107,7 +110,7 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, silenced: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
 
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}
@@ -171,6 +174,9 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.findings[findingKey{string(f.Kind), f.Tier.String()}]++
 		if !f.UnverifiedSince.IsZero() {
 			v.unverified[findingKey{string(f.Kind), f.Tier.String()}]++
+		}
+		if f.Silenced != nil {
+			v.silenced[findingKey{string(f.Kind), f.Tier.String()}]++
 		}
 		if f.Certificate != "" && known[f.Certificate] {
 			byCert[f.Certificate] = append(byCert[f.Certificate], f)
@@ -381,12 +387,16 @@ func printableRow(rw *row) {
 		}
 	}
 	if slices.ContainsFunc(rw.Findings, func(f policy.Finding) bool {
-		return policy.Printable(f.Message) != f.Message || policy.Printable(f.Name) != f.Name || policy.Printable(f.Subject) != f.Subject
+		return policy.Printable(f.Message) != f.Message || policy.Printable(f.Name) != f.Name || policy.Printable(f.Subject) != f.Subject || f.Silenced != nil
 	}) {
 		rw.Findings = slices.Clone(rw.Findings)
 		for i := range rw.Findings {
 			f := &rw.Findings[i]
 			f.Message, f.Name, f.Subject = policy.Printable(f.Message), policy.Printable(f.Name), policy.Printable(f.Subject)
+			if si := f.Silenced; si != nil {
+				// Who and why were typed by people: no escape reaches the page.
+				f.Silenced = &policy.Silenced{ID: si.ID, Author: policy.Printable(si.Author), Reason: policy.Printable(si.Reason), Until: si.Until, UpTo: si.UpTo}
+			}
 		}
 	}
 	if slices.ContainsFunc(rw.Endpoints, func(ep policy.Endpoint) bool { return policy.Printable(ep.Name) != ep.Name }) {

@@ -147,7 +147,7 @@ type Silence struct {
 	Reason string      `json:"reason"`
 	Author string      `json:"author"`
 	// Created is when it was added; Until when it ends.
-	Created time.Time `json:"created"`
+	Created time.Time `json:"created,omitzero"`
 	Until   time.Time `json:"until"`
 	// Expired is when it was ended before Until (certwatch silence
 	// expire); zero otherwise.
@@ -179,6 +179,17 @@ type Matchers struct {
 // Empty reports whether m sets no matcher.
 func (m Matchers) Empty() bool {
 	return m.FindingID == "" && m.Kind == "" && m.Name == "" && m.Zone == "" && len(m.Labels) == 0 && m.Certificate == ""
+}
+
+// SilenceStatus is a silence as listed: whether it holds, and which open
+// alerts it matches.
+type SilenceStatus struct {
+	Silence
+	// Active is set while the silence holds.
+	Active bool `json:"active"`
+	// Matching are the IDs of the open alerts it matches, whatever their
+	// tier; a silence that matches none is listed as matching nothing.
+	Matching []string `json:"matching"`
 }
 
 // End is when the silence ends: when it was expired, if that came first,
@@ -240,7 +251,7 @@ type Outbound struct {
 	// not look inside.
 	Payload []byte `json:"payload"`
 	// Created is when the transition happened.
-	Created time.Time `json:"created"`
+	Created time.Time `json:"created,omitzero"`
 	// NextAttempt is when the notification is due.
 	NextAttempt time.Time `json:"next_attempt"`
 	// Attempts counts failed deliveries; LastError is the latest failure.

@@ -101,6 +101,7 @@ Commands:
   demo          start a local lab (DNS + TLS on loopback) and scan it
   run           run as a service: schedules, alerts, metrics, status page
   alerts        list alert state from the state file
+  silence       add, list or expire silences (findings not announced until a date)
   notify test   send a test message to one configured channel
   version       print the version
 
@@ -150,6 +151,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.alerts(ctx, rest)
 	case "notify":
 		return e.notifyCmd(ctx, rest)
+	case "silence":
+		return e.silence(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "certwatch", version())
 		return nil

@@ -178,6 +178,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 		return nil, nil, withCode(ExitUsage, err)
 	}
 	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
+	n.Silences = configSilences(c)
 	return n, func() { store.Close() }, nil
 }
 

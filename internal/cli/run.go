@@ -43,6 +43,9 @@ serve on daemon.listen (default 127.0.0.1:9814):
   /readyz         the state store works (its file is the one opened and
                   its latest write committed) and an inventory is loaded
   /api/v1/report  the latest report, as 'certwatch scan --output json'
+  /api/v1/silences  the silences in force; adding (POST) and expiring
+                  (POST /api/v1/silences/ID/expire) need the bearer token of
+                  serve.silence_token_env or _file, and are off without one
 
 Signals:
   SIGTERM, SIGINT  stop: no new run starts, a running one gets
@@ -64,13 +67,18 @@ README, "Running more than one".
 Logs are JSON on stderr unless stderr is a terminal.
 `
 
-// runNotifier hands the daemon's reports to a notify.Notifier and lets the
-// daemon run its outbox dispatcher.
-type runNotifier struct{ n *notify.Notifier }
+// runNotifier hands the daemon's reports to a notify.Notifier, lets the
+// daemon run its outbox dispatcher, and marks the silenced findings of the
+// reports it publishes with the silences kept in silences.
+type runNotifier struct {
+	n        *notify.Notifier
+	silences state.Silences
+}
 
 var (
 	_ daemon.Notifier   = runNotifier{}
 	_ daemon.Dispatcher = runNotifier{}
+	_ daemon.Silencer   = runNotifier{}
 	_ daemon.Recorder   = (*serve.Server)(nil)
 	_ daemon.Scanner    = (*scan.Pass)(nil)
 	_ notify.Sender     = (*slack.Sender)(nil)
@@ -83,6 +91,17 @@ var (
 func (r runNotifier) Notify(ctx context.Context, rep *scan.Report) error {
 	_, err := r.n.Apply(ctx, sweepOf(rep), rep.GeneratedAt)
 	return err
+}
+
+// MarkSilenced marks the report's findings that the silences in force
+// when it was made keep from being announced, as Apply decides.
+func (r runNotifier) MarkSilenced(ctx context.Context, rep *scan.Report) error {
+	stored, err := r.silences.Silences(ctx)
+	if err != nil {
+		return err
+	}
+	r.n.MarkSilenced(rep.Findings, stored, rep.GeneratedAt)
+	return nil
 }
 
 func (r runNotifier) Run(ctx context.Context) error   { return r.n.Run(ctx) }
@@ -174,10 +193,10 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 type runParts struct {
 	cfg      daemon.Config
 	pass     *scan.Pass
-	notifier *notify.Notifier
+	notifier runNotifier
 }
 
-func (e *env) buildRun(ctx context.Context, c config.Config, store state.Outbox, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
+func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
 	pass, err := newPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return runParts{}, err
@@ -192,6 +211,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store state.Outbox,
 		return runParts{}, withCode(ExitUsage, err)
 	}
 	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
+	n.Silences = configSilences(c)
 	d := c.Daemon
 	dc := daemon.Config{
 		Discovery:        d.Schedules.Discovery,
@@ -210,7 +230,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store state.Outbox,
 		}
 		dc.HeartbeatURL = u.Reveal()
 	}
-	return runParts{cfg: dc, pass: pass, notifier: n}, nil
+	return runParts{cfg: dc, pass: pass, notifier: runNotifier{n: n, silences: store}}, nil
 }
 
 func (e *env) run(ctx context.Context, args []string) error {
@@ -266,6 +286,15 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if store.Created() {
 		h.emptyState = stateName(c.Notify.State)
 	}
+	book := newSilenceBook(store, c)
+	var silenceToken []byte
+	if sv := c.Serve; sv.SilenceTokenEnv != "" || sv.SilenceTokenFile != "" {
+		tok, err := config.ReadSecret("serve: silence token", "", sv.SilenceTokenFile, sv.SilenceTokenEnv)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		silenceToken = []byte(tok.Reveal())
+	}
 	srv := serve.New(serve.Options{
 		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),
@@ -281,6 +310,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Channels: func() []serve.ChannelStats { return channelStats(current.Load()) },
 		Pprof:    c.Daemon.Pprof,
 		Version:  version(),
+
+		Silences:     silenceAPI{book},
+		SilenceToken: silenceToken,
 	})
 	h.srv = srv
 	client := h.client
@@ -288,8 +320,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	current.Store(parts.notifier)
-	h.cfg, h.scanner, h.notifier = parts.cfg, parts.pass, runNotifier{parts.notifier}
+	current.Store(parts.notifier.n)
+	h.cfg, h.scanner, h.notifier = parts.cfg, parts.pass, parts.notifier
 	// A configuration the daemon refuses fails now, not at the first term.
 	if _, err := daemon.New(h.cfg, h.scanner, h.notifier, logger); err != nil {
 		return withCode(ExitUsage, err)
@@ -323,6 +355,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 				}
 				current.Store(n)
 				notes.channels(c.Notify)
+				book.configure(c)
 			}
 		}
 	})
@@ -365,6 +398,8 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	keep("daemon.site", c.Daemon.Site != cur.Daemon.Site)
 	keep("daemon.shard_size", c.Daemon.ShardSize != cur.Daemon.ShardSize)
 	keep("daemon.site_stale_after", c.Daemon.SiteStaleAfter != cur.Daemon.SiteStaleAfter)
+	keep("serve.silence_token_env", c.Serve.SilenceTokenEnv != cur.Serve.SilenceTokenEnv)
+	keep("serve.silence_token_file", c.Serve.SilenceTokenFile != cur.Serve.SilenceTokenFile)
 	c.Notify.State, c.Daemon.Listen = cur.Notify.State, cur.Daemon.Listen
 	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
 	c.Daemon.LeaderLease, c.Daemon.Site = cur.Daemon.LeaderLease, cur.Daemon.Site
@@ -373,12 +408,12 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	if err != nil {
 		return nil, err
 	}
-	if err := d.Reload(parts.cfg, parts.pass, runNotifier{parts.notifier}); err != nil {
+	if err := d.Reload(parts.cfg, parts.pass, parts.notifier); err != nil {
 		return nil, err
 	}
 	*cur = c
 	logger.Info("config reloaded", "config", path, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
-	return parts.notifier, nil
+	return parts.notifier.n, nil
 }
 
 // channelStats is the delivery health of n's channels for metrics and the

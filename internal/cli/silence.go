@@ -1,0 +1,463 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/serve"
+	"github.com/certwatch/certwatch/state"
+)
+
+const silenceUsage = `Usage:
+  certwatch silence add --config FILE MATCHERS (--for 7d | --until DATE) --reason TEXT [flags]
+  certwatch silence list --config FILE [--all] [--output json]
+  certwatch silence expire --config FILE ID
+
+A silence keeps the findings it matches from being announced, up to a tier,
+until it ends. They are still in the report, on the status page (with who,
+why and until when), in the JSON report and in /metrics
+(certwatch_findings_silenced). At the first probe run after the silence
+ends, or in which a finding is above the silenced tier, the finding is
+announced as it stands then, once. Silences are kept in the state
+(notify.state), so every replica sharing it honours them; the config file
+may declare more (silences:). A silence takes effect at the next probe run
+of 'certwatch run'.
+
+Matchers (every one given must match; at least one):
+  --id FINDING_ID       one finding, as the JSON report gives its id
+  --kind KIND           a finding kind (expiring, tls_broken, ...)
+  --name GLOB           an endpoint name, subject or name ("*" spans dots)
+  --zone ZONE           a name in the zone
+  --label KEY=VALUE     a label of the finding (repeatable)
+  --certificate SHA256  the leaf's fingerprint, or its first 8+ hex digits
+
+--up-to is the highest tier covered: by default the tier of the finding's
+open alert with --id, else page. A silence lasts at most notify.silence_max
+(default 90d). The author is --author, else $USER.
+`
+
+// silenceBook adds, lists and expires silences for `certwatch silence`
+// and the HTTP API. Its settings change with a reload.
+type silenceBook struct {
+	store    state.Store
+	settings atomic.Pointer[silenceSettings]
+	now      func() time.Time
+}
+
+// silenceSettings are what a configuration says about silences.
+type silenceSettings struct {
+	max    time.Duration
+	config []state.Silence
+	labels func(policy.Finding) map[string]string
+}
+
+func newSilenceBook(store state.Store, c config.Config) *silenceBook {
+	b := &silenceBook{store: store, now: time.Now}
+	b.configure(c)
+	return b
+}
+
+func (b *silenceBook) configure(c config.Config) {
+	b.settings.Store(&silenceSettings{
+		max:    time.Duration(c.Notify.SilenceMax),
+		config: configSilences(c),
+		labels: findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c)),
+	})
+}
+
+// configSilences are the silences of c's silences: section, with IDs that
+// stay the same while an entry does ("config:" and a hash of it).
+func configSilences(c config.Config) []state.Silence {
+	var out []state.Silence
+	for _, cs := range c.Silences {
+		kind, _ := policy.KindNamed(cs.Match.Kind) // validated
+		s := state.Silence{
+			Match: state.Matchers{
+				FindingID: cs.Match.FindingID, Kind: kind, Name: cs.Match.Name,
+				Zone: cs.Match.Zone, Labels: cs.Match.Labels, Certificate: cs.Match.Certificate,
+			},
+			UpTo: cs.UpToTier(), Reason: cs.Reason, Author: cmpOr(cs.Author, "config"), Until: cs.Until.Time, Config: true,
+		}
+		s = notify.NormalizeSilence(s)
+		b, _ := json.Marshal(s)
+		sum := sha256.Sum256(b)
+		s.ID = "config:" + hex.EncodeToString(sum[:4])
+		out = append(out, s)
+	}
+	return out
+}
+
+// errBadSilence marks a silence refused for what it says, not for a
+// failing store.
+var errBadSilence = errors.New("silence refused")
+
+// add completes s (ID, creation time, the tier it covers unless upTo) and
+// stores it once it passes notify.CheckSilence.
+func (b *silenceBook) add(ctx context.Context, s state.Silence, upTo bool) (state.Silence, error) {
+	now := b.now().UTC()
+	set := b.settings.Load()
+	s = notify.NormalizeSilence(s)
+	s.ID, s.Created = notify.NewSilenceID(), now
+	if !upTo {
+		s.UpTo = policy.Page
+		if id := s.Match.FindingID; id != "" {
+			alerts, err := b.store.Alerts(ctx, false)
+			if err != nil {
+				return state.Silence{}, err
+			}
+			found := false
+			for _, a := range alerts {
+				if a.ID == id || a.Finding.ID() == id {
+					s.UpTo, found = a.Tier, true
+				}
+			}
+			if !found {
+				return state.Silence{}, fmt.Errorf("%w: no open alert has finding ID %q (see 'certwatch alerts --output json'); give --up-to to silence it before it is raised", errBadSilence, id)
+			}
+		}
+	}
+	if err := notify.CheckSilence(s, now, set.max); err != nil {
+		return state.Silence{}, fmt.Errorf("%w: %w", errBadSilence, err)
+	}
+	if err := b.store.AddSilence(ctx, s); err != nil {
+		return state.Silence{}, err
+	}
+	return s, nil
+}
+
+// list returns the silences kept and configured, with the open alerts each
+// matches; ended ones too with all.
+func (b *silenceBook) list(ctx context.Context, all bool) ([]state.SilenceStatus, error) {
+	stored, err := b.store.Silences(ctx)
+	if err != nil {
+		return nil, err
+	}
+	alerts, err := b.store.Alerts(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	set := b.settings.Load()
+	return notify.DescribeSilences(append(stored, set.config...), alerts, set.labels, all, b.now()), nil
+}
+
+// expire ends the stored silence id now.
+func (b *silenceBook) expire(ctx context.Context, id string) (state.Silence, error) {
+	if strings.HasPrefix(id, "config:") {
+		return state.Silence{}, fmt.Errorf("%w: silence %s is declared in the configuration file: remove it from silences: there (and reload)", errBadSilence, id)
+	}
+	return b.store.ExpireSilence(ctx, id, b.now().UTC())
+}
+
+// silenceAPI serves the silence endpoints of `certwatch run` from a book.
+type silenceAPI struct{ b *silenceBook }
+
+var _ serve.Silences = silenceAPI{}
+
+func (a silenceAPI) ListSilences(ctx context.Context) ([]state.SilenceStatus, error) {
+	return a.b.list(ctx, false)
+}
+
+func (a silenceAPI) AddSilence(ctx context.Context, r serve.SilenceRequest) (state.Silence, error) {
+	s := state.Silence{Match: r.Match, Reason: r.Reason, Author: r.Author, Until: r.Until}
+	if r.For != "" {
+		d, err := config.ParseDuration(r.For)
+		if err != nil {
+			return state.Silence{}, fmt.Errorf("%w: for: %w", serve.ErrBadSilence, err)
+		}
+		if !r.Until.IsZero() {
+			return state.Silence{}, fmt.Errorf("%w: give for or until, not both", serve.ErrBadSilence)
+		}
+		s.Until = a.b.now().UTC().Add(d)
+	}
+	if r.UpTo != "" {
+		t, err := policy.ParseTier(r.UpTo)
+		if err != nil {
+			return state.Silence{}, fmt.Errorf("%w: up_to: %w", serve.ErrBadSilence, err)
+		}
+		s.UpTo = t
+	}
+	out, err := a.b.add(ctx, s, r.UpTo != "")
+	if errors.Is(err, errBadSilence) {
+		err = fmt.Errorf("%w: %w", serve.ErrBadSilence, err)
+	}
+	return out, err
+}
+
+func (a silenceAPI) ExpireSilence(ctx context.Context, id string) (state.Silence, error) {
+	out, err := a.b.expire(ctx, id)
+	switch {
+	case errors.Is(err, state.ErrNoSilence):
+		err = fmt.Errorf("%w: %w", serve.ErrNoSilence, err)
+	case errors.Is(err, errBadSilence):
+		err = fmt.Errorf("%w: %w", serve.ErrBadSilence, err)
+	}
+	return out, err
+}
+
+func (e *env) silence(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, silenceUsage)
+		return usageError("silence: want add, list or expire")
+	}
+	switch args[0] {
+	case "add":
+		return e.silenceAdd(ctx, args[1:])
+	case "list", "ls":
+		return e.silenceList(ctx, args[1:])
+	case "expire":
+		return e.silenceExpire(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprint(e.stdout, silenceUsage)
+		return nil
+	}
+	fmt.Fprint(e.stderr, silenceUsage)
+	return usageError("silence: unknown subcommand %q (want add, list or expire)", args[0])
+}
+
+// openBook loads the config and opens its state for a silence subcommand.
+func (e *env) openBook(ctx context.Context, configFile string) (*silenceBook, func(), error) {
+	c, err := loadConfigFlag(configFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openState(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newSilenceBook(store, c), func() { store.Close() }, nil
+}
+
+// labelsFlag is a repeatable KEY=VALUE flag.
+type labelsFlag map[string]string
+
+func (l labelsFlag) String() string { return fmt.Sprint(map[string]string(l)) }
+func (l labelsFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	l[strings.TrimSpace(k)] = val
+	return nil
+}
+
+func (e *env) silenceAdd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("silence add", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `file` whose notify.state keeps the silence")
+	var s state.Silence
+	labels := labelsFlag{}
+	fs.StringVar(&s.Match.FindingID, "id", "", "silence the finding with this `ID` (see the JSON report)")
+	kind := fs.String("kind", "", "match findings of this `kind`")
+	fs.StringVar(&s.Match.Name, "name", "", "match findings with a name matching this `glob`")
+	fs.StringVar(&s.Match.Zone, "zone", "", "match findings with a name in this `zone`")
+	fs.Var(labels, "label", "match findings with this `KEY=VALUE` label (repeatable)")
+	fs.StringVar(&s.Match.Certificate, "certificate", "", "match findings about the certificate with this SHA-256 `fingerprint` (or its first 8+ hex digits)")
+	forFlag := fs.String("for", "", "how long the silence lasts (`duration`: 12h, 7d, 2w)")
+	until := fs.String("until", "", "when the silence ends: a `date` (2030-05-01, midnight UTC at its start) or an RFC 3339 time")
+	upTo := fs.String("up-to", "", "the highest `tier` covered (default: the finding's tier with --id, else page)")
+	fs.StringVar(&s.Reason, "reason", "", "why the findings may stay unannounced (required)")
+	author := fs.String("author", "", "who silences (default $USER)")
+	output := fs.String("output", "table", "`table` or json")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, silenceUsage)
+			return nil
+		}
+		return err
+	}
+	if *kind != "" {
+		k, ok := policy.KindNamed(*kind)
+		if !ok {
+			return usageError("silence add: --kind: unknown finding kind %q (see the Findings section of the README)", *kind)
+		}
+		s.Match.Kind = k
+	}
+	if len(labels) > 0 {
+		s.Match.Labels = labels
+	}
+	s.Author = cmpOr(*author, e.getenv("USER"))
+	if s.Author == "" {
+		return usageError("silence add: --author is required ($USER is not set)")
+	}
+	switch {
+	case *forFlag != "" && *until != "":
+		return usageError("silence add: give --for or --until, not both")
+	case *forFlag != "":
+		d, err := config.ParseDuration(*forFlag)
+		if err != nil {
+			return usageError("silence add: --for: %v", err)
+		}
+		s.Until = time.Now().UTC().Add(d)
+	case *until != "":
+		t, err := config.ParseDate(*until)
+		if err != nil {
+			return usageError("silence add: --until: %v", err)
+		}
+		s.Until = t
+	default:
+		return usageError("silence add: say how long: --for 7d or --until 2030-05-01")
+	}
+	if *upTo != "" {
+		t, err := policy.ParseTier(*upTo)
+		if err != nil {
+			return usageError("silence add: --up-to: %v", err)
+		}
+		s.UpTo = t
+	}
+	b, closeStore, err := e.openBook(ctx, *configFile)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	added, err := b.add(ctx, s, *upTo != "")
+	if errors.Is(err, errBadSilence) {
+		return usageError("silence add: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		return writeJSON(e.stdout, added)
+	}
+	list, err := b.list(ctx, true)
+	if err != nil {
+		return err
+	}
+	matching := 0
+	for _, st := range list {
+		if st.ID == added.ID {
+			matching = len(st.Matching)
+		}
+	}
+	fmt.Fprintf(e.stdout, "Silence %s added: up to %s, until %s, by %s; it takes effect at the next probe run. It matches %s.\n",
+		added.ID, added.UpTo, added.Until.UTC().Format(time.RFC3339), added.Author, countAlerts(matching))
+	return nil
+}
+
+func countAlerts(n int) string {
+	switch n {
+	case 0:
+		return "nothing now (no open alert)"
+	case 1:
+		return "1 open alert"
+	}
+	return fmt.Sprintf("%d open alerts", n)
+}
+
+func (e *env) silenceList(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("silence list", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `file` whose notify.state keeps the silences")
+	all := fs.Bool("all", false, "include silences that have ended")
+	output := fs.String("output", "table", "`table` or json")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			printUsage(e.stdout, fs, silenceUsage)
+			return nil
+		}
+		return err
+	}
+	b, closeStore, err := e.openBook(ctx, *configFile)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	list, err := b.list(ctx, *all)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		return writeJSON(e.stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(e.stdout, "No silences.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tUNTIL\tUP TO\tMATCH\tMATCHES\tAUTHOR\tREASON")
+	for _, st := range list {
+		state := "active"
+		if !st.Active {
+			state = "ended " + st.End().UTC().Format("2006-01-02 15:04")
+		}
+		matches := fmt.Sprintf("%d open alert(s)", len(st.Matching))
+		if len(st.Matching) == 0 {
+			matches = "nothing"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.ID, state, st.Until.UTC().Format("2006-01-02 15:04"), st.UpTo,
+			describeMatch(st.Match), matches, policy.Printable(st.Author), policy.Printable(st.Reason))
+	}
+	return tw.Flush()
+}
+
+// describeMatch writes matchers as the flags that give them.
+func describeMatch(m state.Matchers) string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+policy.Printable(v))
+		}
+	}
+	add("id", m.FindingID)
+	add("kind", string(m.Kind))
+	add("name", m.Name)
+	add("zone", m.Zone)
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+		add("label", k+"="+m.Labels[k])
+	}
+	add("certificate", m.Certificate)
+	return strings.Join(parts, " ")
+}
+
+func (e *env) silenceExpire(ctx context.Context, args []string) error {
+	// The ID may come first: `silence expire s-1234 --config FILE`.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("silence expire", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `file` whose notify.state keeps the silence")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(e.stdout, fs, silenceUsage)
+			return nil
+		}
+		return usageError("silence expire: %v", err)
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	if id == "" || fs.NArg() > 1 || (fs.NArg() == 1 && fs.Arg(0) != id) {
+		return usageError("silence expire: give one silence ID (see 'certwatch silence list')")
+	}
+	b, closeStore, err := e.openBook(ctx, *configFile)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	s, err := b.expire(ctx, id)
+	switch {
+	case errors.Is(err, state.ErrNoSilence):
+		return usageError("silence expire: no silence has ID %q (see 'certwatch silence list --all')", id)
+	case errors.Is(err, errBadSilence):
+		return usageError("silence expire: %v", err)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Silence %s ended at %s; what it held back is announced at the next probe run.\n", s.ID, s.End().UTC().Format(time.RFC3339))
+	return nil
+}
