@@ -31,6 +31,9 @@ type Config struct {
 	// "db.internal:6432/postgres", or {address: db.internal:6432,
 	// protocol: postgres}.
 	Targets []Target `yaml:"targets,omitempty"`
+	// Networks are address ranges swept for TLS services no name points
+	// to, at a bounded rate.
+	Networks []Network `yaml:"networks,omitempty"`
 	// Ports are probed on every A/AAAA/CNAME name of a zone and on targets
 	// given without a port. SRV records carry their own port.
 	Ports []int `yaml:"ports,omitempty"`
@@ -479,6 +482,7 @@ func (c *Config) problems(pos positions) []error {
 		}
 	}
 	errs = append(errs, checkTargets(c.Targets)...)
+	errs = append(errs, c.networkProblems()...)
 	if d := c.Probe.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
 		add("probe.timeout", "probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
 	}

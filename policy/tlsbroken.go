@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -15,7 +16,9 @@ import (
 // for a discovered name: zones list names that serve nothing on the port.
 // Nor is a server that answers a STARTTLS dialogue without offering the
 // upgrade (no_starttls): a plain-text service, not a broken TLS one.
-// Explicit targets are judged as unreachable instead.
+// Explicit targets are judged as unreachable instead. Nor is a port of an
+// address range swept (discovery/networks) that accepts and speaks
+// something other than TLS: no name promises TLS there.
 //
 // A name the sweep gave up on (probes.Observation.GivenUp) made no
 // connection, but when its address and port stalled after connecting for
@@ -23,10 +26,19 @@ import (
 // too (judgeGivenUp); on an address that never accepted the connection
 // (dial timeouts) it is not a finding, as a dial timeout is not.
 func (e *Evaluator) judgeTLSBroken(o *probes.Observation, ep Endpoint) {
+	if found.FromNetworksOnly(o.Sources) {
+		// A port of a swept range that speaks something else: no name
+		// promises TLS there. Its stall still tells of the server.
+		if !o.GivenUp {
+			e.stalls.note(o, ep)
+		}
+		return
+	}
 	e.stalls.note(o, ep)
 	if !o.Connected || o.Failure == probes.FailNone || o.Failure == probes.FailRefused || o.Failure == probes.FailResolve || o.Failure == probes.FailNoStartTLS {
 		return
 	}
+
 	nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 	e.add(TLSBroken, e.rules.TLSBroken, nameKey, "", e.now, ep, func() string {
 		return fmt.Sprintf("%s accepts connections but the TLS handshake fails (%s: %s); clients of this name cannot connect: fix the server's TLS set-up, or stop publishing the name on port %d", nameKey, o.Failure, o.Error, o.Port)

@@ -109,6 +109,11 @@ func (e *probeError) Unwrap() error { return e.err }
 // failure.
 func (p *Prober) attempt(ctx context.Context, name string, proto discovery.Protocol, ap netip.AddrPort, groups []tls.CurveID) attemptResult {
 	target := ap.String()
+	if p.throttle != nil {
+		if err := p.throttle(ctx, ap.Addr()); err != nil {
+			return attemptResult{err: &probeError{op: "wait for the connection rate of", target: target, err: err}, failure: classify(err), cut: true}
+		}
+	}
 	dctx, cancel := context.WithTimeoutCause(ctx, p.dialTO, errDialTimeout)
 	conn, err := p.dial(dctx, "tcp", target)
 	cancel()

@@ -58,6 +58,12 @@ type Config struct {
 	// Dial opens the TCP connection. Nil means a net.Dialer. The context
 	// carries the dial deadline.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Throttle, when set, is waited for before each connection to addr,
+	// after the connection slots are held and before the dial timeout
+	// starts: the connection rate of the network addr lies in
+	// (networks.Throttle.Wait), shared with that network's sweep. It
+	// fails only with ctx's error, which cuts the probe short.
+	Throttle func(ctx context.Context, addr netip.Addr) error
 
 	// ResolveTimeout bounds one name lookup (default 5s).
 	ResolveTimeout time.Duration
@@ -129,6 +135,7 @@ type Prober struct {
 	roots     *x509.CertPool
 	resolver  Resolver
 	dial      func(ctx context.Context, network, address string) (net.Conn, error)
+	throttle  func(ctx context.Context, addr netip.Addr) error
 	resolveTO time.Duration
 	dialTO    time.Duration
 	hsTO      time.Duration
@@ -157,6 +164,7 @@ func New(c Config) *Prober {
 		roots:      c.Roots,
 		resolver:   c.Resolver,
 		dial:       c.Dial,
+		throttle:   c.Throttle,
 		resolveTO:  orDefault(c.ResolveTimeout, DefaultResolveTimeout),
 		dialTO:     orDefault(c.DialTimeout, DefaultDialTimeout),
 		hsTO:       orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout),

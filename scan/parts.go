@@ -87,5 +87,6 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 	}
 	addInventory(ev, invs...)
 	fill(r, ev)
+	r.Networks = networkReports(r, invs...)
 	return r
 }

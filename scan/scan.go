@@ -127,6 +127,11 @@ type Report struct {
 	// Revocation says how the leaves' revocation was checked (by CRL, by
 	// OCSP, by neither) and the freshness of each CRL relied on.
 	Revocation policy.RevocationSummary `json:"revocation"`
+	// Networks are the address ranges swept: per network the addresses
+	// tried, the ports that answered, the TLS endpoints among them and
+	// the certificates they served, address_only where no name leads to
+	// them.
+	Networks []NetworkReport `json:"networks,omitempty"`
 
 	// CutShort is set when the pass's context ended (a sweep deadline, a
 	// shutdown) before every endpoint was probed. The report then holds
@@ -382,6 +387,7 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	inv := p.Inventory()
 	addInventory(ev, &inv)
 	fill(r, ev)
+	r.Networks = networkReports(r, &inv)
 }
 
 // sweep probes the n targets pull hands out (called serially) and hands

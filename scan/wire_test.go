@@ -45,6 +45,8 @@ func fillAll(t *testing.T, v reflect.Value, path string) {
 		v.SetInt(3)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		v.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(2.5)
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fillAll(t, v.Elem(), path)

@@ -13,6 +13,9 @@
 package found
 
 import (
+	"net/netip"
+	"time"
+
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/atrest"
@@ -55,6 +58,72 @@ type Inventory struct {
 	// Gaps are what a source knows it could not watch (coverage gaps):
 	// policy turns each into a coverage_gap finding.
 	Gaps []Gap `json:"gaps,omitempty"`
+	// Networks are the address ranges swept (discovery/networks), with
+	// what each sweep saw.
+	Networks []Network `json:"networks,omitempty"`
+}
+
+// NetworkSourcePrefix starts the source name of every address range
+// ("networks:dc1"), as its targets' Sources carry it.
+const NetworkSourcePrefix = "networks:"
+
+// FromNetworksOnly reports whether sources (a target's) are address
+// ranges alone: the target is an address a sweep found, that no name or
+// configured target gave.
+func FromNetworksOnly(sources []string) bool {
+	for _, s := range sources {
+		if len(s) < len(NetworkSourcePrefix) || s[:len(NetworkSourcePrefix)] != NetworkSourcePrefix {
+			return false
+		}
+	}
+	return len(sources) > 0
+}
+
+// Network is what one sweep of an address range saw.
+type Network struct {
+	// Name names the network; Source is its source ("networks:NAME").
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// CIDRs are the ranges swept, Exclude the ranges left out, Ports the
+	// ports swept ("443", "6432/postgres").
+	CIDRs   []string `json:"cidrs"`
+	Exclude []string `json:"exclude,omitempty"`
+	Ports   []string `json:"ports"`
+	// Rate is the connections a second allowed, Burst how many at once.
+	Rate  float64 `json:"rate"`
+	Burst int     `json:"burst"`
+	// Addresses are the addresses tried, Connections the connects made;
+	// Refused, TimedOut and Failed count the connects that did not
+	// answer by how; GivenUp the addresses whose last ports were not
+	// tried after consecutive timeouts; Excluded the addresses left out
+	// by Exclude, Skipped the network, broadcast and multicast addresses
+	// never dialled.
+	Addresses   int `json:"addresses_tried"`
+	Connections int `json:"connections"`
+	Refused     int `json:"refused"`
+	TimedOut    int `json:"timed_out"`
+	Failed      int `json:"failed,omitempty"`
+	GivenUp     int `json:"given_up,omitempty"`
+	Excluded    int `json:"excluded,omitempty"`
+	Skipped     int `json:"skipped,omitempty"`
+	// Answered are the ports that accepted a connection, by address and
+	// port, with the names the reverse zone gives the address.
+	Answered []NetworkEndpoint `json:"answered"`
+	// ReverseNote says what went wrong looking up names, if anything.
+	ReverseNote string `json:"reverse_note,omitempty"`
+	// At is when the sweep started and Duration how long it took;
+	// CutShort is set when it ended before every address was tried.
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration_ns"`
+	CutShort bool          `json:"cut_short,omitempty"`
+}
+
+// NetworkEndpoint is one port of an address that accepted a connection.
+type NetworkEndpoint struct {
+	Address netip.Addr `json:"address"`
+	Port    int        `json:"port"`
+	// Names are the address's names in the reverse zone (PTR).
+	Names []string `json:"names,omitempty"`
 }
 
 // WatchedZone is a DNS zone a source transferred.
@@ -145,4 +214,5 @@ func (inv *Inventory) Append(other Inventory) {
 	inv.AtRest = append(inv.AtRest, other.AtRest...)
 	inv.Watched = append(inv.Watched, other.Watched...)
 	inv.Gaps = append(inv.Gaps, other.Gaps...)
+	inv.Networks = append(inv.Networks, other.Networks...)
 }

@@ -116,6 +116,9 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 	if err := writeIAM(w, r.IAM, now, true); err != nil {
 		return err
 	}
+	if err := writeNetworks(w, r.Networks, now, width); err != nil {
+		return err
+	}
 	writeSummary(w, r)
 	return nil
 }

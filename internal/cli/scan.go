@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/files"
+	"github.com/certwatch/certwatch/discovery/networks"
 	"github.com/certwatch/certwatch/discovery/static"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -35,6 +37,7 @@ Examples:
   certwatch scan --target vault.internal.example:8200 --output json
   certwatch scan --target db.internal.example:6432/postgres --target mail.internal.example/smtp
   certwatch scan --zone internal.example --ports 443,5432,389,6432/postgres
+  certwatch scan --network 10.20.0.0/24,443,8443 --network 10.30.0.0/28 --ports 443
   certwatch scan --config /etc/certwatch/config.yaml --fail-on warning
   certwatch scan --route53 --acm --region eu-west-1 --region us-east-1
 
@@ -71,6 +74,16 @@ listed but not probed (wildcard owners) say why. With --acm, ACM certificates
 are listed too, with their renewal state.
 `
 
+// networkFlag is a repeatable flag whose values keep their commas
+// (CIDR,PORT,PORT).
+type networkFlag []string
+
+func (l *networkFlag) String() string { return strings.Join(*l, " ") }
+func (l *networkFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
 // scanFlags are the flags shared by scan and inventory.
 type scanFlags struct {
 	configFile  string
@@ -80,6 +93,7 @@ type scanFlags struct {
 	tsigFile    string
 	targets     listFlag
 	files       listFlag
+	networks    networkFlag
 	ports       string
 	caFiles     listFlag
 	resolver    string
@@ -106,6 +120,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.StringVar(&f.tsig, "tsig", "", "sign transfers with this TSIG key, `NAME:ALGORITHM:SECRET` (prefer --tsig-file or $CERTWATCH_TSIG: a flag is visible in ps)")
 	fs.StringVar(&f.tsigFile, "tsig-file", "", "read the TSIG key (NAME:ALGORITHM:SECRET) from this `file`")
 	fs.Var(&f.targets, "target", "also probe `HOST[:PORT][/PROTOCOL]` (an IP literal is fine; [v6]:port); repeatable. PROTOCOL is tls or a STARTTLS protocol ("+discovery.ProtocolNames()+"), default the port's well-known one (db.internal:6432/postgres; mail.example/smtp means port 25). Unreachable targets are findings")
+	fs.Var(&f.networks, "network", "also sweep this address range, `CIDR[,PORT...]` (10.20.0.0/24,443,6432/postgres; default ports --ports), probing every port that accepts a connection without SNI, at most 50 connections a second; repeatable. A range above 65536 addresses × ports is refused (networks[].max_size in --config)")
 	fs.StringVar(&f.ports, "ports", "", "comma-separated `ports` probed on zone names and on targets without a port (default 443), each optionally PORT/PROTOCOL (6432/postgres); a well-known port speaks its protocol (25 and 587 smtp, 143 imap, 110 pop3, 21 ftp, 389 ldap, 5432 postgres, 3306 mysql, 5222 and 5269 xmpp), any other tls; SRV and MX records name their own")
 	fs.StringVar(&f.resolver, "resolver", "", "resolve names the zones do not answer themselves (e.g. CNAMEs leaving the zone) through this DNS server `HOST:PORT` (default: system resolver)")
 	fs.Var(&f.include, "include", "only keep zone names matching this `glob` (\"*\" spans dots); repeatable")
@@ -146,26 +161,36 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
 	if set["ports"] {
+		specs, err := config.ParsePortList(f.ports)
+		if err != nil {
+			return c, usageError("--ports: %v", err)
+		}
 		var ports []int
-		for _, p := range strings.Split(f.ports, ",") {
-			p, name, named := strings.Cut(p, "/")
-			n, err := config.ParsePort(p)
-			if err != nil {
-				return c, usageError("--ports: %v", err)
-			}
-			ports = append(ports, n)
-			if named {
-				proto, err := discovery.ParseProtocol(name)
-				if err != nil {
-					return c, usageError("--ports: port %d: %v", n, err)
-				}
+		for _, p := range specs {
+			ports = append(ports, p.Number)
+			if p.Named {
 				if c.Protocols == nil {
 					c.Protocols = map[int]config.Protocol{}
 				}
-				c.Protocols[n] = config.Protocol(proto)
+				c.Protocols[p.Number] = p.Protocol
 			}
 		}
 		c.Ports = ports
+	}
+	if set["network"] {
+		c.Networks = nil
+		for _, v := range f.networks {
+			cidr, rest, _ := strings.Cut(v, ",")
+			n := config.Network{CIDRs: []string{strings.TrimSpace(cidr)}}
+			if rest != "" {
+				ports, err := config.ParsePortList(rest)
+				if err != nil {
+					return c, usageError("--network %s: %v", v, err)
+				}
+				n.Ports = ports
+			}
+			c.Networks = append(c.Networks, n)
+		}
 	}
 	if len(f.zones) > 0 {
 		existing := map[string]config.Zone{}
@@ -414,9 +439,15 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	}
 	sources = append(sources, extra...)
 	if len(sources) == 0 {
-		return nil, usageError("nothing to scan: give --zone, --target, --file, --route53, --acm or a --config with zones, targets, files or aws (try 'certwatch demo' for a local lab)")
+		return nil, usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks or aws (try 'certwatch demo' for a local lab)")
 	}
-	prober, err := newProber(c, logger)
+	var nets []*networks.Source
+	for _, s := range sources {
+		if n, ok := s.(*networks.Source); ok {
+			nets = append(nets, n)
+		}
+	}
+	prober, err := newProber(c, logger, networks.NewThrottle(nets...))
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
@@ -439,6 +470,7 @@ var (
 	_ scan.StreamingSource = (*dnszone.Source)(nil)
 	_ scan.Source          = (*static.Source)(nil)
 	_ scan.Source          = (*files.Source)(nil)
+	_ scan.Source          = (*networks.Source)(nil)
 	_ scan.Prober          = (*probes.Prober)(nil)
 )
 
@@ -514,10 +546,30 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		out = append(out, s)
 	}
+	for i := range c.Networks {
+		n := &c.Networks[i]
+		nc, err := c.NetworkConfig(n)
+		if err != nil {
+			return nil, fmt.Errorf("network %s: %w", nc.Name, err)
+		}
+		if n.Reverse() {
+			nc.Reverse = net.DefaultResolver
+			if c.Resolver != "" {
+				nc.Reverse = probes.NewResolver(string(c.Resolver), networks.DefaultReverseTimeout)
+			}
+		}
+		s, err := networks.New(nc, logger) // it adds component and network
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
 	return out, nil
 }
 
-func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
+// newProber wires the prober of c; throttle holds the connection rates of
+// its networks.
+func newProber(c config.Config, logger *slog.Logger, throttle *networks.Throttle) (*probes.Prober, error) {
 	roots, err := trustedRoots(c.CAFiles)
 	if err != nil {
 		return nil, err
@@ -540,6 +592,9 @@ func newProber(c config.Config, logger *slog.Logger) (*probes.Prober, error) {
 			RetryAfter:  time.Duration(c.Revocation.RetryAfter),
 		},
 		Logger: logger.With("component", "probes"),
+	}
+	if len(c.Networks) > 0 {
+		pc.Throttle = throttle.Wait
 	}
 	if c.Resolver != "" {
 		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
