@@ -52,7 +52,6 @@ func labArgs(l *lab.Lab, extra ...string) []string {
 // listeners and the real CLI, and checks every planted problem is found once
 // and nothing healthy is flagged.
 func TestScanLab(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	stdout, stderr, code := run(t, labArgs(l, "--output", "json")...)
 	if code != cli.ExitFindings {
@@ -65,7 +64,6 @@ func TestScanLab(t *testing.T) {
 // server (Knot) that only transfers it with TSIG: the same findings, the
 // same endpoints, no false alarm.
 func TestScanLabFromKnot(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	k := knottest.Start(t, knottest.Zone{Name: lab.Zone, Text: l.ZoneText, Transfer: knottest.TransferTSIG})
 	keyFile := filepath.Join(t.TempDir(), "tsig")
@@ -197,7 +195,6 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 }
 
 func TestScanTableOutput(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	stdout, _, code := run(t, labArgs(l, "--fail-on", "critical")...)
 	if code != cli.ExitFindings {
@@ -216,7 +213,6 @@ func TestScanTableOutput(t *testing.T) {
 // TestScanFailOn: the exit code follows --fail-on; none reports without
 // ever failing on findings.
 func TestScanFailOn(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	tests := []struct {
 		failOn string
@@ -270,7 +266,6 @@ func TestScanRefusedTransferExits2(t *testing.T) {
 }
 
 func TestInventory(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	stdout, stderr, code := run(t, "inventory", "--zone", lab.Zone, "--nameserver", l.DNS, "--ports", fmt.Sprint(l.Port), "--output", "json")
 	if code != 0 {
@@ -461,7 +456,6 @@ func TestCheckConfigAsWritten(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	t.Parallel()
 	stdout, stderr, code := run(t, "demo")
 	if code != 0 {
 		t.Fatalf("demo exit code = %d; stderr: %s", code, stderr)

@@ -21,7 +21,6 @@ import (
 // only with SHA-1, and one that speaks only TLS 1.0, still have their
 // expiring certificate reported, as one finding for both.
 func TestScanLegacyAppliances(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	ca := certtest.MustCA("Appliance Root CA", now.AddDate(-5, 0, 0), now.AddDate(5, 0, 0))
 	inter := ca.MustIntermediate("Appliance Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
@@ -76,7 +75,6 @@ func TestScanLegacyAppliances(t *testing.T) {
 // verify, is weak_signature with its expiry judged, not an unexplained
 // chain_untrusted; an RSA 1024 leaf is weak_key.
 func TestScanWeakCertificates(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	ca := certtest.MustCA("Weak Root CA", now.AddDate(-5, 0, 0), now.AddDate(5, 0, 0))
 	inter := ca.MustIntermediate("Weak Issuing CA", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))

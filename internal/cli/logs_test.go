@@ -92,7 +92,6 @@ func duplicateKeys(dec *json.Decoder) []string {
 // TestLogLinesHaveNoDuplicateKeys scans the lab with debug logging and a
 // log notification channel, and parses every log line as JSON.
 func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
-	t.Parallel()
 	l := startLab(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "certwatch.yaml")

@@ -26,11 +26,13 @@ var (
 const stateDBPassword = "cw-state-pw"
 
 // waitingParallel is how many parallel tests run at once unless -parallel
-// says otherwise. Most of this package's tests wait (for a daemon's
-// schedule, a lease, a timeout) far more than they compute: the whole
-// package takes under half a minute of CPU. The default, GOMAXPROCS
-// (two on a small CI machine), would queue them behind each other.
-const waitingParallel = 16
+// says otherwise. The parallel ones are mostly `certwatch run` processes
+// that wait (for a daemon's schedule, a lease, a timeout) far more than
+// they compute: the whole package takes under half a minute of CPU. The
+// default, GOMAXPROCS (two on a small CI machine), would queue them
+// behind each other. The in-process lab scans, which handshake with
+// 1.5s timeouts under the race detector, stay serial.
+const waitingParallel = 8
 
 func TestMain(m *testing.M) {
 	flag.Parse()

@@ -15,7 +15,6 @@ import (
 // the report and on each kind of entry, is one a real report carries on
 // such an entry.
 func TestREADMEReportExample(t *testing.T) {
-	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,6 @@ import (
 // info, or a warning when configured so. Turning revocation off fetches
 // nothing.
 func TestScanRevocation(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	srv, err := certtest.ServeRevocation("127.0.0.1:0")
 	if err != nil {

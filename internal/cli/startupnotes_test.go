@@ -19,7 +19,6 @@ import (
 // on a zone with nothing to probe: it says both at start-up, in a log line
 // each and as notes on /readyz.
 func TestRunSaysWhatIsMissing(t *testing.T) {
-	t.Parallel()
 	srv, err := dnstest.Start(dnstest.Zone{Name: "empty.example", Text: "@ TXT \"nothing here\"\n"})
 	if err != nil {
 		t.Fatal(err)
