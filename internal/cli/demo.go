@@ -26,7 +26,8 @@ expire, an expiring intermediate, a wrong host name, a missing
 intermediate, a self-signed certificate, a half-finished rollout, an SRV
 service on its own port, SMTP behind STARTTLS found through a _submission
 SRV record, an IMAP server that offers no STARTTLS, a silent port, an
-expired cross-sign in a bundle).
+expired cross-sign in a bundle, and a service no name points to, found by
+sweeping its address range).
 Then scan it through exactly the code path of 'certwatch scan' and print
 the report. Nothing leaves the machine.
 
@@ -57,6 +58,8 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	c := config.Default()
 	c.Zones = []config.Zone{{Name: lab.Zone, Nameserver: config.HostPort(l.DNS)}}
 	c.Targets = []config.Target{{Spec: l.Unreachable}}
+	noReverse := false // the lab's addresses have no reverse zone: ask no resolver
+	c.Networks = []config.Network{{Name: "lab-oob", CIDRs: []string{l.Network}, ReverseDNS: &noReverse}}
 	c.Ports = []int{l.Port}
 	c.CAFiles = []string{l.CAFile}
 	c.Files = []config.Files{{Paths: []string{filepath.Join(l.AtRestDir, "**")}}}
@@ -65,8 +68,8 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err := c.Validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --timeout 1s",
-		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"))
+	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s",
+		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network)
 	if *output == "table" {
 		fmt.Fprintf(e.stdout, "certwatch demo: lab of zone %s served by %s (AXFR), TLS on port %d:\n  %s\n\nScanning as: %s\n\n",
 			lab.Zone, l.DNS, l.Port, strings.Join(l.Planted, "\n  "), cmdline)
@@ -116,6 +119,10 @@ zones:
 targets: [%q]
 files:
   - paths: [%q]
+networks:
+  - name: lab-oob
+    cidrs: [%q]
+    reverse_dns: false
 ports: [%d]
 ca_files: [%q]
 probe:
@@ -134,7 +141,7 @@ daemon:
     discovery: "@every 5m"
     probe: "@every 1m"
   jitter: 5s
-`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
+`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", "", fmt.Errorf("write the run configuration: %w", err)
 	}

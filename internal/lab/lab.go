@@ -50,7 +50,10 @@ type Lab struct {
 	// passphrase) expiring in 9 days, and a file without a certificate.
 	AtRestDir string
 	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
-	Unreachable string
+	Unreachable string	// Network is an address range ("127.0.0.72/30") holding one TLS
+	// service on Port that no name in the zone points to: found only by
+	// sweeping the range (networks:), its certificate expires in 9 days.
+	Network string
 	// ZoneText is the zone DNS serves, as zone-file records relative to
 	// Zone (SOA and NS at the apex included), for serving it from another
 	// authoritative server.
@@ -262,6 +265,20 @@ func Start(now time.Time) (l *Lab, err error) {
 		l.servers = append(l.servers, s)
 	}
 	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "*.dyn."+Zone, "127.0.0.18", "wildcard owner: listed, not probed"))
+	// A service reached only by address: no name in the zone.
+	oob := must(issuing.Leaf(certtest.LeafOptions{CommonName: "bmc-73 out-of-band controller", IPs: []net.IP{net.IPv4(127, 0, 0, 73)},
+		NotBefore: now.Add(-356 * day), NotAfter: now.Add(9 * day)}))
+	if oob == nil {
+		return nil, errors.Join(errs...)
+	}
+	l.Network = "127.0.0.72/30"
+	bmc := net.JoinHostPort("127.0.0.73", fmt.Sprint(l.Port))
+	s, err := certtest.Serve(bmc, *full(oob))
+	if err != nil {
+		return nil, fmt.Errorf("lab endpoint %s: %w", bmc, err)
+	}
+	l.servers = append(l.servers, s)
+	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(network "+l.Network+")", bmc, "no name points here; expires in 9 days"))
 	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
 	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
 
