@@ -50,7 +50,8 @@ type Lab struct {
 	// passphrase) expiring in 9 days, and a file without a certificate.
 	AtRestDir string
 	// Unreachable is a "127.0.0.x:port" static target with nothing behind it.
-	Unreachable string // Network is an address range ("127.0.0.72/30") holding one TLS
+	Unreachable string
+	// Network is an address range ("127.0.0.72/30") holding one TLS
 	// service on Port that no name in the zone points to: found only by
 	// sweeping the range (networks:), its certificate expires in 9 days.
 	Network string
