@@ -67,6 +67,8 @@ type Config struct {
 	FailOn string `yaml:"fail_on"`
 	// AWS configures Route53 and ACM discovery.
 	AWS AWS `yaml:"aws,omitempty"`
+	// Kubernetes lists the clusters whose certificates at rest are read.
+	Kubernetes []Kubernetes `yaml:"kubernetes,omitempty"`
 	// Notify configures state, channels and routing of alerts.
 	Notify Notify `yaml:"notify,omitempty"`
 	// Daemon configures `certwatch run`.
@@ -528,6 +530,7 @@ func (c *Config) problems(pos positions) []error {
 		add("output", "output: unknown format %q (want table or json)", c.Output)
 	}
 	errs = append(errs, c.AWS.validate()...)
+	errs = append(errs, c.kubernetesProblems()...)
 	errs = append(errs, c.Notify.validate()...)
 	errs = append(errs, c.Daemon.validate()...)
 	errs = append(errs, c.Revocation.validate()...)

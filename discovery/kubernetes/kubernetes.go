@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -137,6 +138,9 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, fmt.Errorf("kubernetes %s: exclude namespace %q: %w", c.Name, g, err)
 		}
+	}
+	if _, err := labels.Parse(c.LabelSelector); err != nil {
+		return nil, fmt.Errorf("kubernetes %s: label selector: %w", c.Name, err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -439,7 +439,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	}
 	sources = append(sources, extra...)
 	if len(sources) == 0 {
-		return nil, usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks or aws (try 'certwatch demo' for a local lab)")
+		return nil, usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks, aws or kubernetes (try 'certwatch demo' for a local lab)")
 	}
 	var nets []*networks.Source
 	for _, s := range sources {
@@ -475,7 +475,10 @@ var (
 )
 
 func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
-	var out []scan.Source
+	out, err := newKubernetesSources(c, logger)
+	if err != nil {
+		return nil, err
+	}
 	var fileGroups []files.Group
 	if len(c.Targets) > 0 {
 		targets := make([]string, len(c.Targets))

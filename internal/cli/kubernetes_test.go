@@ -1,0 +1,159 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/kubetest"
+)
+
+// TestScanKubernetes scans two clusters through kubeconfigs: prod, whose
+// namespace "locked" forbids listing Secrets, and stage, whose API server
+// throttles every request past the retry budget. Each is a
+// discovery_failed finding naming what could not be read; what prod's
+// other lists held is in the report. deploy/kubernetes/clusterrole.yaml
+// grants exactly the (verb, group, resource) the scan asked for.
+func TestScanKubernetes(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	root := certtest.MustCA("Kube Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	inter := root.MustIntermediate("Kube Issuing", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	leaf := inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.payments.svc"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0)})
+	metrics := certtest.MustCA("metrics-server CA", now.AddDate(-1, 0, 0), now.AddDate(1, 0, 0))
+
+	prod := kubetest.New(t)
+	prod.Add(
+		kubetest.Secret("payments", "api-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(leaf.Cert, inter.Cert), "ca.crt": root.PEM()}, nil),
+		kubetest.Secret("locked", "db-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(leaf.Cert)}, nil),
+		kubetest.ConfigMap("payments", "kube-root-ca.crt", map[string]string{"ca.crt": string(root.PEM())}, nil, nil),
+		kubetest.Webhooks(true, "hooks", map[string][]byte{"mutate.example.io": root.PEM()}),
+		kubetest.Webhooks(false, "hooks", map[string][]byte{"validate.example.io": root.PEM()}),
+		kubetest.APIService("v1beta1.metrics.k8s.io", metrics.PEM()),
+		kubetest.CRD("example.io", "widgets", "Widget", "v1", root.PEM(), 1024),
+		kubetest.CertManagerCRD(),
+		kubetest.Certificate("payments", "api", "api-tls", []string{"api.payments.svc"}, kubetest.CertManagerStatus{Ready: true, RenewalTime: now.AddDate(0, 1, 0)}),
+	)
+	prod.Forbid("list", "", "secrets", "locked")
+	stage := kubetest.New(t)
+	stage.Throttle(kubetest.Throttle{Count: 1000, RetryAfter: 30})
+
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`kubernetes:
+  - kubeconfig: %s
+    context: prod
+    namespaces: {include: [payments, locked]}
+  - kubeconfig: %s
+    context: stage
+    retry_budget: 10s
+`, prod.Kubeconfig(t, dir, "prod"), stage.Kubeconfig(t, dir, "stage"))
+	path := filepath.Join(dir, "certwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "scan", "--config", path, "--output", "json")
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code %d, want %d (discovery_failed pages); stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	var r struct {
+		Sources []struct {
+			Name         string
+			Certificates int
+			Error        string
+		}
+		Findings []struct {
+			Kind, Name, Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	sources := map[string]int{}
+	for _, s := range r.Sources {
+		sources[s.Name] = s.Certificates
+	}
+	// leaf, intermediate, root, metrics CA.
+	if sources["kubernetes:prod"] != 4 || sources["kubernetes:stage"] != 0 || len(sources) != 2 {
+		t.Errorf("sources = %v, want kubernetes:prod with 4 certificates and kubernetes:stage with none", sources)
+	}
+	failed := map[string]string{}
+	for _, f := range r.Findings {
+		if f.Kind == "discovery_failed" {
+			failed[f.Name] = f.Message
+		}
+	}
+	for name, want := range map[string][]string{
+		"kubernetes:prod":  {"partly failed", "list secrets (type=kubernetes.io/tls) in namespace locked", "forbidden", "grant list secrets in namespace locked"},
+		"kubernetes:stage": {"failed, so its targets were not probed", "still throttles", "beyond the 10s retry budget", "raise retry_budget"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(failed[name], w) {
+				t.Errorf("discovery_failed of %s lacks %q: %q", name, w, failed[name])
+			}
+		}
+	}
+
+	// The ClusterRole grants exactly what was asked.
+	called := map[string]bool{}
+	for _, srv := range []*kubetest.Server{prod, stage} {
+		for _, req := range srv.Requests() {
+			called[req.Verb+" "+req.Group+"/"+req.Resource] = true
+		}
+	}
+	if diff := cmpSets(clusterRoleRules(t), called); diff != "" {
+		t.Errorf("deploy/kubernetes/clusterrole.yaml vs the requests a scan makes: %s", diff)
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", stdout)
+	}
+}
+
+// clusterRoleRules returns the "verb group/resource" deploy/kubernetes/
+// clusterrole.yaml's ClusterRole grants.
+func clusterRoleRules(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open("../../deploy/kubernetes/clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	dec := yaml.NewDecoder(f)
+	for {
+		var doc struct {
+			Kind  string `yaml:"kind"`
+			Rules []struct {
+				APIGroups []string `yaml:"apiGroups"`
+				Resources []string `yaml:"resources"`
+				Verbs     []string `yaml:"verbs"`
+			} `yaml:"rules"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			break
+		}
+		if doc.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range doc.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						out[v+" "+g+"/"+res] = true
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no ClusterRole rules in deploy/kubernetes/clusterrole.yaml")
+	}
+	return out
+}
