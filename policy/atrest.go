@@ -40,6 +40,7 @@ func (e *Evaluator) mergeAtRest() {
 		if k, ok := e.restIdx[c.SHA256]; ok {
 			r := &e.rest[k]
 			r.Locations = append(slices.Clip(r.Locations), c.Locations...)
+			r.Issuances = append(slices.Clip(r.Issuances), c.Issuances...)
 			r.Verified = r.Verified || c.Verified
 			if len(r.Issuers) < len(c.Issuers) {
 				r.Issuers = c.Issuers

@@ -14,6 +14,7 @@ import (
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
 	"github.com/certwatch/certwatch/internal/kubetest"
+	"github.com/certwatch/certwatch/probes"
 )
 
 // TestScanKubernetes scans two clusters through kubeconfigs: prod, whose
@@ -72,6 +73,16 @@ func TestScanKubernetes(t *testing.T) {
 		Findings []struct {
 			Kind, Name, Message string
 		}
+		AtRest []struct {
+			SHA256    string `json:"sha256"`
+			Locations []struct {
+				Kind, Where, Key, Cluster string
+				Index                     int
+			}
+			Issuances []struct {
+				Ready bool
+			}
+		} `json:"at_rest"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout)
@@ -83,6 +94,23 @@ func TestScanKubernetes(t *testing.T) {
 	// leaf, intermediate, root, metrics CA.
 	if sources["kubernetes:prod"] != 4 || sources["kubernetes:stage"] != 0 || len(sources) != 2 {
 		t.Errorf("sources = %v, want kubernetes:prod with 4 certificates and kubernetes:stage with none", sources)
+	}
+	// The leaf: in its Secret and cert-manager's Certificate, in cluster
+	// prod (two clusters are read), Ready.
+	var where []string
+	for _, c := range r.AtRest {
+		if c.SHA256 != probes.Fingerprint(leaf.Cert) {
+			continue
+		}
+		for _, l := range c.Locations {
+			where = append(where, fmt.Sprintf("%s %s %s #%d (%s)", l.Kind, l.Where, l.Key, l.Index, l.Cluster))
+		}
+		if len(c.Issuances) != 1 || !c.Issuances[0].Ready {
+			t.Errorf("leaf's issuances = %+v, want one, Ready", c.Issuances)
+		}
+	}
+	if want := "certificate payments/api  #0 (prod), secret payments/api-tls tls.crt #1 (prod)"; strings.Join(where, ", ") != want {
+		t.Errorf("leaf held at %q, want %q", strings.Join(where, ", "), want)
 	}
 	failed := map[string]string{}
 	for _, f := range r.Findings {
