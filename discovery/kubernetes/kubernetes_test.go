@@ -376,3 +376,27 @@ func TestNoKubeconfig(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestContinueExpired: a continue token that expired (410) starts the
+// list over once; a second expiry in the same list is an error.
+func TestContinueExpired(t *testing.T) {
+	t.Parallel()
+	p := newPKI()
+	srv := kubetest.New(t)
+	for _, ns := range []string{"a", "b", "c"} {
+		srv.Add(kubetest.Secret(ns, "tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(p.leaf(ns + ".svc").Cert)}, nil))
+	}
+	s, _ := newSource(t, srv, kubernetes.Config{PageSize: 2, SecretTypes: []string{"kubernetes.io/tls"}})
+	srv.ExpireContinue(1)
+	certs, st, err := s.Certificates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(certs) != 3 || st.Requests != 5+4 {
+		t.Errorf("%d certificates in %d requests, want 3 in 9 (5 other lists; the Secrets: 2 pages, a 410, 2 pages again)", len(certs), st.Requests)
+	}
+	srv.ExpireContinue(2)
+	if _, _, err := s.Certificates(t.Context()); err == nil || !strings.Contains(err.Error(), "list secrets (type=kubernetes.io/tls): The provided continue parameter is too old") {
+		t.Errorf("err = %v, want the second 410 of the Secrets' list", err)
+	}
+}

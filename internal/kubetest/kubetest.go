@@ -59,6 +59,7 @@ type Server struct {
 	forbid   []Request // verb, group, resource, namespace ("" for any)
 	throttle []Throttle
 	hang     map[string]bool // resources whose lists never answer
+	expire   int             // continue tokens still to answer 410
 	// OldCache, when set, makes a list with resourceVersion=0 ignore its
 	// limit and answer everything in one page, as kube-apiservers before
 	// 1.33 serve such lists from their watch cache.
@@ -165,6 +166,15 @@ func (s *Server) OldCache() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.oldCache = true
+}
+
+// ExpireContinue makes the next n requests that carry a continue token
+// answer 410 Expired, as the API server does once etcd compacted the
+// list's revision.
+func (s *Server) ExpireContinue(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire = n
 }
 
 // Add adds objects (see Secret, ConfigMap, …).
@@ -322,6 +332,18 @@ func (s *Server) list(w http.ResponseWriter, req Request, q map[string][]string)
 	if cont != "" && rv != "" {
 		status(w, http.StatusBadRequest, "BadRequest", "specifying resource version is not allowed when using continue", nil)
 		return
+	}
+	if cont != "" {
+		s.mu.Lock()
+		expired := s.expire > 0
+		if expired {
+			s.expire--
+		}
+		s.mu.Unlock()
+		if expired {
+			status(w, http.StatusGone, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.", nil)
+			return
+		}
 	}
 	labels, err := parseSelector(get("labelSelector"))
 	if err != nil {
