@@ -201,6 +201,12 @@ type Probe struct {
 	// endpoints take it (key_exchange, post_quantum). Off by default: it
 	// costs client CPU on every handshake.
 	PostQuantum bool `yaml:"post_quantum"`
+	// AllowLoopback lets probes dial loopback addresses (127.0.0.0/8, ::1,
+	// ::ffff:127.0.0.1) that discovery found: a zone's or Route 53's
+	// records, a resolver's answers for discovered names. Off by default:
+	// a record must not aim certwatch at a service bound to its own host.
+	// Targets listed by hand are always probed.
+	AllowLoopback bool `yaml:"allow_loopback,omitempty"`
 }
 
 // TierRule says when a tier starts: when at most Within is left before the

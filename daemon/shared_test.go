@@ -121,7 +121,7 @@ func newSharedFarm(t *testing.T) *sharedFarm {
 func (f *sharedFarm) pass() *scan.Pass {
 	return &scan.Pass{
 		Sources: []scan.Source{tarpitSource{targets: f.targets}},
-		Prober:  probes.New(probes.Config{Roots: f.ca.Pool(), DialTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second, PerAddress: 2}),
+		Prober:  probes.New(probes.Config{AllowLoopback: true, Roots: f.ca.Pool(), DialTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second, PerAddress: 2}),
 		Rules:   policy.DefaultRules(),
 	}
 }

@@ -57,7 +57,7 @@ func tarpitPass(t *testing.T) *scan.Pass {
 	const timeout = 500 * time.Millisecond
 	return &scan.Pass{
 		Sources: []scan.Source{src},
-		Prober:  probes.New(probes.Config{Roots: ca.Pool(), DialTimeout: timeout, HandshakeTimeout: timeout}),
+		Prober:  probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), DialTimeout: timeout, HandshakeTimeout: timeout}),
 		Rules:   policy.DefaultRules(),
 	}
 }

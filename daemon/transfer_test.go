@@ -73,7 +73,7 @@ func TestBrokenTransferKeepsInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := &scan.Pass{Sources: []scan.Source{src}, Prober: probes.New(probes.Config{DialTimeout: time.Second, HandshakeTimeout: time.Second})}
+	pass := &scan.Pass{Sources: []scan.Source{src}, Prober: probes.New(probes.Config{AllowLoopback: true, DialTimeout: time.Second, HandshakeTimeout: time.Second})}
 	reports := make(reportChan, 16)
 	d, err := daemon.New(daemon.Config{Discovery: "@every 1s", Probe: "@every 1s", GracePeriod: time.Second, DropThreshold: 0.5}, pass, reports, nil)
 	if err != nil {

@@ -43,6 +43,12 @@ type Target struct {
 	// cannot be reached, that is a finding, whereas a name in a whole-zone
 	// scan that serves nothing on the port is only an endpoint error.
 	Explicit bool `json:"explicit,omitempty"`
+	// FromRange is set for targets found in an address range the operator
+	// configured (networks:): like an Explicit target's, the address is
+	// the operator's own choice and is probed whatever it is (loopback
+	// included), where one a zone or a resolver supplied may not be (see
+	// probes.Config.AllowLoopback); unlike one, a failure is no finding.
+	FromRange bool `json:"from_range,omitempty"`
 	// Skip, when not empty, says why the target is listed but not probed
 	// (for example a wildcard owner name, which has no single SNI to send).
 	Skip string `json:"skip,omitempty"`
@@ -98,6 +104,7 @@ func Merge(lists ...[]Target) []Target {
 				m.Protocol = t.Protocol
 			}
 			m.Explicit = m.Explicit || t.Explicit
+			m.FromRange = m.FromRange || t.FromRange
 			if m.Resolve == "" {
 				m.Resolve = t.Resolve
 			}

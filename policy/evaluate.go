@@ -158,6 +158,13 @@ func (e *Evaluator) Add(o *probes.Observation) {
 			// A cut-short sweep did not reach the endpoint (or gave up on
 			// it mid-probe): that says nothing about the target, neither
 			// unreachable nor broken.
+		case o.Failure == probes.FailAddressSkipped:
+			// Discovery aimed the probe at certwatch's own host or its
+			// link: named, never dialled, never notified.
+			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
+			e.add(AddressSkipped, Info, nameKey, "", e.now, ep, func() string {
+				return fmt.Sprintf("%s was not probed at an address discovery named (%s); if the record is wrong, fix it; a lab on loopback sets probe.allow_loopback", nameKey, o.Error)
+			})
 		case o.Explicit:
 			nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
 			e.add(Unreachable, e.rules.Unreachable, nameKey, "", e.now, ep, func() string {

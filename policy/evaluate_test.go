@@ -120,6 +120,15 @@ func TestEvaluate(t *testing.T) {
 			},
 			want: []string{"unreachable warning static.example"},
 		},
+		{
+			name: "addresses discovery named that were not dialled are one info finding per name",
+			obs: []probes.Observation{
+				{Name: "zone.example", Port: 443, Address: netip.MustParseAddr("127.0.0.1"), Failure: probes.FailAddressSkipped, Error: "not dialled: 127.0.0.1 for zone.example (found by dnszone:example) is a loopback address"},
+				{Name: "zone.example", Port: 443, Address: netip.MustParseAddr("169.254.169.254"), Failure: probes.FailAddressSkipped, Error: "not dialled: 169.254.169.254 …"},
+				{Name: "zone.example", Port: 443, Address: netip.MustParseAddr("10.0.0.2"), Failure: probes.FailRefused, Error: "connection refused"},
+			},
+			want: []string{"address_skipped info zone.example,zone.example"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

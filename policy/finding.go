@@ -93,6 +93,12 @@ const (
 	// fails TLS (an alert, a protocol error, not TLS at all, no answer),
 	// on one or more of its addresses. Grouped per name and port.
 	TLSBroken Kind = "tls_broken"
+	// AddressSkipped: discovery named an address for a name that
+	// certwatch does not dial (unspecified, link-local, multicast,
+	// broadcast, or loopback without probe.allow_loopback; see
+	// probes.FailAddressSkipped). Always Info: listed in every report,
+	// never notified. Grouped per name and port.
+	AddressSkipped Kind = "address_skipped"
 	// BundleExpired: the server sends an expired or expiring extra
 	// certificate (an old cross-sign or root) that no verified path needs.
 	// Harmless for current clients, so at most a notice.

@@ -47,7 +47,7 @@ func TestTLSBrokenCoversGivenUpNames(t *testing.T) {
 	}
 	pass := &scan.Pass{
 		Sources: []scan.Source{src},
-		Prober:  probes.New(probes.Config{Attempts: 1, HandshakeTimeout: 300 * time.Millisecond, BreakAfter: 2}),
+		Prober:  probes.New(probes.Config{AllowLoopback: true, Attempts: 1, HandshakeTimeout: 300 * time.Millisecond, BreakAfter: 2}),
 		Rules:   policy.DefaultRules(),
 		Now:     func() time.Time { return now },
 	}
@@ -102,7 +102,7 @@ func TestTLSBrokenGivenUpOnAnotherPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ok.Close() })
-	sweep := probes.New(probes.Config{Roots: ca.Pool(), Attempts: 1, HandshakeTimeout: 300 * time.Millisecond, BreakAfter: 2}).Sweep()
+	sweep := probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), Attempts: 1, HandshakeTimeout: 300 * time.Millisecond, BreakAfter: 2}).Sweep()
 	target := func(name string, ap netip.AddrPort) discovery.Target {
 		return discovery.Target{Name: name, Port: int(ap.Port()), Addresses: []netip.Addr{ap.Addr()}, Sources: []string{"dnszone:example"}}
 	}

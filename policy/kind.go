@@ -90,6 +90,7 @@ var kinds = map[Kind]KindInfo{
 	InconsistentDeployment:  {Problem: "addresses serve different certificates", Origin: OriginEvaluation},
 	Unreachable:             {Problem: "endpoint unreachable", Origin: OriginEvaluation},
 	TLSBroken:               {Problem: "TLS handshake fails", Origin: OriginEvaluation},
+	AddressSkipped:          {Problem: "address not dialled", Origin: OriginEvaluation},
 	BundleExpired:           {Problem: "server sends an expired extra certificate", Deadline: true, Origin: OriginEvaluation},
 	Revoked:                 {Problem: "certificate revoked", Origin: OriginEvaluation},
 	RevocationStale:         {Problem: "revocation information out of date", Origin: OriginEvaluation},

@@ -81,7 +81,8 @@ ok A 127.0.21.7
 	pass := &scan.Pass{
 		Sources: []scan.Source{src},
 		Prober: probes.New(probes.Config{
-			Roots: ca.Pool(), Attempts: 1,
+			AllowLoopback: true,
+			Roots:         ca.Pool(), Attempts: 1,
 			DialTimeout: 2 * time.Second, HandshakeTimeout: 500 * time.Millisecond,
 		}),
 		Rules: policy.DefaultRules(),

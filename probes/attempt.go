@@ -185,6 +185,8 @@ func (p *Prober) failed(ctx context.Context, op, target string, err error, budge
 		pe.hint = "this host has no route to the address; check its network (a host that lost its network fails every endpoint this way)"
 	case FailReset:
 		pe.hint = "the server or a middlebox closed the connection"
+	case FailBadAddress:
+		pe.hint = "this host cannot dial the address: a link-local IPv6 address needs a zone (fe80::1%eth0), and an address of a family or scope this host lacks cannot be reached"
 	}
 	transient := f == FailTimeout || f == FailReset
 	// Once ctx has ended, a timeout or an unclassified error is the
@@ -210,6 +212,11 @@ func classify(err error) Failure {
 	}
 	if errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) {
 		return FailNoRoute
+	}
+	// The kernel refused the connect itself: fe80::1 without a zone is
+	// EINVAL, an address of a family the host lacks EAFNOSUPPORT.
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT) {
+		return FailBadAddress
 	}
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
 		return FailNotTLS

@@ -33,7 +33,7 @@ func BenchmarkProbe(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		targets = append(targets, target("svc.example", s.Addr()))
 	}
-	prober := probes.New(probes.Config{Roots: p.root.Pool(), Now: func() time.Time { return now }})
+	prober := probes.New(probes.Config{AllowLoopback: true, Roots: p.root.Pool(), Now: func() time.Time { return now }})
 
 	b.ReportAllocs()
 	var before, after runtime.MemStats

@@ -29,6 +29,17 @@ const (
 	// unreachable): a problem on certwatch's side of the network, such as a
 	// host that lost its network, more often than of the endpoint.
 	FailNoRoute Failure = "no_route"
+	// FailAddressSkipped: the address was not dialled. Discovery found it
+	// (a zone record, a Route 53 record, a resolver's answer for a
+	// discovered name) and it is unspecified, link-local, multicast,
+	// broadcast, or loopback without Config.AllowLoopback (see
+	// barredAddress). It says nothing about the endpoint; Error names the
+	// address, its source and why.
+	FailAddressSkipped Failure = "address_skipped"
+	// FailBadAddress: this host refused to dial the address itself
+	// (invalid argument, address not available, address family not
+	// supported), e.g. a link-local IPv6 address without a zone.
+	FailBadAddress Failure = "bad_address"
 	// FailRefused: TCP connection refused; nothing listens on the port.
 	FailRefused Failure = "refused"
 	// FailTimeout: the dial or the handshake ran out of time (including a

@@ -64,6 +64,12 @@ type Config struct {
 	// (networks.Throttle.Wait), shared with that network's sweep. It
 	// fails only with ctx's error, which cuts the probe short.
 	Throttle func(ctx context.Context, addr netip.Addr) error
+	// AllowLoopback lets the Prober dial loopback addresses (127.0.0.0/8,
+	// ::1, ::ffff:127.0.0.1) that discovery found. Unspecified, link-local,
+	// multicast and broadcast addresses from discovery are never dialled;
+	// an Explicit or FromRange target's addresses always are (see
+	// barredAddress).
+	AllowLoopback bool
 
 	// ResolveTimeout bounds one name lookup (default 5s).
 	ResolveTimeout time.Duration
@@ -156,6 +162,9 @@ type Prober struct {
 	public  *publicRoots
 	rev     *revocationChecker // nil: revocation is not checked
 	ari     *ariChecker        // nil: renewal information is not asked for
+
+	// allowLoopback is Config.AllowLoopback.
+	allowLoopback bool
 }
 
 // New returns a Prober for c. It starts nothing and dials nothing.
@@ -181,6 +190,7 @@ func New(c Config) *Prober {
 		cache:      newVerifyCache(c.Roots),
 		public:     newPublicRoots(c.PublicRoots),
 	}
+	p.allowLoopback = c.AllowLoopback
 	if p.breakAfter == 0 {
 		p.breakAfter = DefaultBreakAfter
 	}
@@ -215,7 +225,10 @@ func orDefault[T int | time.Duration](v, def T) T {
 // connection limits, and returns one Observation per address. When
 // t.Addresses is empty, t.ResolveName() is resolved first; a failed or
 // empty lookup yields a single Observation with Failure FailResolve and no
-// Address. A target with Skip set yields no observations.
+// Address. A target with Skip set yields no observations. An address of a
+// target that is not Explicit is not dialled when it is unspecified,
+// link-local, multicast, broadcast or (without Config.AllowLoopback)
+// loopback: its Observation has Failure FailAddressSkipped.
 //
 // Probe never fails as a whole: every problem is recorded in the
 // observations. Cancelling ctx abandons waiting, dialling and handshakes;
@@ -265,6 +278,16 @@ func (p *Prober) probe(ctx context.Context, t discovery.Target, b *breaker) []Ob
 // counts it towards the address's breaker b (nil: none).
 func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation, b *breaker) {
 	*o = Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
+	if !t.Explicit && !t.FromRange {
+		// An address an operator wrote by hand, or in a range they
+		// configured, is their intent; one a zone or a resolver handed
+		// over is checked first.
+		if why := barredAddress(addr, p.allowLoopback); why != "" {
+			p.skipAddress(o, why)
+			p.logObservation(ctx, o)
+			return
+		}
+	}
 	ap := netip.AddrPortFrom(addr, uint16(t.Port))
 	offerAll := false
 	for {

@@ -44,6 +44,7 @@ func target(name string, ap netip.AddrPort) discovery.Target {
 // short timeouts and no backoff.
 func testConfig(roots *x509.CertPool) probes.Config {
 	return probes.Config{
+		AllowLoopback:    true,
 		Roots:            roots,
 		Now:              func() time.Time { return now },
 		DialTimeout:      shortTimeout,

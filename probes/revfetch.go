@@ -139,7 +139,7 @@ func specialAddr(ip netip.Addr) string {
 	switch {
 	case ip.IsLoopback():
 		return "loopback"
-	case ip.IsUnspecified():
+	case ip.IsUnspecified(), ip.Is4() && ip.As4()[0] == 0: // 0.0.0.0/8: "this host"
 		return "unspecified"
 	case ip.IsLinkLocalUnicast():
 		return "link-local"

@@ -46,7 +46,7 @@ func BenchmarkProbeStartTLS(b *testing.B) {
 				tg.Protocol = proto
 				targets = append(targets, tg)
 			}
-			prober := probes.New(probes.Config{Roots: p.root.Pool(), Now: func() time.Time { return now }})
+			prober := probes.New(probes.Config{AllowLoopback: true, Roots: p.root.Pool(), Now: func() time.Time { return now }})
 			b.ReportAllocs()
 			for b.Loop() {
 				var wg sync.WaitGroup

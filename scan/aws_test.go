@@ -85,7 +85,7 @@ func TestPassLinksRoute53EndpointToACM(t *testing.T) {
 
 	p := &scan.Pass{
 		Sources: []scan.Source{r53, certs},
-		Prober:  probes.New(probes.Config{Roots: ca.Pool()}),
+		Prober:  probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool()}),
 		Rules:   policy.DefaultRules(),
 	}
 	r, err := p.Run(context.Background())
@@ -136,7 +136,7 @@ func TestPassLinksRoute53EndpointToACM(t *testing.T) {
 func TestPassEveryACMRegionFailed(t *testing.T) {
 	_, certs, srv := awsSources(t, []string{"eu-west-1"}, nil)
 	srv.ACM.DenyRegion("eu-west-1")
-	p := &scan.Pass{Sources: []scan.Source{certs}, Prober: probes.New(probes.Config{}), Rules: policy.DefaultRules()}
+	p := &scan.Pass{Sources: []scan.Source{certs}, Prober: probes.New(probes.Config{AllowLoopback: true}), Rules: policy.DefaultRules()}
 	_, err := p.Run(context.Background())
 	if !errors.Is(err, scan.ErrNoSource) || !strings.Contains(err.Error(), "eu-west-1") {
 		t.Errorf("Run error = %v, want ErrNoSource naming eu-west-1", err)

@@ -40,7 +40,7 @@ func TestDiscoverMerges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &scan.Pass{Prober: probes.New(probes.Config{})}
+			p := &scan.Pass{Prober: probes.New(probes.Config{AllowLoopback: true})}
 			for i, l := range tt.lists {
 				p.Sources = append(p.Sources, listSource{name: fmt.Sprintf("source%d", i), targets: l})
 			}

@@ -77,7 +77,7 @@ func newPartsLab(t *testing.T) *partsLab {
 func (l *partsLab) pass() *scan.Pass {
 	now := l.now
 	return &scan.Pass{
-		Prober:      probes.New(probes.Config{Roots: l.ca.Pool(), Now: func() time.Time { return now }, Revocation: probes.RevocationConfig{Disabled: true}}),
+		Prober:      probes.New(probes.Config{AllowLoopback: true, Roots: l.ca.Pool(), Now: func() time.Time { return now }, Revocation: probes.RevocationConfig{Disabled: true}}),
 		Rules:       policy.DefaultRules(),
 		Parallelism: 4,
 		Now:         func() time.Time { return now },

@@ -145,6 +145,13 @@ type Report struct {
 	CutShort      bool   `json:"cut_short,omitempty"`
 	CutShortCause string `json:"cut_short_cause,omitempty"`
 	NotProbed     int    `json:"not_probed,omitempty"`
+	// AddressesSkipped counts the endpoints not dialled because discovery
+	// named an address certwatch does not dial (unspecified, link-local,
+	// multicast, broadcast, or loopback without probe.allow_loopback):
+	// each is in Endpoints with Failure "address_skipped"
+	// (probes.FailAddressSkipped) and an error naming the address, its
+	// source and why, and under an address_skipped finding (info).
+	AddressesSkipped int `json:"addresses_skipped,omitempty"`
 }
 
 func (p *Pass) now() time.Time {
@@ -434,7 +441,7 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 
 // fill ends the evaluation ev into r: its endpoints ("endpoints": [], not
 // null, when there are none), certificates, findings and AWS inventories,
-// and how many endpoints were not probed.
+// and how many endpoints were not probed or not dialled.
 func fill(r *Report, ev *policy.Evaluator) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
@@ -443,8 +450,11 @@ func fill(r *Report, ev *policy.Evaluator) {
 		r.Endpoints = []Endpoint{}
 	}
 	for i := range r.Endpoints {
-		if r.Endpoints[i].Failure == string(probes.FailNotProbed) {
+		switch r.Endpoints[i].Failure {
+		case string(probes.FailNotProbed):
 			r.NotProbed++
+		case string(probes.FailAddressSkipped):
+			r.AddressesSkipped++
 		}
 	}
 }

@@ -45,7 +45,7 @@ func TestEverySourceFailed(t *testing.T) {
 			listSource{name: "dnszone:a.example", err: errors.New("zone a.example: AXFR refused by 127.0.0.1:53 (REFUSED)")},
 			listSource{name: "dnszone:b.example", err: errors.New("zone b.example: timeout")},
 		},
-		Prober: probes.New(probes.Config{}),
+		Prober: probes.New(probes.Config{AllowLoopback: true}),
 	}
 	_, err := p.Run(context.Background())
 	if !errors.Is(err, scan.ErrNoSource) {
@@ -74,7 +74,7 @@ func TestPartialSourceFailureIsAFinding(t *testing.T) {
 			listSource{name: "static", targets: []discovery.Target{target}},
 			listSource{name: "dnszone:broken.example", err: errors.New("zone broken.example: AXFR refused")},
 		},
-		Prober: probes.New(probes.Config{Roots: ca.Pool()}),
+		Prober: probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool()}),
 		Rules:  policy.DefaultRules(),
 	}
 	r, err := p.Run(context.Background())
@@ -114,7 +114,7 @@ func TestDiscoveryIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight atomic.Int32
 		release := make(chan struct{})
-		p := &scan.Pass{Prober: probes.New(probes.Config{})}
+		p := &scan.Pass{Prober: probes.New(probes.Config{AllowLoopback: true})}
 		for i := range 20 {
 			p.Sources = append(p.Sources, gateSource{name: fmt.Sprintf("dnszone:z%d.example", i), inFlight: &inFlight, release: release})
 		}
@@ -179,7 +179,7 @@ func TestStreamingSource(t *testing.T) {
 		}
 	}
 	pass := func(src scan.Source) *scan.Pass {
-		return &scan.Pass{Sources: []scan.Source{src}, Prober: probes.New(probes.Config{Roots: ca.Pool()}), Rules: policy.DefaultRules(), Parallelism: 3, Now: func() time.Time { return now }}
+		return &scan.Pass{Sources: []scan.Source{src}, Prober: probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool()}), Rules: policy.DefaultRules(), Parallelism: 3, Now: func() time.Time { return now }}
 	}
 	var streamed atomic.Int32
 	got, err := pass(streamSource{listSource{name: "dnszone:example", targets: targets}, &streamed}).Run(context.Background())

@@ -68,7 +68,7 @@ func TestEvaluateSites(t *testing.T) {
 	a := newSite("111111111111", "a.corp.example", true)
 	b := newSite("222222222222", "b.corp.example", false)
 	pass := func(sources ...scan.Source) *scan.Pass {
-		return &scan.Pass{Sources: sources, Prober: probes.New(probes.Config{Roots: ca.Pool()}), Rules: policy.DefaultRules(), Now: func() time.Time { return now }}
+		return &scan.Pass{Sources: sources, Prober: probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool()}), Rules: policy.DefaultRules(), Now: func() time.Time { return now }}
 	}
 
 	want, err := pass(append(a.sources, b.sources...)...).Run(context.Background())

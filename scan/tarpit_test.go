@@ -62,7 +62,7 @@ func tarpitZone(tb testing.TB, hung int, now time.Time) ([]discovery.Target, *ce
 // with timeout for every dial and handshake.
 func tarpitPass(ca *certtest.CA, now time.Time, timeout time.Duration) *scan.Pass {
 	return &scan.Pass{
-		Prober: probes.New(probes.Config{Roots: ca.Pool(), DialTimeout: timeout, HandshakeTimeout: timeout, Now: func() time.Time { return now }}),
+		Prober: probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), DialTimeout: timeout, HandshakeTimeout: timeout, Now: func() time.Time { return now }}),
 		Rules:  policy.DefaultRules(),
 		Now:    func() time.Time { return now },
 	}
@@ -85,7 +85,7 @@ func BenchmarkTarpitZone(b *testing.B) {
 			targets, ca, pit := tarpitZone(b, 200, now)
 			for b.Loop() {
 				pass := &scan.Pass{
-					Prober: probes.New(probes.Config{Roots: ca.Pool(), DialTimeout: benchTimeout, HandshakeTimeout: benchTimeout,
+					Prober: probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), DialTimeout: benchTimeout, HandshakeTimeout: benchTimeout,
 						BreakAfter: bb.breakAfter, Now: func() time.Time { return now }}),
 					Rules: policy.DefaultRules(),
 					Now:   func() time.Time { return now },
@@ -195,7 +195,7 @@ func TestHungAddressHoldsItsShare(t *testing.T) {
 		targets = append(targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()), Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
 	}
 	pass := tarpitPass(ca, now, tarpitTimeout)
-	pass.Prober = probes.New(probes.Config{Roots: ca.Pool(), DialTimeout: tarpitTimeout, HandshakeTimeout: tarpitTimeout,
+	pass.Prober = probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), DialTimeout: tarpitTimeout, HandshakeTimeout: tarpitTimeout,
 		BreakAfter: -1, Now: func() time.Time { return now }})
 	pass.Parallelism = 10
 	healthyDone := errors.New("every healthy name probed")

@@ -25,7 +25,7 @@ func TestProbeLatencySkipsProbesWithoutConnection(t *testing.T) {
 	}
 	t.Cleanup(func() { pit.Close() })
 	const timeout = 200 * time.Millisecond
-	p := probes.New(probes.Config{HandshakeTimeout: timeout, Attempts: 1, PerAddress: 1, BreakAfter: 2})
+	p := probes.New(probes.Config{AllowLoopback: true, HandshakeTimeout: timeout, Attempts: 1, PerAddress: 1, BreakAfter: 2})
 	sw := p.Sweep()
 	s := serve.New(serve.Options{})
 	addr := netip.MustParseAddr("127.0.0.1")

@@ -34,7 +34,7 @@ func TestBidiCertificate(t *testing.T) {
 
 	srv := serve.New(serve.Options{Now: func() time.Time { return now }})
 	pass := &scan.Pass{
-		Prober:        probes.New(probes.Config{Roots: ca.Pool(), Now: func() time.Time { return now }}),
+		Prober:        probes.New(probes.Config{AllowLoopback: true, Roots: ca.Pool(), Now: func() time.Time { return now }}),
 		Rules:         policy.DefaultRules(),
 		Now:           func() time.Time { return now },
 		OnObservation: srv.ObserveProbe,

@@ -471,7 +471,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 			n.Answered = append(n.Answered, found.NetworkEndpoint{Address: a, Port: port, Names: names[a]})
 			y.Targets = append(y.Targets, discovery.Target{
 				Name: a.String(), Port: port, Protocol: byPort[port],
-				Addresses: []netip.Addr{a}, Sources: []string{s.name},
+				Addresses: []netip.Addr{a}, Sources: []string{s.name}, FromRange: true,
 			})
 		}
 	}

@@ -117,7 +117,7 @@ func TestSweepSkipsSpecialAndExcluded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []discovery.Target{{Name: "127.31.1.2", Port: port, Addresses: []netip.Addr{netip.MustParseAddr("127.31.1.2")}, Sources: []string{"networks:lab"}}}
+	want := []discovery.Target{{Name: "127.31.1.2", Port: port, Addresses: []netip.Addr{netip.MustParseAddr("127.31.1.2")}, Sources: []string{"networks:lab"}, FromRange: true}}
 	if diff := cmp.Diff(y.Targets, want, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("targets (-got +want):\n%s", diff)
 	}

@@ -288,7 +288,7 @@ func startAWSEstate(t *testing.T) *awsEstate {
 func (e *awsEstate) args(cmd string, extra ...string) []string {
 	args := []string{cmd, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}
 	if cmd == "scan" {
-		args = append(args, "--resolver", e.dns)
+		args = append(args, "--resolver", e.dns, "--allow-loopback")
 	}
 	return append(args, extra...)
 }

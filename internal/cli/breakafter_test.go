@@ -35,7 +35,7 @@ func TestScanBreakAfter(t *testing.T) {
 	}
 	t.Cleanup(func() { dns.Close() })
 	cfg := filepath.Join(t.TempDir(), "certwatch.yaml")
-	if err := os.WriteFile(cfg, []byte("probe:\n  retries: 0\n  break_after: 0\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("probe:\n  retries: 0\n  break_after: 0\n  allow_loopback: true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"scan", "--config", cfg, "--zone", "breaker.example", "--nameserver", dns.Addr(),

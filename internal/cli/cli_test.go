@@ -45,7 +45,7 @@ func startLab(t *testing.T) *lab.Lab {
 func labArgs(l *lab.Lab, extra ...string) []string {
 	return append([]string{"scan", "--zone", lab.Zone, "--nameserver", l.DNS,
 		"--ports", fmt.Sprint(l.Port), "--ca-file", l.CAFile, "--target", l.Unreachable,
-		"--timeout", "1500ms"}, extra...)
+		"--timeout", "1500ms", "--allow-loopback"}, extra...)
 }
 
 // TestScanLab scans the lab end to end, through the real DNS server, real TLS
@@ -71,7 +71,7 @@ func TestScanLabFromKnot(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"scan", "--zone", lab.Zone, "--nameserver", k.Addr, "--ports", fmt.Sprint(l.Port),
-		"--ca-file", l.CAFile, "--timeout", "1500ms", "--output", "json"}
+		"--ca-file", l.CAFile, "--timeout", "1500ms", "--output", "json", "--allow-loopback"}
 
 	_, stderr, code := run(t, args...)
 	if code != cli.ExitUsage || !strings.Contains(stderr, "NOTAUTH") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {

@@ -73,7 +73,7 @@ ns.closed  A    127.0.0.3
     nameserver: %s
 ports: [%s]
 ca_files: [%q]
-probe: {timeout: 2s}
+probe: {timeout: 2s, allow_loopback: true}
 coverage: {delegation_port: %s}
 `, k.Addr, tlsPort, caFile, dnsPort))
 

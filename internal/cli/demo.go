@@ -64,11 +64,14 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	c.CAFiles = []string{l.CAFile}
 	c.Files = []config.Files{{Paths: []string{filepath.Join(l.AtRestDir, "**")}}}
 	c.Probe.Timeout = config.Duration(time.Second)
+	// The lab's zone names loopback addresses, which discovery may not aim
+	// probes at unless told to.
+	c.Probe.AllowLoopback = true
 	c.Output = *output
 	if err := c.Validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s",
+	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s --allow-loopback",
 		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network)
 	if *output == "table" {
 		fmt.Fprintf(e.stdout, "certwatch demo: lab of zone %s served by %s (AXFR), TLS on port %d:\n  %s\n\nScanning as: %s\n\n",
@@ -92,7 +95,7 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d\n"+
+	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d --allow-loopback\n"+
 		"or run the daemon against it (status page on http://%s/, findings logged):\n  certwatch run --config %s\n",
 		cmdline, lab.Zone, l.DNS, l.Port, listen, runConfig)
 	<-ctx.Done()
@@ -127,6 +130,7 @@ ports: [%d]
 ca_files: [%q]
 probe:
   timeout: 1s
+  allow_loopback: true # the lab's zone names loopback addresses
 notify:
   state: %q
   channels:

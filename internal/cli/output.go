@@ -13,6 +13,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -162,6 +163,10 @@ func writeSummary(w io.Writer, r *scan.Report) {
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), policy.Printable(r.Skipped[0].Key()), r.Skipped[0].Skip)
+	}
+	if r.AddressesSkipped > 0 {
+		i := slices.IndexFunc(r.Endpoints, func(ep scan.Endpoint) bool { return ep.Failure == string(probes.FailAddressSkipped) })
+		fmt.Fprintf(w, "Not dialled: %d address(es) discovery named (e.g. %s).\n", r.AddressesSkipped, policy.Printable(r.Endpoints[i].Error))
 	}
 	writeSourceErrors(w, r.Sources)
 }

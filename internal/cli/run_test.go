@@ -198,6 +198,7 @@ ca_files: [%q]
 probe:
   timeout: 2s
   retries: 0
+  allow_loopback: true
 notify:
   state: %q
   retry: {max: 10s}

@@ -109,6 +109,7 @@ type scanFlags struct {
 	notifyWait  time.Duration
 	allowEmpty  bool
 	postQuantum bool
+	allowLoop   bool
 	aws         awsFlags
 	procs       procsFlag
 }
@@ -138,6 +139,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
 	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
+	fs.BoolVar(&f.allowLoop, "allow-loopback", false, "probe loopback addresses (127.0.0.0/8, ::1) that zones and resolvers name (probe.allow_loopback); without it only --target and targets: may point at this host")
 	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
 	fs.BoolVar(&f.postQuantum, "post-quantum", false, "offer the X25519MLKEM768 post-quantum hybrid key exchange first, so the report says which endpoints take it (key_exchange, post_quantum; probe.post_quantum); costs client CPU on every handshake")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
@@ -272,6 +274,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["post-quantum"] {
 		c.Probe.PostQuantum = f.postQuantum
+	}
+	if set["allow-loopback"] {
+		c.Probe.AllowLoopback = f.allowLoop
 	}
 	if set["output"] {
 		c.Output = f.output
@@ -588,6 +593,7 @@ func newProber(c config.Config, logger *slog.Logger, throttle *networks.Throttle
 		BreakAfter:       breakAfter(c.Probe.BreakAfter),
 		PostQuantum:      c.Probe.PostQuantum,
 		ARI:              ariConfig(c.ACME),
+		AllowLoopback:    c.Probe.AllowLoopback,
 		Revocation: probes.RevocationConfig{
 			Disabled:    !c.Revocation.Enabled,
 			Timeout:     time.Duration(c.Revocation.Timeout),

@@ -28,6 +28,7 @@ ca_files: [%q]
 probe:
   timeout: 2s
   retries: 0
+  allow_loopback: true
 notify:
   state: %q
   channels:

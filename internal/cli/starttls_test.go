@@ -97,6 +97,7 @@ chat A 127.0.31.8
 	cfg := filepath.Join(t.TempDir(), "certwatch.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
 zones: [{name: %s, nameserver: "%s"}]
+probe: {allow_loopback: true}
 ports: [443, 5432]
 ca_files: [%s]
 targets:

@@ -44,7 +44,7 @@ func TestScanNotifyTargetLabels(t *testing.T) {
   - {address: %q, labels: {team: payments}}
   - %q
 ca_files: [%q]
-probe: {timeout: 2s, retries: 0}
+probe: {timeout: 2s, retries: 0, allow_loopback: true}
 notify:
   state: %q
   channels:

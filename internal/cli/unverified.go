@@ -10,6 +10,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -68,6 +69,9 @@ func unverified(c config.Config, r *scan.Report) error {
 				why = "the servers answered, but no TLS handshake completed"
 				break
 			}
+		}
+		if classes[string(probes.FailAddressSkipped)] == total {
+			why = "every address discovery named is one certwatch does not dial (address_skipped: loopback, link-local, unspecified, multicast or broadcast; probe.allow_loopback or --allow-loopback allows loopback)"
 		}
 		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: %s", total, tally(classes), why)
 	case policy.FailureShareExceeded(failed, unanswered, total, share):

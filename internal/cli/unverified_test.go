@@ -141,7 +141,7 @@ notify:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"scan", "--nameserver", srv.Addr(), "--ports", fmt.Sprint(port), "--ca-file", caFile}, tt.args...)
+			args := append([]string{"scan", "--nameserver", srv.Addr(), "--ports", fmt.Sprint(port), "--ca-file", caFile, "--allow-loopback"}, tt.args...)
 			if tt.args[0] == "--target" {
 				args = append([]string{"scan", "--ca-file", caFile}, tt.args...)
 			}
