@@ -22,7 +22,7 @@ func (d *dialogue) ftp() error {
 	}
 	if code != 234 {
 		// 500, 502, 504: AUTH or TLS unknown; 534, 431: refused by policy.
-		return noStartTLS("AUTH TLS answered %d %s", code, first(text))
+		return noStartTLS("AUTH TLS answered %d %s", code, replyText(first(text)))
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func (d *dialogue) imap() error {
 		// STARTTLS is only valid before authentication.
 		return noStartTLS("the server greets the client as already authenticated (PREAUTH)")
 	case strings.EqualFold(status, "BYE"):
-		return &protocolError{proto: "imap", msg: "the server refused the session: " + rest}
+		return &protocolError{proto: "imap", msg: "the server refused the session: " + replyText(rest)}
 	case !strings.EqualFold(status, "OK"):
 		return unexpected("imap", l)
 	}
@@ -46,11 +46,10 @@ func (d *dialogue) imap() error {
 		if !ok {
 			return unexpected("imap", l)
 		}
-		status, text, _ := strings.Cut(rest, " ")
-		if strings.EqualFold(status, "OK") {
+		if status, _, _ := strings.Cut(rest, " "); strings.EqualFold(status, "OK") {
 			return nil
 		}
-		return noStartTLS("STARTTLS answered %s %s", status, text)
+		return noStartTLS("STARTTLS answered %s", replyText(rest))
 	}
 }
 

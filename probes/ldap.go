@@ -62,11 +62,11 @@ func (d *dialogue) ldap() error {
 	case len(id) == 1 && id[0] == 0:
 		// An unsolicited notification (RFC 4511 4.4): the server is
 		// closing the connection, e.g. a notice of disconnection.
-		return &protocolError{proto: "ldap", msg: fmt.Sprintf("the server closed the session: result %d %s", result, diag)}
+		return &protocolError{proto: "ldap", msg: fmt.Sprintf("the server closed the session: result %d %s", result, replyText(string(diag)))}
 	case len(id) != 1 || id[0] != 1:
 		return ldapUnexpected("a response to another message")
 	case result != 0:
-		return noStartTLS("StartTLS answered result %d %s", result, diag)
+		return noStartTLS("StartTLS answered result %d %s", result, replyText(string(diag)))
 	}
 	return nil
 }

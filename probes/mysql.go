@@ -28,7 +28,7 @@ func (d *dialogue) mysql() error {
 		// ERR packet: code, then (protocol 4.1) '#' and a SQL state.
 		msg := ""
 		if len(payload) >= 3 {
-			msg = fmt.Sprintf("%d %s", binary.LittleEndian.Uint16(payload[1:3]), bytes.TrimPrefix(payload[3:], []byte("#")))
+			msg = fmt.Sprintf("%d %s", binary.LittleEndian.Uint16(payload[1:3]), replyText(string(bytes.TrimPrefix(payload[3:], []byte("#")))))
 		}
 		return &protocolError{proto: "mysql", msg: "the server refused the connection: " + msg}
 	}

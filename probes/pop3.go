@@ -11,7 +11,7 @@ func (d *dialogue) pop3() error {
 	}
 	switch {
 	case strings.HasPrefix(l, "-ERR"):
-		return &protocolError{proto: "pop3", msg: "the server refused the session: " + strings.TrimSpace(l[4:])}
+		return &protocolError{proto: "pop3", msg: "the server refused the session: " + replyText(strings.TrimSpace(l[4:]))}
 	case !strings.HasPrefix(l, "+OK"):
 		return unexpected("pop3", l)
 	}
@@ -25,7 +25,7 @@ func (d *dialogue) pop3() error {
 	case strings.HasPrefix(l, "+OK"):
 		return nil
 	case strings.HasPrefix(l, "-ERR"):
-		return noStartTLS("STLS answered %s", l)
+		return noStartTLS("STLS answered %s", replyText(l))
 	}
 	return unexpected("pop3", l)
 }

@@ -49,7 +49,7 @@ func (d *dialogue) smtp() error {
 		return err
 	}
 	if code != 220 {
-		return noStartTLS("STARTTLS answered %d %s", code, first(text))
+		return noStartTLS("STARTTLS answered %d %s", code, replyText(first(text)))
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func replyCode(l string) (int, bool) {
 
 // refused is a server that answered but will not serve the session.
 func refused(proto string, code int, text []string) error {
-	return &protocolError{proto: proto, msg: "the server refused the session: " + strconv.Itoa(code) + " " + first(text)}
+	return &protocolError{proto: proto, msg: "the server refused the session: " + strconv.Itoa(code) + " " + replyText(first(text))}
 }
 
 func first(text []string) string {

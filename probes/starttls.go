@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/certwatch/certwatch/discovery"
 )
@@ -210,6 +213,29 @@ func unexpected(proto, reply string) error {
 		reply = reply[:quote] + "..."
 	}
 	return &protocolError{proto: proto, msg: fmt.Sprintf("unexpected reply %q", reply), hint: otherProtocol}
+}
+
+// replyText is server text as a dialogue's error quotes it: at most 80
+// bytes, and in Go's quoted form when it holds anything unprintable or is
+// not UTF-8, so that a hostile reply can neither bloat a log line nor
+// write control sequences into it. Plain text stays as it was sent.
+func replyText(s string) string {
+	const most = 80
+	cut := len(s) > most
+	if cut {
+		i := most
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		s = strconv.Quote(s)
+	}
+	if cut {
+		s += "..."
+	}
+	return s
 }
 
 // otherProtocol is the hint of a reply that belongs to no dialogue of

@@ -45,7 +45,7 @@ func (d *dialogue) xmpp(server bool) error {
 		return err
 	}
 	if el.Name.Space != xmppStreams || el.Name.Local != "features" {
-		return &protocolError{proto: "xmpp", msg: "the stream does not start with its features: <" + el.Name.Local + ">"}
+		return &protocolError{proto: "xmpp", msg: "the stream does not start with its features: <" + replyText(el.Name.Local) + ">"}
 	}
 	offered := false
 	for depth := 1; depth > 0; {
@@ -78,7 +78,7 @@ func (d *dialogue) xmpp(server bool) error {
 	case el.Name.Space == xmppTLS && el.Name.Local == "failure":
 		return noStartTLS("the server answered <starttls/> with <failure/>")
 	}
-	return &protocolError{proto: "xmpp", msg: "the server answered <starttls/> with <" + el.Name.Local + ">"}
+	return &protocolError{proto: "xmpp", msg: "the server answered <starttls/> with <" + replyText(el.Name.Local) + ">"}
 }
 
 // xmppNext returns the next start element; a stream error is an error
@@ -96,7 +96,7 @@ func (d *dialogue) xmppNext(dec *xml.Decoder) (xml.StartElement, error) {
 				if c, err := d.xmppNext(dec); err == nil {
 					cond = c.Name.Local
 				}
-				e := &protocolError{proto: "xmpp", msg: "stream error: " + cond}
+				e := &protocolError{proto: "xmpp", msg: "stream error: " + replyText(cond)}
 				if cond == "host-unknown" {
 					e.hint = "the server does not serve the target's name as an XMPP domain"
 				}
@@ -120,7 +120,7 @@ func (d *dialogue) xmppToken(dec *xml.Decoder) (xml.Token, error) {
 		return tok, nil
 	}
 	if _, ok := errors.AsType[*xml.SyntaxError](err); ok && d.lim.N > 0 {
-		return nil, &protocolError{proto: "xmpp", msg: err.Error(), hint: otherProtocol}
+		return nil, &protocolError{proto: "xmpp", msg: replyText(err.Error()), hint: otherProtocol}
 	}
 	if d.lim.N <= 0 {
 		err = io.EOF // the budget ran out, whatever the decoder made of it
