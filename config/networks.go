@@ -69,20 +69,26 @@ func ParsePortSpec(s string) (Port, error) {
 	if named {
 		proto, err := discovery.ParseProtocol(name)
 		if err != nil {
-			return Port{}, fmt.Errorf("port %d: %w", n, err)
+			return Port{}, fmt.Errorf("port %d: unknown protocol %s (want one of %s)", n, shorten(strconv.Quote(name)), discovery.ProtocolNames())
 		}
 		p.Protocol, p.Named = Protocol(proto), true
 	}
 	return p, nil
 }
 
-// ParsePortList parses a comma-separated list of PORT or PORT/PROTOCOL.
+// ParsePortList parses a comma-separated list of PORT or PORT/PROTOCOL. A
+// port named twice with two protocols is an error.
 func ParsePortList(s string) ([]Port, error) {
 	var out []Port
 	for f := range strings.SplitSeq(s, ",") {
 		p, err := ParsePortSpec(f)
 		if err != nil {
 			return nil, err
+		}
+		for _, q := range out {
+			if q.Number == p.Number && q.Named && p.Named && q.Protocol != p.Protocol {
+				return nil, fmt.Errorf("port %d is given twice, as %v and %v: give each port one protocol", p.Number, q, p)
+			}
 		}
 		out = append(out, p)
 	}

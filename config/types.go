@@ -131,7 +131,7 @@ func CheckHostPort(s string) error {
 func ParsePort(s string) (int, error) {
 	p, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || p < 1 || p > 65535 {
-		return 0, fmt.Errorf("invalid port %q: want a number from 1 to 65535", s)
+		return 0, fmt.Errorf("invalid port %s: want a number from 1 to 65535", shorten(strconv.Quote(s)))
 	}
 	return p, nil
 }

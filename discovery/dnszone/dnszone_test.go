@@ -652,6 +652,9 @@ func TestTSIGCheck(t *testing.T) {
 		{"bad algorithm", dnszone.TSIG{Name: "k", Algorithm: "hmac-sha257"}, `unsupported algorithm "hmac-sha257"`},
 		{"bad name", dnszone.TSIG{Name: "a..b", Secret: testSecret}, `key name "a..b" is not a valid domain name`},
 		{"bad secret", dnszone.TSIG{Name: "k", Secret: "not*base64!"}, "tsig key k: secret is not valid base64"},
+		// Found by FuzzTSIGKey: a quote reads back from a message as \",
+		// so no answer signed with the key would verify.
+		{"name a message changes", dnszone.TSIG{Name: `key"1`, Secret: testSecret}, "reads back from a DNS message as another name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,18 @@ func (t TSIG) Check() error {
 	return err
 }
 
+// ParseTSIG splits key text NAME:ALGORITHM:SECRET, as --tsig, --tsig-file
+// and $CERTWATCH_TSIG give it (the secret, in base64, may hold colons of
+// its own). ok is false when a part is missing; Check says whether the
+// parts make a usable key.
+func ParseTSIG(text string) (t TSIG, ok bool) {
+	parts := strings.SplitN(text, ":", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return TSIG{}, false
+	}
+	return TSIG{Name: parts[0], Algorithm: parts[1], Secret: parts[2]}, true
+}
+
 func newTSIGKey(t TSIG) (*tsigKey, error) {
 	var errs []error
 	name := strings.TrimSpace(t.Name)
@@ -59,6 +71,8 @@ func newTSIGKey(t TSIG) (*tsigKey, error) {
 		errs = append(errs, errors.New("tsig: key name is empty"))
 	} else if _, ok := dns.IsDomainName(name); !ok {
 		errs = append(errs, fmt.Errorf("tsig: key name %q is not a valid domain name", t.Name))
+	} else if !roundTrips(dns.CanonicalName(name)) {
+		errs = append(errs, fmt.Errorf("tsig: key name %q reads back from a DNS message as another name, so no signed answer would verify: use letters, digits, hyphens and dots", t.Name))
 	}
 	alg := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(t.Algorithm)), ".")
 	if alg == "" {
@@ -80,6 +94,20 @@ func newTSIGKey(t TSIG) (*tsigKey, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &tsigKey{name: dns.CanonicalName(name), algorithm: canonical, secret: secret, display: name}, nil
+}
+
+// roundTrips reports whether the domain name name, packed into a message
+// and read back, is name again. A name with characters the presentation
+// format escapes (a quote, a space) is not: the server's signed answers
+// would name the key otherwise, and Verify would refuse every one.
+func roundTrips(name string) bool {
+	buf := make([]byte, 256)
+	off, err := dns.PackDomainName(name, buf, 0, nil, false)
+	if err != nil {
+		return false
+	}
+	back, _, err := dns.UnpackDomainName(buf[:off], 0)
+	return err == nil && back == name
 }
 
 // Generate returns the MAC of msg; it implements dns.TsigProvider.

@@ -307,6 +307,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"scan", "--zonez", "x"}, "-zonez"},
 		{"nothing to scan", []string{"scan"}, "nothing to scan"},
 		{"bad port", []string{"scan", "--target", "a.example", "--ports", "443,99999"}, "invalid port"},
+		{"port with two protocols", []string{"scan", "--target", "a.example", "--ports", "443/tls,25,443/smtp"}, "--ports: port 443 is given twice, as 443/tls and 443/smtp"},
 		{"bad fail-on", []string{"scan", "--target", "a.example", "--fail-on", "loud"}, "unknown tier"},
 		{"bad output", []string{"scan", "--target", "a.example", "--output", "xml"}, "unknown format"},
 		{"nameserver without zone", []string{"scan", "--nameserver", "127.0.0.1:53", "--target", "a.example"}, "give at least one --zone"},

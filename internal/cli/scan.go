@@ -314,11 +314,11 @@ func (f *scanFlags) tsigKey(getenv func(string) string) (key *config.TSIG, fromF
 	if raw == "" {
 		return nil, false, nil
 	}
-	parts := strings.SplitN(raw, ":", 3)
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+	k, ok := dnszone.ParseTSIG(raw)
+	if !ok {
 		return nil, false, usageError("%s: want NAME:ALGORITHM:SECRET, e.g. transfer-key:hmac-sha256:<base64>", from)
 	}
-	return &config.TSIG{Name: parts[0], Algorithm: parts[1], Secret: config.Secret(parts[2])}, fromFlag, nil
+	return &config.TSIG{Name: k.Name, Algorithm: k.Algorithm, Secret: config.Secret(k.Secret)}, fromFlag, nil
 }
 
 func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
