@@ -12,8 +12,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/certwatch/certwatch/daemon"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"

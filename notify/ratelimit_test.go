@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state/sqlite"
 )

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"

@@ -10,7 +10,7 @@
 // shared by replicas adds (Elector, Shards, Claimer, Sites). Stores live in
 // sub-packages (state/sqlite, the embedded default, a Store; state/postgres,
 // shared by replicas, a Shared), each asserting its contract at compile
-// time; state/statetest is the suite both pass.
+// time; internal/statetest is the suite both pass.
 //
 // Stores report trouble that an operator must fix (a file locked by another
 // process, a corrupt file, a full disk, a file deleted or replaced under

@@ -18,7 +18,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 )
 

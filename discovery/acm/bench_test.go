@@ -8,7 +8,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/awstest"
 )
 
 // BenchmarkCertificates lists and describes 5,000 certificates in one

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/awstest"
 )
 
 // memACM answers ACM calls in memory: the first throttle calls with

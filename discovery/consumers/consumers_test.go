@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/consumers"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/internal/awstest"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // benchZone generates a zone of n records: for every ten, eight A, one AAAA

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/knottest"
 )
 

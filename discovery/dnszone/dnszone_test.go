@@ -21,8 +21,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 const internalZone = `

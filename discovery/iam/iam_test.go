@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/probes"
 )

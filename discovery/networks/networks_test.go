@@ -16,10 +16,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/networks"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/internal/awstest"
 )
 
 // benchZones generates zones of records record sets each, one in five

@@ -12,10 +12,10 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
-	"github.com/certwatch/certwatch/discovery/awstest"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/route53"
+	"github.com/certwatch/certwatch/internal/awstest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // parityZone has a record for every rule that turns zone data into

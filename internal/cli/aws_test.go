@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/awstest"
-	"github.com/certwatch/certwatch/discovery/dnstest"
+	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // TestScanBreakAfter: probe.break_after and --break-after set how many

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/knottest"
 	"github.com/certwatch/certwatch/internal/lab"
 	"github.com/certwatch/certwatch/policy"

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/knottest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"

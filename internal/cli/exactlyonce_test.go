@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify/slack"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
 )
 
 // TestScanNotifyKilledAfterSlackAccepted kills a real `certwatch scan

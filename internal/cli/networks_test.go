@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // TestScanNetwork sweeps a loopback range with --network: the service no

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 )
 
 // TestNotifyTestReadsOnlyThatChannelsSecret: a channel whose secret is

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/certwatch/certwatch/internal/cli"
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 )
 
 // TestScanNotify runs 'certwatch scan --notify' twice against the lab with

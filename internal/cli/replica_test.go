@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 )
 
 // replica is one `certwatch run` of several sharing a PostgreSQL state.

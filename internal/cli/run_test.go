@@ -23,8 +23,8 @@ import (
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/lab"
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 )
 
 const (

@@ -19,8 +19,8 @@ import (
 
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/lab"
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )

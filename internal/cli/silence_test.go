@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/state"
 )
 

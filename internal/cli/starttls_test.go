@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/starttlstest"
 	"github.com/certwatch/certwatch/policy"
 )

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // TestRunSaysWhatIsMissing starts a daemon with no notification channel

@@ -11,7 +11,7 @@ import (
 
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
+	"github.com/certwatch/certwatch/internal/slacktest"
 )
 
 // TestScanNotifyTargetLabels: a route matching a static target's label

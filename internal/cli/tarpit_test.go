@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
 // tarpitTimeout is the --timeout of the tarpit scan: short, with room for

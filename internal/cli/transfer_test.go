@@ -12,9 +12,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )

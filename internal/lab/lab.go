@@ -20,8 +20,8 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/dnstest"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/starttlstest"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/pagerduty"
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/policy"
 )
 

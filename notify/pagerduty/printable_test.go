@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certwatch/certwatch/internal/pagerdutytest"
 	"github.com/certwatch/certwatch/notify"
-	"github.com/certwatch/certwatch/notify/pagerduty/pagerdutytest"
 	"github.com/certwatch/certwatch/policy"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
 	"github.com/certwatch/certwatch/policy"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
-	"github.com/certwatch/certwatch/notify/slack/slacktest"
 	"github.com/certwatch/certwatch/policy"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certwatch/certwatch/internal/pgtest"
+	"github.com/certwatch/certwatch/internal/statetest"
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
-	"github.com/certwatch/certwatch/state/statetest"
 )
 
 // pg is the server the package's tests share, one database each; tests

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/internal/statetest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
-	"github.com/certwatch/certwatch/state/statetest"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

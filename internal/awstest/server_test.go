@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/smithy-go"
 
-	"github.com/certwatch/certwatch/discovery/awstest"
+	"github.com/certwatch/certwatch/internal/awstest"
 )
 
 func TestSignatureIsVerified(t *testing.T) {
