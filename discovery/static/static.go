@@ -146,7 +146,12 @@ func parse(raw string, defaultPorts []int, protocols discovery.PortProtocols) ([
 	}
 
 	t := discovery.Target{Sources: []string{sourceName}, Explicit: true}
-	if addr, err := netip.ParseAddr(host); err == nil {
+	// "10.0.0.7." is the address, not a name to resolve (no top-level
+	// domain is all digits).
+	if addr, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
+		if addr.Zone() != "" {
+			return nil, fmt.Errorf("static target %q: a zoned IPv6 address (%%%s) is not supported: probe it by a global address or a name", raw, addr.Zone())
+		}
 		addr = addr.Unmap()
 		t.Name = addr.String()
 		t.Addresses = []netip.Addr{addr}
