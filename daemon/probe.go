@@ -85,6 +85,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 			timeout = te.limit
 		}
 		r.Sources = results
+		r.Coverage.AddSources(results)
 		r.Findings = append(r.Findings, degraded...)
 		if cut != nil {
 			r.Findings = append(r.Findings, cutShort(len(inventory), r.NotProbed, len(r.Endpoints), timeout, start))

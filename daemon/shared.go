@@ -164,6 +164,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []
 		r.CutShort, r.CutShortCause = true, cut.Error()
 	}
 	r.Sources = sources
+	r.Coverage.AddSources(sources)
 	r.Findings = append(r.Findings, findings...)
 	return r, seen, cut, nil
 }

@@ -40,6 +40,9 @@ type Result struct {
 	// Revocation says how the leaves' revocation was checked, and the
 	// freshness of the CRLs relied on.
 	Revocation RevocationSummary
+	// Sources are the endpoints observed and leaves served per source
+	// named by the observations, by name.
+	Sources []SourceCoverage
 }
 
 // Evaluator accumulates observations one at a time and reduces them as they
@@ -61,6 +64,11 @@ type Evaluator struct {
 	// Result hands certs out as they are, sorted: no copy.
 	certs   []Certificate
 	certIdx map[string]int32
+	// certMatched says, by the index of certs, whether the leaf was
+	// served on a name it is valid for (or where names are not checked):
+	// the names of a leaf served only where it does not belong tell
+	// nothing of the estate (uncoveredNames).
+	certMatched []bool
 	// probed lists every endpoint observed, with its leaf's fingerprint
 	// or its failure: the report's list, and the evaluation's view of
 	// who serves what. Result sorts it by name, port and address
@@ -75,6 +83,12 @@ type Evaluator struct {
 	// in Result.
 	rest    []atrest.Certificate
 	restIdx map[string]int
+	// sources counts, per source name, the endpoints observed and the
+	// distinct leaves they served (SourceCoverage).
+	sources map[string]*sourceCount
+	// zonesOf are the zones of names on certificates that no source
+	// watches, as a lookup found them (SetZonesOf).
+	zonesOf map[string]string
 	// stalls are the addresses that stalled after connecting, with the
 	// names the sweep gave up on there, judged in Result (tls_broken).
 	stalls stalls
@@ -152,6 +166,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	leaf := o.Leaf()
 	if leaf == nil {
+		e.countSources(o.Sources, "")
 		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
 		switch {
 		case o.Failure == probes.FailNotProbed:
@@ -179,8 +194,13 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	if desc == nil {
 		e.certIdx[fp] = int32(len(e.certs))
 		e.certs = append(e.certs, e.describe(leaf, fp))
+		e.certMatched = append(e.certMatched, false)
 	}
 	e.revocation.add(o, desc == nil, e.now)
+	if o.NameMatch || isIPLiteral(o.Name) || awsResourceName(o.Sources) {
+		e.certMatched[e.certIdx[fp]] = true
+	}
+	e.countSources(o.Sources, e.certs[e.certIdx[fp]].SHA256)
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
@@ -315,12 +335,17 @@ func (e *Evaluator) Result() Result {
 			f.Subject = c.Subject
 		}
 	}
-	out := Result{Endpoints: e.probed, Revocation: e.revocation.result()}
+	out := Result{Endpoints: e.probed, Revocation: e.revocation.result(), Sources: e.sourceCoverage()}
 	e.mergeAtRest()
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
 	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
+	out.Findings, out.Gaps = e.judgeUncovered(out.Findings, out.Gaps)
+	out.Findings, out.Gaps = e.judgeUnverified(out.Findings, out.Gaps, out.ACM, out.IAM)
+	slices.SortFunc(out.Gaps, func(a, b Gap) int {
+		return cmp.Or(strings.Compare(string(a.Reason), string(b.Reason)), strings.Compare(a.Zone, b.Zone))
+	})
 	SortFindings(out.Findings)
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
 	out.Certificates = e.certs

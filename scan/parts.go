@@ -86,7 +86,12 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 		invs = append(invs, &part.Inventory)
 	}
 	addInventory(ev, invs...)
-	fill(r, ev)
+	var all Inventory
+	for _, inv := range invs {
+		all.Watched = append(all.Watched, inv.Watched...)
+		all.Zones = append(all.Zones, inv.Zones...)
+	}
+	fill(r, ev, &all)
 	r.Networks = networkReports(r, invs...)
 	return r
 }

@@ -38,6 +38,16 @@ type Source interface {
 	Discover(ctx context.Context) (found.Yield, error)
 }
 
+// ZoneFinder finds the zone a DNS name lies in (an SOA lookup).
+// Implemented by dnszone.ZoneFinder.
+type ZoneFinder interface {
+	ZoneOf(ctx context.Context, name string) (string, error)
+}
+
+// MaxZoneLookups bounds the SOA lookups of one pass: names beyond it are
+// taken to lie in their parent (policy.ZoneOf).
+const MaxZoneLookups = 100
+
 // Prober probes every address of one target. Implemented by probes.Prober.
 type Prober interface {
 	Probe(ctx context.Context, t discovery.Target) []probes.Observation
@@ -78,6 +88,11 @@ type Pass struct {
 	// OnObservation, when set, is called for each observation as it is
 	// evaluated (serially), e.g. to feed metrics.
 	OnObservation func(*probes.Observation)
+	// Zones, when set, finds the zone of each name on a certificate that
+	// no source watches (policy.Evaluator.UncoveredNames), so that its
+	// coverage gap names the real zone rather than the name's parent. At
+	// most MaxZoneLookups names are looked up a pass.
+	Zones ZoneFinder
 
 	mu sync.Mutex
 	// inventory is what each source's last Discover found besides
@@ -89,6 +104,8 @@ type Pass struct {
 type SourceResult struct {
 	Name    string `json:"name"`
 	Targets int    `json:"targets"`
+	// Names is how many distinct names its targets not skipped have.
+	Names int `json:"names,omitempty"`
 	// Certificates is the size of the source's inventory (see
 	// found.Inventory.Records).
 	Certificates int `json:"certificates,omitempty"`
@@ -152,6 +169,9 @@ type Report struct {
 	// (probes.FailAddressSkipped) and an error naming the address, its
 	// source and why, and under an address_skipped finding (info).
 	AddressesSkipped int `json:"addresses_skipped,omitempty"`
+
+	// Coverage says what the pass watched and what not (coverage gaps).
+	Coverage *Coverage `json:"coverage,omitempty"`
 }
 
 func (p *Pass) now() time.Time {
@@ -180,7 +200,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	for i, s := range p.Sources {
 		g.Go(func() error {
 			y, err := s.Discover(ctx)
-			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty}
+			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty}
 			lists[i] = y.Targets
 			p.keep(s.Name(), y.Inventory)
 			if err != nil {
@@ -290,8 +310,9 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 			p.logger().Warn("source failed", "source", ss.Name(), "err", err)
 			return nil, fmt.Errorf("%w: %w", ErrNoSource, err)
 		}
-		r = p.probeStream(ctx, seq, n, start)
-		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n, Certificates: inv.Records()}}
+		names := 0
+		r = p.probeStream(ctx, countingNames(seq, &names), n, start)
+		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n, Names: names, Certificates: inv.Records()}}
 	} else {
 		targets, sources, err := p.Discover(ctx)
 		if err != nil {
@@ -300,6 +321,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 		r = p.Probe(ctx, targets, start)
 		r.Sources = sources
 	}
+	r.Coverage.AddSources(r.Sources)
 	for _, s := range r.Sources {
 		if s.Error != "" {
 			msg := fmt.Sprintf("source %s failed, so its targets were not probed: %s", s.Name, s.Error)
@@ -393,8 +415,63 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	}
 	inv := p.Inventory()
 	addInventory(ev, &inv)
-	fill(r, ev)
+	p.findZones(ctx, ev)
+	fill(r, ev, &inv)
 	r.Networks = networkReports(r, &inv)
+}
+
+// countingNames yields what seq yields, counting into *n the distinct
+// names of the targets not skipped, which seq yields sorted by name.
+func countingNames(seq iter.Seq[discovery.Target], n *int) iter.Seq[discovery.Target] {
+	return func(yield func(discovery.Target) bool) {
+		last := ""
+		for t := range seq {
+			if t.Skip == "" && (*n == 0 || t.Name != last) {
+				*n++
+				last = t.Name
+			}
+			if !yield(t) {
+				return
+			}
+		}
+	}
+}
+
+// findZones looks up the zones of the names no source watches, at most
+// MaxZoneLookups of them, a few at a time, and hands them to ev. A failed
+// lookup leaves the name in its parent's zone.
+func (p *Pass) findZones(ctx context.Context, ev *policy.Evaluator) {
+	if p.Zones == nil || ctx.Err() != nil {
+		return
+	}
+	names := ev.UncoveredNames()
+	if len(names) > MaxZoneLookups {
+		p.logger().Warn("too many names outside every watched zone to look their zones up; the rest are taken to lie in their parent",
+			"names", len(names), "looked_up", MaxZoneLookups)
+		names = names[:MaxZoneLookups]
+	}
+	zones := make([]string, len(names))
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i, n := range names {
+		g.Go(func() error {
+			z, err := p.Zones.ZoneOf(ctx, n)
+			if err != nil {
+				p.logger().Debug("zone lookup failed", "name", n, "err", err)
+				return nil
+			}
+			zones[i] = z
+			return nil
+		})
+	}
+	_ = g.Wait()
+	m := make(map[string]string, len(names))
+	for i, n := range names {
+		if zones[i] != "" && discovery.InZone(n, zones[i]) {
+			m[n] = zones[i]
+		}
+	}
+	ev.SetZonesOf(m)
 }
 
 // sweep probes the n targets pull hands out (called serially) and hands
@@ -441,11 +518,13 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 
 // fill ends the evaluation ev into r: its endpoints ("endpoints": [], not
 // null, when there are none), certificates, findings and AWS inventories,
-// and how many endpoints were not probed or not dialled.
-func fill(r *Report, ev *policy.Evaluator) {
+// how many endpoints were not probed or not dialled, and the coverage,
+// with the zones of inv.
+func fill(r *Report, ev *policy.Evaluator, inv *Inventory) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
 	r.Revocation = res.Revocation
+	r.Coverage = coverage(&res, inv)
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 )
 
@@ -41,6 +42,7 @@ type metrics struct {
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	crlThisUpdate, crlNextUpdate, revocationChecked,
+	coverageGaps, coverageZones,
 	buildInfo *prometheus.Desc
 }
 
@@ -90,6 +92,8 @@ func newMetrics(s *Server) *metrics {
 		crlThisUpdate:     d("crl_this_update_timestamp_seconds", "ThisUpdate of each CRL the latest probe run relied on, as a Unix time.", "url"),
 		crlNextUpdate:     d("crl_next_update_timestamp_seconds", "NextUpdate of each CRL the latest probe run relied on, as a Unix time; past it, the CRL is stale (revocation_stale).", "url"),
 		revocationChecked: d("revocation_checked_certificates", "Leaf certificates of the latest probe run by how their revocation was checked: crl, ocsp, or none (no URL, none answered, or checking off).", "method"),
+		coverageGaps:      d("coverage_gaps", "Coverage gaps in the latest probe run, by reason: delegation_refused, delegation_timeout, delegation_broken, delegation_failed, delegation_limit, unmonitored_zone, unverified_in_use (0 for a reason without gaps).", "reason"),
+		coverageZones:     d("coverage_zones", "DNS zones read whole in the latest probe run, by how: transfer (a configured zone), delegation (a child followed), route53.", "via"),
 		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
 	}
 }
@@ -101,7 +105,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.jobDuration.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
-		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.buildInfo} {
+		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.buildInfo} {
 		ch <- d
 	}
 }
@@ -186,6 +190,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for result, n := range v.endpoints {
 			gauge(m.endpoints, float64(n), result)
 		}
+		if c := v.coverage; c != nil {
+			for _, reason := range coverageReasons {
+				gauge(m.coverageGaps, float64(c.GapsByReason[reason]), reason)
+			}
+			via := map[string]int{"transfer": 0, "delegation": 0, "route53": 0}
+			for _, z := range c.Zones {
+				via[z.Via]++
+			}
+			for k, n := range via {
+				gauge(m.coverageZones, float64(n), k)
+			}
+		}
 		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
 		gauge(m.dropped, float64(v.endpointDropped), "probe")
 		gauge(m.dropped, float64(v.certEndpointDropped), "endpoint_certificate")
@@ -220,6 +236,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(m.channelFailing, failing, c.Channel)
 	}
+}
+
+// coverageReasons are the reasons certwatch_coverage_gaps always has a
+// series for, so that an alert on a reason sees 0 rather than nothing.
+var coverageReasons = []string{
+	string(found.GapDelegationRefused), string(found.GapDelegationTimeout), string(found.GapDelegationBroken),
+	string(found.GapDelegationFailed), string(found.GapDelegationLimit), string(found.GapUnmonitoredZone), string(found.GapUnverifiedInUse),
 }
 
 // unix is t as Unix seconds, exact to the microsecond for every date a

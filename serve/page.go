@@ -137,6 +137,21 @@ type pageData struct {
 	// a classical group says nothing of what the server supports.
 	KeyExchange   []option
 	HybridOffered bool
+	// Coverage is what the latest report watched and did not; nil
+	// without one.
+	Coverage *coverageData
+}
+
+// coverageData is the Coverage section of the status page.
+type coverageData struct {
+	Zones, Followed, Route53, Sources int
+	Gaps                              []coverageGap
+}
+
+// coverageGap is one line of the Coverage section.
+type coverageGap struct {
+	TierName, Reason, Zone, Detail, Fix string
+	Names                               string
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +209,22 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			d.KeyExchange = append(d.KeyExchange, option{Label: cmp.Or(g, "RSA key transport"), Value: fmt.Sprint(v.keyExchange[g])})
 		}
 		d.HybridOffered = v.hybridOffered > 0
+		if c := v.coverage; c != nil {
+			cd := &coverageData{Zones: len(c.Zones), Sources: len(c.Sources)}
+			for _, z := range c.Zones {
+				switch z.Via {
+				case "delegation":
+					cd.Followed++
+				case "route53":
+					cd.Route53++
+				}
+			}
+			for _, g := range c.Gaps {
+				cd.Gaps = append(cd.Gaps, coverageGap{TierName: tierName(g.Tier), Reason: strings.ReplaceAll(string(g.Reason), "_", " "),
+					Zone: policy.Printable(g.Zone), Detail: policy.Printable(g.Detail), Fix: g.Fix, Names: policy.Printable(strings.Join(g.Names, ", "))})
+			}
+			d.Coverage = cd
+		}
 		d.Timeline = buildTimeline(v.rows, now)
 		for _, k := range v.kinds {
 			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})

@@ -51,6 +51,9 @@ type view struct {
 	// the series limit of them).
 	revocation    policy.RevocationSummary
 	hybridOffered int
+	// coverage is the report's (never changed once recorded); nil for a
+	// report without one.
+	coverage *scan.Coverage
 }
 
 type findingKey struct{ kind, tier string }
@@ -110,7 +113,8 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, silenced: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{}}
+	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, silenced: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{},
+		coverage: r.Coverage}
 
 	// Where each certificate is served, and through which sources.
 	served := map[string][]policy.Endpoint{}

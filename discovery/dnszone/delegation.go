@@ -227,12 +227,17 @@ func (s *Source) transferChild(ctx context.Context, d Delegation) childResult {
 func (s *Source) delegatedServers(ctx context.Context, d Delegation) ([]string, error) {
 	port := strconv.Itoa(s.delegationPort)
 	var servers []string
+	var errs []error
 	add := func(a netip.Addr) {
+		a = a.Unmap()
+		if why := s.notDialled(a); why != "" {
+			errs = append(errs, fmt.Errorf("name server address %s not asked: %s", a, why))
+			return
+		}
 		if srv := net.JoinHostPort(a.String(), port); !slices.Contains(servers, srv) && len(servers) < maxDelegationServers {
 			servers = append(servers, srv)
 		}
 	}
-	var errs []error
 	var resolver string
 	for _, ns := range d.Nameservers {
 		if len(ns.Glue) > 0 {
@@ -281,6 +286,25 @@ func (s *Source) delegatedServers(ctx context.Context, d Delegation) ([]string, 
 		return nil, fmt.Errorf("zone %s: no address for its name servers %s: %w", d.Zone, strings.Join(d.Names(), ", "), err)
 	}
 	return servers, nil
+}
+
+// notDialled says why a delegated name server's address is not asked,
+// or "" when it is: the addresses probes do not dial where a discovered
+// name leads to them.
+func (s *Source) notDialled(a netip.Addr) string {
+	switch {
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsMulticast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast():
+		return "multicast"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "broadcast"
+	case a.IsLoopback() && !s.allowLoopback:
+		return "loopback (probe.allow_loopback is off)"
+	}
+	return ""
 }
 
 // delegationGap describes a child zone that could not be transferred.

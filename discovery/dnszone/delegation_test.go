@@ -26,25 +26,25 @@ const delegatingZone = `
 ns1        A    127.0.0.1
 www        A    127.0.0.1
 svc        NS   ns.svc
-ns.svc     A    127.0.0.2
+ns.svc     A    127.0.2.2
 closed     NS   ns.closed
-ns.closed  A    127.0.0.3
+ns.closed  A    127.0.2.3
 loop       NS   ns.loop
-ns.loop    A    127.0.0.2
+ns.loop    A    127.0.2.2
 `
 
 // loopZone is one level of the loop chain: a host, and a delegation of
 // x.<zone> back to the same server.
 const loopZone = `
 @     NS  ns
-ns    A   127.0.0.2
-h     A   127.0.0.20
+ns    A   127.0.2.2
+h     A   127.0.2.20
 x     NS  ns.x
-ns.x  A   127.0.0.2
+ns.x  A   127.0.2.2
 `
 
 // startDelegations starts knot serving corp.example (TSIG only) and two
-// in-process servers for its children on 127.0.0.2 and 127.0.0.3 at one
+// in-process servers for its children on 127.0.2.2 and 127.0.2.3 at one
 // port, which it returns.
 func startDelegations(t *testing.T) (*knottest.Knot, int) {
 	t.Helper()
@@ -52,21 +52,21 @@ func startDelegations(t *testing.T) (*knottest.Knot, int) {
 	key := &dnstest.TSIG{Name: k.Key.Name, Algorithm: k.Key.Algorithm, Secret: k.Key.Secret}
 	zones := []dnstest.Zone{{Name: "svc.corp.example", TSIG: key, Text: `
 @    NS  ns
-ns   A   127.0.0.2
-api  A   127.0.0.10
-*.apps A 127.0.0.11
+ns   A   127.0.2.2
+api  A   127.0.2.10
+*.apps A 127.0.2.11
 `}}
 	for z := "loop.corp.example"; strings.Count(z, "x.") < 5; z = "x." + z {
 		zones = append(zones, dnstest.Zone{Name: z, Text: loopZone})
 	}
-	child, err := dnstest.StartAt("127.0.0.2:0", zones...)
+	child, err := dnstest.StartAt("127.0.2.2:0", zones...)
 	if err != nil {
 		t.Fatalf("dnstest.StartAt: %v", err)
 	}
 	t.Cleanup(func() { child.Close() })
 	_, portText, _ := net.SplitHostPort(child.Addr())
 	port, _ := strconv.Atoi(portText)
-	closed, err := dnstest.StartAt(net.JoinHostPort("127.0.0.3", portText), dnstest.Zone{Name: "closed.corp.example", RefuseTransfer: true})
+	closed, err := dnstest.StartAt(net.JoinHostPort("127.0.2.3", portText), dnstest.Zone{Name: "closed.corp.example", RefuseTransfer: true})
 	if err != nil {
 		t.Fatalf("dnstest.StartAt: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestFollowDelegations(t *testing.T) {
 	t.Parallel()
 	k, port := startDelegations(t)
 	key := &dnszone.TSIG{Name: k.Key.Name, Algorithm: k.Key.Algorithm, Secret: k.Key.Secret}
-	base := dnszone.Config{Zone: "corp.example", Nameserver: k.Addr, TSIG: key, DelegationPort: port, FollowDelegations: true}
+	base := dnszone.Config{Zone: "corp.example", Nameserver: k.Addr, TSIG: key, DelegationPort: port, FollowDelegations: true, AllowLoopback: true}
 
 	t.Run("followed, refused and bounded", func(t *testing.T) {
 		t.Parallel()
@@ -117,8 +117,8 @@ func TestFollowDelegations(t *testing.T) {
 		}
 		refused, deep := y.Inventory.Gaps[0], y.Inventory.Gaps[1]
 		if refused.Zone != "closed.corp.example" || refused.Reason != found.GapDelegationRefused || refused.Parent != "corp.example" ||
-			!cmp.Equal(refused.Nameservers, []string{"ns.closed.corp.example"}) || !cmp.Equal(refused.Servers, []string{net.JoinHostPort("127.0.0.3", strconv.Itoa(port))}) ||
-			!strings.Contains(refused.Detail, "not authorized by 127.0.0.3") || !strings.Contains(refused.Fix, "allow transfers from this host, or add the zone with its own nameserver/tsig") {
+			!cmp.Equal(refused.Nameservers, []string{"ns.closed.corp.example"}) || !cmp.Equal(refused.Servers, []string{net.JoinHostPort("127.0.2.3", strconv.Itoa(port))}) ||
+			!strings.Contains(refused.Detail, "not authorized by 127.0.2.3") || !strings.Contains(refused.Fix, "allow transfers from this host, or add the zone with its own nameserver/tsig") {
 			t.Errorf("refused child: %+v", refused)
 		}
 		if deep.Zone != "x.x.x.loop.corp.example" || deep.Reason != found.GapDelegationLimit || !strings.Contains(deep.Detail, "max_delegation_depth 3") {
@@ -158,6 +158,24 @@ func TestFollowDelegations(t *testing.T) {
 		}
 	})
 
+	t.Run("loopback name servers are not asked unless allowed", func(t *testing.T) {
+		t.Parallel()
+		c := base
+		c.AllowLoopback = false
+		y, err := newSource(t, c).Discover(context.Background())
+		if err != nil {
+			t.Fatalf("Discover: %v", err)
+		}
+		if len(y.Inventory.Watched) != 1 || len(y.Inventory.Gaps) != 3 {
+			t.Fatalf("watched %+v, gaps %+v; want the zone alone and a gap per child", y.Inventory.Watched, y.Inventory.Gaps)
+		}
+		for _, g := range y.Inventory.Gaps {
+			if g.Reason != found.GapDelegationFailed || !strings.Contains(g.Detail, "loopback (probe.allow_loopback is off)") {
+				t.Errorf("gap %+v, want one saying the loopback name server is not asked", g)
+			}
+		}
+	})
+
 	t.Run("count bound", func(t *testing.T) {
 		t.Parallel()
 		c := base
@@ -176,4 +194,23 @@ func TestFollowDelegations(t *testing.T) {
 			t.Errorf("count gaps = %+v", limit)
 		}
 	})
+}
+
+// TestDelegationWithoutGlue: a child whose only name server lies inside
+// it, with no glue in the parent, can never be reached (its address is in
+// the zone it serves): a gap saying so, without asking any resolver.
+func TestDelegationWithoutGlue(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "p.example", Text: "www A 127.0.0.1\nloopy NS ns.loopy\n"})
+	y, err := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: srv.Addr(), FollowDelegations: true, AllowLoopback: true, Resolver: "127.0.0.1:1"}).Discover(context.Background())
+	if err != nil {
+		t.Fatalf("Discover: %v", err)
+	}
+	if len(y.Inventory.Gaps) != 1 {
+		t.Fatalf("gaps = %+v, want one for loopy.p.example", y.Inventory.Gaps)
+	}
+	g := y.Inventory.Gaps[0]
+	if g.Zone != "loopy.p.example" || g.Reason != found.GapDelegationFailed || !strings.Contains(g.Detail, "lies in the zone it serves and the parent holds no glue") {
+		t.Errorf("gap = %+v", g)
+	}
 }

@@ -97,6 +97,11 @@ type Config struct {
 	// OutOfScope are zones declared out of scope: a delegation at or
 	// below one is neither followed nor a gap.
 	OutOfScope []string
+	// AllowLoopback lets delegated name servers be asked at loopback
+	// addresses, as probes.Config.AllowLoopback lets probes dial them.
+	// Unspecified, link-local, multicast and broadcast addresses are
+	// never asked: a zone names them, certwatch does not dial them.
+	AllowLoopback bool
 }
 
 // Dialer opens network connections; *net.Dialer implements it.
@@ -154,6 +159,7 @@ type Source struct {
 	delegationPort int
 	configured     []string // normalised
 	outOfScope     []string // normalised
+	allowLoopback  bool
 }
 
 // New checks c and returns a Source for it. It does no I/O. A nil logger
@@ -182,6 +188,7 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		sources:     []string{"dnszone:" + zone},
 	}
 	s.following = c.FollowDelegations
+	s.allowLoopback = c.AllowLoopback
 	s.maxDepth = cmp.Or(c.MaxDepth, DefaultMaxDepth)
 	s.maxDelegations = cmp.Or(c.MaxDelegations, DefaultMaxDelegations)
 	s.delegationPort = cmp.Or(c.DelegationPort, DefaultDelegationPort)

@@ -438,6 +438,15 @@ func TestScanAWS(t *testing.T) {
 		// lbonly is served only by an ALB no hosted zone points to: seen
 		// on the wire under the ALB's DNS name.
 		{policy.Expiring, policy.Notice, "web-1.eu-west-1.elb.amazonaws.com", "lbonly", []string{"imported"}},
+		// In use by the ALB, and served by no endpoint probed: unverified.
+		// (shop, docs and pay, in an order the fingerprints decide;
+		// their names are checked below.)
+		{policy.CoverageGap, policy.Warning, "", "", []string{"is in use by " + albARN, "no endpoint certwatch probed serves it"}},
+		{policy.CoverageGap, policy.Warning, "", "", []string{"is in use by " + albARN, "no endpoint certwatch probed serves it"}},
+		{policy.CoverageGap, policy.Warning, "", "", []string{"is in use by " + albARN, "no endpoint certwatch probed serves it"}},
+		// The load balancers' certificates name example.net, which no
+		// hosted zone holds.
+		{policy.CoverageGap, policy.Notice, "old-2.eu-west-1.elb.amazonaws.com,static,web-1.eu-west-1.elb.amazonaws.com", "", []string{"zone example.net is watched by no source"}},
 		// The IAM server certificates (checked in detail below).
 		{policy.Expiring, policy.Warning, "old-2.eu-west-1.elb.amazonaws.com,static", "", []string{"IAM server certificate \"edge-2025\""}},
 		{policy.Expiring, policy.Notice, "", "", []string{"IAM server certificate \"orphan\""}},
@@ -475,6 +484,17 @@ func TestScanAWS(t *testing.T) {
 	for i, f := range r.Findings {
 		if !matched[i] {
 			t.Errorf("unexpected finding (false alarm?): %s %s %v: %s", f.Tier, f.Kind, f.Endpoints, f.Message)
+		}
+	}
+	unverified := map[string]bool{}
+	for _, f := range r.Findings {
+		if f.Kind == policy.CoverageGap && f.Tier == policy.Warning {
+			unverified[f.Name] = true
+		}
+	}
+	for _, c := range []string{"shop", "docs", "pay"} {
+		if !unverified[e.arn[c]] {
+			t.Errorf("no coverage_gap for %s (%s), in use and served by no endpoint probed", c, e.arn[c])
 		}
 	}
 

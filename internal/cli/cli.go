@@ -97,6 +97,7 @@ Usage:
 Commands:
   scan          discover targets, probe every address, print a report
   inventory     discover targets only: what would be probed, and from where
+  coverage      what is watched and what is not: sources, zones, coverage gaps
   check-config  validate a config file and print the effective config
   demo          start a local lab (DNS + TLS on loopback) and scan it
   run           run as a service: schedules, alerts, metrics, status page
@@ -141,6 +142,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.scan(ctx, rest, false)
 	case "inventory":
 		return e.scan(ctx, rest, true)
+	case "coverage":
+		return e.coverage(ctx, rest)
 	case "check-config":
 		return e.checkConfig(rest)
 	case "demo":

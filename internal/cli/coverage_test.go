@@ -19,23 +19,26 @@ import (
 )
 
 // TestScanFollowsDelegations: corp.example on knot delegates
-// svc.corp.example to a server on 127.0.0.2 and closed.corp.example to
-// one on 127.0.0.3 that refuses transfers. The scan of corp.example alone
+// svc.corp.example to a server on 127.0.3.2 and closed.corp.example to
+// one on 127.0.3.3 that refuses transfers. The scan of corp.example alone
 // finds the wildcard certificate of the child, about to expire, as one
 // finding listing both of its endpoints, and says the refused child is
 // not watched: a coverage_gap naming the zone, its name server and the fix.
+// The certificate also names a host under partner.example, which no source
+// watches: a notice for that zone, as the SOA lookup through the resolver
+// finds it (not the name's parent, apps.partner.example).
 func TestScanFollowsDelegations(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	ca := certtest.MustCA("Delegation Test Root", now.Add(-time.Hour), now.AddDate(1, 0, 0))
-	wildcard := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.svc.corp.example"}, NotBefore: now.AddDate(0, -3, 0), NotAfter: now.Add(3 * 24 * time.Hour)})
-	a, err := certtest.Serve("127.0.0.21:0", wildcard.TLSCertificate())
+	wildcard := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.svc.corp.example", "portal.apps.partner.example"}, NotBefore: now.AddDate(0, -3, 0), NotAfter: now.Add(3 * 24 * time.Hour)})
+	a, err := certtest.Serve("127.0.3.21:0", wildcard.TLSCertificate())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
 	tlsPort := fmt.Sprint(a.Addr().Port())
-	b, err := certtest.Serve(net.JoinHostPort("127.0.0.22", tlsPort), wildcard.TLSCertificate())
+	b, err := certtest.Serve(net.JoinHostPort("127.0.3.22", tlsPort), wildcard.TLSCertificate())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +49,18 @@ func TestScanFollowsDelegations(t *testing.T) {
 @          NS   ns1
 ns1        A    127.0.0.1
 svc        NS   ns.svc
-ns.svc     A    127.0.0.2
+ns.svc     A    127.0.3.2
 closed     NS   ns.closed
-ns.closed  A    127.0.0.3
+ns.closed  A    127.0.3.3
 `})
-	child, err := dnstest.StartAt("127.0.0.2:0", dnstest.Zone{Name: "svc.corp.example", Text: "a A 127.0.0.21\nb A 127.0.0.22\n"})
+	child, err := dnstest.StartAt("127.0.3.2:0", dnstest.Zone{Name: "svc.corp.example", Text: "a A 127.0.3.21\nb A 127.0.3.22\n"},
+		dnstest.Zone{Name: "partner.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { child.Close() })
 	_, dnsPort, _ := net.SplitHostPort(child.Addr())
-	closed, err := dnstest.StartAt(net.JoinHostPort("127.0.0.3", dnsPort), dnstest.Zone{Name: "closed.corp.example", RefuseTransfer: true})
+	closed, err := dnstest.StartAt(net.JoinHostPort("127.0.3.3", dnsPort), dnstest.Zone{Name: "closed.corp.example", RefuseTransfer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +78,9 @@ ns.closed  A    127.0.0.3
 ports: [%s]
 ca_files: [%q]
 probe: {timeout: 2s, allow_loopback: true}
+resolver: %s
 coverage: {delegation_port: %s}
-`, k.Addr, tlsPort, caFile, dnsPort))
+`, k.Addr, tlsPort, caFile, child.Addr(), dnsPort))
 
 	stdout, stderr, code := run(t, "scan", "--config", cfg, "--output", "json")
 	if code != cli.ExitFindings {
@@ -85,11 +90,13 @@ coverage: {delegation_port: %s}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout)
 	}
-	var expiring, gap *policy.Finding
+	var expiring, gap, names *policy.Finding
 	for i, f := range r.Findings {
 		switch {
 		case f.Kind == policy.Expiring && f.Subject == "*.svc.corp.example":
 			expiring = &r.Findings[i]
+		case f.Kind == policy.CoverageGap && f.Tier == policy.Notice:
+			names = &r.Findings[i]
 		case f.Kind == policy.CoverageGap:
 			if gap != nil {
 				t.Errorf("second coverage gap: %+v", f)
@@ -105,7 +112,89 @@ coverage: {delegation_port: %s}
 		!strings.Contains(gap.Message, "ns.closed.corp.example") || !strings.Contains(gap.Message, "allow transfers from this host, or add the zone with its own nameserver/tsig") {
 		t.Errorf("refused child = %+v, want a warning coverage_gap naming closed.corp.example, its name server and the fix", gap)
 	}
+	if names == nil || names.Name != "partner.example" || !strings.Contains(names.Message, "portal.apps.partner.example") || len(names.Endpoints) != 2 {
+		t.Errorf("name outside every zone = %+v, want a notice for partner.example listing the name and the certificate's endpoints", names)
+	}
 	if len(r.Sources) != 1 || r.Sources[0].Error != "" {
 		t.Errorf("sources = %+v, want corp.example without error: a refused child is a gap, not a failed source", r.Sources)
+	}
+	checkCoverage(t, r.Coverage)
+
+	// certwatch coverage: the same object alone, and as a table.
+	stdout, stderr, code = run(t, "coverage", "--config", cfg, "--output", "json")
+	if code != 0 {
+		t.Fatalf("coverage --output json: exit code %d, want 0 (gaps are below page); stderr:\n%s", code, stderr)
+	}
+	var cov scan.Coverage
+	if err := json.Unmarshal([]byte(stdout), &cov); err != nil {
+		t.Fatalf("coverage: %v\n%s", err, stdout)
+	}
+	checkCoverage(t, &cov)
+	stdout, _, code = run(t, "coverage", "--config", cfg)
+	for _, want := range []string{
+		"dnszone:corp.example",
+		"svc.corp.example  delegation  corp.example",
+		"WARNING delegation_refused closed.corp.example",
+		"NOTICE unmonitored_zone partner.example",
+		"fix: allow transfers from this host, or add the zone with its own nameserver/tsig",
+		"Watching 2 zone(s) (1 followed from delegations) through 1 source(s): 3 name(s), 3 endpoint(s) probed, 1 certificate(s); 2 coverage gap(s): 1 delegation_refused, 1 unmonitored_zone.",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("coverage table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code != 0 {
+		t.Errorf("coverage: exit code %d, want 0", code)
+	}
+	if _, _, code := run(t, "coverage", "--config", cfg, "--fail-on", "warning"); code != cli.ExitFindings {
+		t.Errorf("coverage --fail-on warning: exit code %d, want %d for the refused delegation", code, cli.ExitFindings)
+	}
+}
+
+// checkCoverage checks the coverage of TestScanFollowsDelegations: the
+// zone and its followed child, the source's counts, and the two gaps.
+func checkCoverage(t *testing.T, c *scan.Coverage) {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no coverage object")
+	}
+	var zones []string
+	for _, z := range c.Zones {
+		zones = append(zones, z.Zone+" "+z.Via)
+	}
+	if strings.Join(zones, ", ") != "corp.example transfer, svc.corp.example delegation" {
+		t.Errorf("coverage zones = %v", zones)
+	}
+	if len(c.Sources) != 1 || c.Sources[0].Names != 3 || c.Sources[0].Endpoints != 3 || c.Sources[0].Certificates != 1 {
+		t.Errorf("coverage sources = %+v, want dnszone:corp.example with 3 names (a.svc, b.svc, ns1), 3 endpoints, 1 certificate", c.Sources)
+	}
+	if c.GapsByReason["delegation_refused"] != 1 || c.GapsByReason["unmonitored_zone"] != 1 || len(c.Gaps) != 2 {
+		t.Errorf("coverage gaps = %+v", c.Gaps)
+	}
+}
+
+// TestDemoCoverage: the demo's lab delegates svc.internal.example, which
+// the scan follows (its expiring wildcard is found), and
+// partners.internal.example, which refuses transfers: a coverage gap.
+func TestDemoCoverage(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := run(t, "demo", "--output", "json")
+	if code != 0 {
+		t.Fatalf("demo: exit code %d; stderr:\n%s", code, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	var followed, refused bool
+	for _, f := range r.Findings {
+		followed = followed || f.Kind == policy.Expiring && f.Subject == "*.svc.internal.example"
+		refused = refused || f.Kind == policy.CoverageGap && f.Name == "partners.internal.example"
+	}
+	if !followed || !refused {
+		t.Errorf("demo findings: followed child's wildcard found %v, refused child a gap %v", followed, refused)
+	}
+	if r.Coverage == nil || r.Coverage.GapsByReason["delegation_refused"] != 1 || len(r.Coverage.Zones) != 2 {
+		t.Errorf("demo coverage = %+v, want 2 zones (one followed) and the refused delegation", r.Coverage)
 	}
 }

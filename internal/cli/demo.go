@@ -27,7 +27,10 @@ intermediate, a self-signed certificate, a half-finished rollout, an SRV
 service on its own port, SMTP behind STARTTLS found through a _submission
 SRV record, an IMAP server that offers no STARTTLS, a silent port, an
 expired cross-sign in a bundle, and a service no name points to, found by
-sweeping its address range).
+sweeping its address range), and two child zones delegated to their own
+name servers: svc.internal.example, followed and scanned as part of the
+zone, and partners.internal.example, which refuses transfers (a coverage
+gap).
 Then scan it through exactly the code path of 'certwatch scan' and print
 the report. Nothing leaves the machine.
 
@@ -49,7 +52,7 @@ func (e *env) demo(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	l, err := lab.Start(time.Now())
+	l, err := lab.StartWith(time.Now(), lab.Options{Delegations: true})
 	if err != nil {
 		return fmt.Errorf("demo: start lab: %w", err)
 	}
@@ -67,12 +70,13 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	// The lab's zone names loopback addresses, which discovery may not aim
 	// probes at unless told to.
 	c.Probe.AllowLoopback = true
+	c.Coverage.DelegationPort = l.DelegationPort
 	c.Output = *output
 	if err := c.Validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s --allow-loopback",
-		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network)
+	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s --allow-loopback --delegation-port %d",
+		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.DelegationPort)
 	if *output == "table" {
 		fmt.Fprintf(e.stdout, "certwatch demo: lab of zone %s served by %s (AXFR), TLS on port %d:\n  %s\n\nScanning as: %s\n\n",
 			lab.Zone, l.DNS, l.Port, strings.Join(l.Planted, "\n  "), cmdline)
@@ -95,9 +99,9 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d --allow-loopback\n"+
+	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d --allow-loopback\n  %s\n"+
 		"or run the daemon against it (status page on http://%s/, findings logged):\n  certwatch run --config %s\n",
-		cmdline, lab.Zone, l.DNS, l.Port, listen, runConfig)
+		cmdline, lab.Zone, l.DNS, l.Port, strings.Replace(cmdline, "certwatch scan", "certwatch coverage", 1), listen, runConfig)
 	<-ctx.Done()
 	return nil
 }
@@ -131,6 +135,8 @@ ca_files: [%q]
 probe:
   timeout: 1s
   allow_loopback: true # the lab's zone names loopback addresses
+coverage:
+  delegation_port: %d
 notify:
   state: %q
   channels:
@@ -145,7 +151,7 @@ daemon:
     discovery: "@every 5m"
     probe: "@every 1m"
   jitter: 5s
-`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, filepath.Join(dir, "state.db"), listen)
+`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, l.DelegationPort, filepath.Join(dir, "state.db"), listen)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", "", fmt.Errorf("write the run configuration: %w", err)
 	}

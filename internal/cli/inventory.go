@@ -52,17 +52,19 @@ func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Lo
 // as the transferred zone's index yields them, never all held at once, so
 // that a zone of millions of names needs a fraction of the memory.
 func (e *env) zoneInventory(ctx context.Context, zs *dnszone.Source, format string, logger *slog.Logger) error {
-	zn, err := zs.Transfer(ctx)
+	// Stream, as a scan of the zone alone: with the child zones its
+	// delegations lead to.
+	all, n, _, err := zs.Stream(ctx)
 	if err != nil {
 		// As scan.Pass.Discover words a failure of every source.
 		logger.Warn("source failed", "source", zs.Name(), "err", err)
 		return withCode(ExitUsage, fmt.Errorf("%w: %w", scan.ErrNoSource, err))
 	}
-	sources := []scan.SourceResult{{Name: zs.Name(), Targets: zn.Len()}}
+	sources := []scan.SourceResult{{Name: zs.Name(), Targets: n}}
 	if format == "json" {
-		err = writeInventoryJSON(e.stdout, zn.All(), sources, nil, nil)
+		err = writeInventoryJSON(e.stdout, all, sources, nil, nil)
 	} else {
-		err = writeInventoryTable(e.stdout, zn.All(), sources)
+		err = writeInventoryTable(e.stdout, all, sources)
 	}
 	if err != nil {
 		return fmt.Errorf("write inventory: %w", err)

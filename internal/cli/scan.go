@@ -110,6 +110,7 @@ type scanFlags struct {
 	allowEmpty  bool
 	postQuantum bool
 	allowLoop   bool
+	delegPort   int
 	aws         awsFlags
 	procs       procsFlag
 }
@@ -126,6 +127,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.StringVar(&f.resolver, "resolver", "", "resolve names the zones do not answer themselves (e.g. CNAMEs leaving the zone) through this DNS server `HOST:PORT` (default: system resolver)")
 	fs.Var(&f.include, "include", "only keep zone names matching this `glob` (\"*\" spans dots); repeatable")
 	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
+	fs.IntVar(&f.delegPort, "delegation-port", 0, "ask the name servers of delegated child zones on this `port` (default 53, coverage.delegation_port)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress and per-source detail to stderr")
 	f.aws.register(fs)
 	if !inventory {
@@ -262,6 +264,9 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 			return c, usageError("--resolver: %v", err)
 		}
 		c.Resolver = config.HostPort(f.resolver)
+	}
+	if set["delegation-port"] {
+		c.Coverage.DelegationPort = f.delegPort
 	}
 	if set["timeout"] {
 		c.Probe.Timeout = config.Duration(f.timeout)
@@ -461,7 +466,16 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 		return nil, withCode(ExitUsage, err)
 	}
 	r.RenewalSuggested, _ = policy.ParseTier(c.ACME.RenewalSuggested) // validated at load
+	var zones scan.ZoneFinder
+	if c.Resolver != "" {
+		zf, err := dnszone.NewZoneFinder(string(c.Resolver), time.Duration(c.Probe.Timeout), nil)
+		if err != nil {
+			return nil, withCode(ExitUsage, err)
+		}
+		zones = zf
+	}
 	return &scan.Pass{
+		Zones:       zones,
 		Sources:     sources,
 		Prober:      prober,
 		Rules:       coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage),
@@ -527,6 +541,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 			Timeout:           time.Duration(z.Timeout),
 			Resolver:          string(c.Resolver),
 			FollowDelegations: z.Follows(),
+			AllowLoopback:     c.Probe.AllowLoopback,
 			MaxDepth:          c.Coverage.MaxDelegationDepth,
 			MaxDelegations:    c.Coverage.MaxDelegations,
 			DelegationPort:    c.Coverage.DelegationPort,

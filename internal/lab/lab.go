@@ -61,11 +61,15 @@ type Lab struct {
 	ZoneText string
 	// Planted describes what the lab serves, one line per endpoint.
 	Planted []string
+	// DelegationPort is the port the name servers of the delegated child
+	// zones answer on (Options.Delegations); 0 without them.
+	DelegationPort int
 
-	dns     *dnstest.Server
-	servers []*certtest.Server
-	crl     *certtest.RevocationServer
-	dir     string
+	dns      *dnstest.Server
+	children []*dnstest.Server // the delegated zones' name servers
+	servers  []*certtest.Server
+	crl      *certtest.RevocationServer
+	dir      string
 }
 
 // Close stops the servers and removes the CA file.
@@ -76,6 +80,9 @@ func (l *Lab) Close() error {
 	}
 	if l.dns != nil {
 		errs = append(errs, l.dns.Close())
+	}
+	for _, c := range l.children {
+		errs = append(errs, c.Close())
 	}
 	if l.crl != nil {
 		errs = append(errs, l.crl.Close())
@@ -103,14 +110,27 @@ type endpoint struct {
 	addr  string   // 127.0.0.x or ::1
 	port  int      // 0 means Lab.Port
 	cert  *tls.Certificate
-	kind  string // "tls", "silent", "none", "smtp", "imap-plain"
+	kind  string // "tls", "silent", "none", "smtp", "imap-plain", "child" (TLS, named in a delegated zone)
 	note  string
 }
 
-// Start builds the lab at time now. It picks a free TCP port shared by all
-// endpoints, so it can fail if another process grabs it meanwhile; callers
-// may retry.
-func Start(now time.Time) (l *Lab, err error) {
+// Options change what Start builds.
+type Options struct {
+	// Delegations adds two child zones, each delegated to its own name
+	// server (127.0.0.53 and 127.0.0.54, at Lab.DelegationPort):
+	// svc.internal.example, which transfers and serves an endpoint whose
+	// wildcard certificate expires in 9 days, and
+	// partners.internal.example, which refuses transfers.
+	Delegations bool
+}
+
+// Start builds the lab at time now, without Options. It picks a free TCP
+// port shared by all endpoints, so it can fail if another process grabs it
+// meanwhile; callers may retry.
+func Start(now time.Time) (l *Lab, err error) { return StartWith(now, Options{}) }
+
+// StartWith builds the lab at time now with o.
+func StartWith(now time.Time, o Options) (l *Lab, err error) {
 	l = &Lab{}
 	defer func() {
 		if err != nil {
@@ -193,6 +213,7 @@ func Start(now time.Time) (l *Lab, err error) {
 	padded := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("bundle")))
 	submission := must(leaf(issuing, now.Add(-345*day), now.Add(20*day), name("smtp")))
 	imap := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("imap")))
+	svc := must(leaf(issuing, now.Add(-300*day), now.Add(9*day), "*.svc."+Zone))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -222,6 +243,11 @@ func Start(now time.Time) (l *Lab, err error) {
 	if ipv6Loopback() {
 		eps = append(eps, endpoint{names: []string{"www"}, addr: "::1", cert: full(healthy), note: "healthy, IPv6"})
 	}
+	if o.Delegations {
+		// In the child zone, not the parent: found only by following
+		// the delegation.
+		eps = append(eps, endpoint{names: []string{"api.svc"}, addr: "127.0.0.55", cert: full(svc), kind: "child", note: "in delegated svc." + Zone + ", wildcard expires in 9 days"})
+	}
 
 	var zone strings.Builder
 	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
@@ -238,7 +264,9 @@ func Start(now time.Time) (l *Lab, err error) {
 			rr = "AAAA"
 		}
 		for _, n := range ep.names {
-			fmt.Fprintf(&zone, "%s %s %s\n", n, rr, ep.addr)
+			if ep.kind != "child" {
+				fmt.Fprintf(&zone, "%s %s %s\n", n, rr, ep.addr)
+			}
 		}
 		hostport := net.JoinHostPort(ep.addr, fmt.Sprint(port))
 		l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", name(ep.names[0]), hostport, ep.note))
@@ -283,6 +311,24 @@ func Start(now time.Time) (l *Lab, err error) {
 	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
 	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
 
+	if o.Delegations {
+		zone.WriteString("svc NS ns.svc\nns.svc A 127.0.0.53\npartners NS ns.partners\nns.partners A 127.0.0.54\n")
+		child, err := dnstest.StartAt("127.0.0.53:0", dnstest.Zone{Name: "svc." + Zone, Text: "@ NS ns\nns A 127.0.0.53\napi A 127.0.0.55\n"})
+		if err != nil {
+			return nil, fmt.Errorf("lab dns of svc.%s: %w", Zone, err)
+		}
+		l.children = append(l.children, child)
+		_, port, _ := net.SplitHostPort(child.Addr())
+		refusing, err := dnstest.StartAt(net.JoinHostPort("127.0.0.54", port), dnstest.Zone{Name: "partners." + Zone, RefuseTransfer: true})
+		if err != nil {
+			return nil, fmt.Errorf("lab dns of partners.%s: %w", Zone, err)
+		}
+		l.children = append(l.children, refusing)
+		fmt.Sscan(port, &l.DelegationPort)
+		l.Planted = append(l.Planted,
+			fmt.Sprintf("%-28s %-22s %s", "svc."+Zone, child.Addr(), "delegated zone, transferred by following the delegation"),
+			fmt.Sprintf("%-28s %-22s %s", "partners."+Zone, refusing.Addr(), "delegated zone that refuses transfers: a coverage gap"))
+	}
 	l.ZoneText = zone.String()
 	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: l.ZoneText}); err != nil {
 		return nil, fmt.Errorf("lab dns: %w", err)

@@ -1,0 +1,130 @@
+package scan
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/policy"
+)
+
+// Coverage says what a pass watched and what it did not: per source, the
+// targets, names and endpoints it gave and the certificates found there;
+// the zones read whole; and every coverage gap with its reason. It is the
+// `coverage` object of `certwatch scan --output json`, and all of
+// `certwatch coverage --output json`.
+type Coverage struct {
+	Sources []CoverageSource `json:"sources"`
+	// Zones are the DNS zones read whole: transferred, followed from a
+	// delegation, or hosted in Route 53.
+	Zones []CoverageZone `json:"zones"`
+	// Gaps are what is not watched, by reason and zone.
+	Gaps []policy.Gap `json:"gaps"`
+	// GapsByReason counts the gaps by reason.
+	GapsByReason map[string]int `json:"gaps_by_reason"`
+}
+
+// CoverageSource is what one source contributed.
+type CoverageSource struct {
+	Name string `json:"name"`
+	// Targets and Names are what its discovery gave: targets (name, port)
+	// and distinct names among them.
+	Targets int `json:"targets"`
+	Names   int `json:"names"`
+	// Endpoints are the (name, port, address) probed of its targets;
+	// Certificates the distinct leaves they served plus the certificates
+	// its inventory holds (ACM, IAM, at rest).
+	Endpoints    int    `json:"endpoints"`
+	Certificates int    `json:"certificates"`
+	Error        string `json:"error,omitempty"`
+}
+
+// CoverageZone is one DNS zone read whole.
+type CoverageZone struct {
+	Zone string `json:"zone"`
+	// Via is how: "transfer" (a configured zone), "delegation" (a child
+	// zone followed from Parent) or "route53".
+	Via    string `json:"via"`
+	Parent string `json:"parent,omitempty"`
+	Source string `json:"source"`
+	// Nameservers are the servers a followed child was transferred from.
+	Nameservers []string `json:"nameservers,omitempty"`
+	// Targets is how many targets the zone itself gave (Route 53: record
+	// sets read).
+	Targets int `json:"targets"`
+}
+
+// coverage builds the pass's coverage from the evaluation's result and
+// the inventory; sources fills in the discovery side.
+func coverage(res *policy.Result, inv *Inventory) *Coverage {
+	c := &Coverage{Gaps: res.Gaps, Sources: []CoverageSource{}, Zones: []CoverageZone{}, GapsByReason: map[string]int{}}
+	if c.Gaps == nil {
+		c.Gaps = []policy.Gap{}
+	}
+	for _, g := range c.Gaps {
+		c.GapsByReason[string(g.Reason)]++
+	}
+	for _, s := range res.Sources {
+		c.Sources = append(c.Sources, CoverageSource{Name: s.Name, Endpoints: s.Endpoints, Certificates: s.Certificates})
+	}
+	if inv != nil {
+		for _, w := range inv.Watched {
+			via := "transfer"
+			if w.Parent != "" {
+				via = "delegation"
+			}
+			c.Zones = append(c.Zones, CoverageZone{Zone: w.Zone, Via: via, Parent: w.Parent, Source: w.Source, Nameservers: w.Nameservers, Targets: w.Targets})
+		}
+		for _, z := range inv.Zones {
+			c.Zones = append(c.Zones, CoverageZone{Zone: z.Name, Via: "route53", Source: "route53:" + z.Account, Targets: z.RecordSets})
+		}
+	}
+	slices.SortFunc(c.Zones, func(a, b CoverageZone) int {
+		return cmp.Or(strings.Compare(a.Zone, b.Zone), strings.Compare(a.Via, b.Via))
+	})
+	c.Zones = slices.CompactFunc(c.Zones, func(a, b CoverageZone) bool { return a.Zone == b.Zone && a.Via == b.Via })
+	return c
+}
+
+// AddSources completes c with what discovery said of each source: its
+// targets, names and error, and the certificates its inventory holds.
+// The daemon calls it with its own results; Run does for a pass.
+func (c *Coverage) AddSources(results []SourceResult) {
+	if c == nil {
+		return
+	}
+	for _, r := range results {
+		i := slices.IndexFunc(c.Sources, func(s CoverageSource) bool { return s.Name == r.Name })
+		if i < 0 {
+			c.Sources = append(c.Sources, CoverageSource{Name: r.Name})
+			i = len(c.Sources) - 1
+		}
+		s := &c.Sources[i]
+		s.Targets, s.Names, s.Error = r.Targets, r.Names, r.Error
+		s.Certificates += r.Certificates
+	}
+	slices.SortFunc(c.Sources, func(a, b CoverageSource) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// countNames counts the distinct names of the targets not skipped: by
+// runs where ts is sorted by name (a zone's, merged lists), else with a
+// set.
+func countNames(ts []discovery.Target) int {
+	if slices.IsSortedFunc(ts, func(a, b discovery.Target) int { return strings.Compare(a.Name, b.Name) }) {
+		n := 0
+		for i := range ts {
+			if ts[i].Skip == "" && (i == 0 || ts[i-1].Name != ts[i].Name || ts[i-1].Skip != "") {
+				n++
+			}
+		}
+		return n
+	}
+	seen := map[string]bool{}
+	for i := range ts {
+		if ts[i].Skip == "" {
+			seen[ts[i].Name] = true
+		}
+	}
+	return len(seen)
+}
