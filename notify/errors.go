@@ -3,7 +3,10 @@ package notify
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -150,4 +153,20 @@ func StripURL(err error) error {
 		return fmt.Errorf("%s: %w", u.Op, u.Err)
 	}
 	return err
+}
+
+// ParseRetryAfter parses an HTTP Retry-After value, delay seconds or an
+// HTTP date (RFC 9110, 10.2.3), as a wait from now; ok is false for an
+// empty or unreadable value.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -366,7 +366,7 @@ func (s *Sender) post(ctx context.Context, alerts []Alert) error {
 	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: cut(policy.Printable(strings.TrimSpace(string(b))), 300)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return notify.RetryAfter(d, serr)
 		}
 	case http.StatusNotFound:
@@ -375,20 +375,6 @@ func (s *Sender) post(ctx context.Context, alerts []Alert) error {
 		serr.Hint = "Alertmanager, or a proxy in front of it, refuses certwatch: allow it to post to " + APIPath
 	}
 	return notify.Classify(serr)
-}
-
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.

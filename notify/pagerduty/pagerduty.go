@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -298,7 +297,7 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey.Reveal())}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return notify.RetryAfter(d, serr)
 		}
 	case http.StatusBadRequest:
@@ -337,20 +336,6 @@ func detail(body []byte, key string) string {
 		out = strings.ReplaceAll(out, key, "<secret>")
 	}
 	return truncate(out, 300)
-}
-
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 func truncate(s string, n int) string {

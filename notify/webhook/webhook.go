@@ -284,7 +284,7 @@ func (s *Sender) post(ctx context.Context, event, key string, body []byte) error
 	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return notify.RetryAfter(d, serr)
 		}
 	case http.StatusUnauthorized, http.StatusForbidden:
@@ -306,18 +306,4 @@ func detail(b []byte) string {
 		s = s[:i] + "…"
 	}
 	return s
-}
-
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
