@@ -160,8 +160,8 @@ func TestFormats(t *testing.T) {
 }
 
 // TestJavaKeystores: JKS and PKCS#12 trust stores and a JKS key entry made
-// by keytool, read by alias; a JCEKS keystore is an error saying how to
-// convert it, never a silent skip.
+// by keytool, and JCEKS ones, read by alias; a JCEKS keystore whose
+// passphrase is wrong is an error, never a silent skip.
 func TestJavaKeystores(t *testing.T) {
 	t.Parallel()
 	keytool := tool(t, "keytool", "CERTWATCH_REQUIRE_KEYTOOL")
@@ -201,11 +201,46 @@ func TestJavaKeystores(t *testing.T) {
 		t.Errorf("places (-want +got):\n%s", diff)
 	}
 
+	// JCEKS, as keytool writes it: a trust store under Java's default
+	// passphrase, and a key entry whose chain is read with the
+	// passphrase given.
 	jceks := filepath.Join(dir, "legacy/trust.jceks")
 	run(t, keytool, "-importcert", "-noprompt", "-alias", "files-root", "-file", filepath.Join(dir, "root.pem"), "-keystore", jceks, "-storetype", "JCEKS", "-storepass", "changeit")
-	_, _, err = discover(t, files.Config{Groups: []files.Group{{Globs: []string{jceks}}}})
-	if err == nil || !strings.Contains(err.Error(), jceks) || !strings.Contains(err.Error(), "-deststoretype PKCS12") {
-		t.Errorf("JCEKS: err = %v, want an error naming the file and how to convert it", err)
+	serverJCEKS := filepath.Join(dir, "legacy/server.jceks")
+	run(t, keytool, "-importkeystore", "-noprompt", "-srckeystore", filepath.Join(dir, "server.p12"), "-srcstoretype", "PKCS12", "-srcstorepass", "keypass1",
+		"-destkeystore", serverJCEKS, "-deststoretype", "JCEKS", "-deststorepass", "keypass1")
+	certs, _, err = discover(t, files.Config{Roots: p.root.Pool(), Groups: []files.Group{
+		{Globs: []string{jceks}},
+		{Globs: []string{serverJCEKS}, Passphrase: "keypass1"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string][]string{
+		fp(p.root.Cert):  {"keystore " + jceks + " alias files-root"},
+		fp(p.leaf.Cert):  {"keystore " + serverJCEKS + " alias server"},
+		fp(p.inter.Cert): {"keystore " + serverJCEKS + " alias server #2"},
+	}
+	if diff := cmp.Diff(want, places(certs)); diff != "" {
+		t.Errorf("JCEKS places (-want +got):\n%s", diff)
+	}
+	for _, c := range certs {
+		if !c.Verified {
+			t.Errorf("JCEKS: %s is not verified", c.Subject)
+		}
+	}
+
+	// A wrong passphrase, or none for a store that is not under Java's
+	// default, is an error naming the file, never a store read without
+	// its digest checked.
+	for name, g := range map[string]files.Group{
+		"wrong":   {Globs: []string{serverJCEKS}, Passphrase: "not-it"},
+		"missing": {Globs: []string{serverJCEKS}},
+	} {
+		_, _, err = discover(t, files.Config{Groups: []files.Group{g}})
+		if err == nil || !strings.Contains(err.Error(), serverJCEKS) || !strings.Contains(err.Error(), "passphrase") {
+			t.Errorf("JCEKS, %s passphrase: err = %v, want an error naming the file and its passphrase", name, err)
+		}
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/deatil/go-cryptobin/jceks"
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
 	"go.yaml.in/yaml/v3"
 	"software.sslmate.com/src/go-pkcs12"
@@ -33,7 +35,7 @@ func parse(path string, b []byte, passphrase string) ([]held, error) {
 	case bytes.HasPrefix(b, jksMagic):
 		return parseJKS(path, b, passphrase)
 	case bytes.HasPrefix(b, jceksMagic):
-		return nil, errors.New("a JCEKS keystore, which no maintained Go library reads: convert it to PKCS#12 (keytool -importkeystore -srcstoretype JCEKS -deststoretype PKCS12) and point files at the result")
+		return parseJCEKS(path, b, passphrase)
 	case bytes.Contains(b, []byte("-----BEGIN")):
 		return parsePEM(atrest.Location{Kind: atrest.File, Where: path}, b), nil
 	case isKubeconfig(b):
@@ -172,6 +174,68 @@ func parseJKS(path string, b []byte, passphrase string) ([]held, error) {
 			out = append(out, held{loc: loc, der: ok})
 		}
 	}
+	return out, nil
+}
+
+// parseJCEKS returns the trusted certificates and the chains of the
+// private key entries of a JCEKS keystore, by alias. The keystore's
+// digest is always checked: with the passphrase given, else with Java's
+// default (keytool refuses a passphrase under six characters, so an empty
+// one, which would skip the check, is never tried). The chain of a key
+// entry is only handed out with its key, so the key is decrypted with the
+// same passphrase, as keytool does when no -keypass was given, and the
+// decrypted key is wiped at once.
+func parseJCEKS(path string, b []byte, passphrase string) (out []held, err error) {
+	p := passphrase
+	if p == "" {
+		p = javaDefault
+	}
+	// go-cryptobin trusts the lengths a keystore states: a negative one
+	// panics in make. A file is not to take certwatch down.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("JCEKS keystore: malformed (%v)", r)
+		}
+	}()
+	ks, err := jceks.LoadFromBytes(b, p)
+	if err != nil {
+		// go-cryptobin exports no error for a digest that does not
+		// match, which is what a wrong passphrase gives.
+		if strings.Contains(err.Error(), "password was incorrect") {
+			return nil, fmt.Errorf("JCEKS keystore: %w", wrongPassphrase(passphrase))
+		}
+		return nil, fmt.Errorf("JCEKS keystore: %w", err)
+	}
+	add := func(alias string, der [][]byte) {
+		var ok [][]byte
+		for _, d := range der {
+			if _, err := x509.ParseCertificate(d); err == nil {
+				ok = append(ok, d)
+			}
+		}
+		if len(ok) > 0 {
+			out = append(out, held{loc: atrest.Location{Kind: atrest.Keystore, Where: path, Key: alias}, der: ok})
+		}
+	}
+	trusted, keys := ks.ListCerts(), ks.ListPrivateKeys()
+	slices.Sort(trusted)
+	slices.Sort(keys)
+	for _, alias := range trusted {
+		der, err := ks.GetCertBytes(alias)
+		if err != nil {
+			return nil, fmt.Errorf("JCEKS keystore entry %s: %w", alias, err)
+		}
+		add(alias, [][]byte{der})
+	}
+	for _, alias := range keys {
+		key, chain, err := ks.GetPrivateKeyAndCertsBytes(alias, p)
+		clear(key)
+		if err != nil {
+			return nil, fmt.Errorf("JCEKS keystore entry %s: its chain is only readable with its key, which this passphrase does not open (%v): give the entry the store's passphrase (keytool -keypasswd) or convert the keystore to PKCS#12", alias, err)
+		}
+		add(alias, chain)
+	}
+	slices.SortFunc(out, func(a, b held) int { return strings.Compare(a.loc.Key, b.loc.Key) })
 	return out, nil
 }
 
