@@ -169,16 +169,39 @@ type Issuance struct {
 	// Location is the Certificate resource: Kind CertManager, Where
 	// "namespace/name".
 	Location Location `json:"location"`
+	// Secret is the Secret it writes (spec.secretName): Kind Secret, Key
+	// tls.crt.
+	Secret Location `json:"secret"`
+	// Issuer is its spec.issuerRef: who issues it.
+	Issuer IssuerRef `json:"issuer,omitzero"`
 	// Ready is the status of its Ready condition; Reason and Message are
-	// the condition's ("Failed", "Issuing", cert-manager's words).
-	Ready   bool   `json:"ready"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	// the condition's ("Failed", "Issuing", cert-manager's words), Since
+	// its last transition (zero when the status does not say). A
+	// Certificate without a Ready condition is not Ready.
+	Ready   bool      `json:"ready"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	// Failure is the message of its Issuing condition when that says
+	// the last issuance failed (status False, reason Failed): why
+	// cert-manager could not renew, while Ready still says the
+	// certificate the Secret holds is good.
+	Failure string `json:"failure,omitempty"`
 	// RenewalTime is status.renewalTime, when cert-manager means to
 	// renew; NotAfter is status.notAfter, the expiry of the certificate
 	// it last issued. Zero when the status does not say.
 	RenewalTime time.Time `json:"renewal_time,omitzero"`
 	NotAfter    time.Time `json:"not_after,omitzero"`
+}
+
+// IssuerRef names the issuer of a cert-manager Certificate.
+type IssuerRef struct {
+	// Name is the issuer's name; Kind is Issuer (in the Certificate's
+	// namespace, the default), ClusterIssuer or an external issuer's
+	// kind, of API Group (cert-manager.io when empty).
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Group string `json:"group,omitempty"`
 }
 
 // Where lists up to n locations, with how many more there are: "file

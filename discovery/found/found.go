@@ -52,6 +52,11 @@ type Inventory struct {
 	// every location the source found it in (atrest.Set). Two sources
 	// may both hold one certificate; policy merges them.
 	AtRest []atrest.Certificate `json:"at_rest,omitempty"`
+	// Unattached are cert-manager's Certificate resources whose Secret
+	// held no certificate the source read: not issued yet, deleted, or
+	// left out by the source's selectors. Those whose Secret was read
+	// are on the certificate it holds (atrest.Certificate.Issuances).
+	Unattached []atrest.Issuance `json:"unattached_issuances,omitempty"`
 	// Watched are the DNS zones a source read whole: a configured zone
 	// transferred, and the child zones it delegates that were followed.
 	Watched []WatchedZone `json:"watched,omitempty"`
@@ -212,6 +217,7 @@ func (inv *Inventory) Append(other Inventory) {
 	inv.Consumers = append(inv.Consumers, other.Consumers...)
 	inv.Zones = append(inv.Zones, other.Zones...)
 	inv.AtRest = append(inv.AtRest, other.AtRest...)
+	inv.Unattached = append(inv.Unattached, other.Unattached...)
 	inv.Watched = append(inv.Watched, other.Watched...)
 	inv.Gaps = append(inv.Gaps, other.Gaps...)
 	inv.Networks = append(inv.Networks, other.Networks...)

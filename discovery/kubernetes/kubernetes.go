@@ -196,7 +196,7 @@ func (s *Source) Name() string { return "kubernetes:" + s.c.Name }
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	s.run.Lock()
 	defer s.run.Unlock()
-	certs, st, err := s.Certificates(ctx)
+	certs, unattached, st, err := s.read(ctx)
 	s.logger.Info("kubernetes read", "requests", st.Requests, "objects", st.Objects, "certificates", len(certs), "failed", err != nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,7 +205,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	} else if s.seen {
 		certs = keepLast(certs, s.last)
 	}
-	return found.Yield{Inventory: found.Inventory{AtRest: certs}}, err
+	return found.Yield{Inventory: found.Inventory{AtRest: certs, Unattached: unattached}}, err
 }
 
 // keepLast adds to certs those of last it lacks.
@@ -236,7 +236,14 @@ type Stats struct {
 // error per collection that could not be read whole; cancelling ctx
 // stops the read and returns ctx's cause.
 func (s *Source) Certificates(ctx context.Context) ([]atrest.Certificate, Stats, error) {
-	r := &read{s: s, set: atrest.Set{Roots: s.c.Roots}, issuances: map[string][]atrest.Issuance{}}
+	certs, _, st, err := s.read(ctx)
+	return certs, st, err
+}
+
+// read reads as Certificates does, and returns besides the cert-manager
+// Certificates whose Secret held no certificate (see attachIssuances).
+func (s *Source) read(ctx context.Context) ([]atrest.Certificate, []atrest.Issuance, Stats, error) {
+	r := &read{s: s, set: atrest.Set{Roots: s.c.Roots}, issuances: map[string][]atrest.Issuance{}, secretsRead: map[string]bool{}}
 	if s.c.Now != nil {
 		r.set.Now = s.c.Now()
 	}
@@ -260,11 +267,18 @@ func (s *Source) Certificates(ctx context.Context) ([]atrest.Certificate, Stats,
 		if !ok {
 			break
 		}
+		// A Secret cert-manager writes (kubernetes.io/tls) that is not
+		// found is said to be missing only where every Secret of that
+		// type was listed.
+		whole := slices.Contains(s.c.SecretTypes, secretTypeTLS)
 		for _, typ := range s.c.SecretTypes {
-			if ok = add(r.secrets(ctx, ns, typ)); !ok {
+			err := r.secrets(ctx, ns, typ)
+			whole = whole && err == nil
+			if ok = add(err); !ok {
 				break
 			}
 		}
+		r.secretsRead[ns] = whole && ok
 		ok = ok && add(r.configMaps(ctx, ns))
 		if ok && certManager != "" {
 			ok = add(r.certificates(ctx, ns, certManager))
@@ -272,11 +286,11 @@ func (s *Source) Certificates(ctx context.Context) ([]atrest.Certificate, Stats,
 	}
 	_ = ok && add(r.webhooks(ctx, true)) && add(r.webhooks(ctx, false)) && add(r.apiServices(ctx))
 	if ctx.Err() != nil {
-		return nil, r.stats, fmt.Errorf("kubernetes %s: read interrupted: %w", s.c.Name, context.Cause(ctx))
+		return nil, nil, r.stats, fmt.Errorf("kubernetes %s: read interrupted: %w", s.c.Name, context.Cause(ctx))
 	}
 	certs := r.set.Certificates()
-	r.attachIssuances(certs)
-	return certs, r.stats, errors.Join(errs...)
+	unattached := r.attachIssuances(certs)
+	return certs, unattached, r.stats, errors.Join(errs...)
 }
 
 // excluded reports whether objects of namespace ns are left out.

@@ -118,8 +118,9 @@ func TestDiscover(t *testing.T) {
 		kubetest.CRD("system.io", "widgets", "Widget", "v1", certtest.PEM(p.inter.Cert, p.root.Cert), 4096),
 		kubetest.CertManagerCRD(),
 		kubetest.Certificate("payments", "api", "api-tls", []string{"api.payments.svc"}, kubetest.CertManagerStatus{
-			Reason: "Failed", Message: "issuer ca not ready", RenewalTime: now.AddDate(0, 0, -3), NotAfter: api.Cert.NotAfter}),
-		kubetest.Certificate("payments", "pending", "not-yet", nil, kubetest.CertManagerStatus{Reason: "Issuing"}),
+			Ready: true, Reason: "Ready", Since: now.AddDate(0, -1, 0), Failure: "issuer ca not ready", RenewalTime: now.AddDate(0, 0, -3), NotAfter: api.Cert.NotAfter}),
+		kubetest.Certificate("payments", "pending", "not-yet", nil, kubetest.CertManagerStatus{Reason: "DoesNotExist", Message: "Issuing certificate as Secret does not exist"}),
+		kubetest.Certificate("kube-system", "skipped", "skipped", nil, kubetest.CertManagerStatus{Reason: "DoesNotExist"}),
 	)
 	s, _ := newSource(t, srv, kubernetes.Config{PageSize: 2, ExcludeNamespaces: []string{"kube-*"}, Roots: p.root.Pool()})
 	y, err := s.Discover(t.Context())
@@ -160,10 +161,19 @@ func TestDiscover(t *testing.T) {
 	if _, ok := got[fp(helm.Cert)]; ok {
 		t.Error("read a certificate from a Helm release Secret or an excluded namespace")
 	}
-	wantIss := []atrest.Issuance{{Location: loc(atrest.CertManager, "payments/api", "", 0), Reason: "Failed", Message: "issuer ca not ready",
+	issuer := atrest.IssuerRef{Name: "ca", Kind: "ClusterIssuer"}
+	wantIss := []atrest.Issuance{{Location: loc(atrest.CertManager, "payments/api", "", 0), Secret: loc(atrest.Secret, "payments/api-tls", "tls.crt", 0), Issuer: issuer,
+		Ready: true, Reason: "Ready", Since: now.AddDate(0, -1, 0), Failure: "issuer ca not ready",
 		RenewalTime: now.AddDate(0, 0, -3), NotAfter: api.Cert.NotAfter.UTC().Truncate(time.Second)}}
 	if diff := cmp.Diff(wantIss, got[fp(api.Cert)].Issuances); diff != "" {
 		t.Errorf("api's issuances (-want +got):\n%s", diff)
+	}
+	// The Certificate whose Secret does not exist is not lost; the one in
+	// an excluded namespace is not read.
+	wantUn := []atrest.Issuance{{Location: loc(atrest.CertManager, "payments/pending", "", 0), Secret: loc(atrest.Secret, "payments/not-yet", "tls.crt", 0), Issuer: issuer,
+		Reason: "DoesNotExist", Message: "Issuing certificate as Secret does not exist", Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	if diff := cmp.Diff(wantUn, y.Inventory.Unattached); diff != "" {
+		t.Errorf("unattached issuances (-want +got):\n%s", diff)
 	}
 
 	// Every request is a paginated LIST: the first page from the cache
@@ -183,7 +193,7 @@ func TestDiscover(t *testing.T) {
 	}
 	wantPages := map[string]int{
 		"customresourcedefinitions ": 1, "mutatingwebhookconfigurations ": 1, "validatingwebhookconfigurations ": 1, "apiservices ": 1,
-		"secrets type=kubernetes.io/tls": 1, "secrets type=Opaque": 1, "configmaps ": 2, "certificates ": 1,
+		"secrets type=kubernetes.io/tls": 1, "secrets type=Opaque": 1, "configmaps ": 2, "certificates ": 2,
 	}
 	if diff := cmp.Diff(wantPages, pages); diff != "" {
 		t.Errorf("pages per collection (-want +got):\n%s", diff)
@@ -233,6 +243,33 @@ func TestNamespacesAndSelector(t *testing.T) {
 		if (r.Resource == "secrets" || r.Resource == "configmaps") && !strings.Contains(r.Query, "labelSelector=certwatch%3Dyes") {
 			t.Errorf("%s listed without the label selector: %s", r.Resource, r.Query)
 		}
+	}
+}
+
+// TestUnattachedWhereSecretsRead: a cert-manager Certificate whose Secret
+// is not found is reported only where the Secrets of its namespace were
+// listed: in a namespace whose Secrets are Forbidden, its Secret is
+// unknown, not missing (the error says what could not be read).
+func TestUnattachedWhereSecretsRead(t *testing.T) {
+	t.Parallel()
+	srv := kubetest.New(t)
+	srv.Add(
+		kubetest.CertManagerCRD(),
+		kubetest.Certificate("a", "web", "web-tls", nil, kubetest.CertManagerStatus{Reason: "DoesNotExist"}),
+		kubetest.Certificate("b", "db", "db-tls", nil, kubetest.CertManagerStatus{Ready: true}),
+	)
+	srv.Forbid("list", "", "secrets", "b")
+	s, _ := newSource(t, srv, kubernetes.Config{Namespaces: []string{"a", "b"}})
+	y, err := s.Discover(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "namespace b") {
+		t.Fatalf("Discover: error %v, want one naming namespace b", err)
+	}
+	var got []string
+	for _, is := range y.Inventory.Unattached {
+		got = append(got, is.Location.String()+" -> "+is.Secret.String())
+	}
+	if want := []string{"certificate a/web -> secret a/web-tls tls.crt"}; !slices.Equal(got, want) {
+		t.Errorf("unattached = %q, want %q", got, want)
 	}
 }
 

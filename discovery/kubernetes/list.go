@@ -25,6 +25,9 @@ type read struct {
 	// issuances are cert-manager's Certificates, by the Secret they
 	// write ("namespace/name").
 	issuances map[string][]atrest.Issuance
+	// secretsRead says, by scope (a namespace, "" for all), whether
+	// every Secret of type kubernetes.io/tls in it was listed.
+	secretsRead map[string]bool
 }
 
 // listing is one collection to list.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
@@ -207,23 +208,28 @@ func (r *read) crds(ctx context.Context) (string, error) {
 	return certManager, err
 }
 
+// secretTypeTLS is the type of the Secrets cert-manager writes.
+const secretTypeTLS = "kubernetes.io/tls"
+
 // certificates reads cert-manager's Certificates in ns ("" for every
-// namespace) at version: their Ready condition and renewal time, by the
-// Secret each writes.
+// namespace) at version: their issuer, Ready and Issuing conditions and
+// renewal time, by the Secret each writes.
 func (r *read) certificates(ctx context.Context, ns, version string) error {
 	l := listing{path: namespaced(groupCertMgr, version, "certificates", ns), group: groupCertMgr, resource: "certificates", namespace: ns}
 	return r.list(ctx, l, func(dec *json.Decoder) error {
 		var o struct {
 			Metadata meta `json:"metadata"`
 			Spec     struct {
-				SecretName string `json:"secretName"`
+				SecretName string           `json:"secretName"`
+				IssuerRef  atrest.IssuerRef `json:"issuerRef"`
 			} `json:"spec"`
 			Status struct {
 				Conditions []struct {
-					Type    string `json:"type"`
-					Status  string `json:"status"`
-					Reason  string `json:"reason"`
-					Message string `json:"message"`
+					Type               string    `json:"type"`
+					Status             string    `json:"status"`
+					Reason             string    `json:"reason"`
+					Message            string    `json:"message"`
+					LastTransitionTime time.Time `json:"lastTransitionTime"`
 				} `json:"conditions"`
 				RenewalTime time.Time `json:"renewalTime"`
 				NotAfter    time.Time `json:"notAfter"`
@@ -232,16 +238,24 @@ func (r *read) certificates(ctx context.Context, ns, version string) error {
 		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) || o.Spec.SecretName == "" {
 			return err
 		}
+		secret := o.Metadata.Namespace + "/" + o.Spec.SecretName
 		is := atrest.Issuance{
 			Location:    atrest.Location{Kind: atrest.CertManager, Where: o.Metadata.where(), Cluster: r.s.c.Cluster},
+			Secret:      atrest.Location{Kind: atrest.Secret, Where: secret, Key: "tls.crt", Cluster: r.s.c.Cluster},
+			Issuer:      o.Spec.IssuerRef,
 			RenewalTime: o.Status.RenewalTime.UTC(), NotAfter: o.Status.NotAfter.UTC(),
 		}
 		for _, c := range o.Status.Conditions {
-			if c.Type == "Ready" {
+			switch c.Type {
+			case "Ready":
 				is.Ready, is.Reason, is.Message = c.Status == "True", c.Reason, c.Message
+				is.Since = c.LastTransitionTime.UTC()
+			case "Issuing":
+				if c.Status == "False" && c.Reason == "Failed" {
+					is.Failure = c.Message
+				}
 			}
 		}
-		secret := o.Metadata.Namespace + "/" + o.Spec.SecretName
 		r.issuances[secret] = append(r.issuances[secret], is)
 		return nil
 	})
@@ -249,12 +263,16 @@ func (r *read) certificates(ctx context.Context, ns, version string) error {
 
 // attachIssuances gives the leaf of each Secret a cert-manager
 // Certificate writes (the first certificate of its tls.crt) that
-// Certificate's issuance and location. A Certificate whose Secret was not
-// read, or holds no certificate yet, has nothing to judge.
-func (r *read) attachIssuances(certs []atrest.Certificate) {
+// Certificate's issuance and location, and returns the issuances of the
+// Certificates whose Secret holds no certificate where every Secret of
+// its namespace was read: not issued yet, deleted, or left out by the
+// label selector. Those of namespaces whose Secrets could not be listed
+// are left out: the error says so.
+func (r *read) attachIssuances(certs []atrest.Certificate) []atrest.Issuance {
 	if len(r.issuances) == 0 {
-		return
+		return nil
 	}
+	attached := map[string]bool{}
 	for i := range certs {
 		c := &certs[i]
 		for _, loc := range c.Locations {
@@ -264,6 +282,7 @@ func (r *read) attachIssuances(certs []atrest.Certificate) {
 			for _, is := range r.issuances[loc.Where] {
 				c.Issuances = append(c.Issuances, is)
 				c.Locations = append(c.Locations, is.Location)
+				attached[loc.Where] = true
 			}
 		}
 		if len(c.Issuances) > 0 {
@@ -273,6 +292,16 @@ func (r *read) attachIssuances(certs []atrest.Certificate) {
 			c.Issuances = slices.CompactFunc(c.Issuances, func(a, b atrest.Issuance) bool { return a.Location == b.Location })
 		}
 	}
+	var out []atrest.Issuance
+	for secret, iss := range r.issuances {
+		ns, _, _ := strings.Cut(secret, "/")
+		if attached[secret] || !(r.secretsRead[""] || r.secretsRead[ns]) {
+			continue
+		}
+		out = append(out, iss...)
+	}
+	slices.SortFunc(out, func(a, b atrest.Issuance) int { return a.Location.Compare(b.Location) })
+	return slices.CompactFunc(out, func(a, b atrest.Issuance) bool { return a.Location == b.Location })
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -100,10 +100,15 @@ func CertManagerCRD() Object {
 	return CRD("cert-manager.io", "certificates", "Certificate", "v1", nil, 256)
 }
 
-// CertManagerStatus is the status of a cert-manager Certificate.
+// CertManagerStatus is the status of a cert-manager Certificate: its
+// Ready condition (Since is its last transition, 2026-01-01 when zero),
+// the Issuing condition (False, reason Failed, with message Failure, when
+// Failure is set), renewal time and expiry.
 type CertManagerStatus struct {
 	Ready           bool
 	Reason, Message string
+	Since           time.Time
+	Failure         string
 	RenewalTime     time.Time
 	NotAfter        time.Time
 }
@@ -114,9 +119,19 @@ func Certificate(namespace, name, secretName string, dnsNames []string, st CertM
 	if st.Ready {
 		ready = "True"
 	}
-	status := map[string]any{"conditions": []any{map[string]any{
-		"type": "Ready", "status": ready, "reason": st.Reason, "message": st.Message, "lastTransitionTime": "2026-01-01T00:00:00Z",
-	}}}
+	since := "2026-01-01T00:00:00Z"
+	if !st.Since.IsZero() {
+		since = st.Since.UTC().Format(time.RFC3339)
+	}
+	conditions := []any{map[string]any{
+		"type": "Ready", "status": ready, "reason": st.Reason, "message": st.Message, "lastTransitionTime": since,
+	}}
+	if st.Failure != "" {
+		conditions = append(conditions, map[string]any{
+			"type": "Issuing", "status": "False", "reason": "Failed", "message": st.Failure, "lastTransitionTime": since,
+		})
+	}
+	status := map[string]any{"conditions": conditions}
 	if !st.RenewalTime.IsZero() {
 		status["renewalTime"] = st.RenewalTime.UTC().Format(time.RFC3339)
 	}
