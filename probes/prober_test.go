@@ -282,10 +282,12 @@ func TestProbeFailures(t *testing.T) {
 				t.Errorf("server accepted %d connections, want %d", s.Accepted(), tt.attempts)
 			}
 			if tt.failure == probes.FailTimeout {
-				if o.Duration < shortTimeout || o.Duration > shortTimeout+time.Second {
+				// Upper bounds with room for a loaded machine: what
+				// they catch is a timeout not applied, which hangs.
+				if o.Duration < shortTimeout || o.Duration > shortTimeout+3*time.Second {
 					t.Errorf("last attempt took %v, want about %v", o.Duration, shortTimeout)
 				}
-				if max := time.Duration(tt.attempts)*shortTimeout + time.Second; elapsed > max {
+				if max := time.Duration(tt.attempts)*shortTimeout + 5*time.Second; elapsed > max {
 					t.Errorf("probe took %v, want at most %v", elapsed, max)
 				}
 			}

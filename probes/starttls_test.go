@@ -210,7 +210,7 @@ func TestStartTLSFaults(t *testing.T) {
 			if o.Failure != tt.failure || !strings.Contains(o.Error, tt.msg) {
 				t.Errorf("failure %q, error %q; want %q with %q", o.Failure, o.Error, tt.failure, tt.msg)
 			}
-			if el := time.Since(start); el > 2*time.Second+2*shortTimeout {
+			if el := time.Since(start); el > 5*time.Second+2*shortTimeout { // room for a loaded machine
 				t.Errorf("the probe took %v, beyond its budget", el)
 			}
 			if s.Accepted() != 1 {

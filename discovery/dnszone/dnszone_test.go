@@ -446,7 +446,7 @@ func TestTargetsTimeout(t *testing.T) {
 			t.Errorf("error = %q\nwant it to contain %q", err, sub)
 		}
 	}
-	if elapsed > 3*time.Second {
+	if elapsed > 10*time.Second { // a hang, not a loaded machine
 		t.Errorf("Targets returned after %s, want about the 300ms timeout", elapsed)
 	}
 }
