@@ -252,7 +252,8 @@ type Policy struct {
 	// tiers of coverage_gap findings: a delegated zone that could not be
 	// transferred (or was beyond a bound), names on certificates under a
 	// zone no source watches, and an ACM or IAM certificate in use that no
-	// probed endpoint serves. "none" turns one off.
+	// probed endpoint serves (or a cert-manager Certificate whose Secret
+	// was not read). "none" turns one off.
 	CoverageDelegation string `yaml:"coverage_delegation"`
 	CoverageNames      string `yaml:"coverage_names"`
 	CoverageUnverified string `yaml:"coverage_unverified"`

@@ -120,6 +120,9 @@ type inventory struct {
 	watched []found.WatchedZone
 	gaps    []found.Gap
 	atRest  []atrest.Certificate
+	// unattached are cert-manager Certificates whose Secret held no
+	// certificate (AddUnattached).
+	unattached []atrest.Issuance
 	// pointers maps an AWS resource's DNS name to the Route 53 names
 	// pointing at it; built on first use from zones.
 	pointers map[string][]string

@@ -102,7 +102,7 @@ func (e *Evaluator) judgeAtRest(fs []Finding) ([]Finding, []AtRestCertificate) {
 		fs = e.judgeRestExpiry(fs, r)
 		fs = e.judgeRestCrypto(fs, r)
 	}
-	return fs, report
+	return e.judgeCertManager(fs, sv), report
 }
 
 // restFinding is a finding about a certificate held at rest that no

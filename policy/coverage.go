@@ -12,9 +12,11 @@ import (
 
 // CoverageGap: part of the estate certwatch knows it does not watch: a
 // delegated child zone it could not transfer (or that lies beyond a
-// bound), names on certificates under a zone no source watches, or an ACM
-// or IAM certificate in use that no probed endpoint serves. Its Name is
-// the zone (or the certificate's ARN); its Deadline the time of the run.
+// bound), names on certificates under a zone no source watches, an ACM
+// or IAM certificate in use that no probed endpoint serves, or a
+// cert-manager Certificate reporting Ready whose Secret held no
+// certificate certwatch read. Its Name is the zone (or the certificate's
+// ARN, or "certificate namespace/name"); its Deadline the time of the run.
 // The tier depends on the gap (Rules.CoverageDelegation, CoverageNames,
 // CoverageUnverified).
 const CoverageGap Kind = "coverage_gap"

@@ -341,6 +341,7 @@ func (e *Evaluator) Result() Result {
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
 	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
+	out.Findings, out.Gaps = e.judgeUnattached(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUncovered(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUnverified(out.Findings, out.Gaps, out.ACM, out.IAM)
 	slices.SortFunc(out.Gaps, func(a, b Gap) int {

@@ -103,8 +103,11 @@ var kinds = map[Kind]KindInfo{
 	RenewalFailed:           {Problem: "ACM renewal failed; the certificate expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	ValidationRecordMissing: {Problem: "DNS validation record missing; the next ACM renewal will fail", Deadline: true, Origin: OriginEvaluation},
 	RenewalSuggested:        {Problem: "the CA suggests renewing the certificate, by " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
-	StaleDeployment:         {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
-	CoverageGap:             {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
+	CertManagerNotReady: {Problem: "cert-manager Certificate not ready", ProblemAhead: "cert-manager Certificate not ready; the certificate it holds expires " + When,
+		Deadline: true, Origin: OriginEvaluation, Renewal: true},
+	CertManagerRenewalOverdue: {Problem: "cert-manager has not renewed the certificate, which expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
+	StaleDeployment:           {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
+	CoverageGap:               {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
 
 	// The Deadline of these four is the time of the run that raised them;
 	// notifications have always shown it as their deadline.

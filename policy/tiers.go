@@ -44,7 +44,8 @@ type Rules struct {
 	// CoverageDelegation, CoverageNames and CoverageUnverified are the
 	// tiers of coverage_gap findings (see CoverageGap): a delegated zone
 	// not transferred, names under a zone no source watches, a certificate
-	// in use that no probed endpoint serves. None turns one off.
+	// in use that no probed endpoint serves or a cert-manager Certificate
+	// whose Secret was not read. None turns one off.
 	CoverageDelegation Tier
 	CoverageNames      Tier
 	CoverageUnverified Tier

@@ -48,5 +48,8 @@ func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
 		if len(inv.AtRest) > 0 {
 			ev.AddAtRest(inv.AtRest...)
 		}
+		if len(inv.Unattached) > 0 {
+			ev.AddUnattached(inv.Unattached...)
+		}
 	}
 }

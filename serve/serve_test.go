@@ -643,8 +643,8 @@ func TestStatusPageRenewal(t *testing.T) {
 
 // TestStatusPageAtRest: a served certificate also held at rest lists its
 // places beside its endpoints; one held at rest only is a row of its own
-// that its finding joins; each place is a metric series, under the
-// series limit.
+// that its finding joins, and a finding about its renewal (cert-manager's)
+// is its renewal; each place is a metric series, under the series limit.
 func TestStatusPageAtRest(t *testing.T) {
 	const shaClient = "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
 	r, _ := testReport()
@@ -656,7 +656,7 @@ func TestStatusPageAtRest(t *testing.T) {
 		{Certificate: atrest.Certificate{SHA256: shaWildcard, Subject: "*.internal.example", NotAfter: now.Add(5 * 24 * time.Hour), Locations: []atrest.Location{file, sec}}},
 	}
 	r.Findings[1].Locations = []atrest.Location{file, sec}
-	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaClient, Subject: "client.internal.example",
+	r.Findings = append(r.Findings, policy.Finding{Kind: policy.CertManagerRenewalOverdue, Tier: policy.Page, Certificate: shaClient, Subject: "client.internal.example",
 		Deadline: now.Add(4 * 24 * time.Hour), Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{client}, Message: "certificate held at rest expires in 4 days"})
 
 	s := serve.New(serve.Options{Now: func() time.Time { return now }, SeriesLimit: 2})
@@ -675,6 +675,7 @@ func TestStatusPageAtRest(t *testing.T) {
 	for _, s := range []string{
 		"2 endpoints, 2 names, held at rest in 2 places", "file /etc/ssl/wildcard.pem", "secret payments/api-tls tls.crt",
 		"0 endpoints, 0 names, held at rest in 1 place", "secret mtls/client tls.crt", "certificate held at rest expires in 4 days",
+		`class="renewal">certmanager renewal overdue<`,
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("status page lacks %q", s)

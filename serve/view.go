@@ -267,6 +267,9 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		if ok {
 			rw := &v.rows[i]
 			rw.Findings = append(rw.Findings, f)
+			if rw.Renewal == "" && aboutRenewal(f) {
+				rw.Renewal = strings.ReplaceAll(string(f.Kind), "_", " ")
+			}
 			rw.Tier = max(rw.Tier, f.Tier)
 			if f.Deadline.Before(rw.Deadline) {
 				rw.Deadline = f.Deadline

@@ -175,6 +175,10 @@ const (
 	// GapUnverifiedInUse: an ACM or IAM certificate in use by AWS
 	// resources was never seen on a probed endpoint.
 	GapUnverifiedInUse GapReason = "unverified_in_use"
+	// GapSecretNotRead: a cert-manager Certificate reports Ready, but the
+	// Secret it writes held no certificate the Kubernetes source read
+	// (left out by its label_selector or secret_types, or deleted).
+	GapSecretNotRead GapReason = "secret_not_read"
 )
 
 // Delegation reports whether the gap is a delegated zone not watched.

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -184,4 +185,95 @@ func clusterRoleRules(t *testing.T) map[string]bool {
 		t.Fatal("no ClusterRole rules in deploy/kubernetes/clusterrole.yaml")
 	}
 	return out
+}
+
+// TestScanKubernetesCertManager: cert-manager's Certificates as a scan
+// reports them. payments/api is not Ready (its issuer fails) and the
+// certificate its Secret holds expires in 3 days: a page naming the
+// resource, cert-manager's reason and message, the expiry and what to
+// run, in place of the certificate's expiry finding. shop/web's renewal
+// time passed 3 days ago and its Secret still holds the old certificate:
+// renewal overdue, a warning with the date. payments/pending writes a
+// Secret that does not exist: a finding about the resource, not silence.
+func TestScanKubernetesCertManager(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	day := 24 * time.Hour
+	root := certtest.MustCA("Kube Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	api := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.payments.svc"}, NotBefore: now.Add(-87 * day), NotAfter: now.Add(3*day + time.Hour)})
+	web := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"web.shop.svc"}, NotBefore: now.Add(-70 * day), NotAfter: now.Add(20*day + time.Hour)})
+
+	srv := kubetest.New(t)
+	srv.Add(
+		kubetest.Secret("payments", "api-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(api.Cert)}, nil),
+		kubetest.Secret("shop", "web-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(web.Cert)}, nil),
+		kubetest.CertManagerCRD(),
+		kubetest.Certificate("payments", "api", "api-tls", []string{"api.payments.svc"}, kubetest.CertManagerStatus{
+			Reason: "Failed", Message: `Issuer "ca" is not ready: secret "ca-key-pair" not found`, Since: now.Add(-2 * day), NotAfter: api.Cert.NotAfter}),
+		kubetest.Certificate("shop", "web", "web-tls", []string{"web.shop.svc"}, kubetest.CertManagerStatus{
+			Ready: true, Reason: "Ready", Failure: "ACME order failed: 429 rateLimited", RenewalTime: now.Add(-3 * day), NotAfter: web.Cert.NotAfter}),
+		kubetest.Certificate("payments", "pending", "not-yet", nil, kubetest.CertManagerStatus{
+			Reason: "DoesNotExist", Message: "Issuing certificate as Secret does not exist", Since: now.Add(-2 * day)}),
+	)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "certwatch.yaml")
+	if err := os.WriteFile(path, []byte("kubernetes:\n  - kubeconfig: "+srv.Kubeconfig(t, dir, "prod")+"\n    context: prod\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "scan", "--config", path, "--output", "json")
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code %d, want %d (a page); stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	var r struct {
+		Findings []struct {
+			Kind, Tier, Certificate, Name, Message string
+			Locations                              []struct{ Kind, Where, Key string }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	type want struct {
+		kind, tier string
+		contains   []string
+	}
+	wants := map[string]want{
+		probes.Fingerprint(api.Cert): {"certmanager_not_ready", "page", []string{
+			`cert-manager's certificate payments/api is not Ready (Failed: Issuer "ca" is not ready: secret "ca-key-pair" not found)`,
+			"the certificate in secret payments/api-tls tls.crt (\"api.payments.svc\"", "expires in 3 days",
+			"kubectl describe certificate -n payments api", "kubectl describe clusterissuer ca"}},
+		probes.Fingerprint(web.Cert): {"certmanager_renewal_overdue", "warning", []string{
+			"cert-manager was to renew certificate shop/web on " + now.Add(-3*day).UTC().Format(time.DateOnly), "renewal is overdue",
+			"its last issuance failed: ACME order failed: 429 rateLimited", "expires in 20 days", "kubectl describe certificate -n shop web"}},
+		"certificate payments/pending": {"certmanager_not_ready", "warning", []string{
+			"not Ready (DoesNotExist: Issuing certificate as Secret does not exist)", "secret payments/not-yet tls.crt, which it writes, holds no certificate"}},
+	}
+	for _, f := range r.Findings {
+		key := cmp.Or(f.Certificate, f.Name)
+		w, ok := wants[key]
+		if !ok {
+			if f.Kind == "expiring" || strings.HasPrefix(f.Kind, "certmanager") {
+				t.Errorf("unexpected %s %s about %s: %s", f.Tier, f.Kind, key, f.Message)
+			}
+			continue
+		}
+		delete(wants, key)
+		if f.Kind != w.kind || f.Tier != w.tier {
+			t.Errorf("%s: %s at %s, want %s at %s: %s", key, f.Kind, f.Tier, w.kind, w.tier, f.Message)
+		}
+		for _, s := range w.contains {
+			if !strings.Contains(f.Message, s) {
+				t.Errorf("%s: message lacks %q: %s", key, s, f.Message)
+			}
+		}
+		if len(f.Locations) == 0 {
+			t.Errorf("%s: no locations", key)
+		}
+	}
+	for key, w := range wants {
+		t.Errorf("no %s finding about %s", w.kind, key)
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", stdout)
+	}
 }

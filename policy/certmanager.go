@@ -1,0 +1,259 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/found"
+)
+
+// Kinds of finding about cert-manager's Certificate resources
+// (atrest.Issuance).
+const (
+	// CertManagerNotReady: a cert-manager Certificate's Ready condition is
+	// False (or absent): the certificate in its Secret does not match what
+	// it asks for, or was never issued. About the certificate its Secret
+	// holds, escalating through the expiry tiers of that certificate from
+	// a warning; about the Certificate resource (its Name) when its Secret
+	// holds none. Info while it has been not Ready for less than
+	// CertManagerGrace, as during a first issuance.
+	CertManagerNotReady Kind = "certmanager_not_ready"
+	// CertManagerRenewalOverdue: a cert-manager Certificate's renewal time
+	// passed more than CertManagerGrace ago and its Secret still holds the
+	// certificate issued before it: the renewal failed or never started.
+	// At least a warning, escalating through the expiry tiers.
+	CertManagerRenewalOverdue Kind = "certmanager_renewal_overdue"
+)
+
+// CertManagerGrace is how long a Certificate may be not Ready, or its
+// renewal time past, before it is a warning: cert-manager issues within
+// seconds to minutes (an ACME DNS challenge waits for propagation).
+const CertManagerGrace = time.Hour
+
+// AddUnattached adds cert-manager Certificates whose Secret held no
+// certificate the source read (found.Inventory.Unattached). Result makes
+// one that is not Ready a certmanager_not_ready finding about the
+// resource, and one that is Ready a coverage_gap (secret_not_read): the
+// certificate it reports is one certwatch does not see.
+func (e *Evaluator) AddUnattached(issuances ...atrest.Issuance) {
+	e.inv.unattached = append(e.inv.unattached, issuances...)
+}
+
+// judgeCertManager judges cert-manager's Certificates that write the
+// certificates held at rest (their Issuances): one not Ready, and one
+// whose renewal is overdue, is a finding about the certificate its Secret
+// holds, in place of that certificate's own expiry finding (its endpoints
+// and tier kept when higher). Once the certificate has expired, its
+// expired finding stays and says what cert-manager reports. It edits and
+// extends fs.
+func (e *Evaluator) judgeCertManager(fs []Finding, sv servedIndex) []Finding {
+	for i := range e.rest {
+		r := &e.rest[i]
+		var notReady, overdue []*atrest.Issuance
+		for k := range r.Issuances {
+			is := &r.Issuances[k]
+			switch {
+			case !is.Ready:
+				notReady = append(notReady, is)
+			case e.renewalOverdue(r, is):
+				overdue = append(overdue, is)
+			}
+		}
+		if len(notReady)+len(overdue) == 0 {
+			continue
+		}
+		if !r.NotAfter.After(e.now) {
+			fs = e.explainExpired(fs, r, append(notReady, overdue...))
+			continue
+		}
+		if len(notReady) > 0 {
+			tier := Info
+			if slices.ContainsFunc(notReady, func(is *atrest.Issuance) bool { return is.Since.IsZero() || e.now.Sub(is.Since) >= CertManagerGrace }) {
+				tier = Warning
+			}
+			fs = e.certManagerFinding(fs, sv, r, CertManagerNotReady, tier, notReady)
+		}
+		if len(overdue) > 0 {
+			fs = e.certManagerFinding(fs, sv, r, CertManagerRenewalOverdue, Warning, overdue)
+		}
+	}
+	return fs
+}
+
+// renewalOverdue reports whether is, Ready, was to renew r (the leaf of its
+// Secret) more than CertManagerGrace ago: its renewal time has passed and
+// r was issued before it.
+func (e *Evaluator) renewalOverdue(r *atrest.Certificate, is *atrest.Issuance) bool {
+	return !is.RenewalTime.IsZero() && !e.now.Before(is.RenewalTime.Add(CertManagerGrace)) && r.NotBefore.Before(is.RenewalTime)
+}
+
+// certManagerFinding adds the finding of kind about r, at least at floor
+// and at r's expiry tier, in place of r's own expiry finding.
+func (e *Evaluator) certManagerFinding(fs []Finding, sv servedIndex, r *atrest.Certificate, kind Kind, floor Tier, iss []*atrest.Issuance) []Finding {
+	f := restFinding(kind, max(floor, TierFor(r.NotBefore, r.NotAfter, e.rules.Tiers, e.now)), r, "")
+	if e.cert(r.SHA256) != nil {
+		f.Endpoints = sv.endpoints(r.SHA256)
+		if f.Endpoints == nil {
+			f.Endpoints = []Endpoint{}
+		}
+	}
+	if j := slices.IndexFunc(fs, func(x Finding) bool {
+		return x.Kind == Expiring && x.Certificate == r.SHA256 && x.Deadline.Equal(r.NotAfter)
+	}); j >= 0 {
+		f.Tier = max(f.Tier, fs[j].Tier)
+		if len(fs[j].Endpoints) > 0 {
+			f.Endpoints = fs[j].Endpoints
+		}
+		f.ACM, f.IAM = fs[j].ACM, fs[j].IAM
+		fs = slices.Delete(fs, j, j+1)
+	}
+	var says []string
+	for _, is := range iss[:min(3, len(iss))] {
+		if kind == CertManagerNotReady {
+			says = append(says, e.notReadyClause(is))
+		} else {
+			says = append(says, e.overdueClause(is, r))
+		}
+	}
+	more := ""
+	if len(iss) > 3 {
+		more = fmt.Sprintf(" (and %d more Certificate resources)", len(iss)-3)
+	}
+	var secrets []atrest.Location
+	for _, is := range iss {
+		if is.Secret.Where != "" && !slices.Contains(secrets, is.Secret) {
+			secrets = append(secrets, is.Secret)
+		}
+	}
+	held := fmt.Sprintf("the certificate in %s (%q, serial %s) expires in %s (%s)",
+		cmp.Or(atrest.Where(secrets, 3), "its Secret"), r.Subject, r.Serial, humanBetween(e.now, r.NotAfter), stamp(r.NotAfter))
+	f.Message = Printable(fmt.Sprintf("%s%s; %s. To do: %s", strings.Join(says, "; "), more, held, certManagerAdvice(iss[0])))
+	return append(fs, f)
+}
+
+// explainExpired adds what cert-manager says to the expired finding of r.
+func (e *Evaluator) explainExpired(fs []Finding, r *atrest.Certificate, iss []*atrest.Issuance) []Finding {
+	for j := range fs {
+		if f := &fs[j]; f.Kind == Expired && f.Certificate == r.SHA256 {
+			clause := e.notReadyClause(iss[0])
+			if iss[0].Ready {
+				clause = e.overdueClause(iss[0], r)
+			}
+			f.Message = Printable(fmt.Sprintf("%s. Also, %s. To do: %s", f.Message, clause, certManagerAdvice(iss[0])))
+		}
+	}
+	return fs
+}
+
+// notReadyClause says that is is not Ready, with cert-manager's reason and
+// message and since when: "cert-manager's certificate payments/api is not
+// Ready (Failed: issuer ca not ready) since 2030-01-01".
+func (e *Evaluator) notReadyClause(is *atrest.Issuance) string {
+	why := cmp.Or(is.Reason, "no reason given")
+	if is.Message != "" {
+		why += ": " + is.Message
+	}
+	s := fmt.Sprintf("cert-manager's %s is not Ready (%s)", is.Location, why)
+	if !is.Since.IsZero() {
+		s += fmt.Sprintf(" since %s (%s ago)", stamp(is.Since), humanBetween(is.Since, e.now))
+	}
+	if is.Failure != "" && is.Failure != is.Message {
+		s += "; its last issuance failed: " + is.Failure
+	}
+	return s
+}
+
+// overdueClause says that is was to renew r and has not.
+func (e *Evaluator) overdueClause(is *atrest.Issuance, r *atrest.Certificate) string {
+	s := fmt.Sprintf("cert-manager was to renew %s on %s (status.renewalTime, %s ago), but renewal is overdue: its Secret still holds the certificate issued %s, before that",
+		is.Location, stamp(is.RenewalTime), humanBetween(is.RenewalTime, e.now), stamp(r.NotBefore))
+	if is.Failure != "" {
+		s += "; its last issuance failed: " + is.Failure
+	}
+	return s
+}
+
+// certManagerAdvice says what to do about is: the kubectl commands that
+// say why, and its issuer.
+func certManagerAdvice(is *atrest.Issuance) string {
+	ns, name, ok := strings.Cut(is.Location.Where, "/")
+	if !ok {
+		ns, name = "", is.Location.Where
+	}
+	ctx := ""
+	if is.Location.Cluster != "" {
+		ctx = " (cluster " + is.Location.Cluster + ")"
+	}
+	return fmt.Sprintf("kubectl describe certificate -n %s %s%s (its events and CertificateRequests say why), then check its issuer (%s): a missing CA Secret, a failing ACME challenge, an expired issuer credential; cert-manager retries on its own once the cause is fixed",
+		ns, name, ctx, issuerCommand(is.Issuer, ns))
+}
+
+// issuerCommand is the kubectl command describing issuer, of a
+// Certificate in namespace ns.
+func issuerCommand(ref atrest.IssuerRef, ns string) string {
+	if ref.Name == "" {
+		return "kubectl get certificaterequest -n " + ns
+	}
+	kind := strings.ToLower(cmp.Or(ref.Kind, "Issuer"))
+	if ref.Group != "" && ref.Group != "cert-manager.io" {
+		kind += "." + ref.Group
+	}
+	if strings.Contains(kind, "clusterissuer") {
+		return "kubectl describe " + kind + " " + ref.Name
+	}
+	return fmt.Sprintf("kubectl describe %s -n %s %s", kind, ns, ref.Name)
+}
+
+// judgeUnattached judges the cert-manager Certificates whose Secret held
+// no certificate (AddUnattached): one not Ready is a certmanager_not_ready
+// finding about the resource (its Name), one Ready a coverage_gap
+// (secret_not_read) at Rules.CoverageUnverified. gaps are the gaps so far;
+// fs and gaps are extended.
+func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap) {
+	seen := map[atrest.Location]bool{}
+	for i := range e.inv.unattached {
+		is := &e.inv.unattached[i]
+		if seen[is.Location] {
+			continue // read by two sources
+		}
+		seen[is.Location] = true
+		where := is.Location.String()
+		secret := is.Secret.String()
+		if is.Secret.Where == "" {
+			secret = "its Secret"
+		}
+		if !is.Ready {
+			tier := Warning
+			if !is.Since.IsZero() && e.now.Sub(is.Since) < CertManagerGrace {
+				tier = Info
+			}
+			if !is.NotAfter.IsZero() {
+				tier = max(tier, TierFor(time.Time{}, is.NotAfter, e.rules.Tiers, e.now))
+			}
+			msg := fmt.Sprintf("%s, and %s, which it writes, holds no certificate certwatch read: nothing is issued for it yet, or the Secret was deleted. To do: %s",
+				e.notReadyClause(is), secret, certManagerAdvice(is))
+			fs = append(fs, Finding{Kind: CertManagerNotReady, Tier: tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
+				Locations: []atrest.Location{is.Location}, Message: Printable(msg)})
+			continue
+		}
+		ns, _, _ := strings.Cut(is.Secret.Where, "/")
+		_, sname, _ := strings.Cut(is.Secret.Where, "/")
+		gap := Gap{Gap: found.Gap{Reason: found.GapSecretNotRead, Zone: where,
+			Detail: fmt.Sprintf("cert-manager reports %s Ready, but %s, which it writes, held no certificate certwatch read", where, secret),
+			Fix: fmt.Sprintf("check that the Secret exists (kubectl get secret -n %s %s) and that the source's label_selector and secret_types select it (cert-manager writes Secrets of type kubernetes.io/tls)",
+				ns, sname)},
+			Tier: e.rules.CoverageUnverified}
+		gaps = append(gaps, gap)
+		if gap.Tier == None {
+			continue
+		}
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
+			Locations: []atrest.Location{is.Location},
+			Message:   Printable(gap.Detail + ": the expiry of the certificate it holds is not watched; " + gap.Fix)})
+	}
+	return fs, gaps
+}
