@@ -28,6 +28,8 @@ type read struct {
 	// secretsRead says, by scope (a namespace, "" for all), whether
 	// every Secret of type kubernetes.io/tls in it was listed.
 	secretsRead map[string]bool
+	// ders is add's scratch.
+	ders [][]byte
 }
 
 // listing is one collection to list.

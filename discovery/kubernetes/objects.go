@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"slices"
@@ -52,32 +51,28 @@ func namespaced(group, version, resource, ns string) string {
 }
 
 // add adds the PEM certificates in data at loc; a key without one adds
-// nothing.
+// nothing. Certificates already read (a CA bundle in every Secret) are
+// not parsed again.
 func (r *read) add(loc atrest.Location, data []byte) {
 	if !bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
 		return
 	}
-	var certs []*x509.Certificate
+	r.ders = r.ders[:0]
 	for len(data) > 0 {
 		var b *pem.Block
 		b, data = pem.Decode(data)
 		if b == nil {
 			break
 		}
-		if b.Type != "CERTIFICATE" {
-			continue
+		if b.Type == "CERTIFICATE" {
+			r.ders = append(r.ders, b.Bytes)
 		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			r.s.logger.Warn("unparsable certificate at rest", "location", loc.String(), "err", err)
-			continue
-		}
-		certs = append(certs, c)
 	}
-	if len(certs) > 0 {
-		loc.Cluster = r.s.c.Cluster
-		r.set.Add(loc, certs...)
+	loc.Cluster = r.s.c.Cluster
+	for _, err := range r.set.AddDER(loc, r.ders...) {
+		r.s.logger.Warn("unparsable certificate at rest", "location", loc.String(), "err", err)
 	}
+	clear(r.ders)
 }
 
 // secrets reads the Secrets of type typ in ns ("" for every namespace).
@@ -91,8 +86,9 @@ func (r *read) secrets(ctx context.Context, ns, typ string) error {
 		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
 			return err
 		}
+		where := o.Metadata.where()
 		for _, k := range sortedKeys(o.Data) {
-			r.add(atrest.Location{Kind: atrest.Secret, Where: o.Metadata.where(), Key: k}, o.Data[k])
+			r.add(atrest.Location{Kind: atrest.Secret, Where: where, Key: k}, o.Data[k])
 		}
 		return nil
 	})
@@ -110,11 +106,12 @@ func (r *read) configMaps(ctx context.Context, ns string) error {
 		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
 			return err
 		}
+		where := o.Metadata.where()
 		for _, k := range sortedKeys(o.Data) {
-			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: o.Metadata.where(), Key: k}, []byte(o.Data[k]))
+			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, []byte(o.Data[k]))
 		}
 		for _, k := range sortedKeys(o.BinaryData) {
-			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: o.Metadata.where(), Key: k}, o.BinaryData[k])
+			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, o.BinaryData[k])
 		}
 		return nil
 	})
