@@ -183,6 +183,12 @@ func restConfig(c Config) (*rest.Config, error) {
 	cfg.UserAgent = "certwatch"
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst
 	cfg.WarningHandler = rest.NoWarnings{}
+	// HTTP/1.1, not HTTP/2: over HTTP/2 the API server may send up to the
+	// stream's flow-control window (4 MiB in Go's client) ahead of the
+	// decoder, and all of it waits in this process's heap; over HTTP/1.1
+	// what is not read yet waits in the kernel's socket buffer. The pages
+	// are read one after another, so one connection is all it costs.
+	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	return cfg, nil
 }
 

@@ -179,9 +179,13 @@ func TestDiscover(t *testing.T) {
 	// Every request is a paginated LIST: the first page from the cache
 	// (resourceVersion=0), the next by continue token alone (the fake
 	// answers 400 to both at once, as kube-apiserver does); Secrets by
-	// type; never a watch.
+	// type; never a watch. Each over HTTP/1.1, though the server offers
+	// HTTP/2, whose window lets a page wait in the heap.
 	pages := map[string]int{}
 	for _, r := range srv.Requests() {
+		if r.Proto != "HTTP/1.1" {
+			t.Errorf("request %+v over %s, want HTTP/1.1", r, r.Proto)
+		}
 		q, _ := url.ParseQuery(r.Query)
 		if r.Verb != "list" || q.Get("limit") != "2" {
 			t.Errorf("request %+v: want a list with limit=2", r)

@@ -5,7 +5,8 @@
 // and opaque continue tokens, filtered by labelSelector and fieldSelector;
 // failures as metav1.Status bodies (401, 403, 404, 400 for a continue
 // with a resourceVersion, 429 with Retry-After); the discovery documents
-// /api and /apis. It serves over TLS and requires a bearer token, and
+// /api and /apis. It serves over TLS, HTTP/2 or HTTP/1.1 as the client
+// chooses (as kube-apiserver does), and requires a bearer token, and
 // writes a kubeconfig that reaches it (Kubeconfig), so the client under
 // test loads it as it loads a real one.
 //
@@ -44,6 +45,8 @@ type Request struct {
 	Namespace string
 	// Query is the raw query string.
 	Query string
+	// Proto is the protocol it came over: "HTTP/2.0" or "HTTP/1.1".
+	Proto string
 }
 
 // Server is the fake API server. Its methods are safe for concurrent
@@ -91,7 +94,9 @@ type Throttle struct {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := &Server{objects: map[gr][]object{}, sorted: map[gr]bool{}, hang: map[string]bool{}, rv: 1000}
-	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.EnableHTTP2 = true
+	s.srv.StartTLS()
 	tb.Cleanup(s.srv.Close)
 	return s
 }
@@ -237,7 +242,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		req.Verb = "list"
 	}
-	req.Query = r.URL.RawQuery
+	req.Query, req.Proto = r.URL.RawQuery, r.Proto
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	forbidden := slices.ContainsFunc(s.forbid, func(f Request) bool {
