@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found"
 )
 
@@ -150,6 +151,9 @@ func (e *Evaluator) uncoveredNames() []uncovered {
 	if len(zones) == 0 {
 		return nil
 	}
+	// UncoveredNames runs before Result, which merges the certificates
+	// held at rest: their names are asked about too.
+	e.mergeAtRest()
 	probed := map[string]bool{}
 	for i := range e.probed {
 		probed[e.probed[i].Name] = true
@@ -265,13 +269,17 @@ func (e *Evaluator) judgeUncovered(fs []Finding, gaps []Gap) ([]Finding, []Gap) 
 	sv := e.servedIndex()
 	for _, z := range order {
 		g := byZone[z]
-		// Served leaves first, by subject, then ARNs: fingerprints
-		// alone would order them at random between runs of a test.
+		// Served leaves first, by subject, then those held at rest, then
+		// ARNs: fingerprints alone would order them at random between
+		// runs of a test.
 		key := func(c string) string {
 			if cert := e.cert(c); cert != nil {
 				return "0" + cert.Subject + " " + c
 			}
-			return "1" + c
+			if r := e.atRest(c); r != nil {
+				return "1" + r.Subject + " " + c
+			}
+			return "2" + c
 		}
 		slices.SortFunc(g.certs, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 		gap := Gap{Gap: found.Gap{Reason: found.GapUnmonitoredZone, Zone: z,
@@ -283,11 +291,15 @@ func (e *Evaluator) judgeUncovered(fs []Finding, gaps []Gap) ([]Finding, []Gap) 
 			continue
 		}
 		var eps []Endpoint
+		var locs []atrest.Location
 		var described []string
 		for _, c := range g.certs {
 			if cert := e.cert(c); cert != nil {
 				eps = append(eps, sv.endpoints(c)...)
 				described = append(described, fmt.Sprintf("%q (sha256 %s…)", cert.Subject, c[:12]))
+			} else if r := e.atRest(c); r != nil {
+				described = append(described, fmt.Sprintf("%q (held at rest in %s)", r.Subject, atrest.Where(r.Locations, 2)))
+				locs = append(locs, r.Locations...)
 			} else {
 				described = append(described, c) // an ARN
 			}
@@ -297,7 +309,8 @@ func (e *Evaluator) judgeUncovered(fs []Finding, gaps []Gap) ([]Finding, []Gap) 
 		if eps == nil {
 			eps = []Endpoint{}
 		}
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: e.now, Endpoints: eps,
+		slices.SortFunc(locs, atrest.Location.Compare)
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: e.now, Endpoints: eps, Locations: clipLocations(slices.Compact(locs)),
 			Message: Printable(fmt.Sprintf("zone %s is watched by no source (no zone transferred, delegation followed, Route 53 zone or static target covers it), yet certificates name it: %s on %s. certwatch cannot see where else these certificates are deployed; %s",
 				z, listNames(g.names, 10), listNames(described, 5), gap.Fix))})
 	}
@@ -352,6 +365,14 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 		}
 	}
 	return fs, gaps
+}
+
+// clipLocations returns at most maxGapNames of locs.
+func clipLocations(locs []atrest.Location) []atrest.Location {
+	if len(locs) > maxGapNames {
+		return locs[:maxGapNames:maxGapNames]
+	}
+	return locs
 }
 
 // clip returns at most maxGapNames of names.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/internal/certtest"
@@ -116,4 +117,36 @@ func findByName(fs []policy.Finding, name string) *policy.Finding {
 		}
 	}
 	return nil
+}
+
+// TestCoverageAtRest: a certificate held in a Secret for names under a zone
+// no source watches is a coverage gap like a served one: its names are
+// asked about before Result (so an SOA lookup can place them), and the gap
+// names the certificate by subject and where it is held.
+func TestCoverageAtRest(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	secret := atrest.Location{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}
+	held := atrest.Certificate{SHA256: strings.Repeat("ab", 32), Subject: "api.team.other.example", Issuer: "CA", DNSNames: []string{"api.team.other.example", "www.watched.example"},
+		NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 6, 0), KeyAlgorithm: "ECDSA", KeyBits: 256, SignatureAlgorithm: "ECDSA-SHA256",
+		Locations: []atrest.Location{secret}}
+	ev := policy.NewEvaluator(policy.DefaultRules(), now)
+	ev.AddAtRest(held)
+	ev.AddCoverage([]found.WatchedZone{{Zone: "watched.example", Source: "dnszone:watched.example"}}, nil)
+	if got := strings.Join(ev.UncoveredNames(), " "); got != "api.team.other.example" {
+		t.Errorf("UncoveredNames = %q, want the name on the certificate held at rest", got)
+	}
+	ev.SetZonesOf(map[string]string{"api.team.other.example": "other.example"})
+	res := ev.Result()
+	f := findByName(res.Findings, "other.example")
+	if f == nil {
+		t.Fatalf("no coverage_gap for other.example: %+v", res.Findings)
+	}
+	if f.Tier != policy.Notice || !strings.Contains(f.Message, `"api.team.other.example" (held at rest in secret payments/api-tls tls.crt)`) ||
+		len(f.Locations) != 1 || f.Locations[0] != secret {
+		t.Errorf("coverage_gap = %+v, want a notice naming the certificate and its Secret", f)
+	}
+	if len(res.Gaps) != 1 || len(res.Gaps[0].Certificates) != 1 || res.Gaps[0].Certificates[0] != held.SHA256 {
+		t.Errorf("gaps = %+v, want other.example listing the certificate", res.Gaps)
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
 )
 
 // Coverage says what a pass watched and what it did not: per source, the
 // targets, names and endpoints it gave and the certificates found there;
-// the zones read whole; and every coverage gap with its reason. It is the
+// the zones read whole; the certificates held at rest by kind of place;
+// and every coverage gap with its reason. It is the
 // `coverage` object of `certwatch scan --output json`, and all of
 // `certwatch coverage --output json`.
 type Coverage struct {
@@ -19,6 +21,10 @@ type Coverage struct {
 	// Zones are the DNS zones read whole: transferred, followed from a
 	// delegation, or hosted in Route 53.
 	Zones []CoverageZone `json:"zones"`
+	// AtRest counts the certificates held at rest by kind of location
+	// (file, keystore, kubeconfig, secret, configmap, webhook,
+	// apiservice, crd, certificate), by kind; empty without any.
+	AtRest []CoverageAtRest `json:"at_rest"`
 	// Gaps are what is not watched, by reason and zone.
 	Gaps []policy.Gap `json:"gaps"`
 	// GapsByReason counts the gaps by reason.
@@ -40,6 +46,19 @@ type CoverageSource struct {
 	Error        string `json:"error,omitempty"`
 }
 
+// CoverageAtRest is what is held at rest in one kind of location.
+type CoverageAtRest struct {
+	// Kind is the kind of location (atrest.Kind).
+	Kind string `json:"kind"`
+	// Certificates are the distinct certificates held in at least one
+	// location of the kind (one in a Secret and a file counts under
+	// both); Locations the places of the kind holding one; Served the
+	// certificates among them that a probed endpoint serves.
+	Certificates int `json:"certificates"`
+	Locations    int `json:"locations"`
+	Served       int `json:"served"`
+}
+
 // CoverageZone is one DNS zone read whole.
 type CoverageZone struct {
 	Zone string `json:"zone"`
@@ -58,7 +77,7 @@ type CoverageZone struct {
 // coverage builds the pass's coverage from the evaluation's result and
 // the inventory; sources fills in the discovery side.
 func coverage(res *policy.Result, inv *Inventory) *Coverage {
-	c := &Coverage{Gaps: res.Gaps, Sources: []CoverageSource{}, Zones: []CoverageZone{}, GapsByReason: map[string]int{}}
+	c := &Coverage{Gaps: res.Gaps, Sources: []CoverageSource{}, Zones: []CoverageZone{}, AtRest: atRestByKind(res.AtRest), GapsByReason: map[string]int{}}
 	if c.Gaps == nil {
 		c.Gaps = []policy.Gap{}
 	}
@@ -85,6 +104,36 @@ func coverage(res *policy.Result, inv *Inventory) *Coverage {
 	})
 	c.Zones = slices.CompactFunc(c.Zones, func(a, b CoverageZone) bool { return a.Zone == b.Zone && a.Via == b.Via })
 	return c
+}
+
+// atRestByKind counts the certificates held at rest by kind of location.
+func atRestByKind(certs []policy.AtRestCertificate) []CoverageAtRest {
+	out := []CoverageAtRest{}
+	byKind := map[atrest.Kind]int{}
+	var kinds []atrest.Kind // of one certificate, counted once each
+	for i := range certs {
+		c := &certs[i]
+		kinds = kinds[:0]
+		for _, l := range c.Locations {
+			at, ok := byKind[l.Kind]
+			if !ok {
+				at = len(out)
+				byKind[l.Kind] = at
+				out = append(out, CoverageAtRest{Kind: string(l.Kind)})
+			}
+			out[at].Locations++
+			if slices.Contains(kinds, l.Kind) {
+				continue
+			}
+			kinds = append(kinds, l.Kind)
+			out[at].Certificates++
+			if len(c.Endpoints) > 0 {
+				out[at].Served++
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b CoverageAtRest) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
 }
 
 // AddSources completes c with what discovery said of each source: its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -42,7 +43,7 @@ type metrics struct {
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	crlThisUpdate, crlNextUpdate, revocationChecked,
-	coverageGaps, coverageZones,
+	coverageGaps, coverageZones, coverageRestCerts, coverageRestLocs,
 	buildInfo *prometheus.Desc
 }
 
@@ -94,6 +95,8 @@ func newMetrics(s *Server) *metrics {
 		revocationChecked: d("revocation_checked_certificates", "Leaf certificates of the latest probe run by how their revocation was checked: crl, ocsp, or none (no URL, none answered, or checking off).", "method"),
 		coverageGaps:      d("coverage_gaps", "Coverage gaps in the latest probe run, by reason: delegation_refused, delegation_timeout, delegation_broken, delegation_failed, delegation_limit, unmonitored_zone, unverified_in_use, secret_not_read (0 for a reason without gaps).", "reason"),
 		coverageZones:     d("coverage_zones", "DNS zones read whole in the latest probe run, by how: transfer (a configured zone), delegation (a child followed), route53.", "via"),
+		coverageRestCerts: d("coverage_at_rest_certificates", "Certificates held at rest in the latest probe run, by kind of location (file, keystore, kubeconfig, secret, configmap, webhook, apiservice, crd, certificate: a cert-manager Certificate); a certificate held in two kinds counts under each (0 for a kind without any).", "location_kind"),
+		coverageRestLocs:  d("coverage_at_rest_locations", "Places holding a certificate at rest in the latest probe run, by kind of location (0 for a kind without any).", "location_kind"),
 		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
 	}
 }
@@ -105,7 +108,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.jobDuration.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
-		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.buildInfo} {
+		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.buildInfo} {
 		ch <- d
 	}
 }
@@ -200,6 +203,17 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			for k, n := range via {
 				gauge(m.coverageZones, float64(n), k)
+			}
+			certs, locs := map[string]int{}, map[string]int{}
+			for _, k := range atrest.Kinds() {
+				certs[string(k)], locs[string(k)] = 0, 0
+			}
+			for _, a := range c.AtRest {
+				certs[a.Kind], locs[a.Kind] = a.Certificates, a.Locations
+			}
+			for k, n := range certs {
+				gauge(m.coverageRestCerts, float64(n), k)
+				gauge(m.coverageRestLocs, float64(locs[k]), k)
 			}
 		}
 		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
 )
 
 //go:embed templates/*.html static/*
@@ -145,7 +146,9 @@ type pageData struct {
 // coverageData is the Coverage section of the status page.
 type coverageData struct {
 	Zones, Followed, Route53, Sources int
-	Gaps                              []coverageGap
+	// AtRest are the certificates held at rest by kind of location.
+	AtRest []scan.CoverageAtRest
+	Gaps   []coverageGap
 }
 
 // coverageGap is one line of the Coverage section.
@@ -210,7 +213,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.HybridOffered = v.hybridOffered > 0
 		if c := v.coverage; c != nil {
-			cd := &coverageData{Zones: len(c.Zones), Sources: len(c.Sources)}
+			cd := &coverageData{Zones: len(c.Zones), Sources: len(c.Sources), AtRest: c.AtRest}
 			for _, z := range c.Zones {
 				switch z.Via {
 				case "delegation":

@@ -49,6 +49,13 @@ const (
 	CertManager Kind = "certificate"
 )
 
+// Kinds returns the kinds of location this package names, sorted: those
+// reports and metrics always list, with 0 for a kind where nothing was
+// found.
+func Kinds() []Kind {
+	return []Kind{APIService, CertManager, ConfigMap, CRD, File, Keystore, Kubeconfig, Secret, Webhook}
+}
+
 // Location is one place a certificate is held.
 type Location struct {
 	Kind Kind `json:"kind"`

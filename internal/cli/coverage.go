@@ -24,9 +24,11 @@ Say what certwatch watches, and what it does not. Run the scan 'certwatch
 scan' runs, with the same flags and --config, and print: per source, the
 targets and names it gave, the endpoints probed and the certificates found;
 the DNS zones read whole (configured zones, delegations followed, Route 53
-zones); and every coverage gap with its reason and fix (a delegated zone
-that refused its transfer, names on certificates under a zone no source
-watches, a certificate in use that no probed endpoint serves). With
+zones); the certificates held at rest by kind of location (file, keystore,
+secret, configmap, webhook, ...); and every coverage gap with its reason
+and fix (a delegated zone that refused its transfer, names on certificates
+under a zone no source watches, a certificate in use that no probed
+endpoint serves, a cert-manager Certificate whose Secret was not read). With
 --output json, the coverage object of the scan's JSON report.
 
 Exit codes: 0 no coverage gap at or above --fail-on (default page; gaps
@@ -103,8 +105,8 @@ func (e *env) runCoverage(ctx context.Context, c config.Config, logger *slog.Log
 	return nil
 }
 
-// writeCoverage writes the coverage as tables of sources and zones, then
-// every gap, then one summary line.
+// writeCoverage writes the coverage as tables of sources, zones and
+// certificates held at rest, then every gap, then one summary line.
 func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
 	src := table{rows: [][]string{{"SOURCE", "TARGETS", "NAMES", "ENDPOINTS", "CERTIFICATES", "ERROR"}}, shrink: []int{5, 0}}
 	names, endpoints, certs := 0, 0, 0
@@ -126,6 +128,16 @@ func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
 			zt.rows = append(zt.rows, []string{z.Zone, z.Via, orDash(cmpOr(z.Parent, z.Source)), strconv.Itoa(z.Targets), orDash(strings.Join(z.Nameservers, ", "))})
 		}
 		if err := zt.write(w, width); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if len(c.AtRest) > 0 {
+		at := table{rows: [][]string{{"HELD AT REST", "CERTIFICATES", "LOCATIONS", "SERVED"}}}
+		for _, a := range c.AtRest {
+			at.rows = append(at.rows, []string{policy.Printable(a.Kind), strconv.Itoa(a.Certificates), strconv.Itoa(a.Locations), strconv.Itoa(a.Served)})
+		}
+		if err := at.write(w, width); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)

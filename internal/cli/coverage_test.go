@@ -14,7 +14,9 @@ import (
 	"github.com/certwatch/certwatch/internal/cli"
 	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/knottest"
+	"github.com/certwatch/certwatch/internal/kubetest"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -196,5 +198,100 @@ func TestDemoCoverage(t *testing.T) {
 	}
 	if r.Coverage == nil || r.Coverage.GapsByReason["delegation_refused"] != 1 || len(r.Coverage.Zones) != 2 {
 		t.Errorf("demo coverage = %+v, want 2 zones (one followed) and the refused delegation", r.Coverage)
+	}
+}
+
+// TestCoverageAtRest: certwatch coverage of a zone, a directory and a
+// cluster counts what is held at rest by kind of location, in JSON and in
+// its table; the certificate held at rest for a name under a zone no
+// source watches is a coverage gap for the zone the SOA lookup finds (not
+// the name's parent), naming where it is held; and a cert-manager
+// Certificate whose Secret is not there is a gap of its own.
+func TestCoverageAtRest(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	root := certtest.MustCA("Rest Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	leaf := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.team.other.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 6, 0)})
+	dns, err := dnstest.Start(dnstest.Zone{Name: "corp.example", Text: "@ SOA ns1 hostmaster 1 3600 600 86400 300\n@ NS ns1\nns1 A 127.0.0.1\n"},
+		dnstest.Zone{Name: "other.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dns.Close() })
+	kube := kubetest.New(t)
+	kube.Add(
+		kubetest.Secret("payments", "api-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(leaf.Cert)}, nil),
+		kubetest.ConfigMap("payments", "kube-root-ca.crt", map[string]string{"ca.crt": string(root.PEM())}, nil, nil),
+		kubetest.CertManagerCRD(),
+		kubetest.Certificate("payments", "api", "api-tls", nil, kubetest.CertManagerStatus{Ready: true, RenewalTime: now.AddDate(0, 4, 0)}),
+		kubetest.Certificate("payments", "hidden", "hidden-tls", nil, kubetest.CertManagerStatus{Ready: true, RenewalTime: now.AddDate(0, 4, 0)}),
+	)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "api.pem"), certtest.PEM(leaf.Cert, root.Cert), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	writeConfig(t, cfg, fmt.Sprintf(`zones:
+  - name: corp.example
+    nameserver: %s
+resolver: %s
+files:
+  - paths: [%q]
+kubernetes:
+  - kubeconfig: %s
+    context: prod
+`, dns.Addr(), dns.Addr(), filepath.Join(dir, "*.pem"), kube.Kubeconfig(t, dir, "prod")))
+
+	stdout, stderr, code := run(t, "coverage", "--config", cfg, "--output", "json")
+	if code != 0 {
+		t.Fatalf("coverage: exit code %d, want 0 (gaps below page); stderr:\n%s", code, stderr)
+	}
+	var cov scan.Coverage
+	if err := json.Unmarshal([]byte(stdout), &cov); err != nil {
+		t.Fatalf("coverage: %v\n%s", err, stdout)
+	}
+	var kinds []string
+	for _, a := range cov.AtRest {
+		kinds = append(kinds, fmt.Sprintf("%s %d/%d", a.Kind, a.Certificates, a.Locations))
+	}
+	// The leaf in the file (#1), its Secret and cert-manager's Certificate;
+	// the root in the file (#2) and the ConfigMap.
+	if want := "certificate 1/1, configmap 1/1, file 2/2, secret 1/1"; strings.Join(kinds, ", ") != want {
+		t.Errorf("at rest by kind = %q, want %q", strings.Join(kinds, ", "), want)
+	}
+	gaps := map[string]policy.Gap{}
+	for _, g := range cov.Gaps {
+		gaps[string(g.Reason)+" "+g.Zone] = g
+	}
+	if g, ok := gaps["unmonitored_zone other.example"]; !ok || len(g.Certificates) != 1 || g.Certificates[0] != probes.Fingerprint(leaf.Cert) || g.Tier != policy.Notice {
+		t.Errorf("gaps = %+v, want a notice for other.example (the SOA lookup's zone) listing the leaf held at rest", cov.Gaps)
+	}
+	if g, ok := gaps["secret_not_read certificate payments/hidden"]; !ok || g.Tier != policy.Warning || !strings.Contains(g.Detail, "secret payments/hidden-tls") {
+		t.Errorf("gaps = %+v, want a warning for certificate payments/hidden, whose Secret is missing", cov.Gaps)
+	}
+	if len(cov.Gaps) != 2 {
+		t.Errorf("%d gaps, want 2: %+v", len(cov.Gaps), cov.Gaps)
+	}
+
+	stdout, _, _ = run(t, "coverage", "--config", cfg)
+	for _, want := range []string{
+		"HELD AT REST  CERTIFICATES  LOCATIONS  SERVED",
+		"secret        1             1          0",
+		"NOTICE unmonitored_zone other.example",
+		"WARNING secret_not_read certificate payments/hidden",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("coverage table lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _, _ = run(t, "scan", "--config", cfg, "--output", "json")
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	for _, f := range r.Findings {
+		if f.Kind == policy.CoverageGap && f.Name == "other.example" && (!strings.Contains(f.Message, `"api.team.other.example" (held at rest in `) || !strings.Contains(f.Message, "api.pem")) {
+			t.Errorf("coverage_gap of other.example does not say where the certificate is held: %s", f.Message)
+		}
 	}
 }
