@@ -441,3 +441,22 @@ func TestContinueExpired(t *testing.T) {
 		t.Errorf("err = %v, want the second 410 of the Secrets' list", err)
 	}
 }
+
+// TestOneConnection: the pages of a read share one connection: each
+// answer is read to its end, so the client keeps the connection instead
+// of opening a new one (a TCP and TLS handshake) per page.
+func TestOneConnection(t *testing.T) {
+	t.Parallel()
+	srv, _ := bigCluster(t, 40, 4, 10)
+	s, _ := newSource(t, srv, kubernetes.Config{PageSize: 10})
+	if _, _, err := s.Certificates(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	conns := map[string]int{}
+	for _, r := range srv.Requests() {
+		conns[r.Remote]++
+	}
+	if len(conns) != 1 {
+		t.Errorf("%d requests over %d connections (%v), want one", len(srv.Requests()), len(conns), conns)
+	}
+}

@@ -163,6 +163,13 @@ func (r *read) fetch(ctx context.Context, l listing, cont string, item func(*jso
 	body, err := req.Stream(rctx)
 	if err == nil {
 		err = r.decode(body, &meta, item)
+		if err == nil {
+			// What follows the list (a newline, the last chunk) is read,
+			// so that the connection serves the next page: closed unread,
+			// it would be closed, and each page would cost a new TCP and
+			// TLS handshake.
+			_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
+		}
 		body.Close()
 	}
 	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
@@ -170,6 +177,9 @@ func (r *read) fetch(ctx context.Context, l listing, cont string, item func(*jso
 	}
 	return meta, err
 }
+
+// drainLimit bounds what is read after a list to keep its connection.
+const drainLimit = 4 << 10
 
 // errTimeout is a request that got no whole answer in time.
 type errTimeout struct{ d time.Duration }

@@ -47,6 +47,8 @@ type Request struct {
 	Query string
 	// Proto is the protocol it came over: "HTTP/2.0" or "HTTP/1.1".
 	Proto string
+	// Remote is the client's address: one per connection.
+	Remote string
 }
 
 // Server is the fake API server. Its methods are safe for concurrent
@@ -242,7 +244,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		req.Verb = "list"
 	}
-	req.Query, req.Proto = r.URL.RawQuery, r.Proto
+	req.Query, req.Proto, req.Remote = r.URL.RawQuery, r.Proto, r.RemoteAddr
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	forbidden := slices.ContainsFunc(s.forbid, func(f Request) bool {
