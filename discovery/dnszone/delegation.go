@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,30 +42,10 @@ const maxDelegationServers = 8
 // Delegation is a child zone a transferred zone delegates: NS records
 // below its apex, with the addresses the parent holds for its name servers
 // (glue).
-type Delegation struct {
-	// Zone is the child zone's apex, normalised.
-	Zone string
-	// Nameservers are its name servers, by name.
-	Nameservers []Nameserver
-}
+type Delegation = found.Delegation
 
 // Nameserver is one name server of a delegation.
-type Nameserver struct {
-	// Name is the server's name, normalised.
-	Name string
-	// Glue are its addresses as the parent zone holds them; empty when
-	// the name is outside the parent (or the parent holds none).
-	Glue []netip.Addr
-}
-
-// Names returns the names of d's name servers.
-func (d Delegation) Names() []string {
-	out := make([]string, len(d.Nameservers))
-	for i, ns := range d.Nameservers {
-		out[i] = ns.Name
-	}
-	return out
-}
+type Nameserver = found.Nameserver
 
 // Delegations returns the child zones the zone delegates, by name: every
 // delegation point that is not itself below another one (whose NS records
@@ -120,14 +102,76 @@ func (zn *Zone) belowCut(name string) bool {
 	})
 }
 
+// Follower follows the delegations of zones read by other means than a
+// transfer (Route 53 hosted zones) as a Source with FollowDelegations
+// follows its own zone's: the same transfers, bounds, gaps and inventory.
+// It is safe for concurrent use.
+type Follower struct {
+	s *Source // a template: Follow copies it for each zone
+}
+
+// NewFollower checks c as New does, but for its zone, and returns a
+// Follower with its settings: Ports, Protocols and Filter (of the
+// children's targets), TSIG (signing the children's transfers, as a
+// parent's key does), Timeout (per child), DialTimeout, Resolver, Dialer,
+// the delegation bounds and port, Configured, OutOfScope and
+// AllowLoopback. Zone, Nameserver and FollowDelegations are not used. It
+// does no I/O; a nil logger discards logs.
+func NewFollower(c Config, logger *slog.Logger) (*Follower, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := newSource(c, "", logger.With("component", "dnszone"))
+	if err != nil {
+		return nil, fmt.Errorf("dnszone delegations: %w", err)
+	}
+	return &Follower{s: s}, nil
+}
+
+// Follow follows ds, the delegations of the zone apex that the source
+// named source read, as Source.Discover follows a transferred zone's,
+// apex's children being one level below it. It returns the children's
+// targets, merged, every one with Sources [source], and the inventory:
+// the child zones watched and the gaps, with Source source. covered, when
+// not nil, says which children another source reads whole: each is listed
+// as watched (with Via and that source) and neither transferred nor
+// followed further. Cancelling ctx stops following; what was transferred
+// is returned.
+func (f *Follower) Follow(ctx context.Context, apex, source string, ds []Delegation, covered Covered) ([]discovery.Target, found.Inventory) {
+	c := *f.s
+	c.zone = discovery.NormalizeName(apex)
+	c.fqdn = c.zone + "."
+	c.sources = []string{source}
+	c.logger = f.s.logger.With("zone", c.zone, "source", source)
+	lists, watched, gaps := c.followFrom(ctx, ds, covered)
+	var ts []discovery.Target
+	if len(lists) > 0 {
+		ts = discovery.Merge(lists...)
+	}
+	return ts, found.Inventory{Watched: watched, Gaps: gaps}
+}
+
 // follow transfers the child zones zn (the zone of s) delegates, and
+// theirs (see followFrom).
+func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
+	return s.followFrom(ctx, zn.Delegations(), nil)
+}
+
+// Covered says whether a child zone is read whole by another source of
+// the run, and if so how (found.WatchedZone.Via: "route53", "transfer",
+// "delegation") and by which source.
+type Covered func(zone string) (via, source string, ok bool)
+
+// followFrom transfers ds, the child zones s's zone delegates, and
 // theirs, level by level, at most s.maxDepth levels deep and
 // s.maxDelegations children a zone. It returns every child's targets, the
 // zones it watched and the gaps: children that could not be transferred,
-// or were not followed because of a bound. A child configured on its own
-// (s.configured), or out of scope, is left to its own source; a zone already visited is not
-// transferred twice.
-func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
+// or were not followed because of a bound. A child that covered says
+// another source reads is listed as watched through it, neither
+// transferred nor counted against a bound; one configured on its own
+// (s.configured), or out of scope, is left to its own source; a zone
+// already visited is not transferred twice.
+func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covered) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
 	type child struct {
 		d      Delegation
 		parent string
@@ -139,10 +183,19 @@ func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Targ
 		var over []string
 		n := 0
 		for _, d := range ds {
-			switch {
-			case visited[d.Zone]:
+			if visited[d.Zone] {
 				s.logger.Debug("delegation already watched", "child", d.Zone, "parent", parent)
 				continue
+			}
+			if covered != nil {
+				if via, by, ok := covered(d.Zone); ok {
+					s.logger.Debug("delegation read whole by another source", "child", d.Zone, "parent", parent, "via", via, "by", by)
+					visited[d.Zone] = true
+					watched = append(watched, found.WatchedZone{Zone: d.Zone, Source: by, Parent: parent, Via: via})
+					continue
+				}
+			}
+			switch {
 			case slices.Contains(s.configured, d.Zone):
 				s.logger.Debug("delegation configured on its own", "child", d.Zone, "parent", parent)
 				continue
@@ -169,7 +222,7 @@ func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Targ
 				Fix:    "add the zones with their own nameserver/tsig, or raise coverage.max_delegations"})
 		}
 	}
-	queue(s.zone, zn.Delegations(), 1)
+	queue(s.zone, ds, 1)
 	for len(level) > 0 && ctx.Err() == nil {
 		current := level
 		level = nil
@@ -223,8 +276,20 @@ func (s *Source) transferChild(ctx context.Context, d Delegation) childResult {
 	return childResult{zn: zn, servers: servers, err: err}
 }
 
+// errRoute53 is the failure of a child zone whose name servers are all
+// Route 53's: they answer no zone transfer, so none is asked.
+var errRoute53 = errors.New("its name servers are Route 53's, which answer no zone transfer (AXFR)")
+
+// route53Nameserver matches the names of Route 53's name servers
+// ("ns-1536.awsdns-00.co.uk"); a reusable delegation set with white-label
+// names is not recognised, and is asked like any other server.
+var route53Nameserver = regexp.MustCompile(`^ns-[0-9]+\.awsdns-[0-9]+\.(com|net|org|co\.uk)$`)
+
 // delegatedServers returns the "HOST:PORT" of the name servers of d.
 func (s *Source) delegatedServers(ctx context.Context, d Delegation) ([]string, error) {
+	if len(d.Nameservers) > 0 && !slices.ContainsFunc(d.Nameservers, func(ns Nameserver) bool { return !route53Nameserver.MatchString(ns.Name) }) {
+		return nil, fmt.Errorf("zone %s: %w", d.Zone, errRoute53)
+	}
 	port := strconv.Itoa(s.delegationPort)
 	var servers []string
 	var errs []error
@@ -320,6 +385,9 @@ func (s *Source) delegationGap(d Delegation, parent string, r childResult) found
 		g.Reason = found.GapDelegationTimeout
 	case errors.Is(r.err, ErrIncomplete) || errors.Is(r.err, ErrBadTransfer) || errors.Is(r.err, ErrBadSignature):
 		g.Reason = found.GapDelegationBroken
+	case errors.Is(r.err, errRoute53):
+		g.Reason = found.GapDelegationRefused
+		g.Fix = "read it from Route 53 instead: enable aws.route53 for the account that hosts it (aws.roles), and let aws.route53_zones keep it"
 	}
 	return g
 }

@@ -214,3 +214,23 @@ func TestDelegationWithoutGlue(t *testing.T) {
 		t.Errorf("gap = %+v", g)
 	}
 }
+
+// TestDelegationToRoute53: a child delegated to Route 53's name servers
+// cannot be transferred (Route 53 answers no AXFR), so none is asked: a
+// gap saying to read the hosted zone from Route 53 instead.
+func TestDelegationToRoute53(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dnstest.Zone{Name: "p.example", Text: "www A 127.0.0.1\ncloud NS ns-1.awsdns-01.org.\ncloud NS ns-2.awsdns-02.co.uk.\n"})
+	y, err := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: srv.Addr(), FollowDelegations: true, AllowLoopback: true, Resolver: "127.0.0.1:1"}).Discover(context.Background())
+	if err != nil {
+		t.Fatalf("Discover: %v", err)
+	}
+	if len(y.Inventory.Gaps) != 1 {
+		t.Fatalf("gaps = %+v, want one for cloud.p.example", y.Inventory.Gaps)
+	}
+	g := y.Inventory.Gaps[0]
+	if g.Zone != "cloud.p.example" || g.Reason != found.GapDelegationRefused || len(g.Servers) != 0 ||
+		!strings.Contains(g.Detail, "Route 53's, which answer no zone transfer") || !strings.Contains(g.Fix, "read it from Route 53 instead") {
+		t.Errorf("gap = %+v", g)
+	}
+}

@@ -175,6 +175,16 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	logger = logger.With("component", "dnszone")
+	s, err := newSource(c, zone, logger.With("zone", zone))
+	if err != nil {
+		return nil, fmt.Errorf("dnszone %s: %w", zone, err)
+	}
+	return s, nil
+}
+
+// newSource checks c but its zone and returns a Source for zone.
+func newSource(c Config, zone string, logger *slog.Logger) (*Source, error) {
 	s := &Source{
 		zone:        zone,
 		fqdn:        zone + ".",
@@ -184,7 +194,7 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		timeout:     c.Timeout,
 		dialTimeout: c.DialTimeout,
 		dialer:      c.Dialer,
-		logger:      logger.With("component", "dnszone", "zone", zone),
+		logger:      logger,
 		sources:     []string{"dnszone:" + zone},
 	}
 	s.following = c.FollowDelegations
@@ -249,7 +259,7 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 		s.dialer = &net.Dialer{}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("dnszone %s: %w", zone, errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	return s, nil
 }

@@ -35,6 +35,53 @@ type Yield struct {
 	// Empty counts what the source read that held no certificate (files,
 	// ConfigMaps): counted, not an error.
 	Empty int
+	// Delegating are zones the source read whose delegations it leaves to
+	// follow once every source of the pass has discovered, so that a
+	// child zone another source reads whole is counted as watched instead
+	// of transferred (a Route 53 hosted zone of another account). The
+	// pass hands them back to the source (scan.Follower).
+	Delegating []Delegating
+}
+
+// Delegating is a zone whose delegations are left to follow (see
+// Yield.Delegating).
+type Delegating struct {
+	// Zone is the zone's apex, normalised; Source names it as its
+	// targets' Sources do ("route53:111111111111/example.com").
+	Zone   string
+	Source string
+	// Private is set on a Route 53 private hosted zone: what answers for
+	// its children inside a VPC is a private zone, not a public one.
+	Private bool
+	// Delegations are the child zones it delegates.
+	Delegations []Delegation
+}
+
+// Delegation is a child zone a zone delegates: NS records below its apex,
+// with the addresses the parent holds for its name servers (glue).
+type Delegation struct {
+	// Zone is the child zone's apex, normalised.
+	Zone string
+	// Nameservers are its name servers, by name.
+	Nameservers []Nameserver
+}
+
+// Nameserver is one name server of a delegation.
+type Nameserver struct {
+	// Name is the server's name, normalised.
+	Name string
+	// Glue are its addresses as the parent zone holds them; empty when
+	// the name is outside the parent (or the parent holds none).
+	Glue []netip.Addr
+}
+
+// Names returns the names of d's name servers.
+func (d Delegation) Names() []string {
+	out := make([]string, len(d.Nameservers))
+	for i, ns := range d.Nameservers {
+		out[i] = ns.Name
+	}
+	return out
 }
 
 // Inventory is what a source knows besides its targets, as policy judges
@@ -137,9 +184,15 @@ type WatchedZone struct {
 	Zone string `json:"zone"`
 	// Source is the name of the source that read it.
 	Source string `json:"source"`
-	// Parent is set on a child zone followed from a delegation: the zone
+	// Parent is set on a child zone reached from a delegation: the zone
 	// that delegates it.
 	Parent string `json:"parent,omitempty"`
+	// Via is set on a delegated child zone that was not followed because
+	// another source of the pass reads it whole, and says how:
+	// "route53" (a hosted zone), "transfer" (a configured zone) or
+	// "delegation" (a child another zone's source followed). Source is
+	// then that source.
+	Via string `json:"via,omitempty"`
 	// Nameservers are the servers ("HOST:PORT") a followed child was
 	// asked, in order.
 	Nameservers []string `json:"nameservers,omitempty"`
