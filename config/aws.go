@@ -51,6 +51,14 @@ type AWS struct {
 	// findings with an endpoint in a matching zone, as zones[].labels are
 	// (for notify routes that match on labels).
 	Route53Labels map[string]map[string]string `yaml:"route53_labels,omitempty"`
+	// Route53FollowDelegations follows the child zones hosted zones
+	// delegate (NS records below an apex) as zones[].follow_delegations
+	// follows a transferred zone's, within the Coverage bounds: a child
+	// that is itself a hosted zone read in the same run (public for a
+	// public zone, private for a private one) is covered by it; any other
+	// is transferred from its name servers, and one that cannot be is a
+	// coverage_gap finding. Nil means true.
+	Route53FollowDelegations *bool `yaml:"route53_follow_delegations,omitempty"`
 	// Include keeps only Route 53 names matching one of these globs.
 	Include []string `yaml:"include,omitempty"`
 	// Exclude drops Route 53 names matching any of these globs.
@@ -107,6 +115,12 @@ type AWSEndpoints struct {
 	ELB        string `yaml:"elb,omitempty"`
 	CloudFront string `yaml:"cloudfront,omitempty"`
 	APIGateway string `yaml:"apigateway,omitempty"`
+}
+
+// FollowsDelegations reports whether the delegations of hosted zones are
+// followed (the default).
+func (a *AWS) FollowsDelegations() bool {
+	return a.Route53FollowDelegations == nil || *a.Route53FollowDelegations
 }
 
 // AWS defaults.

@@ -63,7 +63,10 @@ type CoverageAtRest struct {
 type CoverageZone struct {
 	Zone string `json:"zone"`
 	// Via is how: "transfer" (a configured zone), "delegation" (a child
-	// zone followed from Parent) or "route53".
+	// zone followed from Parent) or "route53" (a hosted zone). Parent is
+	// set on a zone reached from a delegation: followed from it, or
+	// delegated by it and read whole by another source (a Route 53 zone
+	// delegating to a hosted zone read too: via route53, parent set).
 	Via    string `json:"via"`
 	Parent string `json:"parent,omitempty"`
 	Source string `json:"source"`
@@ -89,9 +92,13 @@ func coverage(res *policy.Result, inv *Inventory) *Coverage {
 	}
 	if inv != nil {
 		for _, w := range inv.Watched {
-			via := "transfer"
-			if w.Parent != "" {
+			via := w.Via
+			switch {
+			case via != "":
+			case w.Parent != "":
 				via = "delegation"
+			default:
+				via = "transfer"
 			}
 			c.Zones = append(c.Zones, CoverageZone{Zone: w.Zone, Via: via, Parent: w.Parent, Source: w.Source, Nameservers: w.Nameservers, Targets: w.Targets})
 		}
@@ -100,9 +107,22 @@ func coverage(res *policy.Result, inv *Inventory) *Coverage {
 		}
 	}
 	slices.SortFunc(c.Zones, func(a, b CoverageZone) int {
-		return cmp.Or(strings.Compare(a.Zone, b.Zone), strings.Compare(a.Via, b.Via))
+		return cmp.Or(strings.Compare(a.Zone, b.Zone), strings.Compare(a.Via, b.Via), strings.Compare(a.Parent, b.Parent), strings.Compare(a.Source, b.Source))
 	})
-	c.Zones = slices.CompactFunc(c.Zones, func(a, b CoverageZone) bool { return a.Zone == b.Zone && a.Via == b.Via })
+	// One row a zone and way: a zone listed twice (public and private
+	// hosted zones of one name, a hosted zone another zone delegates to)
+	// keeps the first's source, the larger count and the parent either
+	// names.
+	out := c.Zones[:0]
+	for _, z := range c.Zones {
+		if n := len(out); n > 0 && out[n-1].Zone == z.Zone && out[n-1].Via == z.Via {
+			out[n-1].Parent = cmp.Or(out[n-1].Parent, z.Parent)
+			out[n-1].Targets = max(out[n-1].Targets, z.Targets)
+			continue
+		}
+		out = append(out, z)
+	}
+	c.Zones = out
 	return c
 }
 

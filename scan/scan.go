@@ -38,6 +38,18 @@ type Source interface {
 	Discover(ctx context.Context) (found.Yield, error)
 }
 
+// Follower is a Source whose discovery leaves the delegations of some of
+// its zones to follow once every source of the pass has discovered
+// (found.Yield.Delegating): a child zone another source read whole (a
+// Route 53 hosted zone of another account) is then listed as watched
+// rather than transferred. Follow is given back the zones its Discover
+// yielded and read, what every source's Discover read (its Zones and
+// Watched), and yields the children's targets and their coverage
+// (watched zones, gaps). Implemented by discovery/route53.
+type Follower interface {
+	Follow(ctx context.Context, zones []found.Delegating, read found.Inventory) found.Yield
+}
+
 // ZoneFinder finds the zone a DNS name lies in (an SOA lookup).
 // Implemented by dnszone.ZoneFinder.
 type ZoneFinder interface {
@@ -188,21 +200,21 @@ func (p *Pass) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Discover runs every source concurrently and merges their targets. It
-// returns an error wrapping ErrNoSource only when every source failed; a
-// partial failure is in the per-source results.
+// Discover runs every source concurrently and merges their targets. Then
+// the sources that left delegations to follow (Follower) follow them,
+// knowing what every source read. It returns an error wrapping
+// ErrNoSource only when every source failed; a partial failure is in the
+// per-source results.
 func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult, error) {
 	results := make([]SourceResult, len(p.Sources))
-	lists := make([][]discovery.Target, len(p.Sources))
+	yields := make([]found.Yield, len(p.Sources))
 	var g errgroup.Group
 	// Many zones often share one primary: transfer a few at a time.
 	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
 	for i, s := range p.Sources {
 		g.Go(func() error {
 			y, err := s.Discover(ctx)
-			results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty}
-			lists[i] = y.Targets
-			p.keep(s.Name(), y.Inventory)
+			yields[i] = y
 			if err != nil {
 				results[i].Error = err.Error()
 				p.logger().Warn("source failed", "source", s.Name(), "err", err)
@@ -211,6 +223,14 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 		})
 	}
 	_ = g.Wait() // every func returns nil: a failed source is a result
+	p.follow(ctx, yields)
+	lists := make([][]discovery.Target, len(p.Sources))
+	for i, s := range p.Sources {
+		y := &yields[i]
+		results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty, Error: results[i].Error}
+		lists[i] = y.Targets
+		p.keep(s.Name(), y.Inventory)
+	}
 	failed := 0
 	var errs []error
 	for _, r := range results {
@@ -224,6 +244,41 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 		return targets, results, fmt.Errorf("%w: %w", ErrNoSource, errors.Join(errs...))
 	}
 	return targets, results, nil
+}
+
+// follow hands each Follower the zones whose delegations its Discover
+// left to follow, with what every source read, and adds what it yields
+// to its yield.
+func (p *Pass) follow(ctx context.Context, yields []found.Yield) {
+	var read found.Inventory
+	pending := false
+	for i := range yields {
+		read.Zones = append(read.Zones, yields[i].Inventory.Zones...)
+		read.Watched = append(read.Watched, yields[i].Inventory.Watched...)
+		pending = pending || len(yields[i].Delegating) > 0
+	}
+	if !pending {
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
+	for i, s := range p.Sources {
+		f, ok := s.(Follower)
+		if !ok || len(yields[i].Delegating) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			y := &yields[i] // each goroutine owns one yield
+			more := f.Follow(ctx, y.Delegating, read)
+			if len(more.Targets) > 0 {
+				y.Targets = discovery.Merge(y.Targets, more.Targets)
+			}
+			y.Inventory.Watched = append(slices.Clip(y.Inventory.Watched), more.Inventory.Watched...)
+			y.Inventory.Gaps = append(slices.Clip(y.Inventory.Gaps), more.Inventory.Gaps...)
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil
 }
 
 // keep keeps inv as the inventory of the source called name until its next

@@ -43,6 +43,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
@@ -95,6 +96,15 @@ type Config struct {
 	// leaving the zone, or no address in it) is resolved through it during
 	// discovery, so the prober dials the addresses the VPC sees.
 	Resolvers []ZoneResolver
+	// Delegations, when set, makes Discover yield the child zones each
+	// hosted zone delegates (NS records below its apex, with their glue)
+	// in found.Yield.Delegating, and Follow follow them with these
+	// settings (see dnszone.NewFollower: bounds, port, resolver,
+	// loopback, zones configured on their own, zones out of scope); the
+	// children's targets take Ports, Protocols and Filter from this
+	// Config. Nil: names below a delegation point are skipped as glue,
+	// and the child zones are neither followed nor reported.
+	Delegations *dnszone.Config
 }
 
 // ZoneResolver is the DNS resolver of the zones Zones keeps.
@@ -124,15 +134,20 @@ type Inventory struct {
 	// failed is left out (and named in the error), so a record missing from
 	// a listed zone is really missing.
 	Zones []hostedzone.Zone
+	// Delegating are the zones of Zones that delegate child zones, in the
+	// same order, with their delegations; empty unless Config.Delegations
+	// is set.
+	Delegating []found.Delegating
 }
 
 // Source discovers targets in one account's hosted zones. Its methods are
 // safe for concurrent use.
 type Source struct {
-	c       Config
-	client  *route53.Client
-	logger  *slog.Logger
-	limiter *rate.Limiter
+	c        Config
+	client   *route53.Client
+	logger   *slog.Logger
+	limiter  *rate.Limiter
+	follower *dnszone.Follower // nil unless Config.Delegations is set
 
 	mu    sync.Mutex
 	zones []hostedzone.Zone // from the last Targets call
@@ -167,6 +182,15 @@ func New(c Config, cfg aws.Config, logger *slog.Logger) (*Source, error) {
 		logger:  logger.With("component", "route53"),
 		limiter: rate.NewLimiter(rate.Limit(c.RateLimit), 1),
 	}
+	if c.Delegations != nil {
+		fc := *c.Delegations
+		fc.Ports, fc.Protocols, fc.Filter = c.Ports, c.Protocols, c.Filter
+		f, err := dnszone.NewFollower(fc, logger)
+		if err != nil {
+			return nil, fmt.Errorf("route53: %w", err)
+		}
+		s.follower = f
+	}
 	s.client = route53.NewFromConfig(cfg, func(o *route53.Options) {
 		o.Region = "us-east-1"
 		if c.Endpoint != "" {
@@ -187,13 +211,79 @@ func (s *Source) Name() string {
 
 // Discover reads every zone (see Read) and yields the targets and the
 // zones, in which policy looks up the DNS validation records of ACM
-// certificates. It keeps the zones for Zones.
+// certificates, and, with Config.Delegations, the zones that delegate
+// child zones, for the pass to hand to Follow once every source has
+// discovered. It keeps the zones for Zones.
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	inv, err := s.Read(ctx)
 	s.mu.Lock()
 	s.zones = inv.Zones
 	s.mu.Unlock()
-	return found.Yield{Targets: inv.Targets, Inventory: found.Inventory{Zones: inv.Zones}}, err
+	return found.Yield{Targets: inv.Targets, Inventory: found.Inventory{Zones: inv.Zones}, Delegating: inv.Delegating}, err
+}
+
+// Follow follows the delegations of zones (Yield.Delegating of this
+// Source's Discover), as a transferred zone's are followed (see
+// dnszone.Follower): each child zone is transferred from its name servers
+// (their glue in the hosted zone, else through the resolver), and its own
+// delegations in turn, within the same bounds; one that cannot be, or
+// lies beyond a bound, is a coverage gap. A child that read (what every
+// source of the pass read: its Zones and Watched) holds whole is not
+// transferred but listed as watched through the source that read it: a
+// hosted zone of the child's name, in any account, of the same kind as
+// the delegating zone (public for a public zone, private for a private
+// one: inside a VPC a private zone answers for its name, on the internet
+// only a public one does), or a zone another source transferred. The
+// children's targets carry the delegating zone's source name. Without
+// Config.Delegations, Follow yields nothing. Cancelling ctx stops
+// following; what was transferred is yielded.
+func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read found.Inventory) found.Yield {
+	if s.follower == nil || len(zones) == 0 {
+		return found.Yield{}
+	}
+	targets := make([][]discovery.Target, len(zones))
+	invs := make([]found.Inventory, len(zones))
+	var g errgroup.Group
+	g.SetLimit(s.c.Concurrency)
+	for i := range zones {
+		z := &zones[i]
+		g.Go(func() error {
+			targets[i], invs[i] = s.follower.Follow(ctx, z.Zone, z.Source, z.Delegations, covered(z.Private, read))
+			return nil
+		})
+	}
+	_ = g.Wait() // every func returns nil: a child not followed is a gap
+	var y found.Yield
+	for i := range invs {
+		y.Inventory.Append(invs[i])
+	}
+	if slices.ContainsFunc(targets, func(l []discovery.Target) bool { return len(l) > 0 }) {
+		y.Targets = discovery.Merge(targets...)
+	}
+	s.logger.Debug("route53 delegations followed", "zones", len(zones), "targets", len(y.Targets),
+		"watched", len(y.Inventory.Watched), "gaps", len(y.Inventory.Gaps))
+	return y
+}
+
+// covered says which child zones of a public (or private) zone read
+// holds whole: hosted zones of the same kind, and zones transferred.
+func covered(private bool, read found.Inventory) dnszone.Covered {
+	return func(zone string) (via, source string, ok bool) {
+		for _, z := range read.Zones {
+			if z.Name == zone && z.Private == private {
+				return "route53", zoneSource(z.Account, z.Name, z.Private), true
+			}
+		}
+		for _, w := range read.Watched {
+			if w.Zone == zone && w.Via == "" {
+				if w.Parent != "" {
+					return "delegation", w.Source, true
+				}
+				return "transfer", w.Source, true
+			}
+		}
+		return "", "", false
+	}
 }
 
 // Targets reads every zone (see Read) and returns the targets, keeping the
@@ -262,12 +352,13 @@ func (s *Source) Read(ctx context.Context) (Inventory, error) {
 
 	targets := make([][]discovery.Target, len(hosted))
 	zones := make([]*hostedzone.Zone, len(hosted))
+	delegating := make([]found.Delegating, len(hosted))
 	errs := make([]error, len(hosted))
 	var g errgroup.Group
 	g.SetLimit(s.c.Concurrency)
 	for i := range hosted {
 		g.Go(func() error {
-			zones[i], targets[i], errs[i] = s.zone(ctx, &hosted[i])
+			zones[i], targets[i], delegating[i], errs[i] = s.zone(ctx, &hosted[i])
 			return nil
 		})
 	}
@@ -283,6 +374,14 @@ func (s *Source) Read(ctx context.Context) (Inventory, error) {
 	}
 	slices.SortFunc(inv.Zones, func(a, b hostedzone.Zone) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
+	})
+	for _, d := range delegating {
+		if len(d.Delegations) > 0 {
+			inv.Delegating = append(inv.Delegating, d)
+		}
+	}
+	slices.SortFunc(inv.Delegating, func(a, b found.Delegating) int {
+		return cmp.Or(strings.Compare(a.Zone, b.Zone), strings.Compare(a.Source, b.Source))
 	})
 	inv.Targets = merge(targets)
 	s.logger.Debug("route53 discovered", "zones", len(inv.Zones), "targets", len(inv.Targets),
@@ -340,16 +439,17 @@ func withTimeout[T any](ctx context.Context, s *Source, f func(context.Context) 
 	return f(ctx)
 }
 
-// zone reads one hosted zone and returns it with its targets.
-func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*hostedzone.Zone, []discovery.Target, error) {
+// zone reads one hosted zone and returns it with its targets and, with
+// Config.Delegations, its delegations.
+func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*hostedzone.Zone, []discovery.Target, found.Delegating, error) {
 	z := &hostedzone.Zone{
 		ID:      strings.TrimPrefix(aws.ToString(hz.Id), "/hostedzone/"),
 		Name:    discovery.NormalizeName(unescape(aws.ToString(hz.Name))),
 		Private: hz.Config != nil && hz.Config.PrivateZone,
 		Account: s.c.Account,
 	}
-	fail := func(op, action string, err error) (*hostedzone.Zone, []discovery.Target, error) {
-		return nil, nil, &ZoneError{Account: s.c.Account, Zone: z.Name, ID: z.ID, Op: op, Err: awsaccount.WithHint(err, action)}
+	fail := func(op, action string, err error) (*hostedzone.Zone, []discovery.Target, found.Delegating, error) {
+		return nil, nil, found.Delegating{}, &ZoneError{Account: s.c.Account, Zone: z.Name, ID: z.ID, Op: op, Err: awsaccount.WithHint(err, action)}
 	}
 	if z.Private {
 		out, err := withTimeout(ctx, s, func(ctx context.Context) (*route53.GetHostedZoneOutput, error) {
@@ -381,9 +481,13 @@ func (s *Source) zone(ctx context.Context, hz *types.HostedZone) (*hostedzone.Zo
 	}
 	targets := b.targets()
 	s.resolveThrough(ctx, z, targets)
+	var d found.Delegating
+	if s.follower != nil {
+		d = found.Delegating{Zone: z.Name, Source: b.source[0], Private: z.Private, Delegations: b.delegations()}
+	}
 	s.logger.Debug("zone read", "zone", z.Name, "id", z.ID, "private", z.Private,
-		"record_sets", z.RecordSets, "targets", len(targets))
-	return z, targets, nil
+		"record_sets", z.RecordSets, "targets", len(targets), "delegations", len(d.Delegations))
+	return z, targets, d, nil
 }
 
 // resolveThrough resolves the targets of z that need a lookup through the
@@ -444,8 +548,10 @@ type nameInfo struct {
 	// host is set when the name has A, AAAA, CNAME or alias records, so
 	// it is a target on every port.
 	host bool
-	// cut is set for a delegation point (NS records below the apex).
+	// cut is set for a delegation point (NS records below the apex), ns
+	// to the names of its name servers.
 	cut bool
+	ns  []string
 }
 
 type alias struct {
@@ -471,15 +577,21 @@ type builder struct {
 }
 
 func newBuilder(z *hostedzone.Zone, s *Source) *builder {
+	return &builder{z: z, s: s, names: map[string]*nameInfo{}, source: []string{zoneSource(s.c.Account, z.Name, z.Private)}}
+}
+
+// zoneSource names a hosted zone as its targets' Sources do:
+// "route53:<account>/<zone>", "(private)" appended for a private zone.
+func zoneSource(account, zone string, private bool) string {
 	src := "route53:"
-	if s.c.Account != "" {
-		src += s.c.Account + "/"
+	if account != "" {
+		src += account + "/"
 	}
-	src += z.Name
-	if z.Private {
+	src += zone
+	if private {
 		src += "(private)"
 	}
-	return &builder{z: z, s: s, names: map[string]*nameInfo{}, source: []string{src}}
+	return src
 }
 
 func (b *builder) info(name string) *nameInfo {
@@ -513,8 +625,14 @@ func (b *builder) add(rs *types.ResourceRecordSet) {
 		return
 	}
 	if rs.Type == types.RRTypeNs && zonerules.Cut(name, b.z.Name) {
-		b.info(name).cut = true
+		n := b.info(name)
+		n.cut = true
 		b.cuts = true
+		for _, rr := range rs.ResourceRecords {
+			if ns := discovery.NormalizeName(unescape(strings.TrimSpace(aws.ToString(rr.Value)))); ns != "" && !slices.Contains(n.ns, ns) {
+				n.ns = append(n.ns, ns)
+			}
+		}
 		return
 	}
 	for _, rr := range rs.ResourceRecords {
@@ -570,6 +688,38 @@ func (b *builder) delegated(name string) bool {
 		x := b.names[n]
 		return x != nil && x.cut
 	})
+}
+
+// delegations returns the child zones the zone delegates, sorted by name:
+// every delegation point not itself below another one (whose NS records
+// are the child's, not the zone's), with the addresses the zone holds for
+// each name server inside it (glue), as dnszone.Zone.Delegations does.
+func (b *builder) delegations() []found.Delegation {
+	if !b.cuts {
+		return nil
+	}
+	var out []found.Delegation
+	for name, n := range b.names {
+		if !n.cut || len(n.ns) == 0 {
+			continue
+		}
+		if _, parent, _ := strings.Cut(name, "."); parent != b.z.Name && b.delegated(parent) {
+			continue
+		}
+		d := found.Delegation{Zone: name}
+		for _, ns := range slices.Sorted(slices.Values(n.ns)) {
+			server := found.Nameserver{Name: ns}
+			if x := b.names[ns]; x != nil && discovery.InZone(ns, b.z.Name) {
+				server.Glue = slices.Clone(x.addrs)
+				slices.SortFunc(server.Glue, netip.Addr.Compare)
+				server.Glue = slices.Compact(server.Glue)
+			}
+			d.Nameservers = append(d.Nameservers, server)
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b found.Delegation) int { return strings.Compare(a.Zone, b.Zone) })
+	return out
 }
 
 func (b *builder) targets() []discovery.Target {

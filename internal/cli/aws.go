@@ -15,6 +15,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/acm"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/consumers"
+	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/iam"
 	"github.com/certwatch/certwatch/discovery/route53"
 	"github.com/certwatch/certwatch/policy"
@@ -101,6 +102,18 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		server := string(a.Route53Resolvers[glob])
 		resolvers = append(resolvers, route53.ZoneResolver{Zones: f, Server: server, Resolver: probes.NewResolver(server, 0)})
 	}
+	var follow *dnszone.Config
+	if a.FollowsDelegations() {
+		follow = &dnszone.Config{
+			Resolver:       string(c.Resolver),
+			AllowLoopback:  c.Probe.AllowLoopback,
+			MaxDepth:       c.Coverage.MaxDelegationDepth,
+			MaxDelegations: c.Coverage.MaxDelegations,
+			DelegationPort: c.Coverage.DelegationPort,
+			Configured:     configuredZones(c),
+			OutOfScope:     c.Coverage.OutOfScopeZones(),
+		}
+	}
 	accounts := []awsaccount.Config{{}}
 	if len(a.Roles) > 0 {
 		accounts = accounts[:0]
@@ -122,7 +135,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		if a.Route53 {
 			s, err := route53.New(route53.Config{
 				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports, Protocols: c.PortProtocols(nil),
-				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout), Resolvers: resolvers,
+				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout), Resolvers: resolvers, Delegations: follow,
 			}, cfg, logger)
 			if err != nil {
 				return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
 	"github.com/certwatch/certwatch/internal/dnstest"
@@ -150,6 +151,97 @@ coverage: {delegation_port: %s}
 	}
 	if _, _, code := run(t, "coverage", "--config", cfg, "--fail-on", "warning"); code != cli.ExitFindings {
 		t.Errorf("coverage --fail-on warning: exit code %d, want %d for the refused delegation", code, cli.ExitFindings)
+	}
+}
+
+// TestScanFollowsRoute53Delegations: a scan of Route 53 alone, whose
+// example.com delegates team.example.com to knot (transfers), closed to
+// knot (refuses) and shop to the hosted zone of that name. The followed
+// child's expiring certificate is found; the refused child is a warning
+// coverage_gap naming the zone, its name server and the fix; shop is
+// covered by its hosted zone: listed with its parent, no gap.
+func TestScanFollowsRoute53Delegations(t *testing.T) {
+	now := time.Now()
+	ca := certtest.MustCA("Route 53 Delegation Root", now.Add(-time.Hour), now.AddDate(1, 0, 0))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"app.team.example.com"}, NotBefore: now.AddDate(0, -3, 0), NotAfter: now.Add(3 * 24 * time.Hour)})
+	ln, err := certtest.Serve("127.0.5.1:0", leaf.TLSCertificate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	soa := "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\n"
+	k := knottest.Start(t,
+		knottest.Zone{Name: "team.example.com", Transfer: knottest.TransferLoopback, Text: soa + "app A 127.0.5.1\n"},
+		knottest.Zone{Name: "closed.example.com", Text: soa + "secret A 127.0.5.2\n"})
+	_, dnsPort, _ := net.SplitHostPort(k.Addr)
+
+	awstest.Isolate(t)
+	srv := awstest.NewServer()
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	srv.Route53.AddZone(
+		awstest.Zone{Name: "example.com", Records: []awstest.RecordSet{
+			{Name: "team.example.com", Type: "NS", TTL: 300, Values: []string{"ns.team.example.com."}},
+			{Name: "ns.team.example.com", Type: "A", TTL: 300, Values: []string{"127.0.0.1"}},
+			{Name: "closed.example.com", Type: "NS", TTL: 300, Values: []string{"ns.closed.example.com."}},
+			{Name: "ns.closed.example.com", Type: "A", TTL: 300, Values: []string{"127.0.0.1"}},
+			{Name: "shop.example.com", Type: "NS", TTL: 300, Values: []string{"ns-1.awsdns-01.org.", "ns-2.awsdns-02.co.uk."}},
+		}},
+		awstest.Zone{Name: "shop.example.com"})
+
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	writeConfig(t, cfg, fmt.Sprintf(`aws: {route53: true}
+ports: [%d]
+ca_files: [%q]
+probe: {timeout: 2s, allow_loopback: true}
+coverage: {delegation_port: %s}
+`, ln.Addr().Port(), caFile, dnsPort))
+
+	stdout, stderr, code := run(t, "scan", "--config", cfg, "--output", "json")
+	if code != cli.ExitFindings {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, cli.ExitFindings, stderr)
+	}
+	var r scan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	var expiring, gap *policy.Finding
+	for i, f := range r.Findings {
+		switch f.Kind {
+		case policy.Expiring:
+			expiring = &r.Findings[i]
+		case policy.CoverageGap:
+			if gap != nil {
+				t.Errorf("second coverage gap: %+v", f)
+			}
+			gap = &r.Findings[i]
+		}
+	}
+	if expiring == nil || expiring.Tier != policy.Page || len(expiring.Endpoints) != 1 || expiring.Endpoints[0].Name != "app.team.example.com" {
+		t.Errorf("expiring certificate of the followed child = %+v, want a page finding on app.team.example.com", expiring)
+	}
+	if gap == nil || gap.Tier != policy.Warning || gap.Name != "closed.example.com" ||
+		!strings.Contains(gap.Message, "ns.closed.example.com") || !strings.Contains(gap.Message, "allow transfers from this host, or add the zone with its own nameserver/tsig") {
+		t.Errorf("refused child = %+v, want a warning coverage_gap naming closed.example.com, its name server and the fix", gap)
+	}
+	if r.Coverage == nil {
+		t.Fatal("no coverage object")
+	}
+	var zones []string
+	for _, z := range r.Coverage.Zones {
+		zones = append(zones, strings.Join([]string{z.Zone, z.Via, z.Parent}, " "))
+	}
+	want := "example.com route53 , shop.example.com route53 example.com, team.example.com delegation example.com"
+	if got := strings.Join(zones, ", "); got != want {
+		t.Errorf("coverage zones = %q, want %q", got, want)
+	}
+	if r.Coverage.GapsByReason["delegation_refused"] != 1 || len(r.Coverage.Gaps) != 1 {
+		t.Errorf("coverage gaps = %+v, want closed.example.com alone", r.Coverage.Gaps)
 	}
 }
 

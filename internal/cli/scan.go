@@ -510,10 +510,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		out = append(out, s)
 	}
-	configured := make([]string, len(c.Zones))
-	for i, z := range c.Zones {
-		configured[i] = discovery.NormalizeName(z.Name)
-	}
+	configured := configuredZones(c)
 	for i, fc := range c.Files {
 		passphrase, err := config.ReadSecret(fmt.Sprintf("files[%d]: passphrase", i), "", fc.PassphraseFile, fc.PassphraseEnv)
 		if err != nil {
@@ -588,6 +585,16 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// configuredZones returns the zones of c, normalised: a delegation to one
+// is left to its own source.
+func configuredZones(c config.Config) []string {
+	out := make([]string, len(c.Zones))
+	for i, z := range c.Zones {
+		out[i] = discovery.NormalizeName(z.Name)
+	}
+	return out
 }
 
 // newProber wires the prober of c; throttle holds the connection rates of
