@@ -15,6 +15,7 @@ import (
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
 	"github.com/certwatch/certwatch/internal/kubetest"
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -240,11 +241,11 @@ func TestScanKubernetesCertManager(t *testing.T) {
 	wants := map[string]want{
 		probes.Fingerprint(api.Cert): {"certmanager_not_ready", "page", []string{
 			`cert-manager's certificate payments/api is not Ready (Failed: Issuer "ca" is not ready: secret "ca-key-pair" not found)`,
-			"the certificate in secret payments/api-tls tls.crt (\"api.payments.svc\"", "expires in 3 days",
+			"the certificate in secret payments/api-tls tls.crt (\"api.payments.svc\"", fmt.Sprintf("expires in %d days", policy.DaysUntil(api.Cert.NotAfter, time.Now())),
 			"kubectl describe certificate -n payments api", "kubectl describe clusterissuer ca"}},
 		probes.Fingerprint(web.Cert): {"certmanager_renewal_overdue", "warning", []string{
 			"cert-manager was to renew certificate shop/web on " + now.Add(-3*day).UTC().Format(time.DateOnly), "renewal is overdue",
-			"its last issuance failed: ACME order failed: 429 rateLimited", "expires in 20 days", "kubectl describe certificate -n shop web"}},
+			"its last issuance failed: ACME order failed: 429 rateLimited", fmt.Sprintf("expires in %d days", policy.DaysUntil(web.Cert.NotAfter, time.Now())), "kubectl describe certificate -n shop web"}},
 		"certificate payments/pending": {"certmanager_not_ready", "warning", []string{
 			"not Ready (DoesNotExist: Issuing certificate as Secret does not exist)", "secret payments/not-yet tls.crt, which it writes, holds no certificate"}},
 	}
