@@ -72,13 +72,13 @@ func TestCryptoPolicy(t *testing.T) {
 			// verified, and its expiry judged.
 			name:     "SHA-1 leaf that expires in 5 days",
 			obs:      observe("a.example", "10.0.0.1", served(sha1Leaf, inter.Cert), roots, now),
-			want:     []string{"expiring page a.example", "weak_signature warning a.example"},
+			want:     []string{"expiring page a.example", "weak_signature warning a.example", "renewal_missed warning a.example"},
 			contains: "signed with ECDSA-SHA1",
 		},
 		{
 			name:     "SHA-1 leaf without its issuer: untrusted, and says why",
 			obs:      observe("a.example", "10.0.0.1", served(sha1Leaf), roots, now),
-			want:     []string{"chain_untrusted page a.example", "expiring page a.example", "weak_signature warning a.example"},
+			want:     []string{"chain_untrusted page a.example", "expiring page a.example", "weak_signature warning a.example", "renewal_missed warning a.example"},
 			contains: "which the server did not send",
 		},
 		{

@@ -96,6 +96,9 @@ type Evaluator struct {
 	revocation revocationTally
 	// distrust indexes rules.Distrust, made at the first verified path.
 	distrust *distrusts
+	// history is what the state remembers of each certificate name, by
+	// name (SetHistory); nil when none was given.
+	history map[string]*NameHistory
 }
 
 // findingKey identifies a finding while evaluating: its kind and the
@@ -340,6 +343,7 @@ func (e *Evaluator) Result() Result {
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
 	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
+	out.Findings = e.judgeCadence(out.Findings, out.ACM, out.IAM)
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
 	out.Findings, out.Gaps = e.judgeUnattached(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUncovered(out.Findings, out.Gaps)

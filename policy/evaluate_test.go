@@ -60,7 +60,7 @@ func TestEvaluate(t *testing.T) {
 				observe("b.example", "10.0.0.2", chain(wildcard, inter.Cert), roots, now),
 				observe("c.example", "10.0.0.3", chain(wildcard, inter.Cert), roots, now),
 			},
-			want: []string{"expiring page a.example,b.example,c.example"},
+			want: []string{"expiring page a.example,b.example,c.example", "renewal_missed warning a.example,b.example,c.example"},
 		},
 		{
 			name: "expired extra cross-sign beside a valid path is only a notice",

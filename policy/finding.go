@@ -175,6 +175,20 @@ type Certificate struct {
 	// untrusted, and held in ACM or served on another name or port). Nil
 	// when policy saw no renewal; the status page shows this verdict.
 	RenewedBy *Replacement `json:"renewed_by,omitempty"`
+	// ExpectedRenewal is when the certificate is normally renewed: when
+	// the renewal fraction of its lifetime is left (ExpectedRenewal).
+	// Past it, with no newer certificate for its names seen anywhere, it
+	// is renewal_missed. Zero when that check is off.
+	ExpectedRenewal time.Time `json:"expected_renewal,omitzero"`
+	// FirstSeen is when certwatch first saw this certificate for its
+	// names, and LastChanged when it was seen replacing an earlier one
+	// (Previous, that one's fingerprint), from the history the state
+	// keeps (NameHistory); zero, and empty, when the state has no history
+	// of it (a one-off scan) or, for LastChanged, when certwatch has not
+	// seen its names' certificate change.
+	FirstSeen   time.Time `json:"first_seen,omitzero"`
+	LastChanged time.Time `json:"last_changed,omitzero"`
+	Previous    string    `json:"previous_sha256,omitempty"`
 }
 
 // Replacement names the newer certificate that renewed a served one.

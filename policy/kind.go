@@ -106,6 +106,7 @@ var kinds = map[Kind]KindInfo{
 	CertManagerNotReady: {Problem: "cert-manager Certificate not ready", ProblemAhead: "cert-manager Certificate not ready; the certificate it holds expires " + When,
 		Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	CertManagerRenewalOverdue: {Problem: "cert-manager has not renewed the certificate, which expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
+	RenewalMissed:             {Problem: "renewal overdue: no newer certificate has appeared; it expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	StaleDeployment:           {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
 	CoverageGap:               {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
 

@@ -268,7 +268,10 @@ func TestRenewal(t *testing.T) {
 			name: "endpoint serving an imported ACM certificate: expiry with the ARN",
 			obs:  []probes.Observation{serve("legacy.example.com", "10.0.0.1", legacy)},
 			acm:  []acmcert.Certificate{acmCert("legacy.example.com", in(10), linked(legacy), imported, func(c *acmcert.Certificate) { c.InUse, c.InUseBy = false, nil })},
-			want: []want{{policy.Expiring, policy.Warning, "legacy.example.com", "legacy.example.com", []string{"manual renewal required", "served by the endpoints listed"}}},
+			want: []want{
+				{policy.Expiring, policy.Warning, "legacy.example.com", "legacy.example.com", []string{"manual renewal required", "served by the endpoints listed"}},
+				{policy.RenewalMissed, policy.Warning, "legacy.example.com", "legacy.example.com", []string{"renewal overdue", "should have been renewed by 2029-09-29"}},
+			},
 		},
 		{
 			name: "other findings of a served ACM certificate carry the link",
@@ -301,12 +304,13 @@ func TestRenewal(t *testing.T) {
 			want: []want{
 				{policy.Expired, policy.Critical, "shop.example.com", "", nil},
 				{policy.Expiring, policy.Page, "cdn.example.com", "", nil},
+				{policy.RenewalMissed, policy.Warning, "cdn.example.com", "", nil},
 			},
 		},
 		{
 			name: "a longer-lived certificate issued before the old one is no renewal of it",
 			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", shopOld), serve("cdn.example.com", "10.0.0.2", inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"*.example.com"}, NotBefore: now.AddDate(0, 0, -301), NotAfter: in(200)}))},
-			want: []want{{policy.Expiring, policy.Page, "shop.example.com", "", nil}},
+			want: []want{{policy.Expiring, policy.Page, "shop.example.com", "", nil}, {policy.RenewalMissed, policy.Warning, "shop.example.com", "", nil}},
 		},
 		{
 			name: "newer certificate on another address of the same name is inconsistency, not staleness",
@@ -331,7 +335,7 @@ func TestRenewal(t *testing.T) {
 		{
 			name: "a newer certificate that lacks one of the names is no replacement",
 			obs:  []probes.Observation{serve("shop.example.com", "10.0.0.1", shopOld), serve("api.example.com", "10.0.0.2", leaf(in(300), "api.example.com"))},
-			want: []want{{policy.Expiring, policy.Page, "shop.example.com", "", nil}},
+			want: []want{{policy.Expiring, policy.Page, "shop.example.com", "", nil}, {policy.RenewalMissed, policy.Warning, "shop.example.com", "", nil}},
 		},
 		{
 			name: "imported ACM certificate in use while a newer one sits unused in ACM: stale deployment",

@@ -66,6 +66,10 @@ type Rules struct {
 	// turns the check off.
 	RenewalSuggested Tier
 	Distrust         []Distrust
+	// RenewalMissed is the tier of renewal_missed once the certificate is
+	// in the most urgent expiry tier (warning before, never above this);
+	// None turns the check off.
+	RenewalMissed Tier
 }
 
 const day = 24 * time.Hour
@@ -93,6 +97,7 @@ func DefaultRules() Rules {
 		RevocationStale:       Info,
 		DistrustedCA:          Page,
 		RenewalSuggested:      Page,
+		RenewalMissed:         Page,
 		Distrust:              BuiltinDistrust(),
 		RevocationUnavailable: Info,
 		CoverageDelegation:    Warning,

@@ -22,7 +22,7 @@ import (
 // them with the real prober, and checks every number a user reads: the
 // metrics hold the exact Unix time (UnixNano overflows and said 1816), the
 // page the exact number of days (a saturated Duration said 106751d), and
-// no finding fires.
+// no finding but the renewal_missed of the one valid since year 1 fires.
 func TestFarDates(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	noExpiry := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
@@ -48,8 +48,10 @@ func TestFarDates(t *testing.T) {
 		OnObservation: srv.ObserveProbe,
 	}
 	r := pass.Probe(t.Context(), targets, now)
-	if len(r.Findings) != 0 {
-		t.Errorf("findings %+v, want none: both certificates are valid for a long time", r.Findings)
+	// Both are valid for a long time; the one valid since year 1 is long
+	// past its expected renewal (a third of its lifetime left, in 1932).
+	if len(r.Findings) != 1 || r.Findings[0].Kind != policy.RenewalMissed || !strings.Contains(r.Findings[0].Message, "should have been renewed by 1932-11-07") {
+		t.Errorf("findings %+v, want only old.example's renewal_missed", r.Findings)
 	}
 	srv.RecordReport(r)
 	hs := httptest.NewServer(srv.Handler())

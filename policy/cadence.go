@@ -1,0 +1,420 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/atrest"
+)
+
+// RenewalMissed: the newest certificate seen for a name, on any endpoint,
+// in ACM, in IAM or at rest, has passed the point where it should have
+// been renewed (its expected renewal, see ExpectedRenewal), and no newer
+// certificate for the name has appeared anywhere, in this run or in the
+// history of earlier ones. A certificate ACM renews itself is judged by
+// ACM's own renewal_overdue instead; one a newer certificate has already
+// replaced somewhere is a stale_deployment. Its deadline is the
+// certificate's NotAfter.
+const RenewalMissed Kind = "renewal_missed"
+
+// DefaultRenewalFraction is the share of its lifetime a certificate still
+// has left when it is normally renewed, unless a tier of Rules.Tiers sets
+// a lifetime fraction: the ACME and cert-manager convention of renewing
+// once two thirds of the lifetime have passed.
+const DefaultRenewalFraction = 1.0 / 3
+
+// NameSeen is the certificate one run saw for one certificate name (a DNS
+// name the certificate carries, lower-cased; a wildcard name is a name of
+// its own): the newest leaf an endpoint served for it or, when no endpoint
+// served one, the newest certificate held for it in ACM, IAM or at rest.
+// State stores keep it as the name's history (NameHistory).
+type NameSeen struct {
+	Name      string
+	SHA256    string
+	NotBefore time.Time
+	NotAfter  time.Time
+	// Served is set when an endpoint served it.
+	Served bool
+}
+
+// NameHistory is what certwatch remembers of one certificate name across
+// runs: the newest certificate seen for it, since when, and the one it
+// replaced. History only moves forward: a certificate issued before the
+// one recorded (an older copy still served somewhere, a partial run) never
+// takes its place.
+type NameHistory struct {
+	Name      string    `json:"name"`
+	SHA256    string    `json:"sha256"`
+	NotBefore time.Time `json:"not_before"`
+	NotAfter  time.Time `json:"not_after"`
+	// Since is when SHA256 was first seen for the name.
+	Since time.Time `json:"since"`
+	// Previous is the certificate SHA256 replaced; "" while the name has
+	// not been seen to change.
+	Previous string `json:"previous,omitempty"`
+	// LastSeen is the latest run that saw the name.
+	LastSeen time.Time `json:"last_seen"`
+}
+
+// LastChanged is when the name's certificate last changed: Since, once a
+// previous certificate is known; zero while it has not been seen to change.
+func (h *NameHistory) LastChanged() time.Time {
+	if h.Previous == "" {
+		return time.Time{}
+	}
+	return h.Since
+}
+
+// newerThan reports whether a certificate valid from notBefore to notAfter
+// was issued after the one h records (by NotBefore, then NotAfter).
+func (h *NameHistory) newerThan(notBefore, notAfter time.Time) bool {
+	return cmp.Or(h.NotBefore.Compare(notBefore), h.NotAfter.Compare(notAfter)) > 0
+}
+
+// SetHistory hands the Evaluator what the state remembers of each name
+// (NameHistory, as a store returns it), read before the run: Result gives
+// every certificate its first_seen and last_changed from it, and a
+// certificate whose name history knows a newer certificate for is not
+// renewal_missed (a newer one appeared, perhaps where this run could not
+// look). Without it, renewal_missed is judged on the run alone.
+func (e *Evaluator) SetHistory(h []NameHistory) {
+	e.history = make(map[string]*NameHistory, len(h))
+	for i := range h {
+		e.history[h[i].Name] = &h[i]
+	}
+}
+
+// ExpectedRenewal is when a certificate valid from notBefore to notAfter
+// is normally renewed: when the renewal fraction of its lifetime is left
+// (the largest lifetime_fraction of the expiry tiers, else
+// DefaultRenewalFraction). Zero for a certificate without a lifetime.
+func ExpectedRenewal(notBefore, notAfter time.Time, tiers []TierRule) time.Time {
+	lifetime := notAfter.Sub(notBefore)
+	if lifetime <= 0 {
+		return time.Time{}
+	}
+	return notAfter.Add(-time.Duration(RenewalFraction(tiers) * float64(lifetime))).UTC()
+}
+
+// RenewalFraction is the share of its lifetime a certificate has left when
+// it is normally renewed: the largest lifetime_fraction among tiers, the
+// earliest point any of them starts at, else DefaultRenewalFraction.
+func RenewalFraction(tiers []TierRule) float64 {
+	f := 0.0
+	for _, r := range tiers {
+		if r.LifetimeFraction > 0 && r.LifetimeFraction < 1 {
+			f = max(f, r.LifetimeFraction)
+		}
+	}
+	if f == 0 {
+		return DefaultRenewalFraction
+	}
+	return f
+}
+
+// cadenceCand is a certificate that may be newer than another for a name.
+type cadenceCand struct {
+	fp        string
+	arn       string
+	notBefore time.Time
+	notAfter  time.Time
+}
+
+// cadence is what judgeCadence looks newer certificates up in: every
+// certificate seen, anywhere, by name.
+type cadence struct {
+	byName map[string][]cadenceCand
+}
+
+func (c *cadence) add(names []string, cand cadenceCand) {
+	for _, n := range names {
+		n = discovery.NormalizeName(n)
+		c.byName[n] = append(c.byName[n], cand)
+	}
+}
+
+// newer returns a certificate carrying name (or a wildcard covering it)
+// issued after, and outliving, the one valid from notBefore to notAfter
+// whose fingerprint is fp.
+func (c *cadence) newer(name, fp string, notBefore, notAfter time.Time) (cadenceCand, bool) {
+	keys := []string{name}
+	if _, parent, ok := strings.Cut(name, "."); ok && !strings.HasPrefix(name, "*.") {
+		keys = append(keys, "*."+parent)
+	}
+	for _, k := range keys {
+		for _, n := range c.byName[k] {
+			if n.fp != "" && n.fp == fp {
+				continue
+			}
+			if n.notBefore.After(notBefore) && n.notAfter.After(notAfter) {
+				return n, true
+			}
+		}
+	}
+	return cadenceCand{}, false
+}
+
+// judgeCadence gives every served leaf its expected renewal and, from the
+// history, when it was first seen and last changed, and raises
+// renewal_missed for each leaf served, and each leaf held at rest that no
+// endpoint serves, that has passed its expected renewal, is not expired,
+// and for one of whose names no newer certificate appeared anywhere.
+// Like renewal_suggested it is a finding of its own beside the expiry
+// finding, which keeps its kind and tier: warning, and page once the
+// expiry tiers reach their most urgent tier (capped at
+// Rules.RenewalMissed). An expired leaf is only expired. Leaves ACM renews
+// (judged by ACM's renewal_overdue), leaves a cert-manager Certificate
+// writes (judged by its renewal time, certmanager_renewal_overdue) and
+// leaves a newer certificate already
+// replaced (RenewedBy: stale_deployment) are left out. Run it after the
+// inventories are judged; it extends fs, Result's own.
+func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCertificate) []Finding {
+	for i := range e.certs {
+		c := &e.certs[i]
+		if e.rules.RenewalMissed != None {
+			c.ExpectedRenewal = ExpectedRenewal(c.NotBefore, c.NotAfter, e.rules.Tiers)
+		}
+		c.FirstSeen, c.LastChanged, c.Previous = e.historyOf(c)
+	}
+	if e.rules.RenewalMissed == None {
+		return fs
+	}
+	cad := cadence{byName: map[string][]cadenceCand{}}
+	for i := range e.certs {
+		c := &e.certs[i]
+		cad.add(c.DNSNames, cadenceCand{fp: c.SHA256, notBefore: c.NotBefore, notAfter: c.NotAfter})
+	}
+	managed := map[string]bool{}
+	acmRefs := map[string][]ACMRef{}
+	for i := range acm {
+		a := &acm[i]
+		switch a.Renewal {
+		case AutoRenews, RenewalAtRisk, RenewalStateOverdue, RenewalStateFailed:
+			// ACM renews it: its own renewal_overdue says when it is late.
+			managed[a.SHA256] = true
+		}
+		if a.SHA256 != "" {
+			acmRefs[a.SHA256] = append(acmRefs[a.SHA256], refOf(&a.Certificate, a.Renewal))
+		}
+		if a.Status == acmcert.StatusIssued || a.Status == acmcert.StatusExpired {
+			cad.add(a.Names(), cadenceCand{fp: a.SHA256, arn: a.ARN, notBefore: a.NotBefore, notAfter: a.NotAfter})
+		}
+	}
+	iamRefs := map[string][]IAMRef{}
+	for i := range iam {
+		c := &iam[i]
+		if c.SHA256 != "" {
+			iamRefs[c.SHA256] = append(iamRefs[c.SHA256], IAMRef{ARN: c.ARN, ID: c.ID, Name: c.Name, Account: c.Account})
+		}
+		cad.add(c.DNSNames, cadenceCand{fp: c.SHA256, arn: c.ARN, notBefore: c.NotBefore, notAfter: c.NotAfter})
+	}
+	for i := range e.rest {
+		r := &e.rest[i]
+		if !r.CA {
+			cad.add(r.DNSNames, cadenceCand{fp: r.SHA256, notBefore: r.NotBefore, notAfter: r.NotAfter})
+		}
+		if len(r.Issuances) > 0 {
+			// cert-manager renews it: its renewal time, and
+			// certmanager_renewal_overdue past it, say when it is late.
+			managed[r.SHA256] = true
+		}
+	}
+	sv := e.servedIndex()
+	for i := range e.certs {
+		c := &e.certs[i]
+		if c.RenewedBy != nil || managed[c.SHA256] || !c.NotAfter.After(e.now) {
+			continue
+		}
+		names := e.overdueNames(&cad, c.SHA256, c.DNSNames, c.NotBefore, c.NotAfter)
+		if len(names) == 0 {
+			continue
+		}
+		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256),
+			ACM: acmRefs[c.SHA256], IAM: iamRefs[c.SHA256]}
+		if r := e.atRest(c.SHA256); r != nil {
+			f.Locations = r.Locations
+		}
+		fs = append(fs, e.renewalMissed(f, c.DNSNames, names, c.Serial, c.NotBefore, "served by "+endpointList(f.Endpoints, 8)))
+	}
+	for i := range e.rest {
+		r := &e.rest[i]
+		if r.CA || e.cert(r.SHA256) != nil || managed[r.SHA256] || !r.NotAfter.After(e.now) {
+			continue // served ones are judged above
+		}
+		names := e.overdueNames(&cad, r.SHA256, r.DNSNames, r.NotBefore, r.NotAfter)
+		if len(names) == 0 {
+			continue
+		}
+		f := restFinding(RenewalMissed, None, r, "")
+		fs = append(fs, e.renewalMissed(f, r.DNSNames, names, r.Serial, r.NotBefore, "held at rest in "+atrest.Where(r.Locations, 3)))
+	}
+	return fs
+}
+
+// historyOf says, from the history, when certwatch first saw c for its
+// names and when it was seen replacing an earlier one (and which): as the
+// history records it when it records c; this run, replacing the one
+// recorded, when c is newer than what the history holds for one of its
+// names (the change this run records); this run, when the history knows
+// none of its names. Zero without a history, and for a certificate older
+// than the one the history holds.
+func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previous string) {
+	if e.history == nil {
+		return time.Time{}, time.Time{}, ""
+	}
+	var replaced *NameHistory
+	known := false
+	for _, n := range c.DNSNames {
+		h := e.history[discovery.NormalizeName(n)]
+		switch {
+		case h == nil:
+		case h.SHA256 == c.SHA256:
+			return h.Since, h.LastChanged(), h.Previous
+		case !h.newerThan(c.NotBefore, c.NotAfter) && replaced == nil:
+			replaced = h
+		default:
+			known = true
+		}
+	}
+	switch {
+	case replaced != nil:
+		return e.now.UTC(), e.now.UTC(), replaced.SHA256
+	case !known && len(c.DNSNames) > 0:
+		return e.now.UTC(), time.Time{}, ""
+	}
+	return time.Time{}, time.Time{}, ""
+}
+
+// overdueNames returns the names (normalised) of the certificate fp, valid
+// from notBefore to notAfter, that it is still the newest certificate for
+// although its expected renewal has passed: no newer certificate for them
+// is seen now, nor is one in the history. None before the expected
+// renewal, or for a certificate without names.
+func (e *Evaluator) overdueNames(cad *cadence, fp string, names []string, notBefore, notAfter time.Time) []string {
+	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
+	if due.IsZero() || e.now.Before(due) || e.now.Before(notBefore) {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		n = discovery.NormalizeName(n)
+		if _, ok := cad.newer(n, fp, notBefore, notAfter); ok {
+			continue
+		}
+		if h := e.history[n]; h != nil && h.SHA256 != fp && h.newerThan(notBefore, notAfter) {
+			continue // a newer one was seen before, where this run did not look
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// renewalMissed completes f, the renewal_missed finding of a certificate
+// with names (overdue of them still waiting for a newer certificate),
+// valid from notBefore to f's deadline and found where: its tier and
+// message.
+func (e *Evaluator) renewalMissed(f Finding, names, overdue []string, serial string, notBefore time.Time, where string) Finding {
+	notAfter := f.Deadline
+	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
+	f.Tier = Warning
+	if last := lastTier(e.rules.Tiers); last != None && TierFor(notBefore, notAfter, e.rules.Tiers, e.now) >= last {
+		f.Tier = Page
+	}
+	f.Tier = min(f.Tier, e.rules.RenewalMissed)
+	forNames := "for " + listN(overdue, 3)
+	if len(overdue) < len(names) {
+		forNames += fmt.Sprintf(" (%d of its %d names; the others have a newer certificate)", len(overdue), len(names))
+	}
+	changed := "certwatch has no history of the name here (a one-off scan, or the state could not be read), so when its certificate last changed is unknown"
+	if e.history != nil {
+		switch h := e.history[overdue[0]]; {
+		case h == nil || h.SHA256 != f.Certificate:
+			changed = fmt.Sprintf("certwatch first saw it for %s in this run", overdue[0])
+		case h.Previous != "":
+			changed = fmt.Sprintf("the certificate for %s last changed on %s (it replaced sha256 %s…)", overdue[0], stamp(h.Since), h.Previous[:min(12, len(h.Previous))])
+		default:
+			changed = fmt.Sprintf("the certificate for %s has not been seen to change since %s, when certwatch first saw it", overdue[0], stamp(h.Since))
+		}
+	}
+	f.Message = Printable(fmt.Sprintf("renewal overdue: certificate %q (serial %s), %s, should have been renewed by %s (when %s of its lifetime is left), but no newer certificate %s has appeared on any endpoint, in ACM, IAM or at rest; %s. It %s. "+
+		"To do: renew it now and deploy the new certificate everywhere it is used; if an ACME client or cert-manager renews it, find out why it did not (its logs, the CA's rate limits, DNS or HTTP validation)",
+		f.Subject, serial, where, stamp(due), fractionText(RenewalFraction(e.rules.Tiers)), forNames, changed, e.lifeState(notAfter)))
+	return f
+}
+
+// lastTier is the most urgent tier the expiry tiers use, None without
+// any.
+func lastTier(tiers []TierRule) Tier {
+	t := None
+	for _, r := range tiers {
+		if r.Within > 0 || r.LifetimeFraction > 0 {
+			t = max(t, r.Tier)
+		}
+	}
+	return t
+}
+
+// fractionText renders a lifetime fraction: "a third", "33%".
+func fractionText(f float64) string {
+	if f == DefaultRenewalFraction {
+		return "a third"
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
+}
+
+// NamesSeen returns, for every certificate name of a run's report, the
+// certificate seen for it (NameSeen): the newest served leaf carrying it
+// or, for a name no served leaf carries, the newest certificate held for it
+// in ACM, IAM or at rest (a CA certificate is no certificate for a name).
+// A certificate with no fingerprint (an ACM certificate ACM gave no PEM
+// of) is left out. Sorted by name.
+func NamesSeen(certs []Certificate, acm []ACMCertificate, iam []IAMCertificate, rest []AtRestCertificate) []NameSeen {
+	seen := map[string]NameSeen{}
+	add := func(names []string, fp string, notBefore, notAfter time.Time, served bool) {
+		if fp == "" {
+			return
+		}
+		for _, n := range names {
+			n = discovery.NormalizeName(n)
+			if n == "" {
+				continue
+			}
+			old, ok := seen[n]
+			if ok && (old.Served && !served || (old.Served == served && cmp.Or(old.NotBefore.Compare(notBefore), old.NotAfter.Compare(notAfter), strings.Compare(old.SHA256, fp)) >= 0)) {
+				continue
+			}
+			seen[n] = NameSeen{Name: n, SHA256: fp, NotBefore: notBefore.UTC(), NotAfter: notAfter.UTC(), Served: served}
+		}
+	}
+	for i := range certs {
+		c := &certs[i]
+		add(c.DNSNames, c.SHA256, c.NotBefore, c.NotAfter, true)
+	}
+	for i := range acm {
+		a := &acm[i]
+		if a.Status == acmcert.StatusIssued || a.Status == acmcert.StatusExpired {
+			add(a.Names(), a.SHA256, a.NotBefore, a.NotAfter, false)
+		}
+	}
+	for i := range iam {
+		add(iam[i].DNSNames, iam[i].SHA256, iam[i].NotBefore, iam[i].NotAfter, false)
+	}
+	for i := range rest {
+		if r := &rest[i]; !r.CA {
+			add(r.DNSNames, r.SHA256, r.NotBefore, r.NotAfter, false)
+		}
+	}
+	out := make([]NameSeen, 0, len(seen))
+	for _, s := range seen {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b NameSeen) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

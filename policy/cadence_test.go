@@ -1,0 +1,278 @@
+package policy_test
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
+)
+
+func fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestRenewalMissed: a name whose newest certificate, anywhere, has passed
+// its expected renewal (a third of its lifetime left, or the configured
+// lifetime fraction) is renewal_missed, with the dates in its message; a
+// newer certificate on another endpoint, at rest, in ACM or in the
+// history keeps it quiet.
+func TestRenewalMissed(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(d int) time.Time { return now.Add(time.Duration(d) * day) }
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	inter := root.MustIntermediate("Issuing", now.AddDate(-1, 0, 0), now.AddDate(3, 0, 0))
+	leaf := func(notBefore, notAfter int, names ...string) *certtest.Leaf {
+		return inter.MustLeaf(certtest.LeafOptions{DNSNames: names, NotBefore: in(notBefore), NotAfter: in(notAfter)})
+	}
+	serve := func(name, addr string, l *certtest.Leaf) probes.Observation {
+		return observe(name, addr, []*x509.Certificate{l.Cert, inter.Cert}, root.Pool(), now)
+	}
+	rest := func(l *certtest.Leaf, where string) atrest.Certificate {
+		c := l.Cert
+		return atrest.Certificate{SHA256: fingerprint(c), Subject: c.DNSNames[0], Issuer: "Issuing", Serial: c.SerialNumber.Text(16),
+			DNSNames: c.DNSNames, NotBefore: c.NotBefore, NotAfter: c.NotAfter, Verified: true,
+			Locations: []atrest.Location{{Kind: atrest.File, Where: where}}}
+	}
+	// 150 days, 110 of them gone: expected renewal was 2029-12-22, 50
+	// days before it expires on 2030-02-10, outside every expiry tier.
+	old := leaf(-110, 40, "api.example.com")
+	// Renewed 2 days ago, not deployed or deployed elsewhere.
+	renewed := leaf(-2, 148, "api.example.com")
+	// Fresh: a third of its lifetime is still ahead of the renewal point.
+	young := leaf(-10, 80, "fresh.example.com")
+	lastTier := leaf(-88, 1, "late.example.com")
+	expired := leaf(-92, -2, "gone.example.com")
+
+	tests := []struct {
+		name    string
+		obs     []probes.Observation
+		acm     []acmcert.Certificate
+		rest    []atrest.Certificate
+		history []policy.NameHistory
+		rules   func(*policy.Rules)
+		want    []string // "kind tier" of every finding about api.example.com, or the names given
+		msg     []string
+	}{
+		{
+			name: "passed two thirds of its lifetime with no newer one anywhere: renewal_missed with the dates, no history in a one-off scan",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			want: []string{"renewal_missed warning"},
+			msg: []string{"renewal overdue", "should have been renewed by 2029-12-22 (when a third of its lifetime is left)", "no newer certificate for api.example.com",
+				"has no history of the name", "expires in 40 days (2030-02-10)", "renew it now"},
+		},
+		{
+			name: "the history says when the served certificate last changed",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
+				Since: in(-59), Previous: strings.Repeat("ab", 32), LastSeen: in(-1)}},
+			want: []string{"renewal_missed warning"},
+			msg:  []string{"should have been renewed by 2029-12-22", "last changed on 2029-11-03 (it replaced sha256 abababababab…)", "expires in 40 days (2030-02-10)"},
+		},
+		{
+			name: "a name never seen to change says since when",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
+				Since: in(-40), LastSeen: in(-1)}},
+			want: []string{"renewal_missed warning"},
+			msg:  []string{"has not been seen to change since 2029-11-22"},
+		},
+		{
+			name: "a newer certificate on another endpoint: no renewal_missed",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old), serve("api.example.com", "10.0.0.2", renewed)},
+			want: []string{"inconsistent_deployment warning"},
+		},
+		{
+			name: "a newer certificate at rest: stale_deployment instead",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			rest: []atrest.Certificate{rest(renewed, "/etc/ssl/api.pem")},
+			want: []string{"stale_deployment warning"},
+		},
+		{
+			name: "a newer certificate in ACM: stale_deployment instead",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			acm: []acmcert.Certificate{acmCert("api.example.com", renewed.Cert.NotAfter, func(c *acmcert.Certificate) {
+				c.NotBefore, c.Serial = renewed.Cert.NotBefore, renewed.Cert.SerialNumber.Text(16)
+			})},
+			want: []string{"stale_deployment warning"},
+		},
+		{
+			name: "the history knows a newer certificate this run did not see: no renewal_missed",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(renewed.Cert), NotBefore: renewed.Cert.NotBefore, NotAfter: renewed.Cert.NotAfter,
+				Since: in(-2), Previous: fingerprint(old.Cert), LastSeen: in(-1)}},
+		},
+		{
+			name: "an ACM certificate ACM renews is judged by ACM alone: quiet until ACM's renew-by (30 days before expiry)",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			acm: []acmcert.Certificate{acmCert("api.example.com", old.Cert.NotAfter, func(c *acmcert.Certificate) {
+				c.NotBefore, c.Serial = old.Cert.NotBefore, old.Cert.SerialNumber.Text(16)
+			})},
+		},
+		{
+			name: "before its expected renewal: nothing",
+			obs:  []probes.Observation{serve("fresh.example.com", "10.0.0.1", young)},
+		},
+		{
+			name: "in the last expiry tier: page, beside the critical expiry",
+			obs:  []probes.Observation{serve("late.example.com", "10.0.0.1", lastTier)},
+			want: []string{"expiring critical", "renewal_missed page"},
+		},
+		{
+			name: "expired: expired alone",
+			obs:  []probes.Observation{serve("gone.example.com", "10.0.0.1", expired)},
+			want: []string{"expired critical"},
+		},
+		{
+			name: "a lifetime fraction in the tiers is the renewal point",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			rules: func(r *policy.Rules) {
+				r.Tiers = append(r.Tiers, policy.TierRule{Tier: policy.Notice, LifetimeFraction: 0.25, Within: 60 * day})
+			},
+			// a quarter of 150 days left: 2030-01-03; not yet passed.
+		},
+		{
+			name: "held at rest only, past its renewal: renewal_missed naming where",
+			rest: []atrest.Certificate{rest(old, "/etc/ssl/api.pem")},
+			want: []string{"renewal_missed warning"},
+			msg:  []string{"held at rest in file /etc/ssl/api.pem", "should have been renewed by 2029-12-22"},
+		},
+		{
+			name: "held at rest by a cert-manager Certificate: left to its renewal time",
+			rest: []atrest.Certificate{func() atrest.Certificate {
+				c := rest(old, "/etc/ssl/api.pem")
+				c.Issuances = []atrest.Issuance{{Location: atrest.Location{Kind: atrest.CertManager, Where: "web/api"}, Ready: true, RenewalTime: in(10), NotAfter: old.Cert.NotAfter}}
+				return c
+			}()},
+		},
+		{
+			name: "off",
+			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
+			rules: func(r *policy.Rules) {
+				r.RenewalMissed = policy.None
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules := policy.DefaultRules()
+			if tt.rules != nil {
+				tt.rules(&rules)
+			}
+			ev := policy.NewEvaluator(rules, now)
+			for i := range tt.obs {
+				ev.Add(&tt.obs[i])
+			}
+			ev.AddACM(tt.acm...)
+			ev.AddAtRest(tt.rest...)
+			if tt.history != nil {
+				ev.SetHistory(tt.history)
+			}
+			res := ev.Result()
+			var got []string
+			var missed *policy.Finding
+			for i, f := range res.Findings {
+				got = append(got, string(f.Kind)+" "+f.Tier.String())
+				if f.Kind == policy.RenewalMissed {
+					missed = &res.Findings[i]
+				}
+			}
+			if strings.Join(got, "; ") != strings.Join(tt.want, "; ") {
+				t.Errorf("findings = %q, want %q", got, tt.want)
+				for _, f := range res.Findings {
+					t.Logf("%s: %s", f.Kind, f.Message)
+				}
+			}
+			for _, s := range tt.msg {
+				if missed == nil || !strings.Contains(missed.Message, s) {
+					t.Errorf("renewal_missed message lacks %q: %+v", s, missed)
+				}
+			}
+		})
+	}
+}
+
+// TestCertificateHistory: every certificate of the report carries its
+// expected renewal and, from the history, when it was first seen and last
+// changed.
+func TestCertificateHistory(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"API.example.com"}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 80)})
+	o := observe("api.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+	since := now.AddDate(0, 0, -9)
+	ev := policy.NewEvaluator(policy.DefaultRules(), now)
+	ev.Add(&o)
+	ev.SetHistory([]policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(l.Cert), NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since, Previous: "cd", LastSeen: now}})
+	res := ev.Result()
+	if len(res.Certificates) != 1 {
+		t.Fatalf("certificates = %+v, want one", res.Certificates)
+	}
+	c := res.Certificates[0]
+	if want := now.AddDate(0, 0, 50); !c.ExpectedRenewal.Equal(want) {
+		t.Errorf("expected renewal = %v, want %v (a third of 90 days before it expires)", c.ExpectedRenewal, want)
+	}
+	if !c.FirstSeen.Equal(since) || !c.LastChanged.Equal(since) || c.Previous != "cd" {
+		t.Errorf("first seen %v, last changed %v, previous %q; want %v, %v, cd", c.FirstSeen, c.LastChanged, c.Previous, since, since)
+	}
+
+	// The run that first sees the renewal says it changed now, replacing
+	// the certificate the history holds; a name the history does not know
+	// was first seen now.
+	for _, tt := range []struct {
+		name    string
+		history []policy.NameHistory
+		changed time.Time
+		prev    string
+	}{
+		{"renewed in this run", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", NotBefore: now.AddDate(0, 0, -100), NotAfter: now.AddDate(0, 0, 10), Since: since}}, now, "older"},
+		{"new name", []policy.NameHistory{}, time.Time{}, ""},
+	} {
+		ev := policy.NewEvaluator(policy.DefaultRules(), now)
+		ev.Add(&o)
+		ev.SetHistory(tt.history)
+		c := ev.Result().Certificates[0]
+		if !c.FirstSeen.Equal(now) || !c.LastChanged.Equal(tt.changed) || c.Previous != tt.prev {
+			t.Errorf("%s: first seen %v, last changed %v, previous %q; want %v, %v, %q", tt.name, c.FirstSeen, c.LastChanged, c.Previous, now, tt.changed, tt.prev)
+		}
+	}
+}
+
+// TestNamesSeen: per name, the newest served certificate wins over any
+// held one; for a name nothing serves, the newest held one; a CA
+// certificate and a certificate without fingerprint are no certificate
+// for a name.
+func TestNamesSeen(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	certs := []policy.Certificate{
+		{SHA256: "old", DNSNames: []string{"api.example.com"}, NotBefore: t0, NotAfter: t0.AddDate(0, 0, 90)},
+		{SHA256: "new", DNSNames: []string{"API.example.com", "www.example.com"}, NotBefore: t0.AddDate(0, 0, 60), NotAfter: t0.AddDate(0, 0, 150)},
+	}
+	rest := []policy.AtRestCertificate{
+		{Certificate: atrest.Certificate{SHA256: "newest-at-rest", DNSNames: []string{"api.example.com", "db.example.com"}, NotBefore: t0.AddDate(0, 0, 80), NotAfter: t0.AddDate(0, 0, 170)}},
+		{Certificate: atrest.Certificate{SHA256: "ca", CA: true, DNSNames: []string{"ca.example.com"}, NotBefore: t0, NotAfter: t0.AddDate(5, 0, 0)}},
+	}
+	acm := []policy.ACMCertificate{
+		{Certificate: acmcert.Certificate{DomainName: "nopem.example.com", Status: acmcert.StatusIssued, NotBefore: t0, NotAfter: t0.AddDate(1, 0, 0)}},
+	}
+	got := policy.NamesSeen(certs, acm, nil, rest)
+	var s []string
+	for _, n := range got {
+		s = append(s, n.Name+"="+n.SHA256)
+	}
+	want := "api.example.com=new db.example.com=newest-at-rest www.example.com=new"
+	if strings.Join(s, " ") != want {
+		t.Errorf("NamesSeen = %s, want %s", strings.Join(s, " "), want)
+	}
+	if !got[0].Served || got[1].Served {
+		t.Errorf("served flags = %v, %v; want true, false", got[0].Served, got[1].Served)
+	}
+}
