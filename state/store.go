@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"time"
+
+	"github.com/certwatch/certwatch/policy"
 )
 
 // The store contract. Every store (state/sqlite, state/postgres) is a
@@ -99,12 +101,30 @@ type Silences interface {
 	Silences(ctx context.Context) ([]Silence, error)
 }
 
+// History keeps, per certificate name, the certificate seen for it and
+// when that changed: the renewal cadence (policy.NameHistory). One row per
+// name, however many runs; it only moves forward, so a run that saw less
+// (cut short, a source failing) never erases or rewinds what is known.
+type History interface {
+	// RecordNames records what one run, at at, saw for each name: a name
+	// not kept yet is kept with its certificate since at; a certificate
+	// issued after the one kept (by NotBefore, then NotAfter) replaces it,
+	// which becomes Previous, since at; any other sighting only moves
+	// LastSeen forward. Names not in seen are left as they are. With
+	// pruneBefore set, names last seen before it are dropped (a complete
+	// run's choice; a partial run passes zero).
+	RecordNames(ctx context.Context, at time.Time, seen []policy.NameSeen, pruneBefore time.Time) error
+	// Names returns every name kept, by name.
+	Names(ctx context.Context) ([]policy.NameHistory, error)
+}
+
 // Store is what every store does.
 type Store interface {
 	Outbox
 	Memory
 	Stats
 	Silences
+	History
 	// Alerts returns the open alerts, and the resolved ones still kept
 	// when resolved is set: open first, then by tier (most urgent first)
 	// and deadline.

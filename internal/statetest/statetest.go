@@ -41,6 +41,8 @@ type Store interface {
 	AddSilence(ctx context.Context, s state.Silence) error
 	ExpireSilence(ctx context.Context, id string, at time.Time) (state.Silence, error)
 	Silences(ctx context.Context) ([]state.Silence, error)
+	RecordNames(ctx context.Context, at time.Time, seen []policy.NameSeen, pruneBefore time.Time) error
+	Names(ctx context.Context) ([]policy.NameHistory, error)
 	Close() error
 }
 
@@ -73,6 +75,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EmptyStore", testEmptyStore},
 		{"CreatedAndMemos", testCreatedAndMemos},
 		{"Silences", testSilences},
+		{"NameHistory", testNameHistory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -684,5 +687,90 @@ func testSilences(t *testing.T, open Opener) {
 	got, err = s.Silences(ctx)
 	if err != nil || len(got) != 1 || got[0].ID != "s-aaaa" {
 		t.Errorf("Silences after pruning = %+v, %v; want only the one that lasts past the cut-off", got, err)
+	}
+}
+
+// testNameHistory: per name, the newest certificate seen, since when and
+// the one it replaced; a run that did not see a name (cut short, a source
+// failing) leaves it alone, an older certificate seen again (a partial
+// view, a copy still served somewhere) never rewinds it, one row per name
+// however many runs, and pruning drops only names not seen since the
+// cut-off.
+func testNameHistory(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	names := func() map[string]policy.NameHistory {
+		t.Helper()
+		hs, err := s.Names(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]policy.NameHistory{}
+		for i, h := range hs {
+			if i > 0 && hs[i-1].Name >= h.Name {
+				t.Errorf("Names not by name: %q before %q", hs[i-1].Name, h.Name)
+			}
+			m[h.Name] = h
+		}
+		return m
+	}
+	record := func(at time.Time, prune time.Time, seen ...policy.NameSeen) {
+		t.Helper()
+		if err := s.RecordNames(ctx, at, seen, prune); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("Names of a new store = %v, want none", got)
+	}
+	cert := func(name, fp string, issued int) policy.NameSeen {
+		nb := t0.AddDate(0, 0, issued)
+		return policy.NameSeen{Name: name, SHA256: fp, NotBefore: nb, NotAfter: nb.AddDate(0, 0, 90), Served: true}
+	}
+	day := func(n int) time.Time { return t0.AddDate(0, 0, n) }
+	apiOld, apiNew, www := cert("api.example.com", "aa", -60), cert("api.example.com", "bb", -1), cert("www.example.com", "cc", -30)
+
+	record(day(0), time.Time{}, apiOld, www)
+	// Cut short: only api was probed, and still serves the same.
+	record(day(1), time.Time{}, apiOld)
+	s.Close()
+	s = open(t)
+	want := map[string]policy.NameHistory{
+		"api.example.com": {Name: "api.example.com", SHA256: "aa", NotBefore: apiOld.NotBefore, NotAfter: apiOld.NotAfter, Since: day(0), LastSeen: day(1)},
+		"www.example.com": {Name: "www.example.com", SHA256: "cc", NotBefore: www.NotBefore, NotAfter: www.NotAfter, Since: day(0), LastSeen: day(0)},
+	}
+	if diff := cmp.Diff(want, names()); diff != "" {
+		t.Errorf("after a complete and a cut-short run (-want +got):\n%s", diff)
+	}
+
+	// Renewed: the newer certificate replaces the old one.
+	record(day(2), time.Time{}, apiNew)
+	// An older copy seen again (a partial view), and a run recorded late
+	// with an earlier time: neither rewinds the name.
+	record(day(3), time.Time{}, apiOld)
+	record(day(2).Add(-time.Hour), time.Time{}, apiOld, www)
+	want["api.example.com"] = policy.NameHistory{Name: "api.example.com", SHA256: "bb", NotBefore: apiNew.NotBefore, NotAfter: apiNew.NotAfter,
+		Since: day(2), Previous: "aa", LastSeen: day(3)}
+	want["www.example.com"] = policy.NameHistory{Name: "www.example.com", SHA256: "cc", NotBefore: www.NotBefore, NotAfter: www.NotAfter,
+		Since: day(0), LastSeen: day(2).Add(-time.Hour)}
+	got := names()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the renewal and older sightings (-want +got):\n%s", diff)
+	}
+	if h := got["api.example.com"]; !h.LastChanged().Equal(day(2)) {
+		t.Errorf("LastChanged = %v, want %v", h.LastChanged(), day(2))
+	}
+	if len(got) != 2 {
+		t.Errorf("%d names kept after 5 runs, want 2: one row per name", len(got))
+	}
+
+	// A complete run prunes what it has not seen since the cut-off.
+	record(day(40), day(10), apiNew)
+	got = names()
+	if _, ok := got["www.example.com"]; ok || len(got) != 1 {
+		t.Errorf("after pruning: %v, want only api.example.com", got)
+	}
+	if err := s.RecordNames(ctx, day(41), nil, time.Time{}); err != nil {
+		t.Errorf("RecordNames of nothing: %v", err)
 	}
 }

@@ -490,6 +490,22 @@ CREATE TABLE silences (
 	expired_at BIGINT NOT NULL DEFAULT 0
 );
 `,
+	// 8: the renewal cadence, shared by every replica and site: per
+	// certificate name, the newest certificate seen for it (its dates)
+	// since when, the one it replaced, and when the name was last seen.
+	// One row per name.
+	`
+CREATE TABLE name_history (
+	name       TEXT PRIMARY KEY,
+	sha256     TEXT NOT NULL,
+	not_before BIGINT NOT NULL,
+	not_after  BIGINT NOT NULL,
+	since      BIGINT NOT NULL,
+	previous   TEXT NOT NULL DEFAULT '',
+	last_seen  BIGINT NOT NULL
+);
+CREATE INDEX name_history_last_seen ON name_history(last_seen);
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds

@@ -359,6 +359,21 @@ CREATE TABLE silences (
 	expired_at INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 `,
+	// 8: the renewal cadence: per certificate name, the newest
+	// certificate seen for it (its dates) since when, the one it
+	// replaced, and when the name was last seen. One row per name.
+	`
+CREATE TABLE name_history (
+	name       TEXT PRIMARY KEY,
+	sha256     TEXT NOT NULL,
+	not_before INTEGER NOT NULL,
+	not_after  INTEGER NOT NULL,
+	since      INTEGER NOT NULL,
+	previous   TEXT NOT NULL DEFAULT '',
+	last_seen  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX name_history_last_seen ON name_history(last_seen);
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -80,6 +80,46 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
+// TestMigrateFromVersion7: a state written before the renewal cadence was
+// kept (schema version 7, with silences) gains the name history (version
+// 8) on open, keeps what it held, and records names at once.
+func TestMigrateFromVersion7(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v7.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at INTEGER NOT NULL)`}
+	for i, m := range migrations[:7] {
+		qs = append(qs, m, fmt.Sprintf(`INSERT INTO schema_version VALUES (%d, 0)`, i+1))
+	}
+	qs = append(qs, `INSERT INTO silences (id, matchers, up_to, reason, author, created_at, until) VALUES ('s-1', '{"kind":"expiring"}', 3, 'known', 'alice', 1, 2)`)
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	var version int
+	if err := s.db.QueryRow(`SELECT MAX(version) FROM schema_version`).Scan(&version); err != nil || version != 8 || len(migrations) < 8 {
+		t.Errorf("schema version after open = %d, %v; want 8 (migrations known: %d)", version, err, len(migrations))
+	}
+	if si, err := s.Silences(ctx); err != nil || len(si) != 1 {
+		t.Errorf("silences after migration = %+v, %v; want the version 7 silence kept", si, err)
+	}
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	seen := []policy.NameSeen{{Name: "api.example.com", SHA256: "aa", NotBefore: at.AddDate(0, 0, -10), NotAfter: at.AddDate(0, 0, 80)}}
+	if err := s.RecordNames(ctx, at, seen, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if hs, err := s.Names(ctx); err != nil || len(hs) != 1 || hs[0].SHA256 != "aa" || !hs[0].Since.Equal(at) {
+		t.Errorf("names after migration = %+v, %v; want api.example.com since %v", hs, err, at)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
