@@ -74,6 +74,18 @@ type Silencer interface {
 	MarkSilenced(ctx context.Context, r *scan.Report) error
 }
 
+// HistoryScanner is a Scanner that takes what the state remembers of each
+// certificate name before a probe run (see Daemon.History). Implemented by
+// *scan.Pass.
+type HistoryScanner interface {
+	SetHistory(h []policy.NameHistory)
+}
+
+// NameRetention is how long a certificate name no run has seen stays in
+// the history. Only a complete run (not cut short, no source degraded)
+// prunes.
+const NameRetention = 90 * 24 * time.Hour
+
 // Dispatcher delivers a notifier's outbox. Run delivers until ctx is done;
 // Flush delivers what is due, as far as ctx allows. The daemon never runs
 // both at once. Implemented by *notify.Notifier.
@@ -142,6 +154,11 @@ type Daemon struct {
 	// Memory, when set, keeps each job's last success and each source's
 	// last good inventory across restarts; Run reads them back first.
 	Memory state.Memory
+	// History, when set, keeps the renewal cadence of every certificate
+	// name: read before each probe run and handed to a Scanner that is a
+	// HistoryScanner, so that findings and certificates say when a name's
+	// certificate last changed, and written with what the run saw.
+	History state.History
 	// EmptyState, when set, names a state store that held no state at
 	// start-up: the first probe run notified carries a state_created
 	// finding, so that announcing every open finding again is loud.

@@ -40,6 +40,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 		return errAwaitDiscovery
 	}
 	start := d.now()
+	d.readHistory(ctx, s, loaded)
 	var r *scan.Report
 	var cut error         // the timeout that cut the run short
 	var seen *scan.Report // what this site probed, for the failure share
@@ -109,6 +110,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 		d.Recorder.RecordReport(published)
 	}
 	d.rememberReport(ctx, published)
+	if loaded {
+		d.recordHistory(ctx, r, start, cut == nil && len(degraded) == 0)
+	}
 	if seen == nil {
 		seen = r
 	}
@@ -171,5 +175,43 @@ func freshStateFinding(store string, at time.Time) policy.Finding {
 		Kind: policy.StateCreated, Tier: policy.Warning, Name: store, Deadline: at.UTC(),
 		Message: fmt.Sprintf("certwatch started with an empty state (%s): every open finding is announced as new. "+
 			"If the state was lost (deleted, or a new volume), these announcements repeat earlier ones; restore the state from a backup to avoid that next time.", store),
+	}
+}
+
+// readHistory hands the scanner what the state remembers of each
+// certificate name, when both keep and take it. A history that cannot be
+// read is logged, and the run is judged without it.
+func (d *Daemon) readHistory(ctx context.Context, s Scanner, loaded bool) {
+	hs, ok := s.(HistoryScanner)
+	if d.History == nil || !ok || !loaded {
+		return
+	}
+	h, err := d.History.Names(ctx)
+	switch {
+	case err != nil:
+		d.logger.Warn("certificate name history could not be read: this run cannot say when certificates last changed", "err", err)
+		h = nil // judged without history
+	case h == nil:
+		h = []policy.NameHistory{} // a history that knows no name yet
+	}
+	hs.SetHistory(h)
+}
+
+// recordHistory records the certificate each name of r was seen with. A
+// run that saw less than the whole estate (cut short, a source degraded)
+// only adds and moves forward; a complete one also drops the names no run
+// has seen for NameRetention. A failure is logged: the history is for
+// telling, never a reason to fail the run.
+func (d *Daemon) recordHistory(ctx context.Context, r *scan.Report, at time.Time, complete bool) {
+	if d.History == nil {
+		return
+	}
+	var prune time.Time
+	if complete {
+		prune = at.Add(-NameRetention)
+	}
+	seen := policy.NamesSeen(r.Certificates, r.ACM, r.IAM, r.AtRest)
+	if err := d.History.RecordNames(ctx, at, seen, prune); err != nil {
+		d.logger.Warn("certificate name history could not be written: the next runs may say a certificate changed later than it did", "names", len(seen), "err", err)
 	}
 }

@@ -110,6 +110,23 @@ type Pass struct {
 	// inventory is what each source's last Discover found besides
 	// targets, by source name.
 	inventory map[string]Inventory
+	// history is what the state remembers of each certificate name, as
+	// SetHistory gave it; hasHistory is set once it has.
+	history    []policy.NameHistory
+	hasHistory bool
+}
+
+// SetHistory gives the pass what the state remembers of each certificate
+// name (policy.NameHistory), for the runs that follow: their reports'
+// certificates carry first_seen and last_changed, and renewal_missed says
+// when the certificate last changed. Without it (a one-off scan) both are
+// judged on the run alone, as after SetHistory(nil); an empty, non-nil h
+// is a history that knows no name yet. The daemon sets it before each
+// probe run.
+func (p *Pass) SetHistory(h []policy.NameHistory) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.history, p.hasHistory = h, h != nil
 }
 
 // SourceResult says what one source contributed.
@@ -458,6 +475,11 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 	r := &Report{GeneratedAt: now.UTC(), Targets: n}
 	ev := policy.NewEvaluator(p.Rules, now)
 	ev.Grow(n) // one address per target is the common case; more grow the lists
+	p.mu.Lock()
+	if p.hasHistory {
+		ev.SetHistory(p.history)
+	}
+	p.mu.Unlock()
 	return r, ev
 }
 

@@ -18,8 +18,9 @@ import (
 )
 
 var (
-	_ daemon.Collector     = (*scan.Pass)(nil)
-	_ daemon.PartEvaluator = (*scan.Pass)(nil)
+	_ daemon.Collector      = (*scan.Pass)(nil)
+	_ daemon.PartEvaluator  = (*scan.Pass)(nil)
+	_ daemon.HistoryScanner = (*scan.Pass)(nil)
 )
 
 // daemons builds the daemon of `certwatch run` and hands it reloaded
@@ -31,6 +32,7 @@ type daemons struct {
 	recorder   daemon.Recorder
 	client     *http.Client
 	memory     state.Memory
+	history    state.History
 	emptyState string
 	logger     *slog.Logger
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
@@ -56,6 +58,7 @@ func (h *daemons) start() (*daemon.Daemon, error) {
 	d.Recorder = h.recorder
 	d.HTTPClient = h.client
 	d.Memory = h.memory
+	d.History = h.history
 	d.Sharing = h.sharing
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
