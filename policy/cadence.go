@@ -184,10 +184,21 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 	if e.rules.RenewalMissed == None {
 		return fs
 	}
+	// A served certificate whose chain does not verify (self-signed,
+	// untrusted) renews nothing, as it replaces nothing for
+	// stale_deployment.
+	broken := map[string]bool{}
+	for i := range fs {
+		if fs[i].Kind == ChainUntrusted || fs[i].Kind == SelfSigned {
+			broken[fs[i].Certificate] = true
+		}
+	}
 	cad := cadence{byName: map[string][]cadenceCand{}}
 	for i := range e.certs {
 		c := &e.certs[i]
-		cad.add(c.DNSNames, cadenceCand{fp: c.SHA256, notBefore: c.NotBefore, notAfter: c.NotAfter})
+		if !broken[c.SHA256] {
+			cad.add(c.DNSNames, cadenceCand{fp: c.SHA256, notBefore: c.NotBefore, notAfter: c.NotAfter})
+		}
 	}
 	managed := map[string]bool{}
 	acmRefs := map[string][]ACMRef{}

@@ -330,6 +330,8 @@ func TestRenewal(t *testing.T) {
 				{policy.HostnameMismatch, policy.Page, "test.example.com", "", nil},
 				{policy.SelfSigned, policy.Page, "test.example.com", "", nil},
 				{policy.Expiring, policy.Page, "shop.example.com", "", nil},
+				// Nor is it a renewal: the old one's renewal is missed.
+				{policy.RenewalMissed, policy.Warning, "shop.example.com", "", []string{"renewal overdue"}},
 			},
 		},
 		{

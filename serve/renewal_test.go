@@ -43,7 +43,7 @@ func TestStatusPageRenewalIsPolicys(t *testing.T) {
 		newer probes.Observation
 		want  string
 	}{
-		{"a self-signed newer certificate renews nothing", observe(8443, "10.0.0.2", selfSigned.Cert), "due: not renewed yet"},
+		{"a self-signed newer certificate renews nothing: the old one's renewal is missed", observe(8443, "10.0.0.2", selfSigned.Cert), "renewal missed"},
 		{"a trusted newer certificate served elsewhere", observe(8443, "10.0.0.2", trusted.Cert, issuing.Cert), "renewed, but not deployed on these endpoints"},
 	}
 	cell := regexp.MustCompile(`<td data-label="Renewal" class="renewal">([^<]*)</td>`)
