@@ -257,6 +257,13 @@ type Policy struct {
 	CoverageDelegation string `yaml:"coverage_delegation"`
 	CoverageNames      string `yaml:"coverage_names"`
 	CoverageUnverified string `yaml:"coverage_unverified"`
+	// RenewalMissed is the tier renewal_missed rises to once the
+	// certificate is in the most urgent expiry tier (warning before, never
+	// above it): the newest certificate for a name has passed its expected
+	// renewal (a third of its lifetime left, or the largest
+	// lifetime_fraction of the tiers) and no newer one appeared anywhere.
+	// "none" turns the check off.
+	RenewalMissed string `yaml:"renewal_missed"`
 }
 
 // Bounds of values that would otherwise be accepted however absurd:
@@ -301,6 +308,8 @@ func Default() Config {
 			CoverageDelegation: "warning",
 			CoverageNames:      "notice",
 			CoverageUnverified: "warning",
+
+			RenewalMissed: "page",
 		},
 		Coverage: Coverage{MaxDelegationDepth: 3, MaxDelegations: 50, DelegationPort: 53},
 		Output:   "table",
@@ -522,7 +531,8 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Policy.Tiers.checkOrder()...)
 	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
 		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity, "policy: distrusted_ca": c.Policy.DistrustedCA,
-		"policy: coverage_delegation": c.Policy.CoverageDelegation, "policy: coverage_names": c.Policy.CoverageNames, "policy: coverage_unverified": c.Policy.CoverageUnverified} {
+		"policy: coverage_delegation": c.Policy.CoverageDelegation, "policy: coverage_names": c.Policy.CoverageNames, "policy: coverage_unverified": c.Policy.CoverageUnverified,
+		"policy: renewal_missed": c.Policy.RenewalMissed} {
 		if _, err := policy.ParseTier(v); err != nil {
 			add(strings.ReplaceAll(key, ": ", "."), "%s: %v", key, err)
 		}

@@ -716,6 +716,7 @@ func rules(p config.Policy) (policy.Rules, error) {
 	r.CoverageDelegation, _ = policy.ParseTier(p.CoverageDelegation)
 	r.CoverageNames, _ = policy.ParseTier(p.CoverageNames)
 	r.CoverageUnverified, _ = policy.ParseTier(p.CoverageUnverified)
+	r.RenewalMissed, _ = policy.ParseTier(p.RenewalMissed)
 	return r, nil
 }
 

@@ -85,6 +85,17 @@ func TestRunSilences(t *testing.T) {
 		t.Errorf("a matcher silence covers up to %s, want page by default", wild.UpTo)
 	}
 	addSilence(t, cfg, "--kind", "expiring", "--name", "mixed.internal.example", "--up-to", "warning", "--for", "30d", "--reason", "old certificate, to be removed")
+	// The wildcard's renewal_missed (it was never renewed) is an alert of
+	// its own, which no silence covers: what follows is about its expiry.
+	expiryPosts := func() []slacktest.Message {
+		var out []slacktest.Message
+		for _, m := range postedFor(sl, wildcardSubject) {
+			if !strings.Contains(m.Text, "renewal overdue") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
 
 	p := startRun(t, bin, cfg, env...)
 	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
@@ -96,7 +107,7 @@ func TestRunSilences(t *testing.T) {
 	if got := pagedFor(pd, wildcardSubject); len(got) != 0 {
 		t.Errorf("the silenced wildcard reached PagerDuty: %+v", got)
 	}
-	if got := postedFor(sl, wildcardSubject); len(got) != 0 {
+	if got := expiryPosts(); len(got) != 0 {
 		t.Errorf("the silenced wildcard reached Slack: %q", got[0].Text)
 	}
 	if len(pagedFor(pd, "expired.internal.example")) != 1 {
@@ -166,7 +177,7 @@ func TestRunSilences(t *testing.T) {
 	if got := pagedFor(pd, wildcardSubject); len(got) != 1 || got[0].Opened != 1 || got[0].Triggers != 1 {
 		t.Errorf("the wildcard on PagerDuty: %+v; want one alert, opened and triggered once", got)
 	}
-	if got := postedFor(sl, wildcardSubject); len(got) != 1 {
+	if got := expiryPosts(); len(got) != 1 {
 		t.Errorf("the wildcard in #certs %d times, want once", len(got))
 	}
 	if v := metric(t, base, `certwatch_findings_silenced{kind="expiring",tier="page"}`); v != 0 {

@@ -137,6 +137,7 @@ notify:
 	}
 	wants := []want{
 		{policy.Expiring, policy.Page, name("mx1") + ":25", "leaf certificate \"mx1.mx.example\" expires in"},
+		{policy.RenewalMissed, policy.Warning, name("mx1") + ":25", ""},
 		{policy.HostnameMismatch, policy.Page, fmt.Sprintf("%s:%d", name("smtp"), port(sub)), "not for " + name("smtp")},
 		{policy.ChainUntrusted, policy.Page, fmt.Sprintf("%s:%d", name("imap"), port(imap)), "does not verify"},
 		{policy.Expired, policy.Critical, name("db") + ":5432", "expired 2 days ago"},
