@@ -16,13 +16,14 @@ import (
 // the failing endpoints and the endpoints whose leaf expires first are kept
 // first, and certwatch_metrics_series_dropped{family} counts the rest
 // (families certificate_expiry, probe, endpoint_certificate). For 100,000
-// endpoints each serving its own certificate that is at most 10,000 x 2
-// (certificate expiry and not-before) + 10,000 x 2 (probe_success,
-// probe_duration) + 10,000 x 3 (endpoint expiry, not-before, TLS info)
-// = 70,000 series, plus about 250 bounded ones: the probe latency
+// endpoints each serving its own certificate that is at most 10,000 x 4
+// (certificate expiry, not-before, last changed, expected renewal) +
+// 10,000 x 2 (probe_success, probe_duration) + 10,000 x 3 (endpoint
+// expiry, not-before, TLS info) = 90,000 series, plus about 250 bounded
+// ones: the probe latency
 // histogram (14 buckets x 8 results), findings, unverified and silenced findings (kinds x 5 tiers each), job
 // runs and durations (2 jobs), discovery per source, outbox and
-// notifications per channel. Uncapped it would be 700,000. Every endpoint
+// notifications per channel. Uncapped it would be 900,000. Every endpoint
 // stays in the latency histogram and in certwatch_endpoints{result}
 // whatever the cap.
 
@@ -39,7 +40,7 @@ type metrics struct {
 	jobRuns       *prometheus.CounterVec
 	jobDuration   *prometheus.HistogramVec
 
-	expiry, notBefore, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, silenced, endpoints,
+	expiry, notBefore, lastChanged, expectedRenewal, restExpiry, endpointExpiry, endpointNotBefore, endpointTLS, probeSuccess, probeDurationLast, findings, unverified, silenced, endpoints,
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	crlThisUpdate, crlNextUpdate, revocationChecked,
@@ -69,6 +70,8 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"daemon_job"}),
 		expiry:            d("certificate_expiry_timestamp_seconds", "NotAfter of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
 		notBefore:         d("certificate_not_before_timestamp_seconds", "NotBefore of each certificate seen in the latest probe run, as a Unix time, per discovery source that led to it.", "sha256", "subject_cn", "issuer_cn", "source"),
+		lastChanged:       d("certificate_last_changed_timestamp_seconds", "When each certificate of the latest probe run was seen replacing an earlier one for its names (the name history certwatch run keeps), as a Unix time; absent while certwatch has not seen it change. Same labels as certwatch_certificate_expiry_timestamp_seconds.", "sha256", "subject_cn", "issuer_cn", "source"),
+		expectedRenewal:   d("certificate_expected_renewal_timestamp_seconds", "When each certificate of the latest probe run is normally renewed (a third of its lifetime left, or the largest lifetime_fraction of the tiers), as a Unix time; past it with no newer certificate, it is renewal_missed.", "sha256", "subject_cn", "issuer_cn", "source"),
 		restExpiry:        d("certificate_at_rest_expiry_timestamp_seconds", "NotAfter of each certificate held at rest (files, keystores, Kubernetes objects), as a Unix time, per place it is held: kind (file, keystore, secret, ...) and location (\"secret payments/api-tls tls.crt\").", "sha256", "subject_cn", "kind", "location"),
 		endpointExpiry:    d("endpoint_certificate_expiry_timestamp_seconds", "NotAfter of the leaf each endpoint served in the latest probe run, as a Unix time; name, port and address join certwatch_probe_success.", "name", "port", "address", "sha256"),
 		endpointNotBefore: d("endpoint_certificate_not_before_timestamp_seconds", "NotBefore of the leaf each endpoint served in the latest probe run, as a Unix time.", "name", "port", "address", "sha256"),
@@ -106,7 +109,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
+	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.lastChanged, m.expectedRenewal, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
 		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.buildInfo} {
 		ch <- d
@@ -162,6 +165,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for _, c := range v.certSeries {
 			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
 			gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)
+			if !c.lastChanged.IsZero() {
+				gauge(m.lastChanged, unix(c.lastChanged), c.sha, c.subject, c.issuer, c.source)
+			}
+			if !c.expectedRenewal.IsZero() {
+				gauge(m.expectedRenewal, unix(c.expectedRenewal), c.sha, c.subject, c.issuer, c.source)
+			}
 		}
 		for _, c := range v.restSeries {
 			gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)

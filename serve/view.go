@@ -74,6 +74,11 @@ type row struct {
 	Names     []string
 	Sources   []string
 	Renewal   string
+	// ExpectedRenewal, FirstSeen and LastChanged are the served
+	// certificate's (policy.Certificate): when it is normally renewed,
+	// when certwatch first saw it for its names, and when it was seen
+	// replacing an earlier one; zero when unknown.
+	ExpectedRenewal, FirstSeen, LastChanged time.Time
 	// Unverified is the earliest UnverifiedSince of the row's findings:
 	// since then its endpoints have not answered.
 	Unverified time.Time
@@ -90,6 +95,9 @@ type row struct {
 type certSeries struct {
 	sha, subject, issuer, source string
 	notBefore, notAfter          time.Time
+	// lastChanged and expectedRenewal are the certificate's
+	// (policy.Certificate), zero when unknown.
+	lastChanged, expectedRenewal time.Time
 }
 
 // restSeries is one place a certificate is held at rest.
@@ -230,11 +238,14 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			}
 		}
 		for _, s := range rw.Sources {
-			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter})
+			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter,
+				lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
 		}
 		if len(rw.Sources) == 0 {
-			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: "unknown", notBefore: c.NotBefore, notAfter: c.NotAfter})
+			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: "unknown", notBefore: c.NotBefore, notAfter: c.NotAfter,
+				lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
 		}
+		rw.ExpectedRenewal, rw.FirstSeen, rw.LastChanged = c.ExpectedRenewal, c.FirstSeen, c.LastChanged
 		v.rows = append(v.rows, rw)
 	}
 	for _, a := range r.ACM {
