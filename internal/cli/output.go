@@ -87,6 +87,10 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			return err
 		}
 		fmt.Fprintln(w)
+		certs := make(map[string]*policy.Certificate, len(r.Certificates))
+		for i := range r.Certificates {
+			certs[r.Certificates[i].SHA256] = &r.Certificates[i]
+		}
 		for i, f := range r.Findings {
 			fmt.Fprintf(w, "%d. %s %s", i+1, paint(f.Tier, strings.ToUpper(f.Tier.String())), f.Kind)
 			if f.Subject != "" {
@@ -101,6 +105,11 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			}
 			if n := len(f.Locations); n > 0 {
 				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(f.Locations, 8)))
+			}
+			if c := certs[f.Certificate]; c != nil && (f.Kind == policy.RenewalMissed || f.Kind == policy.Expiring) {
+				if s := cadence(c); s != "" {
+					fmt.Fprintf(w, "   renewal: %s\n", s)
+				}
 			}
 			if len(f.ACM) > 0 {
 				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
@@ -242,4 +251,21 @@ func endpointList(eps []policy.Endpoint, n int) string {
 		parts = append(parts, ep.String())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cadence says when c is normally renewed and when it last changed (the
+// name history of certwatch run): "expected by 2030-01-05; last changed
+// 2029-10-07". Empty when neither is known.
+func cadence(c *policy.Certificate) string {
+	var parts []string
+	if !c.ExpectedRenewal.IsZero() {
+		parts = append(parts, "expected by "+c.ExpectedRenewal.UTC().Format(time.DateOnly))
+	}
+	switch {
+	case !c.LastChanged.IsZero():
+		parts = append(parts, "last changed "+c.LastChanged.UTC().Format(time.DateOnly))
+	case !c.FirstSeen.IsZero():
+		parts = append(parts, "unchanged since "+c.FirstSeen.UTC().Format(time.DateOnly))
+	}
+	return strings.Join(parts, "; ")
 }

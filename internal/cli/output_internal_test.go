@@ -101,3 +101,22 @@ func TestTableAtRest(t *testing.T) {
 		}
 	}
 }
+
+// TestTableRenewalCadence: a renewal_missed finding in the table says when
+// the certificate was to be renewed and when it last changed.
+func TestTableRenewalCadence(t *testing.T) {
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	fp := strings.Repeat("a", 64)
+	r := &scan.Report{GeneratedAt: at,
+		Certificates: []policy.Certificate{{SHA256: fp, Subject: "api.example", NotAfter: at.AddDate(0, 0, 40),
+			ExpectedRenewal: at.AddDate(0, 0, -10), FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}},
+		Findings: []policy.Finding{{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: fp, Subject: "api.example", Deadline: at.AddDate(0, 0, 40), Message: "renewal overdue: …"}},
+	}
+	var b strings.Builder
+	if err := writeTable(&b, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "renewal: expected by 2029-12-22; last changed 2029-09-23"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+}
