@@ -447,7 +447,8 @@ func TestContinueExpired(t *testing.T) {
 // of opening a new one (a TCP and TLS handshake) per page.
 func TestOneConnection(t *testing.T) {
 	t.Parallel()
-	srv, _ := bigCluster(t, 40, 4, 10)
+	srv := kubetest.New(t)
+	srv.AddBulk(t, 40, 4, 10, now)
 	s, _ := newSource(t, srv, kubernetes.Config{PageSize: 10})
 	if _, _, err := s.Certificates(t.Context()); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/kubernetes"
-	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/kubetest"
 )
 
@@ -56,7 +54,8 @@ func BenchmarkDiscoverMemory(b *testing.B) {
 			name = "shared"
 		}
 		b.Run(name, func(b *testing.B) {
-			srv, size := bigCluster(b, 10000, 500, distinct)
+			srv := kubetest.New(b)
+			size := srv.AddBulk(b, 10000, 500, distinct, now).Bytes
 			kc := srv.Kubeconfig(b, b.TempDir(), "bench")
 			for b.Loop() {
 				base := memChild(b, memSpec{Kubeconfig: kc})
@@ -73,34 +72,6 @@ func BenchmarkDiscoverMemory(b *testing.B) {
 			}
 		})
 	}
-}
-
-// bigCluster serves n Secrets across namespaces, holding distinct leaves,
-// and returns the server and the JSON size of the Secrets.
-func bigCluster(tb testing.TB, n, namespaces, distinct int) (*kubetest.Server, int) {
-	p := newPKI()
-	root := p.root.PEM()
-	type held struct{ crt, key []byte }
-	leaves := make([]held, distinct)
-	for i := range leaves {
-		l := p.leaf(fmt.Sprintf("svc-%d.ns.svc.cluster.local", i))
-		key, err := l.KeyPEM()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		leaves[i] = held{certtest.PEM(l.Cert, p.inter.Cert), key}
-	}
-	srv := kubetest.New(tb)
-	size := 0
-	for i := range n {
-		l := leaves[i%distinct]
-		o := kubetest.Secret(fmt.Sprintf("ns-%03d", i%namespaces), fmt.Sprintf("svc-%d-tls", i), "kubernetes.io/tls",
-			map[string][]byte{"tls.crt": l.crt, "tls.key": l.key, "ca.crt": root}, map[string]string{"app.kubernetes.io/name": "svc"})
-		js, _ := json.Marshal(o.Fields)
-		size += len(js) + 200 // the metadata
-		srv.Add(o)
-	}
-	return srv, size
 }
 
 // memChild runs spec in a child process and returns what it measured.
