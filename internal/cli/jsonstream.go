@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +71,7 @@ const (
 )
 
 type fieldPlan struct {
-	index     int
+	index     []int  // from the outer struct, through embedded ones
 	key       string // `"name": ` escaped
 	omitEmpty bool
 	omitZero  bool
@@ -124,17 +125,33 @@ func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
 	return p
 }
 
-// structFields plans a struct's fields, or falls back for what it does
-// not lay out as encoding/json would (embedded fields, ",string").
+// structFields plans a struct's fields as encoding/json lays them out,
+// those of an embedded struct in its place, or falls back for what it does
+// not lay out as encoding/json would (see addFields).
 func structFields(t reflect.Type) ([]fieldPlan, planKind) {
 	var fields []fieldPlan
-	names := map[string]bool{}
+	if !addFields(t, nil, &fields, map[string]bool{}) {
+		return nil, planFallback
+	}
+	return fields, planStruct
+}
+
+// addFields appends the fields of t, reached from the outer struct by
+// index, and reports false for what encoding/json lays out otherwise: an
+// embedded pointer, an embedded type not exported or not a struct,
+// ",string", and a name two fields share (encoding/json keeps the
+// shallower or the tagged one, or drops both). An untagged embedded
+// struct's fields are the outer struct's, in its place: an at-rest
+// certificate (atrest.Certificate in policy.AtRestCertificate) is
+// streamed like any other, not encoded whole with its thousands of
+// locations.
+func addFields(t reflect.Type, index []int, fields *[]fieldPlan, names map[string]bool) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.Anonymous {
-			return nil, planFallback
-		}
 		if !f.IsExported() {
+			if f.Anonymous {
+				return false // encoding/json reads an unexported embedded struct's fields
+			}
 			continue
 		}
 		tag := f.Tag.Get("json")
@@ -145,22 +162,29 @@ func structFields(t reflect.Type) ([]fieldPlan, planKind) {
 		if !validTagName(name) {
 			name = ""
 		}
+		at := append(slices.Clip(index), i)
+		if f.Anonymous && name == "" {
+			if f.Type.Kind() != reflect.Struct || !addFields(f.Type, at, fields, names) {
+				return false
+			}
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}
 		if strings.Contains(","+opts+",", ",string,") {
-			return nil, planFallback
+			return false
 		}
 		if names[name] {
-			return nil, planFallback // encoding/json drops or picks among them
+			return false // encoding/json drops or picks among them
 		}
 		names[name] = true
 		key := appendJSONString(nil, name)
-		fields = append(fields, fieldPlan{index: i, key: string(key) + ": ",
+		*fields = append(*fields, fieldPlan{index: at, key: string(key) + ": ",
 			omitEmpty: strings.Contains(","+opts+",", ",omitempty,"),
 			omitZero:  strings.Contains(","+opts+",", ",omitzero,")})
 	}
-	return fields, planStruct
+	return true
 }
 
 // validTagName is encoding/json's isValidTag: names with other characters
@@ -273,7 +297,7 @@ func (e *jsonEncoder) slice(v reflect.Value, depth int) {
 func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int) {
 	n := 0
 	for _, f := range p.fields {
-		fv := v.Field(f.index)
+		fv := v.FieldByIndex(f.index)
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZeroValue(fv) {
 			continue
 		}

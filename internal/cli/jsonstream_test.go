@@ -12,10 +12,12 @@ import (
 	"math/big"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
@@ -113,6 +115,14 @@ func TestStreamJSON(t *testing.T) {
 	report.Sources = []scan.SourceResult{{Name: "static", Targets: 300}, {Name: "dnszone:a<b>&c.example", Error: "axfr refused \u2028 \"quoted\""}}
 	report.Skipped = []discovery.Target{{Name: "*.farm.test", Port: 443, Sources: []string{"static"}, Skip: "wildcard owner name"}}
 	type embedded struct{ A int }
+	type Inner struct {
+		A int
+		B string `json:"b,omitempty"`
+	}
+	type Middle struct {
+		Inner
+		C []int
+	}
 	type odd struct {
 		M     map[string]int
 		F     float64
@@ -154,6 +164,27 @@ func TestStreamJSON(t *testing.T) {
 			embedded
 			B []int
 		}{embedded{1}, []int{2, 3}}},
+		{"exported embedded structs", []struct {
+			Middle
+			D int
+		}{{Middle{Inner{1, "b"}, []int{2}}, 3}, {}}},
+		{"embedded field with a tag name", struct {
+			Inner `json:"inner"`
+			D     int
+		}{Inner{1, ""}, 2}},
+		{"embedded field shadowed", struct {
+			Inner
+			A string
+		}{Inner{1, "b"}, "outer"}},
+		{"embedded pointer", struct {
+			*Inner
+			D int
+		}{&Inner{1, "b"}, 2}},
+		{"embedded nil pointer", struct {
+			*Inner
+			D int
+		}{nil, 2}},
+		{"certificate at rest", atRestHeldIn(3)},
 		{"other kinds", oddValue},
 		{"pointer-receiver marshaller", []struct{ T ptrText }{{ptrText{"a"}}, {ptrText{"b"}}}},
 		{"pointer-receiver marshaller, not addressable", struct{ T ptrText }{ptrText{"a"}}},
@@ -187,6 +218,47 @@ func TestStreamJSON(t *testing.T) {
 				t.Errorf("streamed JSON differs from encoding/json at byte %d:\ngot  ...%s\nwant ...%s", i, excerpt(g, i), excerpt(w, i))
 			}
 		})
+	}
+}
+
+// atRestHeldIn is a report whose one certificate at rest is held in n
+// places (as a CA in the ca.crt of n Secrets) and served by an endpoint.
+func atRestHeldIn(n int) *scan.Report {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := policy.AtRestCertificate{Certificate: atrest.Certificate{
+		SHA256: strings.Repeat("ab", 32), Subject: "CN=Kube Root", Issuer: "CN=Kube Root", Serial: "01",
+		NotBefore: now.AddDate(-1, 0, 0), NotAfter: now.AddDate(5, 0, 0), CA: true, SelfSigned: true,
+		KeyAlgorithm: "ECDSA", KeyBits: 256, SignatureAlgorithm: "ECDSA-SHA256", Verified: true,
+	}, Endpoints: []policy.Endpoint{{Name: "api.example.test", Port: 443, Address: "127.0.0.1"}}}
+	for i := range n {
+		c.Locations = append(c.Locations, atrest.Location{Kind: atrest.Secret, Where: fmt.Sprintf("ns-%03d/svc-%d-tls", i%500, i), Key: "ca.crt", Cluster: "prod"})
+	}
+	return &scan.Report{GeneratedAt: now, AtRest: []policy.AtRestCertificate{c}}
+}
+
+// maxWriter records the largest write it received.
+type maxWriter struct{ n, max int }
+
+func (w *maxWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	w.max = max(w.max, len(p))
+	return len(p), nil
+}
+
+// TestStreamJSONAtRest: a certificate held at rest in 20,000 places (a CA
+// in every Secret of a cluster) is streamed as it is encoded, as an
+// endpoint is, never held whole: policy.AtRestCertificate embeds
+// atrest.Certificate, and a struct with an embedded field was handed to
+// encoding/json whole (2.9 MB here, and as much again indented and copied,
+// at the end of a scan, when its heap is largest).
+func TestStreamJSONAtRest(t *testing.T) {
+	t.Parallel()
+	var w maxWriter
+	if err := writeJSON(&w, atRestHeldIn(20000)); err != nil {
+		t.Fatal(err)
+	}
+	if w.n < 2<<20 || w.max > 64<<10 {
+		t.Errorf("%d bytes written, the largest write %d bytes; want over 2 MiB, none above the 64 KiB buffer", w.n, w.max)
 	}
 }
 
