@@ -17,13 +17,18 @@ type AtRestCertificate struct {
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
 
-// AddAtRest adds certificates held at rest to judge. Result merges the
+// AddAtRest adds certificates held at rest to judge; the evaluator keeps
+// certs itself (read only) when it has none yet. Result merges the
 // copies several sources hold by fingerprint, gives every finding about a
 // served certificate the places it is held in, judges each certificate
 // no endpoint serves by the same expiry and crypto policy as a served one,
 // and makes an endpoint serving an older certificate than one held at rest
 // for its names a stale deployment.
 func (e *Evaluator) AddAtRest(certs ...atrest.Certificate) {
+	if len(e.inv.atRest) == 0 {
+		e.inv.atRest = slices.Clip(certs)
+		return
+	}
 	e.inv.atRest = append(e.inv.atRest, certs...)
 }
 
@@ -35,6 +40,7 @@ func (e *Evaluator) mergeAtRest() {
 		return
 	}
 	e.restIdx = make(map[string]int, len(e.inv.atRest))
+	e.rest = make([]atrest.Certificate, 0, len(e.inv.atRest))
 	for i := range e.inv.atRest {
 		c := &e.inv.atRest[i]
 		if k, ok := e.restIdx[c.SHA256]; ok {

@@ -14,6 +14,7 @@ package found
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -267,13 +268,20 @@ func (inv *Inventory) Records() int {
 	return len(inv.ACM) + len(inv.IAM) + len(inv.Consumers) + len(inv.AtRest)
 }
 
-// Append appends the records of other to inv.
+// Append appends the records of other to inv. Certificates at rest (a
+// cluster's may be tens of thousands) are taken as other holds them when
+// inv holds none yet, not copied: its list is then other's, clipped, so a
+// later Append copies rather than writes into it.
 func (inv *Inventory) Append(other Inventory) {
 	inv.ACM = append(inv.ACM, other.ACM...)
 	inv.IAM = append(inv.IAM, other.IAM...)
 	inv.Consumers = append(inv.Consumers, other.Consumers...)
 	inv.Zones = append(inv.Zones, other.Zones...)
-	inv.AtRest = append(inv.AtRest, other.AtRest...)
+	if len(inv.AtRest) == 0 {
+		inv.AtRest = slices.Clip(other.AtRest)
+	} else {
+		inv.AtRest = append(inv.AtRest, other.AtRest...)
+	}
 	inv.Unattached = append(inv.Unattached, other.Unattached...)
 	inv.Watched = append(inv.Watched, other.Watched...)
 	inv.Gaps = append(inv.Gaps, other.Gaps...)
