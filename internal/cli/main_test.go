@@ -63,7 +63,7 @@ type builtBinary struct {
 
 // buildBinary returns the path of cmd/certwatch built into a temporary
 // directory, building it on first use.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
 		root, err := filepath.Abs("../..")
