@@ -1,6 +1,7 @@
 package files_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -228,6 +229,29 @@ func TestJavaKeystores(t *testing.T) {
 		if !c.Verified {
 			t.Errorf("JCEKS: %s is not verified", c.Subject)
 		}
+	}
+
+	// A key entry asking for more PBE iterations than Java allows (its
+	// count raised in keytool's store: a store anyone may write under
+	// the public "changeit") is refused before any is run: decrypting it
+	// would spin for minutes.
+	b, err := os.ReadFile(serverJCEKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := []byte{0x02, 0x03, 0x03, 0x0d, 0x40} // INTEGER 200000, keytool's count
+	if bytes.Count(b, count) != 1 {
+		t.Fatalf("keytool's key entry: want one iteration count of 200000 in %x", b)
+	}
+	spin := filepath.Join(dir, "legacy/spin.jceks")
+	write(t, spin, bytes.Replace(b, count, []byte{0x02, 0x03, 0x7f, 0xff, 0xff}, 1))
+	start := time.Now()
+	_, _, err = discover(t, files.Config{Groups: []files.Group{{Globs: []string{spin}, Passphrase: "keypass1"}}})
+	if err == nil || !strings.Contains(err.Error(), spin) || !strings.Contains(err.Error(), "8388607 PBE iterations") {
+		t.Errorf("JCEKS, 8388607 iterations: err = %v, want an error naming the file and the count", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("refusing the count took %v", d)
 	}
 
 	// A wrong passphrase, or none for a store that is not under Java's

@@ -7,12 +7,15 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/deatil/go-cryptobin/jceks"
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
@@ -185,27 +188,27 @@ func parseJKS(path string, b []byte, passphrase string) ([]held, error) {
 // entry is only handed out with its key, so the key is decrypted with the
 // same passphrase, as keytool does when no -keypass was given, and the
 // decrypted key is wiped at once.
-func parseJCEKS(path string, b []byte, passphrase string) (out []held, err error) {
+func parseJCEKS(path string, b []byte, passphrase string) ([]held, error) {
 	p := passphrase
 	if p == "" {
 		p = javaDefault
 	}
-	// go-cryptobin trusts the lengths a keystore states: a negative one
-	// panics in make. A file is not to take certwatch down.
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("JCEKS keystore: malformed (%v)", r)
-		}
-	}()
+	if err := checkJCEKS(b); err != nil {
+		return nil, fmt.Errorf("JCEKS keystore: %w", err)
+	}
 	ks, err := jceks.LoadFromBytes(b, p)
 	if err != nil {
 		// go-cryptobin exports no error for a digest that does not
 		// match, which is what a wrong passphrase gives.
 		if strings.Contains(err.Error(), "password was incorrect") {
+			if passphrase == "" {
+				return nil, errors.New("JCEKS keystore: it needs a passphrase (\"changeit\" does not open it): set passphrase_env or passphrase_file")
+			}
 			return nil, fmt.Errorf("JCEKS keystore: %w", wrongPassphrase(passphrase))
 		}
 		return nil, fmt.Errorf("JCEKS keystore: %w", err)
 	}
+	var out []held
 	add := func(alias string, der [][]byte) {
 		var ok [][]byte
 		for _, d := range der {
@@ -237,6 +240,99 @@ func parseJCEKS(path string, b []byte, passphrase string) (out []held, err error
 	}
 	slices.SortFunc(out, func(a, b held) int { return strings.Compare(a.loc.Key, b.loc.Key) })
 	return out, nil
+}
+
+// maxJCEKSIterations is the most PBE iterations a JCEKS key entry may
+// ask for: Java's own ceiling (jdk.jceks.iterationCount). Decrypting a
+// key entry runs them twice over MD5, with no way to stop.
+const maxJCEKSIterations = 5_000_000
+
+// checkJCEKS walks the entries of a JCEKS keystore before go-cryptobin
+// reads it, which believes every length a file states (a negative one
+// panics, a large one is allocated whole) and every iteration count its
+// key entries ask for: each length must fit in what is left of the file,
+// and each key entry's iterations within maxJCEKSIterations. It reads no
+// certificate; the library does.
+func checkJCEKS(b []byte) error {
+	s := cryptobyte.String(b)
+	var magic, version, count uint32
+	if !s.ReadUint32(&magic) || !s.ReadUint32(&version) || !s.ReadUint32(&count) {
+		return errors.New("malformed: cut short in its header")
+	}
+	blob := func(what string) ([]byte, error) {
+		var n uint32
+		var v []byte
+		if !s.ReadUint32(&n) || n > uint32(len(s)) || !s.ReadBytes(&v, int(n)) {
+			return nil, fmt.Errorf("malformed: %s states a length beyond the end of the file", what)
+		}
+		return v, nil
+	}
+	for i := range count {
+		var tag uint32
+		var alias cryptobyte.String
+		if !s.ReadUint32(&tag) || !s.ReadUint16LengthPrefixed(&alias) || !s.Skip(8) {
+			return fmt.Errorf("malformed: entry %d is cut short", i+1)
+		}
+		switch tag {
+		case 1: // a private key and its chain
+			key, err := blob("a key entry")
+			if err != nil {
+				return err
+			}
+			if n := pbeIterations(key); n > maxJCEKSIterations {
+				return fmt.Errorf("key entry %q asks for %d PBE iterations, more than Java allows (%d): not decrypted", string(alias), n, maxJCEKSIterations)
+			}
+			var certs uint32
+			if !s.ReadUint32(&certs) || certs > uint32(len(s)) {
+				return fmt.Errorf("malformed: key entry %q states more certificates than the file holds", string(alias))
+			}
+			for range certs {
+				var typ cryptobyte.String
+				if !s.ReadUint16LengthPrefixed(&typ) {
+					return fmt.Errorf("malformed: key entry %q is cut short", string(alias))
+				}
+				if _, err := blob("a certificate"); err != nil {
+					return err
+				}
+			}
+		case 2: // a trusted certificate
+			var typ cryptobyte.String
+			if !s.ReadUint16LengthPrefixed(&typ) {
+				return fmt.Errorf("malformed: entry %q is cut short", string(alias))
+			}
+			if _, err := blob("a certificate"); err != nil {
+				return err
+			}
+		case 3: // a secret key
+			if _, err := blob("a secret-key entry"); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("malformed: entry %d has the unknown tag %d", i+1, tag)
+		}
+	}
+	return nil
+}
+
+// pbeIterations returns the iteration count of an EncryptedPrivateKeyInfo
+// encrypted by a PKCS#5 v1.5 or PKCS#12 PBE scheme (parameters: a salt
+// and a count), the ones JCEKS uses, or 0 when it is not of that shape
+// (the library then refuses the algorithm), MaxInt64 for a count beyond
+// 64 bits.
+func pbeIterations(der []byte) int64 {
+	s := cryptobyte.String(der)
+	var info, algo, params cryptobyte.String
+	var salt cryptobyte.String
+	var n int64
+	if !s.ReadASN1(&info, cbasn1.SEQUENCE) || !info.ReadASN1(&algo, cbasn1.SEQUENCE) ||
+		!algo.SkipASN1(cbasn1.OBJECT_IDENTIFIER) || !algo.ReadASN1(&params, cbasn1.SEQUENCE) ||
+		!params.ReadASN1(&salt, cbasn1.OCTET_STRING) || !params.PeekASN1Tag(cbasn1.INTEGER) {
+		return 0
+	}
+	if !params.ReadASN1Int64WithTag(&n, cbasn1.INTEGER) {
+		return math.MaxInt64 // beyond 64 bits
+	}
+	return n
 }
 
 // isKubeconfig reports whether b looks like a kubeconfig with embedded
