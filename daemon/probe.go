@@ -210,7 +210,7 @@ func (d *Daemon) recordHistory(ctx context.Context, r *scan.Report, at time.Time
 	if complete {
 		prune = at.Add(-NameRetention)
 	}
-	seen := policy.NamesSeen(r.Certificates, r.ACM, r.IAM, r.AtRest)
+	seen := policy.NamesSeen(r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest)
 	if err := d.History.RecordNames(ctx, at, seen, prune); err != nil {
 		d.logger.Warn("certificate name history could not be written: the next runs may say a certificate changed later than it did", "names", len(seen), "err", err)
 	}

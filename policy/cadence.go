@@ -76,6 +76,13 @@ func (h *NameHistory) newerThan(notBefore, notAfter time.Time) bool {
 	return cmp.Or(h.NotBefore.Compare(notBefore), h.NotAfter.Compare(notAfter)) > 0
 }
 
+// olderThan reports whether a certificate valid from notBefore to notAfter
+// was issued after the one h records: the one the store would record in
+// its place.
+func (h *NameHistory) olderThan(notBefore, notAfter time.Time) bool {
+	return cmp.Or(h.NotBefore.Compare(notBefore), h.NotAfter.Compare(notAfter)) < 0
+}
+
 // SetHistory hands the Evaluator what the state remembers of each name
 // (NameHistory, as a store returns it), read before the run: Result gives
 // every certificate its first_seen and last_changed from it, and a
@@ -187,12 +194,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 	// A served certificate whose chain does not verify (self-signed,
 	// untrusted) renews nothing, as it replaces nothing for
 	// stale_deployment.
-	broken := map[string]bool{}
-	for i := range fs {
-		if fs[i].Kind == ChainUntrusted || fs[i].Kind == SelfSigned {
-			broken[fs[i].Certificate] = true
-		}
-	}
+	broken := untrusted(fs)
 	cad := cadence{byName: map[string][]cadenceCand{}}
 	for i := range e.certs {
 		c := &e.certs[i]
@@ -267,13 +269,27 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 	return fs
 }
 
+// untrusted returns the fingerprints of the served certificates whose
+// chain does not verify (chain_untrusted, self_signed among fs): they renew
+// nothing, and NamesSeen leaves them out of the history.
+func untrusted(fs []Finding) map[string]bool {
+	broken := map[string]bool{}
+	for i := range fs {
+		if fs[i].Kind == ChainUntrusted || fs[i].Kind == SelfSigned {
+			broken[fs[i].Certificate] = true
+		}
+	}
+	return broken
+}
+
 // historyOf says, from the history, when certwatch first saw c for its
 // names and when it was seen replacing an earlier one (and which): as the
 // history records it when it records c; this run, replacing the one
 // recorded, when c is newer than what the history holds for one of its
 // names (the change this run records); this run, when the history knows
 // none of its names. Zero without a history, and for a certificate older
-// than the one the history holds.
+// than the one the history holds, or issued on the same dates (the store
+// keeps the one it recorded first).
 func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previous string) {
 	if e.history == nil {
 		return time.Time{}, time.Time{}, ""
@@ -286,7 +302,9 @@ func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previou
 		case h == nil:
 		case h.SHA256 == c.SHA256:
 			return h.Since, h.LastChanged(), h.Previous
-		case !h.newerThan(c.NotBefore, c.NotAfter) && replaced == nil:
+		case h.olderThan(c.NotBefore, c.NotAfter) && replaced == nil:
+			// Strictly newer, as the store replaces: a certificate with
+			// the same dates as the one recorded replaces nothing.
 			replaced = h
 		default:
 			known = true
@@ -385,8 +403,13 @@ func fractionText(f float64) string {
 // or, for a name no served leaf carries, the newest certificate held for it
 // in ACM, IAM or at rest (a CA certificate is no certificate for a name).
 // A certificate with no fingerprint (an ACM certificate ACM gave no PEM
-// of) is left out. Sorted by name.
-func NamesSeen(certs []Certificate, acm []ACMCertificate, iam []IAMCertificate, rest []AtRestCertificate) []NameSeen {
+// of) is left out, and so is a served leaf whose chain does not verify
+// (chain_untrusted or self_signed among fs, the run's findings): it renews
+// nothing for renewal_missed, so the history must not remember it as the
+// newest certificate of a name, where it would keep renewal_missed quiet
+// in every later run. Sorted by name.
+func NamesSeen(certs []Certificate, fs []Finding, acm []ACMCertificate, iam []IAMCertificate, rest []AtRestCertificate) []NameSeen {
+	broken := untrusted(fs)
 	seen := map[string]NameSeen{}
 	add := func(names []string, fp string, notBefore, notAfter time.Time, served bool) {
 		if fp == "" {
@@ -405,8 +428,9 @@ func NamesSeen(certs []Certificate, acm []ACMCertificate, iam []IAMCertificate, 
 		}
 	}
 	for i := range certs {
-		c := &certs[i]
-		add(c.DNSNames, c.SHA256, c.NotBefore, c.NotAfter, true)
+		if c := &certs[i]; !broken[c.SHA256] {
+			add(c.DNSNames, c.SHA256, c.NotBefore, c.NotAfter, true)
+		}
 	}
 	for i := range acm {
 		a := &acm[i]

@@ -230,18 +230,22 @@ func TestCertificateHistory(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		history []policy.NameHistory
+		first   time.Time
 		changed time.Time
 		prev    string
 	}{
-		{"renewed in this run", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", NotBefore: now.AddDate(0, 0, -100), NotAfter: now.AddDate(0, 0, 10), Since: since}}, now, "older"},
-		{"new name", []policy.NameHistory{}, time.Time{}, ""},
+		{"renewed in this run", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", NotBefore: now.AddDate(0, 0, -100), NotAfter: now.AddDate(0, 0, 10), Since: since}}, now, now, "older"},
+		{"new name", []policy.NameHistory{}, now, time.Time{}, ""},
+		// The store keeps the first of two certificates issued on the same
+		// dates: the other replaced nothing, in this run or any other.
+		{"another certificate with the same dates", []policy.NameHistory{{Name: "api.example.com", SHA256: "twin", NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since}}, time.Time{}, time.Time{}, ""},
 	} {
 		ev := policy.NewEvaluator(policy.DefaultRules(), now)
 		ev.Add(&o)
 		ev.SetHistory(tt.history)
 		c := ev.Result().Certificates[0]
-		if !c.FirstSeen.Equal(now) || !c.LastChanged.Equal(tt.changed) || c.Previous != tt.prev {
-			t.Errorf("%s: first seen %v, last changed %v, previous %q; want %v, %v, %q", tt.name, c.FirstSeen, c.LastChanged, c.Previous, now, tt.changed, tt.prev)
+		if !c.FirstSeen.Equal(tt.first) || !c.LastChanged.Equal(tt.changed) || c.Previous != tt.prev {
+			t.Errorf("%s: first seen %v, last changed %v, previous %q; want %v, %v, %q", tt.name, c.FirstSeen, c.LastChanged, c.Previous, tt.first, tt.changed, tt.prev)
 		}
 	}
 }
@@ -263,7 +267,7 @@ func TestNamesSeen(t *testing.T) {
 	acm := []policy.ACMCertificate{
 		{Certificate: acmcert.Certificate{DomainName: "nopem.example.com", Status: acmcert.StatusIssued, NotBefore: t0, NotAfter: t0.AddDate(1, 0, 0)}},
 	}
-	got := policy.NamesSeen(certs, acm, nil, rest)
+	got := policy.NamesSeen(certs, nil, acm, nil, rest)
 	var s []string
 	for _, n := range got {
 		s = append(s, n.Name+"="+n.SHA256)
@@ -274,5 +278,52 @@ func TestNamesSeen(t *testing.T) {
 	}
 	if !got[0].Served || got[1].Served {
 		t.Errorf("served flags = %v, %v; want true, false", got[0].Served, got[1].Served)
+	}
+}
+
+// TestUntrustedRenewsNothingAcrossRuns: a self-signed newer certificate
+// served beside an old trusted one past its renewal renews nothing, in the
+// run that sees it and in the next: NamesSeen does not hand it to the
+// history, where it would keep renewal_missed quiet for good.
+func TestUntrustedRenewsNothingAcrossRuns(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(d int) time.Time { return now.Add(time.Duration(d) * day) }
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	old := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: in(-140), NotAfter: in(10)})
+	self := certtest.MustSelfSigned(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: in(-1), NotAfter: in(89)})
+	run := func(history []policy.NameHistory, obs ...probes.Observation) policy.Result {
+		ev := policy.NewEvaluator(policy.DefaultRules(), now)
+		for i := range obs {
+			ev.Add(&obs[i])
+		}
+		ev.SetHistory(history)
+		return ev.Result()
+	}
+	missed := func(r policy.Result) int {
+		n := 0
+		for _, f := range r.Findings {
+			if f.Kind == policy.RenewalMissed && f.Certificate == fingerprint(old.Cert) {
+				n++
+			}
+		}
+		return n
+	}
+	r1 := run([]policy.NameHistory{},
+		observe("api.example.com", "10.0.0.1", []*x509.Certificate{old.Cert}, root.Pool(), now),
+		observe("api.example.com", "10.0.0.2", []*x509.Certificate{self.Cert}, root.Pool(), now))
+	if missed(r1) != 1 {
+		t.Fatalf("run 1: %d renewal_missed of the old certificate, want 1 (a self-signed one renews nothing)", missed(r1))
+	}
+	// The history as a store keeps it after run 1.
+	var history []policy.NameHistory
+	for _, s := range policy.NamesSeen(r1.Certificates, r1.Findings, r1.ACM, r1.IAM, r1.AtRest) {
+		if s.SHA256 == fingerprint(self.Cert) {
+			t.Errorf("NamesSeen records the self-signed certificate for %s", s.Name)
+		}
+		history = append(history, policy.NameHistory{Name: s.Name, SHA256: s.SHA256, NotBefore: s.NotBefore, NotAfter: s.NotAfter, Since: now, LastSeen: now})
+	}
+	r2 := run(history, observe("api.example.com", "10.0.0.1", []*x509.Certificate{old.Cert}, root.Pool(), now))
+	if missed(r2) != 1 {
+		t.Errorf("run 2, with run 1's history and the old certificate alone: %d renewal_missed, want 1", missed(r2))
 	}
 }
