@@ -191,3 +191,58 @@ func TestYield(t *testing.T) {
 		t.Errorf("inventory after a Discover that yielded none = %+v, want none", inv)
 	}
 }
+
+// followSource is a source that leaves delegations to follow, as
+// discovery/dnszone and discovery/route53 do, and keeps what the pass
+// hands its Follow.
+type followSource struct {
+	yieldSource
+	read *found.Read
+}
+
+func (s followSource) Follow(_ context.Context, zones []found.Delegating, read found.Read) found.Yield {
+	*s.read = read
+	var y found.Yield
+	for _, z := range zones {
+		for _, d := range z.Delegations {
+			y.Inventory.Watched = append(y.Inventory.Watched, found.WatchedZone{Zone: d.Zone, Parent: z.Zone, Via: "route53", Source: "route53:" + d.Zone})
+		}
+	}
+	return y
+}
+
+// TestFollowerRead: once every source has discovered, a source that left
+// delegations to follow is handed what the others read (hosted zones,
+// zones watched) and which sources failed, so that a failed Route 53
+// account is known as such; the coverage lists the child it covers with
+// its parent, and a hosted zone of the default account under the
+// source's name, "route53".
+func TestFollowerRead(t *testing.T) {
+	var read found.Read
+	zone := followSource{read: &read, yieldSource: yieldSource{name: "dnszone:corp.example", yield: found.Yield{
+		Inventory:  found.Inventory{Watched: []found.WatchedZone{{Zone: "corp.example", Source: "dnszone:corp.example"}}},
+		Delegating: []found.Delegating{{Zone: "corp.example", Source: "dnszone:corp.example", Delegations: []found.Delegation{{Zone: "cloud.corp.example"}}}},
+	}}}
+	hosted := &yieldSource{name: "route53", yield: found.Yield{Inventory: found.Inventory{Zones: []hostedzone.Zone{{ID: "Z1", Name: "cloud.corp.example"}}}}}
+	failing := &yieldSource{name: "route53:222222222222", err: errors.New("route53 list hosted zones (account 222222222222): AccessDenied")}
+	p := &scan.Pass{Sources: []scan.Source{zone, hosted, failing}, Prober: probes.New(probes.Config{}), Rules: policy.DefaultRules()}
+	if _, _, err := p.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := found.Read{
+		Zones:   []hostedzone.Zone{{ID: "Z1", Name: "cloud.corp.example"}},
+		Watched: []found.WatchedZone{{Zone: "corp.example", Source: "dnszone:corp.example"}},
+		Failed:  []found.SourceFailure{{Source: "route53:222222222222", Error: "route53 list hosted zones (account 222222222222): AccessDenied"}},
+	}
+	if diff := cmp.Diff(want, read); diff != "" {
+		t.Errorf("read handed to Follow (-want +got):\n%s", diff)
+	}
+	r := p.Probe(context.Background(), nil, time.Now())
+	var zones []string
+	for _, z := range r.Coverage.Zones {
+		zones = append(zones, strings.Join([]string{z.Zone, z.Via, z.Parent, z.Source}, " "))
+	}
+	if got, want := strings.Join(zones, ", "), "cloud.corp.example route53 corp.example route53, corp.example transfer  dnszone:corp.example"; got != want {
+		t.Errorf("coverage zones = %q, want %q", got, want)
+	}
+}

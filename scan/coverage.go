@@ -7,6 +7,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 )
 
@@ -103,7 +104,11 @@ func coverage(res *policy.Result, inv *Inventory) *Coverage {
 			c.Zones = append(c.Zones, CoverageZone{Zone: w.Zone, Via: via, Parent: w.Parent, Source: w.Source, Nameservers: w.Nameservers, Targets: w.Targets})
 		}
 		for _, z := range inv.Zones {
-			c.Zones = append(c.Zones, CoverageZone{Zone: z.Name, Via: "route53", Source: "route53:" + z.Account, Targets: z.RecordSets})
+			src := found.Route53Source // the source's name: "route53" for the default account
+			if z.Account != "" {
+				src += ":" + z.Account
+			}
+			c.Zones = append(c.Zones, CoverageZone{Zone: z.Name, Via: "route53", Source: src, Targets: z.RecordSets})
 		}
 	}
 	slices.SortFunc(c.Zones, func(a, b CoverageZone) int {

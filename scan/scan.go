@@ -43,11 +43,11 @@ type Source interface {
 // (found.Yield.Delegating): a child zone another source read whole (a
 // Route 53 hosted zone of another account) is then listed as watched
 // rather than transferred. Follow is given back the zones its Discover
-// yielded and read, what every source's Discover read (its Zones and
-// Watched), and yields the children's targets and their coverage
-// (watched zones, gaps). Implemented by discovery/route53.
+// yielded and read, what every source's Discover read and which sources
+// failed (found.Read), and yields the children's targets and their
+// coverage (watched zones, gaps). Implemented by discovery/route53.
 type Follower interface {
-	Follow(ctx context.Context, zones []found.Delegating, read found.Inventory) found.Yield
+	Follow(ctx context.Context, zones []found.Delegating, read found.Read) found.Yield
 }
 
 // ZoneFinder finds the zone a DNS name lies in (an SOA lookup).
@@ -240,7 +240,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 		})
 	}
 	_ = g.Wait() // every func returns nil: a failed source is a result
-	p.follow(ctx, yields)
+	p.follow(ctx, yields, results)
 	lists := make([][]discovery.Target, len(p.Sources))
 	for i, s := range p.Sources {
 		y := &yields[i]
@@ -264,14 +264,17 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 }
 
 // follow hands each Follower the zones whose delegations its Discover
-// left to follow, with what every source read, and adds what it yields
-// to its yield.
-func (p *Pass) follow(ctx context.Context, yields []found.Yield) {
-	var read found.Inventory
+// left to follow, with what every source read and which failed (results,
+// by Error), and adds what it yields to its yield.
+func (p *Pass) follow(ctx context.Context, yields []found.Yield, results []SourceResult) {
+	var read found.Read
 	pending := false
 	for i := range yields {
 		read.Zones = append(read.Zones, yields[i].Inventory.Zones...)
 		read.Watched = append(read.Watched, yields[i].Inventory.Watched...)
+		if results[i].Error != "" {
+			read.Failed = append(read.Failed, found.SourceFailure{Source: p.Sources[i].Name(), Error: results[i].Error})
+		}
 		pending = pending || len(yields[i].Delegating) > 0
 	}
 	if !pending {

@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 
@@ -128,55 +130,148 @@ func NewFollower(c Config, logger *slog.Logger) (*Follower, error) {
 	return &Follower{s: s}, nil
 }
 
-// Follow follows ds, the delegations of the zone apex that the source
-// named source read, as Source.Discover follows a transferred zone's,
-// apex's children being one level below it. It returns the children's
-// targets, merged, every one with Sources [source], and the inventory:
-// the child zones watched and the gaps, with Source source. covered, when
-// not nil, says which children another source reads whole: each is listed
-// as watched (with Via and that source) and neither transferred nor
-// followed further. Cancelling ctx stops following; what was transferred
-// is returned.
-func (f *Follower) Follow(ctx context.Context, apex, source string, ds []Delegation, covered Covered) ([]discovery.Target, found.Inventory) {
-	c := *f.s
-	c.zone = discovery.NormalizeName(apex)
+// Follow follows z.Delegations, the delegations of the zone z.Zone that
+// the source named z.Source read, as Source.Discover follows a
+// transferred zone's, z.Zone's children being one level below it. It
+// returns the children's targets, merged, every one with Sources
+// [z.Source], and the inventory: the child zones watched and the gaps,
+// with Source z.Source.
+//
+// A child that read holds whole (what every other source of the pass
+// read; nil: nothing) is covered: listed as watched, with its parent, Via
+// and the source that read it, and neither transferred nor followed
+// further. A Route 53 hosted zone of the child's name covers it when it
+// is of z's kind (public unless z.Private: on the internet only a public
+// zone answers, inside a VPC a private one does), a zone another source
+// transferred or followed whatever z's kind. A child whose name servers
+// are all Route 53's and that nothing covers is a gap that says so, and
+// names the Route 53 sources of read that failed (one of them may host
+// it). Cancelling ctx stops following; what was transferred is returned.
+func (f *Follower) Follow(ctx context.Context, z found.Delegating, read *found.Read) ([]discovery.Target, found.Inventory) {
+	return f.s.followZone(ctx, z, read, f.s.logger.With("zone", discovery.NormalizeName(z.Zone), "source", z.Source))
+}
+
+// followZone is Follower.Follow with s as the template, logging to
+// logger.
+func (s *Source) followZone(ctx context.Context, z found.Delegating, read *found.Read, logger *slog.Logger) ([]discovery.Target, found.Inventory) {
+	c := *s
+	c.zone = discovery.NormalizeName(z.Zone)
 	c.fqdn = c.zone + "."
-	c.sources = []string{source}
-	c.logger = f.s.logger.With("zone", c.zone, "source", source)
-	lists, watched, gaps := c.followFrom(ctx, ds, covered)
+	c.sources = []string{z.Source}
+	c.logger = logger
+	r := c.followFrom(ctx, z.Delegations, &cover{read: read, private: z.Private})
 	var ts []discovery.Target
-	if len(lists) > 0 {
-		ts = discovery.Merge(lists...)
+	if len(r.lists) > 0 {
+		ts = discovery.Merge(r.lists...)
 	}
-	return ts, found.Inventory{Watched: watched, Gaps: gaps}
+	return ts, found.Inventory{Watched: r.watched, Gaps: r.gaps}
 }
 
 // follow transfers the child zones zn (the zone of s) delegates, and
 // theirs (see followFrom).
-func (s *Source) follow(ctx context.Context, zn *Zone) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
+func (s *Source) follow(ctx context.Context, zn *Zone) followed {
 	return s.followFrom(ctx, zn.Delegations(), nil)
 }
 
-// Covered says whether a child zone is read whole by another source of
-// the run, and if so how (found.WatchedZone.Via: "route53", "transfer",
-// "delegation") and by which source.
-type Covered func(zone string) (via, source string, ok bool)
+// cover says which child zones the other sources of a pass read whole
+// (see Follower.Follow).
+type cover struct {
+	read    *found.Read // nil: nothing
+	private bool        // the delegating zone is a private hosted zone
+}
+
+// covered returns the zone zone as watched by the source that reads it
+// whole, with Via set, if one does.
+func (c *cover) covered(zone string) (found.WatchedZone, bool) {
+	if c == nil || c.read == nil {
+		return found.WatchedZone{}, false
+	}
+	for _, z := range c.read.Zones {
+		if z.Name == zone && z.Private == c.private {
+			return found.WatchedZone{Zone: zone, Via: "route53", Source: z.Source()}, true
+		}
+	}
+	for _, w := range c.read.Watched {
+		if w.Zone == zone && w.Via == "" {
+			via := "transfer"
+			if w.Parent != "" {
+				via = "delegation"
+			}
+			return found.WatchedZone{Zone: zone, Via: via, Source: w.Source}, true
+		}
+	}
+	return found.WatchedZone{}, false
+}
+
+// route53Note says, for the gap of zone on Route 53's name servers, what
+// the pass read of Route 53: no hosted zone of the kind that answers
+// (and whether one of the other kind was read), and which Route 53
+// sources failed. It returns "" when nothing was read (the zone is the
+// only source).
+func (c *cover) route53Note(zone string) (note string, failed []string) {
+	if c == nil || c.read == nil {
+		return "", nil
+	}
+	kind, other, why := "public", "private", "Route 53's name servers answer only for public ones"
+	if c.private {
+		kind, other, why = other, kind, "inside a VPC the private hosted zones answer"
+	}
+	note = fmt.Sprintf("; no %s hosted zone %s was read in this run", kind, zone)
+	if slices.ContainsFunc(c.read.Zones, func(z hostedzone.Zone) bool { return z.Name == zone && z.Private != c.private }) {
+		note += fmt.Sprintf(" (a %s one was, but %s)", other, why)
+	}
+	var reasons []string
+	for _, f := range c.read.Failed {
+		if found.IsRoute53Source(f.Source) {
+			failed = append(failed, f.Source)
+			reasons = append(reasons, fmt.Sprintf("%s: %s", f.Source, clip(f.Error, 300)))
+		}
+	}
+	if len(failed) > 0 {
+		note += fmt.Sprintf(", and Route 53 sources that may host it failed (%s)", strings.Join(reasons, "; "))
+	}
+	return note, failed
+}
+
+// clip cuts s to at most n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// onRoute53 reports whether every name server of d is Route 53's.
+func onRoute53(d Delegation) bool {
+	return len(d.Nameservers) > 0 && !slices.ContainsFunc(d.Nameservers, func(ns Nameserver) bool { return !route53Nameserver.MatchString(ns.Name) })
+}
+
+// followed is what followFrom found.
+type followed struct {
+	lists   [][]discovery.Target // every child's targets
+	watched []found.WatchedZone
+	gaps    []found.Gap
+}
 
 // followFrom transfers ds, the child zones s's zone delegates, and
 // theirs, level by level, at most s.maxDepth levels deep and
 // s.maxDelegations children a zone. It returns every child's targets, the
 // zones it watched and the gaps: children that could not be transferred,
-// or were not followed because of a bound. A child that covered says
-// another source reads is listed as watched through it, neither
-// transferred nor counted against a bound; one configured on its own
-// (s.configured), or out of scope, is left to its own source; a zone
-// already visited is not transferred twice.
-func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covered) (lists [][]discovery.Target, watched []found.WatchedZone, gaps []found.Gap) {
+// or were not followed because of a bound. A child that cov says another
+// source reads is listed as watched through it, neither transferred nor
+// counted against a bound; one configured on its own (s.configured), or
+// out of scope, is left to its own source; a zone already visited is not
+// transferred twice.
+func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover) followed {
 	type child struct {
 		d      Delegation
 		parent string
 		depth  int
 	}
+	var r followed
 	visited := map[string]bool{s.zone: true}
 	var level []child
 	queue := func(parent string, ds []Delegation, depth int) {
@@ -187,13 +282,12 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covere
 				s.logger.Debug("delegation already watched", "child", d.Zone, "parent", parent)
 				continue
 			}
-			if covered != nil {
-				if via, by, ok := covered(d.Zone); ok {
-					s.logger.Debug("delegation read whole by another source", "child", d.Zone, "parent", parent, "via", via, "by", by)
-					visited[d.Zone] = true
-					watched = append(watched, found.WatchedZone{Zone: d.Zone, Source: by, Parent: parent, Via: via})
-					continue
-				}
+			if w, ok := cov.covered(d.Zone); ok {
+				s.logger.Debug("delegation read whole by another source", "child", d.Zone, "parent", parent, "via", w.Via, "by", w.Source)
+				visited[d.Zone] = true
+				w.Parent = parent
+				r.watched = append(r.watched, w)
+				continue
 			}
 			switch {
 			case slices.Contains(s.configured, d.Zone):
@@ -204,7 +298,7 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covere
 				continue
 			case depth > s.maxDepth:
 				visited[d.Zone] = true
-				gaps = append(gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
+				r.gaps = append(r.gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
 					Detail: fmt.Sprintf("delegated by %s, %d levels below %s, deeper than max_delegation_depth %d: not followed (a chain this deep is often a server delegating to itself)", parent, depth, s.zone, s.maxDepth),
 					Fix:    "add the zone with its own nameserver/tsig if it should be watched, or raise coverage.max_delegation_depth"})
 				continue
@@ -217,7 +311,7 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covere
 			level = append(level, child{d: d, parent: parent, depth: depth})
 		}
 		if len(over) > 0 {
-			gaps = append(gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: over[0], Parent: parent, Source: s.Name(),
+			r.gaps = append(r.gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: over[0], Parent: parent, Source: s.Name(),
 				Detail: fmt.Sprintf("%s delegates %d child zones beyond max_delegations %d, not followed: %s", parent, len(over), s.maxDelegations, listNames(over, 10)),
 				Fix:    "add the zones with their own nameserver/tsig, or raise coverage.max_delegations"})
 		}
@@ -237,19 +331,19 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, covered Covere
 		}
 		_ = g.Wait()
 		for i, c := range current {
-			r := results[i]
-			if r.err != nil {
-				s.logger.Warn("delegated zone not transferred", "child", c.d.Zone, "parent", c.parent, "err", r.err)
-				gaps = append(gaps, s.delegationGap(c.d, c.parent, r))
+			res := results[i]
+			if res.err != nil {
+				s.logger.Warn("delegated zone not transferred", "child", c.d.Zone, "parent", c.parent, "err", res.err)
+				r.gaps = append(r.gaps, s.delegationGap(c.d, c.parent, res, cov))
 				continue
 			}
-			s.logger.Debug("delegated zone transferred", "child", c.d.Zone, "parent", c.parent, "targets", r.zn.Len())
-			lists = append(lists, r.zn.collect())
-			watched = append(watched, found.WatchedZone{Zone: c.d.Zone, Source: s.Name(), Parent: c.parent, Nameservers: r.servers, Targets: r.zn.Len()})
-			queue(c.d.Zone, r.zn.Delegations(), c.depth+1)
+			s.logger.Debug("delegated zone transferred", "child", c.d.Zone, "parent", c.parent, "targets", res.zn.Len())
+			r.lists = append(r.lists, res.zn.collect())
+			r.watched = append(r.watched, found.WatchedZone{Zone: c.d.Zone, Source: s.Name(), Parent: c.parent, Nameservers: res.servers, Targets: res.zn.Len()})
+			queue(c.d.Zone, res.zn.Delegations(), c.depth+1)
 		}
 	}
-	return lists, watched, gaps
+	return r
 }
 
 // childResult is the outcome of transferring one child zone.
@@ -287,7 +381,7 @@ var route53Nameserver = regexp.MustCompile(`^ns-[0-9]+\.awsdns-[0-9]+\.(com|net|
 
 // delegatedServers returns the "HOST:PORT" of the name servers of d.
 func (s *Source) delegatedServers(ctx context.Context, d Delegation) ([]string, error) {
-	if len(d.Nameservers) > 0 && !slices.ContainsFunc(d.Nameservers, func(ns Nameserver) bool { return !route53Nameserver.MatchString(ns.Name) }) {
+	if onRoute53(d) {
 		return nil, fmt.Errorf("zone %s: %w", d.Zone, errRoute53)
 	}
 	port := strconv.Itoa(s.delegationPort)
@@ -372,8 +466,10 @@ func (s *Source) notDialled(a netip.Addr) string {
 	return ""
 }
 
-// delegationGap describes a child zone that could not be transferred.
-func (s *Source) delegationGap(d Delegation, parent string, r childResult) found.Gap {
+// delegationGap describes a child zone that could not be transferred;
+// cov is what the other sources of the pass read (nil while they are
+// still being read, or when there are none).
+func (s *Source) delegationGap(d Delegation, parent string, r childResult, cov *cover) found.Gap {
 	g := found.Gap{Reason: found.GapDelegationFailed, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
 		Servers: r.servers, Detail: r.err.Error(),
 		Fix: "allow transfers from this host, or add the zone with its own nameserver/tsig"}
@@ -388,6 +484,11 @@ func (s *Source) delegationGap(d Delegation, parent string, r childResult) found
 	case errors.Is(r.err, errRoute53):
 		g.Reason = found.GapDelegationRefused
 		g.Fix = "read it from Route 53 instead: enable aws.route53 for the account that hosts it (aws.roles), and let aws.route53_zones keep it"
+		note, failed := cov.route53Note(d.Zone)
+		g.Detail += note
+		if len(failed) > 0 {
+			g.Fix = fmt.Sprintf("fix the access of %s (its error above), whose hosted zones would cover it; or %s", strings.Join(failed, ", "), g.Fix)
+		}
 	}
 	return g
 }

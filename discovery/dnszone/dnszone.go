@@ -351,13 +351,13 @@ func (s *Source) withDelegations(ctx context.Context, zn *Zone) ([]discovery.Tar
 	if !s.following || len(zn.Delegations()) == 0 {
 		return nil, inv
 	}
-	lists, watched, gaps := s.follow(ctx, zn)
-	inv.Watched = append(inv.Watched, watched...)
-	inv.Gaps = gaps
-	if len(lists) == 0 {
+	f := s.follow(ctx, zn)
+	inv.Watched = append(inv.Watched, f.watched...)
+	inv.Gaps = f.gaps
+	if len(f.lists) == 0 {
 		return nil, inv
 	}
-	return discovery.Merge(append(lists, zn.collect())...), inv
+	return discovery.Merge(append(f.lists, zn.collect())...), inv
 }
 
 // Stream transfers the zone as Targets does, with the same errors, and

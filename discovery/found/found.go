@@ -15,6 +15,7 @@ package found
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -56,6 +57,36 @@ type Delegating struct {
 	Private bool
 	// Delegations are the child zones it delegates.
 	Delegations []Delegation
+}
+
+// Read is what every source of a pass read, as the pass hands it to the
+// sources that left delegations to follow (Yield.Delegating): the zones
+// read whole, which may cover a child zone, and the sources that failed,
+// which may have hosted one unseen.
+type Read struct {
+	// Zones are the Route 53 hosted zones read (Inventory.Zones of every
+	// source); a hosted zone whose read failed is not among them.
+	Zones []hostedzone.Zone
+	// Watched are the zones transferred or followed (Inventory.Watched
+	// of every source).
+	Watched []WatchedZone
+	// Failed are the sources whose discovery failed, wholly or in part.
+	Failed []SourceFailure
+}
+
+// SourceFailure is a source whose discovery failed, and why.
+type SourceFailure struct {
+	Source string
+	Error  string
+}
+
+// Route53Source is the name of the Route 53 source of the default
+// account; the source of any other account is "route53:<account>".
+const Route53Source = "route53"
+
+// IsRoute53Source reports whether name is a Route 53 source's.
+func IsRoute53Source(name string) bool {
+	return name == Route53Source || strings.HasPrefix(name, Route53Source+":")
 }
 
 // Delegation is a child zone a zone delegates: NS records below its apex,

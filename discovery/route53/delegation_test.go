@@ -184,9 +184,13 @@ func TestFollowDelegations(t *testing.T) {
 		for _, zone := range []string{"internal.example.com", "other.example.com"} {
 			g := gaps[zone]
 			if g.Reason != found.GapDelegationRefused || g.Parent != "example.com" || len(g.Servers) != 0 ||
-				!strings.Contains(g.Detail, "Route 53's, which answer no zone transfer") || !strings.Contains(g.Fix, "enable aws.route53 for the account that hosts it") {
+				!strings.Contains(g.Detail, "Route 53's, which answer no zone transfer (AXFR); no public hosted zone "+zone+" was read in this run") ||
+				!strings.HasPrefix(g.Fix, "read it from Route 53 instead: enable aws.route53 for the account that hosts it") {
 				t.Errorf("child on Route 53 servers nobody reads: %+v", g)
 			}
+		}
+		if g := gaps["internal.example.com"]; !strings.Contains(g.Detail, "(a private one was, but Route 53's name servers answer only for public ones)") {
+			t.Errorf("child read only as a private hosted zone: detail %q does not say so", g.Detail)
 		}
 	})
 
@@ -214,6 +218,34 @@ func TestFollowDelegations(t *testing.T) {
 		inv := p.Inventory()
 		if len(targets) != 4 || len(inv.Watched)+len(inv.Gaps) != 0 {
 			t.Errorf("Discover = %v, watched %+v, gaps %+v; want the hosted zones' 4 names alone", names(targets), inv.Watched, inv.Gaps)
+		}
+	})
+
+	// Last: the fake denies the other account from here on.
+	t.Run("a failed account covers nothing", func(t *testing.T) {
+		srv.Route53.Deny("222222222222")
+		p := &scan.Pass{Sources: sources(&dnszone.Config{DelegationPort: port, AllowLoopback: true, Resolver: "127.0.0.1:1"})}
+		_, results, err := p.Discover(context.Background())
+		if err != nil {
+			t.Fatalf("Discover: %v", err)
+		}
+		if !strings.Contains(results[1].Error, "AccessDenied") {
+			t.Fatalf("results = %+v, want route53:222222222222 failed with AccessDenied", results)
+		}
+		inv := p.Inventory()
+		if i := slices.IndexFunc(inv.Watched, func(w found.WatchedZone) bool { return w.Zone == "shop.example.com" }); i >= 0 {
+			t.Errorf("shop.example.com watched as %+v, though the account hosting it failed", inv.Watched[i])
+		}
+		i := slices.IndexFunc(inv.Gaps, func(g found.Gap) bool { return g.Zone == "shop.example.com" })
+		if i < 0 {
+			t.Fatalf("gaps = %+v, want shop.example.com, whose account failed", inv.Gaps)
+		}
+		g := inv.Gaps[i]
+		if g.Reason != found.GapDelegationRefused || g.Parent != "example.com" ||
+			!strings.Contains(g.Detail, "no public hosted zone shop.example.com was read in this run, and Route 53 sources that may host it failed (route53:222222222222: route53 list hosted zones (account 222222222222)") ||
+			!strings.Contains(g.Detail, "AccessDenied") ||
+			!strings.HasPrefix(g.Fix, "fix the access of route53:222222222222 (its error above), whose hosted zones would cover it; or read it from Route 53 instead") {
+			t.Errorf("gap of the child whose account failed = %+v", g)
 		}
 	})
 }

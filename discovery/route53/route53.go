@@ -204,9 +204,9 @@ func New(c Config, cfg aws.Config, logger *slog.Logger) (*Source, error) {
 // Name is "route53", or "route53:<account>" when Config.Account is set.
 func (s *Source) Name() string {
 	if s.c.Account == "" {
-		return "route53"
+		return found.Route53Source
 	}
-	return "route53:" + s.c.Account
+	return found.Route53Source + ":" + s.c.Account
 }
 
 // Discover reads every zone (see Read) and yields the targets and the
@@ -228,16 +228,16 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 // (their glue in the hosted zone, else through the resolver), and its own
 // delegations in turn, within the same bounds; one that cannot be, or
 // lies beyond a bound, is a coverage gap. A child that read (what every
-// source of the pass read: its Zones and Watched) holds whole is not
-// transferred but listed as watched through the source that read it: a
-// hosted zone of the child's name, in any account, of the same kind as
+// source of the pass read) holds whole is not transferred but listed as
+// watched through the source that read it (see dnszone.Follower.Follow):
+// a hosted zone of the child's name, in any account, of the same kind as
 // the delegating zone (public for a public zone, private for a private
 // one: inside a VPC a private zone answers for its name, on the internet
 // only a public one does), or a zone another source transferred. The
 // children's targets carry the delegating zone's source name. Without
 // Config.Delegations, Follow yields nothing. Cancelling ctx stops
 // following; what was transferred is yielded.
-func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read found.Inventory) found.Yield {
+func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read found.Read) found.Yield {
 	if s.follower == nil || len(zones) == 0 {
 		return found.Yield{}
 	}
@@ -248,7 +248,7 @@ func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read foun
 	for i := range zones {
 		z := &zones[i]
 		g.Go(func() error {
-			targets[i], invs[i] = s.follower.Follow(ctx, z.Zone, z.Source, z.Delegations, covered(z.Private, read))
+			targets[i], invs[i] = s.follower.Follow(ctx, *z, &read)
 			return nil
 		})
 	}
@@ -263,27 +263,6 @@ func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read foun
 	s.logger.Debug("route53 delegations followed", "zones", len(zones), "targets", len(y.Targets),
 		"watched", len(y.Inventory.Watched), "gaps", len(y.Inventory.Gaps))
 	return y
-}
-
-// covered says which child zones of a public (or private) zone read
-// holds whole: hosted zones of the same kind, and zones transferred.
-func covered(private bool, read found.Inventory) dnszone.Covered {
-	return func(zone string) (via, source string, ok bool) {
-		for _, z := range read.Zones {
-			if z.Name == zone && z.Private == private {
-				return "route53", zoneSource(z.Account, z.Name, z.Private), true
-			}
-		}
-		for _, w := range read.Watched {
-			if w.Zone == zone && w.Via == "" {
-				if w.Parent != "" {
-					return "delegation", w.Source, true
-				}
-				return "transfer", w.Source, true
-			}
-		}
-		return "", "", false
-	}
 }
 
 // Targets reads every zone (see Read) and returns the targets, keeping the
@@ -577,21 +556,7 @@ type builder struct {
 }
 
 func newBuilder(z *hostedzone.Zone, s *Source) *builder {
-	return &builder{z: z, s: s, names: map[string]*nameInfo{}, source: []string{zoneSource(s.c.Account, z.Name, z.Private)}}
-}
-
-// zoneSource names a hosted zone as its targets' Sources do:
-// "route53:<account>/<zone>", "(private)" appended for a private zone.
-func zoneSource(account, zone string, private bool) string {
-	src := "route53:"
-	if account != "" {
-		src += account + "/"
-	}
-	src += zone
-	if private {
-		src += "(private)"
-	}
-	return src
+	return &builder{z: z, s: s, names: map[string]*nameInfo{}, source: []string{z.Source()}}
 }
 
 func (b *builder) info(name string) *nameInfo {

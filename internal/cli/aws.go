@@ -24,10 +24,11 @@ import (
 )
 
 var (
-	_ scan.Source = (*route53.Source)(nil)
-	_ scan.Source = (*acm.Source)(nil)
-	_ scan.Source = (*iam.Source)(nil)
-	_ scan.Source = (*consumers.Source)(nil)
+	_ scan.Source   = (*route53.Source)(nil)
+	_ scan.Follower = (*route53.Source)(nil)
+	_ scan.Source   = (*acm.Source)(nil)
+	_ scan.Source   = (*iam.Source)(nil)
+	_ scan.Source   = (*consumers.Source)(nil)
 )
 
 // awsFlags are the AWS flags shared by scan and inventory.

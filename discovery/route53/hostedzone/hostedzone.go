@@ -43,6 +43,21 @@ type Record struct {
 	Value string `json:"value"`
 }
 
+// Source names the zone as its targets' Sources do:
+// "route53:<account>/<zone>", or "route53:<zone>" without an account,
+// "(private)" appended for a private zone.
+func (z Zone) Source() string {
+	src := "route53:"
+	if z.Account != "" {
+		src += z.Account + "/"
+	}
+	src += z.Name
+	if z.Private {
+		src += "(private)"
+	}
+	return src
+}
+
 // Contains reports whether name is the zone's apex or below it.
 func (z Zone) Contains(name string) bool {
 	return discovery.InZone(discovery.NormalizeName(name), z.Name)
