@@ -45,7 +45,8 @@ type Source interface {
 // rather than transferred. Follow is given back the zones its Discover
 // yielded and read, what every source's Discover read and which sources
 // failed (found.Read), and yields the children's targets and their
-// coverage (watched zones, gaps). Implemented by discovery/route53.
+// coverage (watched zones, gaps). Implemented by discovery/route53 and
+// discovery/dnszone.
 type Follower interface {
 	Follow(ctx context.Context, zones []found.Delegating, read found.Read) found.Yield
 }

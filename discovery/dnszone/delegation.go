@@ -151,6 +151,35 @@ func (f *Follower) Follow(ctx context.Context, z found.Delegating, read *found.R
 	return f.s.followZone(ctx, z, read, f.s.logger.With("zone", discovery.NormalizeName(z.Zone), "source", z.Source))
 }
 
+// Follow follows the delegations Discover left to follow (its
+// Yield.Delegating: the children whose name servers are all Route 53's,
+// by the zone that delegates them), once every source of the pass has
+// discovered, as Follower.Follow does: a child that a public hosted zone
+// of its name read in the pass covers is listed as watched via
+// "route53", with its parent and that zone's source; any other is the
+// coverage gap it would have been (Route 53 answers no transfer), naming
+// the Route 53 sources of read that failed. A transferred zone is taken
+// to be resolved as a public zone is: Route 53's name servers answer only
+// for public hosted zones, so a private one of the child's name, which
+// only the resolvers of its VPCs answer from, does not cover it.
+// It implements scan.Follower.
+func (s *Source) Follow(ctx context.Context, zones []found.Delegating, read found.Read) found.Yield {
+	var y found.Yield
+	var lists [][]discovery.Target
+	for _, z := range zones {
+		z.Private = false
+		ts, inv := s.followZone(ctx, z, &read, s.logger)
+		if len(ts) > 0 {
+			lists = append(lists, ts)
+		}
+		y.Inventory.Append(inv)
+	}
+	if len(lists) > 0 {
+		y.Targets = discovery.Merge(lists...)
+	}
+	return y
+}
+
 // followZone is Follower.Follow with s as the template, logging to
 // logger.
 func (s *Source) followZone(ctx context.Context, z found.Delegating, read *found.Read, logger *slog.Logger) ([]discovery.Target, found.Inventory) {
@@ -159,7 +188,7 @@ func (s *Source) followZone(ctx context.Context, z found.Delegating, read *found
 	c.fqdn = c.zone + "."
 	c.sources = []string{z.Source}
 	c.logger = logger
-	r := c.followFrom(ctx, z.Delegations, &cover{read: read, private: z.Private})
+	r := c.followFrom(ctx, z.Delegations, &cover{read: read, private: z.Private}, false)
 	var ts []discovery.Target
 	if len(r.lists) > 0 {
 		ts = discovery.Merge(r.lists...)
@@ -168,9 +197,10 @@ func (s *Source) followZone(ctx context.Context, z found.Delegating, read *found
 }
 
 // follow transfers the child zones zn (the zone of s) delegates, and
-// theirs (see followFrom).
-func (s *Source) follow(ctx context.Context, zn *Zone) followed {
-	return s.followFrom(ctx, zn.Delegations(), nil)
+// theirs (see followFrom), deferring those on Route 53's name servers
+// when deferRoute53 is set.
+func (s *Source) follow(ctx context.Context, zn *Zone, deferRoute53 bool) followed {
+	return s.followFrom(ctx, zn.Delegations(), nil, deferRoute53)
 }
 
 // cover says which child zones the other sources of a pass read whole
@@ -254,6 +284,9 @@ type followed struct {
 	lists   [][]discovery.Target // every child's targets
 	watched []found.WatchedZone
 	gaps    []found.Gap
+	// deferred are the children on Route 53's name servers left for
+	// Follow, by the zone that delegates them.
+	deferred []found.Delegating
 }
 
 // followFrom transfers ds, the child zones s's zone delegates, and
@@ -264,8 +297,10 @@ type followed struct {
 // source reads is listed as watched through it, neither transferred nor
 // counted against a bound; one configured on its own (s.configured), or
 // out of scope, is left to its own source; a zone already visited is not
-// transferred twice.
-func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover) followed {
+// transferred twice. With deferRoute53, a child whose name servers are
+// all Route 53's is neither transferred nor counted, but returned in
+// deferred, to decide once the other sources are read.
+func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover, deferRoute53 bool) followed {
 	type child struct {
 		d      Delegation
 		parent string
@@ -295,6 +330,15 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover) fo
 				continue
 			case slices.ContainsFunc(s.outOfScope, func(z string) bool { return discovery.InZone(d.Zone, z) }):
 				s.logger.Debug("delegation out of scope", "child", d.Zone, "parent", parent)
+				continue
+			case deferRoute53 && onRoute53(d):
+				s.logger.Debug("delegation to Route 53 left until every source is read", "child", d.Zone, "parent", parent)
+				visited[d.Zone] = true
+				if i := len(r.deferred) - 1; i >= 0 && r.deferred[i].Zone == parent {
+					r.deferred[i].Delegations = append(r.deferred[i].Delegations, d)
+				} else {
+					r.deferred = append(r.deferred, found.Delegating{Zone: parent, Source: s.Name(), Delegations: []Delegation{d}})
+				}
 				continue
 			case depth > s.maxDepth:
 				visited[d.Zone] = true

@@ -216,21 +216,41 @@ func TestDelegationWithoutGlue(t *testing.T) {
 }
 
 // TestDelegationToRoute53: a child delegated to Route 53's name servers
-// cannot be transferred (Route 53 answers no AXFR), so none is asked: a
-// gap saying to read the hosted zone from Route 53 instead.
+// cannot be transferred (Route 53 answers no AXFR), so none is asked.
+// Discover leaves it until every source of the pass is read
+// (Yield.Delegating); Follow with nothing else read, like Stream (the zone
+// alone), makes it a gap saying to read the hosted zone from Route 53
+// instead.
 func TestDelegationToRoute53(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, dnstest.Zone{Name: "p.example", Text: "www A 127.0.0.1\ncloud NS ns-1.awsdns-01.org.\ncloud NS ns-2.awsdns-02.co.uk.\n"})
-	y, err := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: srv.Addr(), FollowDelegations: true, AllowLoopback: true, Resolver: "127.0.0.1:1"}).Discover(context.Background())
+	s := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: srv.Addr(), FollowDelegations: true, AllowLoopback: true, Resolver: "127.0.0.1:1"})
+	y, err := s.Discover(context.Background())
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
-	if len(y.Inventory.Gaps) != 1 {
-		t.Fatalf("gaps = %+v, want one for cloud.p.example", y.Inventory.Gaps)
+	if len(y.Inventory.Gaps) != 0 {
+		t.Errorf("Discover gaps = %+v, want none before every source is read", y.Inventory.Gaps)
 	}
-	g := y.Inventory.Gaps[0]
-	if g.Zone != "cloud.p.example" || g.Reason != found.GapDelegationRefused || len(g.Servers) != 0 ||
-		!strings.Contains(g.Detail, "Route 53's, which answer no zone transfer") || !strings.Contains(g.Fix, "read it from Route 53 instead") {
-		t.Errorf("gap = %+v", g)
+	want := []found.Delegating{{Zone: "p.example", Source: "dnszone:p.example", Delegations: []found.Delegation{{Zone: "cloud.p.example",
+		Nameservers: []found.Nameserver{{Name: "ns-1.awsdns-01.org"}, {Name: "ns-2.awsdns-02.co.uk"}}}}}}
+	if d := cmp.Diff(want, y.Delegating); d != "" {
+		t.Errorf("Delegating (-want +got):\n%s", d)
+	}
+	followed := s.Follow(context.Background(), y.Delegating, found.Read{})
+	_, _, streamed, err := s.Stream(context.Background())
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	for how, gaps := range map[string][]found.Gap{"Follow": followed.Inventory.Gaps, "Stream": streamed.Gaps} {
+		if len(gaps) != 1 {
+			t.Errorf("%s: gaps = %+v, want one for cloud.p.example", how, gaps)
+			continue
+		}
+		g := gaps[0]
+		if g.Zone != "cloud.p.example" || g.Parent != "p.example" || g.Reason != found.GapDelegationRefused || len(g.Servers) != 0 ||
+			!strings.Contains(g.Detail, "Route 53's, which answer no zone transfer") || !strings.Contains(g.Fix, "read it from Route 53 instead") {
+			t.Errorf("%s: gap = %+v", how, g)
+		}
 	}
 }

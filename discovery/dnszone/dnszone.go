@@ -329,35 +329,50 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 // are transferred too (see Config.FollowDelegations): their targets are
 // yielded with the zone's, under its source name, and the inventory lists
 // every zone watched and every child that could not be (coverage gaps). A
-// failed child is not an error: the zone itself was transferred.
+// failed child is not an error: the zone itself was transferred. A child
+// whose name servers are all Route 53's, which answer no transfer, is
+// left to decide once every source of the pass is read (Yield.Delegating,
+// handed back to Follow): a hosted zone another source reads may cover
+// it.
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	zn, err := s.Transfer(ctx)
 	if err != nil {
 		return found.Yield{}, err
 	}
-	ts, inv := s.withDelegations(ctx, zn)
-	if ts == nil {
-		ts = zn.collect()
+	r := s.withDelegations(ctx, zn, true)
+	if r.targets == nil {
+		r.targets = zn.collect()
 	}
-	return found.Yield{Targets: ts, Inventory: inv}, nil
+	return found.Yield{Targets: r.targets, Inventory: r.inv, Delegating: r.deferred}, nil
 }
 
-// withDelegations follows the delegations of zn when s follows them. It
-// returns the targets of zn and its children, merged, or nil when there
-// are no children's targets (zn's own are then all there is), and the
-// coverage inventory: the zones watched and the gaps.
-func (s *Source) withDelegations(ctx context.Context, zn *Zone) ([]discovery.Target, found.Inventory) {
-	inv := found.Inventory{Watched: []found.WatchedZone{{Zone: s.zone, Source: s.Name(), Targets: zn.Len()}}}
+// withZone is a zone with its delegations followed.
+type withZone struct {
+	// targets are those of the zone and its children, merged, or nil when
+	// there are no children's targets (the zone's own are then all there
+	// is).
+	targets []discovery.Target
+	// inv is the coverage inventory: the zones watched and the gaps.
+	inv found.Inventory
+	// deferred are the children left for Follow (see followed).
+	deferred []found.Delegating
+}
+
+// withDelegations follows the delegations of zn when s follows them,
+// deferring those on Route 53's name servers when deferRoute53 is set.
+func (s *Source) withDelegations(ctx context.Context, zn *Zone, deferRoute53 bool) withZone {
+	r := withZone{inv: found.Inventory{Watched: []found.WatchedZone{{Zone: s.zone, Source: s.Name(), Targets: zn.Len()}}}}
 	if !s.following || len(zn.Delegations()) == 0 {
-		return nil, inv
+		return r
 	}
-	f := s.follow(ctx, zn)
-	inv.Watched = append(inv.Watched, f.watched...)
-	inv.Gaps = f.gaps
-	if len(f.lists) == 0 {
-		return nil, inv
+	f := s.follow(ctx, zn, deferRoute53)
+	r.inv.Watched = append(r.inv.Watched, f.watched...)
+	r.inv.Gaps = f.gaps
+	r.deferred = f.deferred
+	if len(f.lists) > 0 {
+		r.targets = discovery.Merge(append(f.lists, zn.collect())...)
 	}
-	return discovery.Merge(append(f.lists, zn.collect())...), inv
+	return r
 }
 
 // Stream transfers the zone as Targets does, with the same errors, and
@@ -365,17 +380,18 @@ func (s *Source) withDelegations(ctx context.Context, zn *Zone) ([]discovery.Tar
 // inventory Discover would yield: the form scan.Pass probes a single
 // streaming source in, one target at a time. With FollowDelegations and
 // children transferred, the targets are held as one list, as Discover
-// holds them.
+// holds them. The zone being the pass's only source, no other source
+// covers a child: one on Route 53's name servers is a gap at once.
 func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error) {
 	zn, err := s.Transfer(ctx)
 	if err != nil {
 		return nil, 0, found.Inventory{}, err
 	}
-	ts, inv := s.withDelegations(ctx, zn)
-	if ts != nil {
-		return slices.Values(ts), len(ts), inv, nil
+	r := s.withDelegations(ctx, zn, false)
+	if r.targets != nil {
+		return slices.Values(r.targets), len(r.targets), r.inv, nil
 	}
-	return zn.All(), zn.Len(), inv, nil
+	return zn.All(), zn.Len(), r.inv, nil
 }
 
 // Transfer transfers the zone as Targets does, with the same errors, and

@@ -251,6 +251,109 @@ coverage: {delegation_port: %s}
 	}
 }
 
+// TestScanTransferredDelegationToRoute53: p.example, transferred from
+// knot (zones:), delegates cloud.p.example to Route 53's name servers.
+// When Route 53 is read in the same scan and holds cloud.p.example as a
+// public hosted zone, the child is covered: no coverage gap, the coverage
+// lists it via route53 with its parent, and its name is probed as the
+// hosted zone's. Without that hosted zone, the child is the
+// delegation_refused gap saying to read it from Route 53.
+func TestScanTransferredDelegationToRoute53(t *testing.T) {
+	now := time.Now()
+	ca := certtest.MustCA("Transferred Route 53 Delegation Root", now.Add(-time.Hour), now.AddDate(1, 0, 0))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.cloud.p.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 6, 0)})
+	// 127.0.54.0/24 is this test's alone: nothing else listens there.
+	ln, err := certtest.Serve("127.0.54.1:0", leaf.TLSCertificate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	// The parent's only names are delegations: nothing of its own is
+	// probed (allow_empty).
+	k := knottest.Start(t, knottest.Zone{Name: "p.example", Transfer: knottest.TransferLoopback, Text: `
+@      SOA  ns.elsewhere.example. hostmaster 1 3600 600 86400 300
+@      NS   ns.elsewhere.example.
+cloud  NS   ns-1.awsdns-01.org.
+cloud  NS   ns-2.awsdns-02.co.uk.
+`})
+
+	awstest.Isolate(t)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	writeConfig(t, cfg, fmt.Sprintf(`zones:
+  - name: p.example
+    nameserver: %s
+    allow_empty: true
+aws: {route53: true}
+ports: [%d]
+ca_files: [%q]
+probe: {timeout: 2s, allow_loopback: true}
+`, k.Addr, ln.Addr().Port(), caFile))
+
+	scanWith := func(t *testing.T, zones ...awstest.Zone) (scan.Report, int) {
+		t.Helper()
+		srv := awstest.NewServer()
+		t.Cleanup(srv.Close)
+		t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+		srv.Route53.AddZone(zones...)
+		stdout, stderr, code := run(t, "scan", "--config", cfg, "--output", "json", "--fail-on", "warning")
+		var r scan.Report
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("report: %v\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		if r.Coverage == nil {
+			t.Fatal("no coverage object")
+		}
+		return r, code
+	}
+
+	t.Run("covered by the hosted zone", func(t *testing.T) {
+		r, code := scanWith(t, awstest.Zone{Name: "cloud.p.example", Records: []awstest.RecordSet{
+			{Name: "api.cloud.p.example", Type: "A", TTL: 300, Values: []string{"127.0.54.1"}}}})
+		if code != 0 {
+			t.Errorf("exit code %d, want 0: findings %+v", code, r.Findings)
+		}
+		for _, f := range r.Findings {
+			if f.Kind == policy.CoverageGap {
+				t.Errorf("coverage gap %+v, want none", f)
+			}
+		}
+		if len(r.Coverage.Gaps) != 0 {
+			t.Errorf("coverage gaps = %+v, want none", r.Coverage.Gaps)
+		}
+		var zones []string
+		for _, z := range r.Coverage.Zones {
+			zones = append(zones, strings.Join([]string{z.Zone, z.Via, z.Parent, z.Source}, " "))
+		}
+		want := "cloud.p.example route53 p.example route53, p.example transfer  dnszone:p.example"
+		if got := strings.Join(zones, ", "); got != want {
+			t.Errorf("coverage zones = %q, want %q", got, want)
+		}
+		if len(r.Certificates) != 1 || len(r.Endpoints) != 1 || r.Endpoints[0].Name != "api.cloud.p.example" {
+			t.Errorf("endpoints = %+v, want api.cloud.p.example alone, serving its certificate", r.Endpoints)
+		}
+	})
+
+	t.Run("no hosted zone", func(t *testing.T) {
+		r, code := scanWith(t)
+		if code != cli.ExitFindings {
+			t.Errorf("exit code %d, want %d for the warning gap", code, cli.ExitFindings)
+		}
+		if len(r.Coverage.Gaps) != 1 {
+			t.Fatalf("coverage gaps = %+v, want cloud.p.example", r.Coverage.Gaps)
+		}
+		g := r.Coverage.Gaps[0]
+		if g.Reason != "delegation_refused" || g.Zone != "cloud.p.example" || g.Parent != "p.example" ||
+			!strings.Contains(g.Detail, "no public hosted zone cloud.p.example was read in this run") || !strings.HasPrefix(g.Fix, "read it from Route 53 instead") {
+			t.Errorf("gap = %+v, want cloud.p.example refused, no hosted zone read", g)
+		}
+	})
+}
+
 // checkCoverage checks the coverage of TestScanFollowsDelegations: the
 // zone and its followed child, the source's counts, and the two gaps.
 func checkCoverage(t *testing.T, c *scan.Coverage) {

@@ -487,6 +487,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 
 var (
 	_ scan.StreamingSource = (*dnszone.Source)(nil)
+	_ scan.Follower        = (*dnszone.Source)(nil)
 	_ scan.Source          = (*static.Source)(nil)
 	_ scan.Source          = (*files.Source)(nil)
 	_ scan.Source          = (*networks.Source)(nil)
