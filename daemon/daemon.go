@@ -183,6 +183,10 @@ type Daemon struct {
 	results   []scan.SourceResult
 	sources   map[string]goodRun
 	degraded  map[string]policy.Finding
+	// children are the discovery_degraded findings (by name in
+	// degraded) of delegated child zones that could not be transferred
+	// and whose last targets are kept (keepChildren).
+	children map[string]bool
 	// shrunk marks degraded sources that answered with too few targets
 	// (rather than failing); Reload accepts their new size.
 	shrunk map[string]bool

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -31,7 +33,9 @@ func items(targets, certs int) string {
 
 // discover refreshes the inventory. A failing or shrunken source keeps its
 // last good targets and gets a discovery_degraded finding; a healthy run
-// replaces them and clears the finding.
+// replaces them and clears the finding. So does a delegated child zone
+// that an earlier discovery transferred and this one could not (see
+// keepChildren).
 func (d *Daemon) discover(ctx context.Context) error {
 	d.mu.Lock()
 	s := d.scanner
@@ -41,7 +45,7 @@ func (d *Daemon) discover(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
 	}
-	inventory, degraded := d.judge(s, targets, results, start)
+	inventory, degraded, stale := d.judge(s, targets, results, start)
 	d.rememberInventory(ctx)
 	if d.Recorder != nil {
 		d.Recorder.RecordDiscovery(slices.Clone(results), inventory)
@@ -49,16 +53,96 @@ func (d *Daemon) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if degraded > 0 {
+	switch {
+	case degraded > 0 && stale > 0:
+		return fmt.Errorf("discovery degraded: %d of %d sources failed or shrank, and %d delegated zones transferred before were not (their last targets are kept)", degraded, len(results), stale)
+	case degraded > 0:
 		return fmt.Errorf("discovery degraded: %d of %d sources failed or shrank", degraded, len(results))
+	case stale > 0:
+		return fmt.Errorf("discovery degraded: %d delegated zones transferred before were not (their last targets are kept)", stale)
 	}
 	return nil
 }
 
+// inventorier is a Scanner that says what its last Discover found besides
+// targets: the coverage gaps of delegated zones not transferred.
+// Implemented by *scan.Pass.
+type inventorier interface {
+	Inventory() scan.Inventory
+}
+
+// childFailures returns the delegated child zones s's last Discover
+// could not transfer (refused, timed out, broken, unreachable), by zone.
+// Children left out by a bound (delegation_limit) are not failures: the
+// configuration decides them.
+func childFailures(s Scanner) map[string]found.Gap {
+	inv, ok := s.(inventorier)
+	if !ok {
+		return nil
+	}
+	var out map[string]found.Gap
+	for _, g := range inv.Inventory().Gaps {
+		switch g.Reason {
+		case found.GapDelegationRefused, found.GapDelegationTimeout, found.GapDelegationBroken, found.GapDelegationFailed:
+			if out == nil {
+				out = map[string]found.Gap{}
+			}
+			out[g.Zone] = g
+		}
+	}
+	return out
+}
+
+// failedZone returns the failed child zone name lies in (the deepest), if
+// any.
+func failedZone(name string, failures map[string]found.Gap) (found.Gap, bool) {
+	for n := name; ; {
+		if g, ok := failures[n]; ok {
+			return g, true
+		}
+		i := strings.IndexByte(n, '.')
+		if i < 0 {
+			return found.Gap{}, false
+		}
+		n = n[i+1:]
+	}
+}
+
+// keepChildren returns got with the targets of last (a source's last good
+// targets) that lie in a child zone this discovery could not transfer
+// and that the zone's source gave: those an earlier discovery
+// transferred (and the zones below it, not reached this time). A child
+// that never transferred has none. For each child with targets kept it
+// opens (or updates) a discovery_degraded finding named
+// "SOURCE/ZONE", and marks it in raised. Callers hold d.mu.
+func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]found.Gap, start time.Time, raised map[string]bool) []discovery.Target {
+	kept := map[string][]discovery.Target{}
+	for _, t := range last {
+		if g, ok := failedZone(t.Name, failures); ok && slices.Contains(t.Sources, g.Source) {
+			kept[g.Zone] = append(kept[g.Zone], t)
+		}
+	}
+	if len(kept) == 0 {
+		return got
+	}
+	lists := [][]discovery.Target{got}
+	for zone, ts := range kept {
+		g := failures[zone]
+		key := g.Source + "/" + zone
+		d.raise(key, start, fmt.Sprintf("Delegated zone %s (delegated by %s, followed by source %s) could not be transferred (%s): %s. "+
+			"Its %s from an earlier transfer are still probed, and their findings stay open, until it transfers again; its coverage_gap finding says the same. To fix: %s.",
+			zone, g.Parent, g.Source, g.Reason, strings.TrimSuffix(g.Detail, "."), items(len(ts), 0), strings.TrimSuffix(g.Fix, ".")))
+		raised[key] = true
+		lists = append(lists, ts)
+	}
+	return discovery.Merge(lists...)
+}
+
 // judge updates each source's last good run and discovery_degraded
 // finding from one discovery's results, rebuilds the inventory and returns
-// its size and the number of degraded sources.
-func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.SourceResult, start time.Time) (inventory, degraded int) {
+// its size, the number of degraded sources and of delegated child zones
+// whose last targets were kept (keepChildren).
+func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.SourceResult, start time.Time) (inventory, degraded, stale int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s == d.scanner {
@@ -67,6 +151,8 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 	threshold := d.cfg.DropThreshold
 	current := map[string]bool{}
 	failed := 0 // sources that failed without returning anything
+	failures := childFailures(s)
+	children := map[string]bool{} // discovery_degraded findings of child zones raised now
 	for _, r := range results {
 		current[r.Name] = true
 		last, hasLast := d.sources[r.Name]
@@ -107,6 +193,9 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 			}
 			delete(d.degraded, r.Name)
 			delete(d.shrunk, r.Name)
+			if hasLast && len(failures) > 0 {
+				got = d.keepChildren(got, last.list, failures, start, children)
+			}
 			d.sources[r.Name] = goodRun{list: got, targets: r.Targets, certs: r.Certificates, at: start}
 		}
 	}
@@ -116,11 +205,15 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 		}
 	}
 	for name := range d.degraded {
-		if !current[name] {
+		if !current[name] && !children[name] {
+			if d.children[name] {
+				d.logger.Info("delegated zone transferred again, or no longer delegated", "zone", name)
+			}
 			delete(d.degraded, name)
 			delete(d.shrunk, name)
 		}
 	}
+	d.children = children
 	d.rebuildInventory()
 	d.results = results
 	if failed == len(results) && len(results) > 0 {
@@ -131,7 +224,7 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 		}
 	}
 	d.logger.Info("discovery finished", "sources", len(results), "failed", failed, "degraded", len(d.degraded), "inventory", len(d.inventory))
-	return len(d.inventory), len(d.degraded)
+	return len(d.inventory), len(d.degraded) - len(children), len(children)
 }
 
 // rebuildInventory merges every source's last good targets into the
