@@ -253,13 +253,33 @@ func (d *Daemon) raise(source string, at time.Time, msg string) {
 	d.degraded[source] = f
 }
 
-// fromSource returns the targets that source reported.
+// fromSource returns the targets that source reported: those whose
+// Sources name it, or one of its Route 53 zones (reported).
 func fromSource(targets []discovery.Target, source string) []discovery.Target {
 	var out []discovery.Target
 	for _, t := range targets {
-		if slices.Contains(t.Sources, source) {
+		if slices.ContainsFunc(t.Sources, func(s string) bool { return reported(source, s) }) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// reported reports whether a target whose Sources hold s was reported by
+// the source named source: s is source, or a hosted zone of that Route 53
+// source, as its targets name it ("route53:<account>/<zone>" of source
+// "route53:<account>", "route53:<zone>" of the default account's
+// "route53").
+func reported(source, s string) bool {
+	switch {
+	case s == source:
+		return true
+	case !found.IsRoute53Source(source):
+		return false
+	case source == found.Route53Source:
+		zone, ok := strings.CutPrefix(s, found.Route53Source+":")
+		return ok && !strings.Contains(zone, "/")
+	default:
+		return strings.HasPrefix(s, source+"/")
+	}
 }
