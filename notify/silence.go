@@ -65,13 +65,17 @@ func silencesAt(all []state.Silence, now time.Time) silenceSet {
 	return out
 }
 
-// matches reports whether the silence selects f, whatever its tier.
+// matches reports whether the silence selects f, whatever its tier. A
+// silence of a certificate's expiring finding (by kind or by its ID) also
+// selects the certificate's renewal_missed: both say the same certificate
+// was not renewed, and a silence on a known old certificate must not let
+// the newer kind through.
 func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 	mt := m.s.Match
-	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != AlertID(f) {
+	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != AlertID(f) && mt.FindingID != expiryID(f) {
 		return false
 	}
-	if mt.Kind != "" && mt.Kind != f.Kind {
+	if mt.Kind != "" && mt.Kind != f.Kind && (mt.Kind != policy.Expiring || f.Kind != policy.RenewalMissed) {
 		return false
 	}
 	if m.cert != "" && (f.Certificate == "" || !strings.HasPrefix(strings.ToLower(f.Certificate), m.cert)) {
@@ -90,6 +94,16 @@ func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// expiryID is the ID of the expiring finding of the certificate a
+// renewal_missed finding is about; "" for any other finding.
+func expiryID(f policy.Finding) string {
+	if f.Kind != policy.RenewalMissed || f.Certificate == "" {
+		return ""
+	}
+	f.Kind = policy.Expiring
+	return f.ID()
 }
 
 // covering returns the silence that keeps f from being announced, nil

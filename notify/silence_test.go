@@ -229,3 +229,35 @@ func TestCheckSilence(t *testing.T) {
 		})
 	}
 }
+
+// TestExpirySilenceCoversRenewalMissed: a silence of a certificate's
+// expiring finding, by kind or by the finding's ID, also covers the
+// certificate's renewal_missed; one of another kind or certificate does
+// not, nor does a silence of renewal_missed cover expiring.
+func TestExpirySilenceCoversRenewalMissed(t *testing.T) {
+	cert := strings.Repeat("cd", 32)
+	missed := policy.Finding{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: cert, Subject: "old.example.com",
+		Endpoints: []policy.Endpoint{{Name: "old.example.com", Port: 443}}}
+	expiring := missed
+	expiring.Kind = policy.Expiring
+	tests := []struct {
+		name string
+		m    state.Matchers
+		f    policy.Finding
+		want bool
+	}{
+		{"expiring by kind and name", state.Matchers{Kind: policy.Expiring, Name: "old.example.com"}, missed, true},
+		{"expiring by the expiring finding's ID", state.Matchers{FindingID: expiring.ID()}, missed, true},
+		{"expiring of another certificate", state.Matchers{FindingID: "expiring:" + strings.Repeat("ef", 32)}, missed, false},
+		{"expiring by kind, other name", state.Matchers{Kind: policy.Expiring, Name: "new.example.com"}, missed, false},
+		{"another kind", state.Matchers{Kind: policy.WeakKey}, missed, false},
+		{"renewal_missed does not cover expiring", state.Matchers{Kind: policy.RenewalMissed}, expiring, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := notify.SilenceMatches(state.Silence{Match: tt.m}, tt.f, nil); got != tt.want {
+				t.Errorf("SilenceMatches(%+v, %s) = %v, want %v", tt.m, tt.f.Kind, got, tt.want)
+			}
+		})
+	}
+}
