@@ -41,7 +41,7 @@ func TestRenewalCadenceAcrossRuns(t *testing.T) {
 
 	ca := certtest.MustCA("Cadence Root", t0.AddDate(-5, 0, 0), t0.AddDate(10, 0, 0))
 	const name = "api.cadence.example"
-	old := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: t0.AddDate(0, 0, -110), NotAfter: t0.AddDate(0, 0, 40)})
+	old := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: t0.AddDate(0, 0, -130), NotAfter: t0.AddDate(0, 0, 20)})
 	renewed := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: t0.AddDate(0, 0, -1), NotAfter: t0.AddDate(0, 0, 149)})
 	var served atomic.Pointer[tls.Certificate]
 	oldTLS, renewedTLS := old.TLSCertificate(), renewed.TLSCertificate()

@@ -14,7 +14,8 @@ import (
 
 // RenewalMissed: the newest certificate seen for a name, on any endpoint,
 // in ACM, in IAM or at rest, has passed the point where it should have
-// been renewed (its expected renewal, see ExpectedRenewal), and no newer
+// been renewed (its expected renewal, see ExpectedRenewal) by a grace
+// (RenewalGrace), and no newer
 // certificate for the name has appeared anywhere, in this run or in the
 // history of earlier ones. A certificate ACM renews itself is judged by
 // ACM's own renewal_overdue instead; one a newer certificate has already
@@ -99,13 +100,46 @@ func (e *Evaluator) SetHistory(h []NameHistory) {
 // ExpectedRenewal is when a certificate valid from notBefore to notAfter
 // is normally renewed: when the renewal fraction of its lifetime is left
 // (the largest lifetime_fraction of the expiry tiers, else
-// DefaultRenewalFraction). Zero for a certificate without a lifetime.
+// DefaultRenewalFraction), but never before the least urgent expiry tier
+// starts by time left (its within, 30 days by default): a 397-day
+// certificate renewed by hand a month ahead, or an ACME client renewing at
+// 30 days of 90, is on time. Zero for a certificate without a lifetime.
 func ExpectedRenewal(notBefore, notAfter time.Time, tiers []TierRule) time.Time {
 	lifetime := notAfter.Sub(notBefore)
 	if lifetime <= 0 {
 		return time.Time{}
 	}
-	return notAfter.Add(-time.Duration(RenewalFraction(tiers) * float64(lifetime))).UTC()
+	left := time.Duration(RenewalFraction(tiers) * float64(lifetime))
+	if w := firstTierWithin(tiers); w > 0 {
+		left = min(left, w)
+	}
+	return notAfter.Add(-left).UTC()
+}
+
+// RenewalGrace is how long after its expected renewal due a certificate
+// valid from notBefore to notAfter, still not renewed, becomes
+// renewal_missed: a thirtieth of its lifetime (3 days of 90, 13.2 of
+// 397), room for a renewal that runs a little late, but at most half the
+// time from due to notAfter, so a long-lived certificate is not left until
+// it expires.
+func RenewalGrace(notBefore, notAfter, due time.Time) time.Duration {
+	return max(min(notAfter.Sub(notBefore)/30, notAfter.Sub(due)/2), 0)
+}
+
+// firstTierWithin is the within of the least urgent expiry tier (the
+// largest, if several rules give that tier), zero when it has none.
+func firstTierWithin(tiers []TierRule) time.Duration {
+	least, within, found := None, time.Duration(0), false
+	for _, r := range tiers {
+		switch {
+		case r.Within <= 0 && r.LifetimeFraction <= 0:
+		case !found || r.Tier < least:
+			least, within, found = r.Tier, r.Within, true
+		case r.Tier == least:
+			within = max(within, r.Within)
+		}
+	}
+	return within
 }
 
 // RenewalFraction is the share of its lifetime a certificate has left when
@@ -169,7 +203,8 @@ func (c *cadence) newer(name, fp string, notBefore, notAfter time.Time) (cadence
 // judgeCadence gives every served leaf its expected renewal and, from the
 // history, when it was first seen and last changed, and raises
 // renewal_missed for each leaf served, and each leaf held at rest that no
-// endpoint serves, that has passed its expected renewal, is not expired,
+// endpoint serves, that has passed its expected renewal and the grace
+// after it, is not expired,
 // and for one of whose names no newer certificate appeared anywhere.
 // Like renewal_suggested it is a finding of its own beside the expiry
 // finding, which keeps its kind and tier: warning, and page once the
@@ -321,12 +356,12 @@ func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previou
 
 // overdueNames returns the names (normalised) of the certificate fp, valid
 // from notBefore to notAfter, that it is still the newest certificate for
-// although its expected renewal has passed: no newer certificate for them
-// is seen now, nor is one in the history. None before the expected
-// renewal, or for a certificate without names.
+// although its expected renewal and the grace after it (RenewalGrace) have
+// passed: no newer certificate for them is seen now, nor is one in the
+// history. None before then, or for a certificate without names.
 func (e *Evaluator) overdueNames(cad *cadence, fp string, names []string, notBefore, notAfter time.Time) []string {
 	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
-	if due.IsZero() || e.now.Before(due) || e.now.Before(notBefore) {
+	if due.IsZero() || e.now.Before(due.Add(RenewalGrace(notBefore, notAfter, due))) || e.now.Before(notBefore) {
 		return nil
 	}
 	var out []string
@@ -372,9 +407,9 @@ func (e *Evaluator) renewalMissed(f Finding, names, overdue []string, serial str
 			changed = fmt.Sprintf("the certificate for %s has not been seen to change since %s, when certwatch first saw it", overdue[0], stamp(h.Since))
 		}
 	}
-	f.Message = Printable(fmt.Sprintf("renewal overdue: certificate %q (serial %s), %s, should have been renewed by %s (when %s of its lifetime is left), but no newer certificate %s has appeared on any endpoint, in ACM, IAM or at rest; %s. It %s. "+
+	f.Message = Printable(fmt.Sprintf("renewal overdue: certificate %q (serial %s), %s, should have been renewed by %s (when %s), but no newer certificate %s has appeared on any endpoint, in ACM, IAM or at rest; %s. It %s. "+
 		"To do: renew it now and deploy the new certificate everywhere it is used; if an ACME client or cert-manager renews it, find out why it did not (its logs, the CA's rate limits, DNS or HTTP validation)",
-		f.Subject, serial, where, stamp(due), fractionText(RenewalFraction(e.rules.Tiers)), forNames, changed, e.lifeState(notAfter)))
+		f.Subject, serial, where, stamp(due), renewalText(e.rules.Tiers), forNames, changed, e.lifeState(notAfter)))
 	return f
 }
 
@@ -388,6 +423,24 @@ func lastTier(tiers []TierRule) Tier {
 		}
 	}
 	return t
+}
+
+// renewalText says when a certificate is renewed by the tiers: "a third
+// of its lifetime is left, or 30 days if less".
+func renewalText(tiers []TierRule) string {
+	s := fractionText(RenewalFraction(tiers)) + " of its lifetime is left"
+	if w := firstTierWithin(tiers); w > 0 {
+		s += ", or " + durationText(w) + " if less"
+	}
+	return s
+}
+
+// durationText renders a tier's within: "30 days", "36h0m0s".
+func durationText(d time.Duration) string {
+	if d%day == 0 {
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }
 
 // fractionText renders a lifetime fraction: "a third", "33%".

@@ -42,9 +42,11 @@ func TestRenewalMissed(t *testing.T) {
 			DNSNames: c.DNSNames, NotBefore: c.NotBefore, NotAfter: c.NotAfter, Verified: true,
 			Locations: []atrest.Location{{Kind: atrest.File, Where: where}}}
 	}
-	// 150 days, 110 of them gone: expected renewal was 2029-12-22, 50
-	// days before it expires on 2030-02-10, outside every expiry tier.
-	old := leaf(-110, 40, "api.example.com")
+	// 150 days, 130 of them gone: expected renewal was 2029-12-22, 30
+	// days before it expires on 2030-01-21 (a third of its lifetime, 50
+	// days, is more than the notice tier's 30), and the grace of 5 days
+	// (a thirtieth) has passed too.
+	old := leaf(-130, 20, "api.example.com")
 	// Renewed 2 days ago, not deployed or deployed elsewhere.
 	renewed := leaf(-2, 148, "api.example.com")
 	// Fresh: a third of its lifetime is still ahead of the renewal point.
@@ -65,36 +67,36 @@ func TestRenewalMissed(t *testing.T) {
 		{
 			name: "passed two thirds of its lifetime with no newer one anywhere: renewal_missed with the dates, no history in a one-off scan",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
-			want: []string{"renewal_missed warning"},
-			msg: []string{"renewal overdue", "should have been renewed by 2029-12-22 (when a third of its lifetime is left)", "no newer certificate for api.example.com",
-				"has no history of the name", "expires in 40 days (2030-02-10)", "renew it now"},
+			want: []string{"renewal_missed warning", "expiring notice"},
+			msg: []string{"renewal overdue", "should have been renewed by 2029-12-22 (when a third of its lifetime is left, or 30 days if less)", "no newer certificate for api.example.com",
+				"has no history of the name", "expires in 20 days (2030-01-21)", "renew it now"},
 		},
 		{
 			name: "the history says when the served certificate last changed",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
 				Since: in(-59), Previous: strings.Repeat("ab", 32), LastSeen: in(-1)}},
-			want: []string{"renewal_missed warning"},
-			msg:  []string{"should have been renewed by 2029-12-22", "last changed on 2029-11-03 (it replaced sha256 abababababab…)", "expires in 40 days (2030-02-10)"},
+			want: []string{"renewal_missed warning", "expiring notice"},
+			msg:  []string{"should have been renewed by 2029-12-22", "last changed on 2029-11-03 (it replaced sha256 abababababab…)", "expires in 20 days (2030-01-21)"},
 		},
 		{
 			name: "a name never seen to change says since when",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
 				Since: in(-40), LastSeen: in(-1)}},
-			want: []string{"renewal_missed warning"},
+			want: []string{"renewal_missed warning", "expiring notice"},
 			msg:  []string{"has not been seen to change since 2029-11-22"},
 		},
 		{
 			name: "a newer certificate on another endpoint: no renewal_missed",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old), serve("api.example.com", "10.0.0.2", renewed)},
-			want: []string{"inconsistent_deployment warning"},
+			want: []string{"inconsistent_deployment warning", "expiring notice"},
 		},
 		{
 			name: "a newer certificate at rest: stale_deployment instead",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			rest: []atrest.Certificate{rest(renewed, "/etc/ssl/api.pem")},
-			want: []string{"stale_deployment warning"},
+			want: []string{"stale_deployment notice"},
 		},
 		{
 			name: "a newer certificate in ACM: stale_deployment instead",
@@ -102,20 +104,22 @@ func TestRenewalMissed(t *testing.T) {
 			acm: []acmcert.Certificate{acmCert("api.example.com", renewed.Cert.NotAfter, func(c *acmcert.Certificate) {
 				c.NotBefore, c.Serial = renewed.Cert.NotBefore, renewed.Cert.SerialNumber.Text(16)
 			})},
-			want: []string{"stale_deployment warning"},
+			want: []string{"stale_deployment notice"},
 		},
 		{
 			name: "the history knows a newer certificate this run did not see: no renewal_missed",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(renewed.Cert), NotBefore: renewed.Cert.NotBefore, NotAfter: renewed.Cert.NotAfter,
 				Since: in(-2), Previous: fingerprint(old.Cert), LastSeen: in(-1)}},
+			want: []string{"expiring notice"},
 		},
 		{
-			name: "an ACM certificate ACM renews is judged by ACM alone: quiet until ACM's renew-by (30 days before expiry)",
+			name: "an ACM certificate ACM renews is judged by ACM alone: its renewal_overdue past ACM's renew-by (30 days before expiry)",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			acm: []acmcert.Certificate{acmCert("api.example.com", old.Cert.NotAfter, func(c *acmcert.Certificate) {
 				c.NotBefore, c.Serial = old.Cert.NotBefore, old.Cert.SerialNumber.Text(16)
 			})},
+			want: []string{"renewal_overdue warning"},
 		},
 		{
 			name: "before its expected renewal: nothing",
@@ -135,14 +139,15 @@ func TestRenewalMissed(t *testing.T) {
 			name: "a lifetime fraction in the tiers is the renewal point",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
 			rules: func(r *policy.Rules) {
-				r.Tiers = append(r.Tiers, policy.TierRule{Tier: policy.Notice, LifetimeFraction: 0.25, Within: 60 * day})
+				r.Tiers = append(r.Tiers, policy.TierRule{Tier: policy.Notice, LifetimeFraction: 0.1, Within: 60 * day})
 			},
-			// a quarter of 150 days left: 2030-01-03; not yet passed.
+			// a tenth of 150 days left: 2030-01-06; not yet passed.
+			want: []string{"expiring notice"},
 		},
 		{
 			name: "held at rest only, past its renewal: renewal_missed naming where",
 			rest: []atrest.Certificate{rest(old, "/etc/ssl/api.pem")},
-			want: []string{"renewal_missed warning"},
+			want: []string{"renewal_missed warning", "expiring notice"},
 			msg:  []string{"held at rest in file /etc/ssl/api.pem", "should have been renewed by 2029-12-22"},
 		},
 		{
@@ -152,6 +157,7 @@ func TestRenewalMissed(t *testing.T) {
 				c.Issuances = []atrest.Issuance{{Location: atrest.Location{Kind: atrest.CertManager, Where: "web/api"}, Ready: true, RenewalTime: in(10), NotAfter: old.Cert.NotAfter}}
 				return c
 			}()},
+			want: []string{"expiring notice"},
 		},
 		{
 			name: "off",
@@ -159,6 +165,7 @@ func TestRenewalMissed(t *testing.T) {
 			rules: func(r *policy.Rules) {
 				r.RenewalMissed = policy.None
 			},
+			want: []string{"expiring notice"},
 		},
 	}
 	for _, tt := range tests {
@@ -325,5 +332,64 @@ func TestUntrustedRenewsNothingAcrossRuns(t *testing.T) {
 	r2 := run(history, observe("api.example.com", "10.0.0.1", []*x509.Certificate{old.Cert}, root.Pool(), now))
 	if missed(r2) != 1 {
 		t.Errorf("run 2, with run 1's history and the old certificate alone: %d renewal_missed, want 1", missed(r2))
+	}
+}
+
+// TestRenewalMissedAfterTheTiersAndGrace: the expected renewal is never
+// before the least urgent expiry tier starts (30 days before expiry by
+// default), and renewal_missed waits a thirtieth of the lifetime past it:
+// a 397-day certificate renewed by hand a month ahead, or a 90-day one an
+// ACME client renews at 30 days left, is not overdue on time; expected
+// renewal says the date without the grace.
+func TestRenewalMissedAfterTheTiersAndGrace(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(d float64) time.Time { return now.Add(time.Duration(d * float64(day))) }
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	tests := []struct {
+		name       string
+		notBefore  float64 // days from now
+		notAfter   float64
+		tiers      []policy.TierRule // nil: the default tiers
+		wantDue    float64           // days from now
+		wantMissed bool
+	}{
+		// A third of 397 days is 132: before, it was overdue from there.
+		{name: "397 days, 100 left", notBefore: -297, notAfter: 100, wantDue: 70},
+		{name: "397 days, 20 left: within the grace of 13.2 days", notBefore: -377, notAfter: 20, wantDue: -10},
+		{name: "397 days, 16 left: past the grace", notBefore: -381, notAfter: 16, wantDue: -14, wantMissed: true},
+		{name: "90 days, 30 left: the ACME renewal point", notBefore: -60, notAfter: 30, wantDue: 0},
+		{name: "90 days, 27.5 left: within the grace of 3 days", notBefore: -62.5, notAfter: 27.5, wantDue: -2.5},
+		{name: "90 days, 26 left", notBefore: -64, notAfter: 26, wantDue: -4, wantMissed: true},
+		// A thirtieth of 10 years is 122 days: the grace is at most half
+		// the 30 days from the expected renewal to expiry.
+		{name: "10 years, 16 left", notBefore: -3634, notAfter: 16, wantDue: -14},
+		{name: "10 years, 14 left", notBefore: -3636, notAfter: 14, wantDue: -16, wantMissed: true},
+		{name: "least urgent tier at 10 days, a third of 397 left", notBefore: -265, notAfter: 132,
+			tiers: []policy.TierRule{{Tier: policy.Warning, Within: 10 * day}, {Tier: policy.Critical, Within: 2 * day}}, wantDue: 122},
+		{name: "no tier by time left: the tiers' lifetime fraction", notBefore: -300, notAfter: 90,
+			tiers: []policy.TierRule{{Tier: policy.Notice, LifetimeFraction: 0.2}}, wantDue: 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: in(tt.notBefore), NotAfter: in(tt.notAfter)})
+			rules := policy.DefaultRules()
+			if tt.tiers != nil {
+				rules.Tiers = tt.tiers
+			}
+			ev := policy.NewEvaluator(rules, now)
+			o := observe("api.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+			ev.Add(&o)
+			res := ev.Result()
+			if got := res.Certificates[0].ExpectedRenewal; !got.Equal(in(tt.wantDue)) {
+				t.Errorf("expected renewal = %v, want %v", got, in(tt.wantDue))
+			}
+			missed := false
+			for _, f := range res.Findings {
+				missed = missed || f.Kind == policy.RenewalMissed
+			}
+			if missed != tt.wantMissed {
+				t.Errorf("renewal_missed = %v, want %v; findings %+v", missed, tt.wantMissed, res.Findings)
+			}
+		})
 	}
 }

@@ -176,9 +176,10 @@ type Certificate struct {
 	// when policy saw no renewal; the status page shows this verdict.
 	RenewedBy *Replacement `json:"renewed_by,omitempty"`
 	// ExpectedRenewal is when the certificate is normally renewed: when
-	// the renewal fraction of its lifetime is left (ExpectedRenewal).
-	// Past it, with no newer certificate for its names seen anywhere, it
-	// is renewal_missed. Zero when that check is off.
+	// the renewal fraction of its lifetime is left, but not before the
+	// least urgent expiry tier starts (ExpectedRenewal). Past it and its
+	// grace (RenewalGrace), with no newer certificate for its names seen
+	// anywhere, it is renewal_missed. Zero when that check is off.
 	ExpectedRenewal time.Time `json:"expected_renewal,omitzero"`
 	// FirstSeen is when certwatch first saw this certificate for its
 	// names, and LastChanged when it was seen replacing an earlier one

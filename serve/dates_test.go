@@ -22,14 +22,15 @@ import (
 // them with the real prober, and checks every number a user reads: the
 // metrics hold the exact Unix time (UnixNano overflows and said 1816), the
 // page the exact number of days (a saturated Duration said 106751d), and
-// no finding but the renewal_missed of the one valid since year 1 fires.
+// no finding but the expiry and renewal_missed of the one valid since
+// year 1 fires.
 func TestFarDates(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	noExpiry := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 	ancient := time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
 	ca := certtest.MustCA("Far Dates Root", ancient, noExpiry)
 	forever := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"forever.example"}, NotBefore: now.AddDate(-1, 0, 0), NotAfter: noExpiry})
-	old := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"old.example"}, NotBefore: ancient, NotAfter: now.AddDate(0, 0, 100)})
+	old := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"old.example"}, NotBefore: ancient, NotAfter: now.AddDate(0, 0, 10)})
 
 	var targets []discovery.Target
 	for _, l := range []*certtest.Leaf{forever, old} {
@@ -48,10 +49,19 @@ func TestFarDates(t *testing.T) {
 		OnObservation: srv.ObserveProbe,
 	}
 	r := pass.Probe(t.Context(), targets, now)
-	// Both are valid for a long time; the one valid since year 1 is long
-	// past its expected renewal (a third of its lifetime left, in 1932).
-	if len(r.Findings) != 1 || r.Findings[0].Kind != policy.RenewalMissed || !strings.Contains(r.Findings[0].Message, "should have been renewed by 1932-11-07") {
-		t.Errorf("findings %+v, want only old.example's renewal_missed", r.Findings)
+	// The one valid since year 1 expires in 10 days: it is expiring, and
+	// past its expected renewal (30 days before expiry, when the notice
+	// tier starts) and the grace after it (a thirtieth of its lifetime,
+	// at most half of those 30 days).
+	var kinds []string
+	for _, f := range r.Findings {
+		kinds = append(kinds, string(f.Kind)+" "+f.Subject)
+		if f.Kind == policy.RenewalMissed && !strings.Contains(f.Message, "should have been renewed by 2029-12-12") {
+			t.Errorf("renewal_missed message: %s; want renewal by 2029-12-12", f.Message)
+		}
+	}
+	if slices.Sort(kinds); strings.Join(kinds, ", ") != "expiring old.example, renewal_missed old.example" {
+		t.Errorf("findings %v, want only old.example's expiring and renewal_missed", kinds)
 	}
 	srv.RecordReport(r)
 	hs := httptest.NewServer(srv.Handler())
@@ -69,7 +79,7 @@ func TestFarDates(t *testing.T) {
 	if want := float64(noExpiry.Unix()); got["forever.example"] != want { // 253402300799
 		t.Errorf("expiry of forever.example = %v (%s), want %v (9999-12-31)", got["forever.example"], time.Unix(int64(got["forever.example"]), 0).UTC(), want)
 	}
-	if want := float64(now.AddDate(0, 0, 100).Unix()); got["old.example"] != want {
+	if want := float64(now.AddDate(0, 0, 10).Unix()); got["old.example"] != want {
 		t.Errorf("expiry of old.example = %v, want %v", got["old.example"], want)
 	}
 
