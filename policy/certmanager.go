@@ -17,15 +17,17 @@ const (
 	// CertManagerNotReady: a cert-manager Certificate's Ready condition is
 	// False (or absent): the certificate in its Secret does not match what
 	// it asks for, or was never issued. About the certificate its Secret
-	// holds, escalating through the expiry tiers of that certificate from
-	// a warning; about the Certificate resource (its Name) when its Secret
-	// holds none. Info while it has been not Ready for less than
-	// CertManagerGrace, as during a first issuance.
+	// holds, beside that certificate's expiry finding, escalating through
+	// its expiry tiers from a warning up to page; about the Certificate
+	// resource (its Name) when its Secret holds none. Info while it has
+	// been not Ready for less than CertManagerGrace, as during a first
+	// issuance.
 	CertManagerNotReady Kind = "certmanager_not_ready"
 	// CertManagerRenewalOverdue: a cert-manager Certificate's renewal time
 	// passed more than CertManagerGrace ago and its Secret still holds the
 	// certificate issued before it: the renewal failed or never started.
-	// At least a warning, escalating through the expiry tiers.
+	// Beside the certificate's expiry finding, at least a warning,
+	// escalating through the expiry tiers up to page.
 	CertManagerRenewalOverdue Kind = "certmanager_renewal_overdue"
 )
 
@@ -45,11 +47,12 @@ func (e *Evaluator) AddUnattached(issuances ...atrest.Issuance) {
 
 // judgeCertManager judges cert-manager's Certificates that write the
 // certificates held at rest (their Issuances): one not Ready, and one
-// whose renewal is overdue, is a finding about the certificate its Secret
-// holds, in place of that certificate's own expiry finding (its endpoints
-// and tier kept when higher). Once the certificate has expired, its
-// expired finding stays and says what cert-manager reports. It edits and
-// extends fs.
+// whose renewal is overdue, is a finding of its own about the certificate
+// its Secret holds, beside that certificate's expiry finding, which keeps
+// its kind and tier (so routes and silences on expiring keep applying,
+// and a short Ready=False flip opens and resolves only the cert-manager
+// finding). Once the certificate has expired, its expired finding stays
+// and says what cert-manager reports. It edits and extends fs.
 func (e *Evaluator) judgeCertManager(fs []Finding, sv servedIndex) []Finding {
 	for i := range e.rest {
 		r := &e.rest[i]
@@ -91,8 +94,11 @@ func (e *Evaluator) renewalOverdue(r *atrest.Certificate, is *atrest.Issuance) b
 	return !is.RenewalTime.IsZero() && !e.now.Before(is.RenewalTime.Add(CertManagerGrace)) && r.NotBefore.Before(is.RenewalTime)
 }
 
-// certManagerFinding adds the finding of kind about r, at least at floor
-// and at r's expiry tier, in place of r's own expiry finding.
+// certManagerFinding adds the finding of kind about r beside r's own
+// expiry finding, which it leaves as it is: at least at floor and at r's
+// expiry tier, but at most page, as renewal_missed, so that it and the
+// expiry finding never both escalate to critical (the expiry finding
+// alone carries the last tier).
 func (e *Evaluator) certManagerFinding(fs []Finding, sv servedIndex, r *atrest.Certificate, kind Kind, floor Tier, iss []*atrest.Issuance) []Finding {
 	f := restFinding(kind, max(floor, TierFor(r.NotBefore, r.NotAfter, e.rules.Tiers, e.now)), r, "")
 	if e.cert(r.SHA256) != nil {
@@ -106,11 +112,11 @@ func (e *Evaluator) certManagerFinding(fs []Finding, sv servedIndex, r *atrest.C
 	}); j >= 0 {
 		f.Tier = max(f.Tier, fs[j].Tier)
 		if len(fs[j].Endpoints) > 0 {
-			f.Endpoints = fs[j].Endpoints
+			f.Endpoints = slices.Clone(fs[j].Endpoints)
 		}
-		f.ACM, f.IAM = fs[j].ACM, fs[j].IAM
-		fs = slices.Delete(fs, j, j+1)
+		f.ACM, f.IAM = slices.Clone(fs[j].ACM), slices.Clone(fs[j].IAM)
 	}
+	f.Tier = min(f.Tier, Page)
 	var says []string
 	for _, is := range iss[:min(3, len(iss))] {
 		if kind == CertManagerNotReady {

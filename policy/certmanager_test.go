@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"crypto/x509"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,13 @@ import (
 )
 
 // TestCertManager: a cert-manager Certificate that is not Ready, or whose
-// renewal time passed with the old certificate still in its Secret, is one
-// finding about the certificate its Secret holds, in place of its expiry
-// finding, tiered by that certificate's time left from a warning; within
-// an hour of the change it is at most info; once expired the expired
-// finding says what cert-manager reports. A Certificate whose Secret
+// renewal time passed with the old certificate still in its Secret, is a
+// finding of its own about the certificate its Secret holds, beside its
+// expiry finding, which keeps its kind and tier; it is tiered by that
+// certificate's time left from a warning up to page (the expiry finding
+// alone is critical); within an hour of the change it is info unless the
+// expiry tiers say more; once expired the expired finding says what
+// cert-manager reports. A Certificate whose Secret
 // holds nothing is a finding (not Ready) or a coverage gap (Ready), never
 // lost.
 func TestCertManager(t *testing.T) {
@@ -45,6 +48,8 @@ func TestCertManager(t *testing.T) {
 		held("a6", "shop", "renewed", -1, 89, atrest.Issuance{Ready: true, RenewalTime: now.AddDate(0, 0, -2)}),
 		held("a7", "shop", "gone", -90, -2, failed),
 		held("a8", "shop", "fine", -10, 80, atrest.Issuance{Ready: true, RenewalTime: now.AddDate(0, 1, 0)}),
+		held("a9", "shop", "last", -89, 1, failed),
+		held("a10", "shop", "late", -80, 10, atrest.Issuance{Ready: true, RenewalTime: now.AddDate(0, 0, -20)}),
 	}
 	unattached := []atrest.Issuance{
 		{Location: atrest.Location{Kind: atrest.CertManager, Where: "payments/pending"}, Secret: atrest.Location{Kind: atrest.Secret, Where: "payments/not-yet", Key: "tls.crt"},
@@ -67,12 +72,14 @@ func TestCertManager(t *testing.T) {
 	wants := map[string][]want{
 		"a1": {{policy.CertManagerNotReady, policy.Warning, []string{"cert-manager's certificate payments/api is not Ready (Failed: issuer ca not ready) since 2029-12-31",
 			"the certificate in secret payments/api-tls tls.crt (\"api.example\", serial a1) expires in 60 days (2030-03-02)", "kubectl describe certificate -n payments api", "kubectl describe clusterissuer ca"}}},
-		"a2": {{policy.CertManagerNotReady, policy.Page, []string{"expires in 3 days"}}},
+		"a2": {{policy.Expiring, policy.Page, nil}, {policy.CertManagerNotReady, policy.Page, []string{"expires in 3 days"}}},
 		"a3": {{policy.CertManagerNotReady, policy.Info, []string{"SecretMismatch"}}},
-		"a4": {{policy.CertManagerRenewalOverdue, policy.Warning, []string{"cert-manager was to renew certificate shop/web on 2029-12-29", "renewal is overdue: its Secret still holds the certificate issued 2029-11-02",
+		"a4": {{policy.Expiring, policy.Notice, nil}, {policy.CertManagerRenewalOverdue, policy.Warning, []string{"cert-manager was to renew certificate shop/web on 2029-12-29", "renewal is overdue: its Secret still holds the certificate issued 2029-11-02",
 			"the certificate in secret shop/web-tls tls.crt", "its last issuance failed: ACME order failed: 429 rateLimited", "expires in 27 days"}}},
-		"a5": {{policy.Expiring, policy.Notice, nil}},
-		"a7": {{policy.Expired, policy.Critical, []string{"expired 2 days ago", "Also, cert-manager's certificate shop/gone is not Ready (Failed", "kubectl describe certificate -n shop gone"}}},
+		"a5":  {{policy.Expiring, policy.Notice, nil}},
+		"a9":  {{policy.Expiring, policy.Critical, nil}, {policy.CertManagerNotReady, policy.Page, []string{"expires in 24 hours"}}},
+		"a10": {{policy.Expiring, policy.Warning, nil}, {policy.CertManagerRenewalOverdue, policy.Warning, []string{"expires in 10 days"}}},
+		"a7":  {{policy.Expired, policy.Critical, []string{"expired 2 days ago", "Also, cert-manager's certificate shop/gone is not Ready (Failed", "kubectl describe certificate -n shop gone"}}},
 		"certificate payments/pending": {{policy.CertManagerNotReady, policy.Warning, []string{
 			"not Ready (DoesNotExist: Issuing certificate as Secret does not exist)", "secret payments/not-yet tls.crt, which it writes, holds no certificate", "kubectl describe issuer -n payments letsencrypt"}}},
 		"certificate payments/hidden (cluster prod)": {{policy.CoverageGap, policy.Warning, []string{
@@ -92,10 +99,15 @@ func TestCertManager(t *testing.T) {
 			t.Errorf("%s: %d findings, want %d: %+v", key, len(fs), len(ws), fs)
 			continue
 		}
-		for i, w := range ws {
+		for _, w := range ws {
+			i := slices.IndexFunc(fs, func(f policy.Finding) bool { return f.Kind == w.kind })
+			if i < 0 {
+				t.Errorf("%s: no %s finding among %+v", key, w.kind, fs)
+				continue
+			}
 			f := fs[i]
-			if f.Kind != w.kind || f.Tier != w.tier {
-				t.Errorf("%s: %s at %s, want %s at %s: %s", key, f.Kind, f.Tier, w.kind, w.tier, f.Message)
+			if f.Tier != w.tier {
+				t.Errorf("%s: %s at %s, want %s: %s", key, f.Kind, f.Tier, w.tier, f.Message)
 			}
 			for _, s := range w.contains {
 				if !strings.Contains(f.Message, s) {
@@ -125,8 +137,9 @@ func TestCertManager(t *testing.T) {
 }
 
 // TestCertManagerServed: the certificate in a Secret whose Certificate is
-// not Ready, served by an endpoint, is one finding listing the endpoint
-// and the places it is held, in place of the endpoint's expiry finding.
+// not Ready, served by an endpoint, is a certmanager_not_ready finding
+// listing the endpoint and the places it is held, beside the endpoint's
+// expiry finding, which keeps its kind, tier and endpoint.
 func TestCertManagerServed(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -147,14 +160,19 @@ func TestCertManagerServed(t *testing.T) {
 	var kinds []string
 	for _, f := range res.Findings {
 		kinds = append(kinds, string(f.Kind))
-		if f.Kind != policy.CertManagerNotReady {
-			continue
-		}
-		if f.Certificate != probes.Fingerprint(leaf.Cert) || f.Tier != policy.Warning || len(f.Endpoints) != 1 || len(f.Locations) != 2 {
-			t.Errorf("finding %+v: want the leaf's, a warning, with its endpoint and 2 locations", f)
+		switch f.Kind {
+		case policy.CertManagerNotReady:
+			if f.Certificate != probes.Fingerprint(leaf.Cert) || f.Tier != policy.Warning || len(f.Endpoints) != 1 || len(f.Locations) != 2 {
+				t.Errorf("finding %+v: want the leaf's, a warning, with its endpoint and 2 locations", f)
+			}
+		case policy.Expiring:
+			if f.Certificate != probes.Fingerprint(leaf.Cert) || f.Tier != policy.Warning || len(f.Endpoints) != 1 {
+				t.Errorf("finding %+v: want the leaf's expiry, a warning (10 days left), with its endpoint", f)
+			}
 		}
 	}
-	if strings.Join(kinds, " ") != string(policy.CertManagerNotReady) {
-		t.Errorf("findings %v, want one certmanager_not_ready in place of the endpoint's expiring", kinds)
+	slices.Sort(kinds)
+	if want := []string{string(policy.CertManagerNotReady), string(policy.Expiring)}; !slices.Equal(kinds, want) {
+		t.Errorf("findings %v, want %v: certmanager_not_ready beside the endpoint's expiring", kinds, want)
 	}
 }

@@ -192,10 +192,12 @@ func clusterRoleRules(t *testing.T) map[string]bool {
 // reports them. payments/api is not Ready (its issuer fails) and the
 // certificate its Secret holds expires in 3 days: a page naming the
 // resource, cert-manager's reason and message, the expiry and what to
-// run, in place of the certificate's expiry finding. shop/web's renewal
-// time passed 3 days ago and its Secret still holds the old certificate:
-// renewal overdue, a warning with the date. payments/pending writes a
-// Secret that does not exist: a finding about the resource, not silence.
+// run, beside the certificate's expiry finding, which stays a page of
+// kind expiring. shop/web's renewal time passed 3 days ago and its Secret
+// still holds the old certificate: renewal overdue, a warning with the
+// date, beside the certificate's expiring notice. payments/pending writes
+// a Secret that does not exist: a finding about the resource, not
+// silence.
 func TestScanKubernetesCertManager(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
@@ -239,18 +241,20 @@ func TestScanKubernetesCertManager(t *testing.T) {
 		contains   []string
 	}
 	wants := map[string]want{
-		probes.Fingerprint(api.Cert): {"certmanager_not_ready", "page", []string{
+		"expiring " + probes.Fingerprint(api.Cert): {"expiring", "page", []string{"api.payments.svc"}},
+		"expiring " + probes.Fingerprint(web.Cert): {"expiring", "notice", []string{"web.shop.svc"}},
+		"certmanager_not_ready " + probes.Fingerprint(api.Cert): {"certmanager_not_ready", "page", []string{
 			`cert-manager's certificate payments/api is not Ready (Failed: Issuer "ca" is not ready: secret "ca-key-pair" not found)`,
 			"the certificate in secret payments/api-tls tls.crt (\"api.payments.svc\"", fmt.Sprintf("expires in %d days", policy.DaysUntil(api.Cert.NotAfter, time.Now())),
 			"kubectl describe certificate -n payments api", "kubectl describe clusterissuer ca"}},
-		probes.Fingerprint(web.Cert): {"certmanager_renewal_overdue", "warning", []string{
+		"certmanager_renewal_overdue " + probes.Fingerprint(web.Cert): {"certmanager_renewal_overdue", "warning", []string{
 			"cert-manager was to renew certificate shop/web on " + now.Add(-3*day).UTC().Format(time.DateOnly), "renewal is overdue",
 			"its last issuance failed: ACME order failed: 429 rateLimited", fmt.Sprintf("expires in %d days", policy.DaysUntil(web.Cert.NotAfter, time.Now())), "kubectl describe certificate -n shop web"}},
-		"certificate payments/pending": {"certmanager_not_ready", "warning", []string{
+		"certmanager_not_ready certificate payments/pending": {"certmanager_not_ready", "warning", []string{
 			"not Ready (DoesNotExist: Issuing certificate as Secret does not exist)", "secret payments/not-yet tls.crt, which it writes, holds no certificate"}},
 	}
 	for _, f := range r.Findings {
-		key := cmp.Or(f.Certificate, f.Name)
+		key := f.Kind + " " + cmp.Or(f.Certificate, f.Name)
 		w, ok := wants[key]
 		if !ok {
 			if f.Kind == "expiring" || strings.HasPrefix(f.Kind, "certmanager") {
