@@ -67,15 +67,17 @@ func silencesAt(all []state.Silence, now time.Time) silenceSet {
 
 // matches reports whether the silence selects f, whatever its tier. A
 // silence of a certificate's expiring finding (by kind or by its ID) also
-// selects the certificate's renewal_missed: both say the same certificate
-// was not renewed, and a silence on a known old certificate must not let
-// the newer kind through.
+// selects the findings beside it about the same certificate not being
+// renewed (besideExpiry): renewal_missed and cert-manager's
+// certmanager_not_ready and certmanager_renewal_overdue. They say the
+// same certificate was not renewed, and a silence on a known certificate
+// must not let them through.
 func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 	mt := m.s.Match
 	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != AlertID(f) && mt.FindingID != expiryID(f) {
 		return false
 	}
-	if mt.Kind != "" && mt.Kind != f.Kind && (mt.Kind != policy.Expiring || f.Kind != policy.RenewalMissed) {
+	if mt.Kind != "" && mt.Kind != f.Kind && (mt.Kind != policy.Expiring || !besideExpiry(f)) {
 		return false
 	}
 	if m.cert != "" && (f.Certificate == "" || !strings.HasPrefix(strings.ToLower(f.Certificate), m.cert)) {
@@ -96,10 +98,23 @@ func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 	return true
 }
 
-// expiryID is the ID of the expiring finding of the certificate a
-// renewal_missed finding is about; "" for any other finding.
+// besideExpiry reports whether f is a finding about a certificate not
+// being renewed that sits beside the certificate's expiring finding:
+// renewal_missed, certmanager_not_ready or certmanager_renewal_overdue
+// about a certificate (a certmanager_not_ready about a Certificate
+// resource whose Secret holds none has no expiring finding).
+func besideExpiry(f policy.Finding) bool {
+	switch f.Kind {
+	case policy.RenewalMissed, policy.CertManagerNotReady, policy.CertManagerRenewalOverdue:
+		return f.Certificate != ""
+	}
+	return false
+}
+
+// expiryID is the ID of the expiring finding of the certificate a finding
+// beside it (besideExpiry) is about; "" for any other finding.
 func expiryID(f policy.Finding) string {
-	if f.Kind != policy.RenewalMissed || f.Certificate == "" {
+	if !besideExpiry(f) {
 		return ""
 	}
 	f.Kind = policy.Expiring

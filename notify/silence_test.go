@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
@@ -252,6 +253,49 @@ func TestExpirySilenceCoversRenewalMissed(t *testing.T) {
 		{"expiring by kind, other name", state.Matchers{Kind: policy.Expiring, Name: "new.example.com"}, missed, false},
 		{"another kind", state.Matchers{Kind: policy.WeakKey}, missed, false},
 		{"renewal_missed does not cover expiring", state.Matchers{Kind: policy.RenewalMissed}, expiring, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := notify.SilenceMatches(state.Silence{Match: tt.m}, tt.f, nil); got != tt.want {
+				t.Errorf("SilenceMatches(%+v, %s) = %v, want %v", tt.m, tt.f.Kind, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExpirySilenceCoversCertManager: a silence of a certificate's
+// expiring finding, by kind or by the finding's ID, also covers
+// cert-manager's findings about the certificate (certmanager_not_ready,
+// certmanager_renewal_overdue), which sit beside it; not those of another
+// certificate, not a certmanager_not_ready about a Certificate resource
+// whose Secret holds none, and a silence of a cert-manager kind does not
+// cover expiring.
+func TestExpirySilenceCoversCertManager(t *testing.T) {
+	cert := strings.Repeat("ab", 32)
+	notReady := policy.Finding{Kind: policy.CertManagerNotReady, Tier: policy.Page, Certificate: cert, Subject: "api.payments.svc",
+		Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}}}
+	overdue := notReady
+	overdue.Kind = policy.CertManagerRenewalOverdue
+	expiring := notReady
+	expiring.Kind = policy.Expiring
+	resource := policy.Finding{Kind: policy.CertManagerNotReady, Tier: policy.Warning, Name: "certificate payments/pending", Subject: "certificate payments/pending",
+		Endpoints: []policy.Endpoint{}}
+	tests := []struct {
+		name string
+		m    state.Matchers
+		f    policy.Finding
+		want bool
+	}{
+		{"not ready, expiring by kind", state.Matchers{Kind: policy.Expiring}, notReady, true},
+		{"overdue, expiring by kind", state.Matchers{Kind: policy.Expiring}, overdue, true},
+		{"not ready, expiring by ID", state.Matchers{FindingID: expiring.ID()}, notReady, true},
+		{"overdue, expiring by ID", state.Matchers{FindingID: expiring.ID()}, overdue, true},
+		{"overdue, expiring by kind and certificate", state.Matchers{Kind: policy.Expiring, Certificate: cert[:12]}, overdue, true},
+		{"expiring of another certificate", state.Matchers{FindingID: "expiring:" + strings.Repeat("ef", 32)}, notReady, false},
+		{"expiring by kind, another certificate", state.Matchers{Kind: policy.Expiring, Certificate: strings.Repeat("ef", 6)}, overdue, false},
+		{"resource without a certificate", state.Matchers{Kind: policy.Expiring}, resource, false},
+		{"certmanager_not_ready does not cover expiring", state.Matchers{Kind: policy.CertManagerNotReady}, expiring, false},
+		{"certmanager_renewal_overdue does not cover expiring", state.Matchers{FindingID: overdue.ID()}, expiring, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
