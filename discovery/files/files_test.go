@@ -254,6 +254,15 @@ func TestJavaKeystores(t *testing.T) {
 		t.Errorf("refusing the count took %v", d)
 	}
 
+	// A secret key, as keytool writes it (a serialized Java object),
+	// is an error saying so and what to do, not "malformed".
+	secrets := filepath.Join(dir, "legacy/secrets.jceks")
+	run(t, keytool, "-genseckey", "-alias", "db-key", "-keyalg", "AES", "-keysize", "128", "-storetype", "JCEKS", "-keystore", secrets, "-storepass", "changeit", "-keypass", "changeit")
+	_, _, err = discover(t, files.Config{Groups: []files.Group{{Globs: []string{secrets}}}})
+	if err == nil || !strings.Contains(err.Error(), secrets) || !strings.Contains(err.Error(), `secret key "db-key"`) || !strings.Contains(err.Error(), "-deststoretype PKCS12") {
+		t.Errorf("JCEKS with a secret key: err = %v, want an error naming the file, the entry and how to convert it", err)
+	}
+
 	// A wrong passphrase, or none for a store that is not under Java's
 	// default, is an error naming the file, never a store read without
 	// its digest checked.

@@ -304,6 +304,11 @@ func checkJCEKS(b []byte) error {
 				return err
 			}
 		case 3: // a secret key
+			// Java writes it as a serialized object, with no length
+			// before it, which the library cannot step over.
+			if bytes.HasPrefix(s, []byte{0xac, 0xed}) {
+				return fmt.Errorf("it holds the secret key %q, a serialized Java object the JCEKS reader cannot step over: keep certificates in a keystore without secret keys, or convert it to PKCS#12 (keytool -importkeystore -srcstoretype JCEKS -deststoretype PKCS12)", string(alias))
+			}
 			if _, err := blob("a secret-key entry"); err != nil {
 				return err
 			}
