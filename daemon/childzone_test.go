@@ -28,7 +28,12 @@ import (
 // fine), and transfers again in the third. While it refuses, its name is
 // still probed and its expiry finding stays open (a partial view must not
 // resolve it), and a discovery_degraded finding names the child; once it
-// transfers again, that finding is gone.
+// transfers again, that finding is gone. The child holds most of the
+// parent's names, so counting only what transferred would look like a
+// drop below drop_threshold (which a reload would accept, resolving the
+// child's findings). While the child refuses, the parent's own transfer
+// fails once: the child's finding stays open as it was, not closed and
+// raised anew when the parent recovers.
 func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	const (
 		childZone = "child.parent.example"
@@ -40,8 +45,7 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	now := time.Now()
 	ca := certtest.MustCA("Child Zone Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
 	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.AddDate(0, 0, -80), NotAfter: now.AddDate(0, 0, 5)})
-	// The parent's own names (so that losing the child is not a drop
-	// below drop_threshold) are served another certificate.
+	// The parent's own names are served another certificate.
 	own := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"a.parent.example", "b.parent.example"}, NotBefore: now.AddDate(0, 0, -1), NotAfter: now.AddDate(0, 0, 89)})
 	srv, err := certtest.ServeSNI(tlsIP+":0", map[string]tls.Certificate{name: leaf.TLSCertificate(), "": own.TLSCertificate()})
 	if err != nil {
@@ -54,7 +58,7 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	// the dialer sends the child's transfers while the test says so)
 	// refuses it. Both always refuse another child, never transferred:
 	// that one is only its coverage gap.
-	child := dnstest.Zone{Name: childZone, Text: "www A " + tlsIP + "\n"}
+	child := dnstest.Zone{Name: childZone, Text: "www A " + tlsIP + "\nw2 A " + tlsIP + "\nw3 A " + tlsIP + "\nw4 A " + tlsIP + "\nw5 A " + tlsIP + "\n"}
 	never := dnstest.Zone{Name: "never.parent.example", Text: "www A " + tlsIP + "\n", RefuseTransfer: true}
 	ns, err := dnstest.StartAt(nsIP+":0", child, never)
 	if err != nil {
@@ -71,15 +75,22 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	nsAddr := ns.Addr()
 	_, portText, _ := net.SplitHostPort(nsAddr)
 	nsPort, _ := strconv.Atoi(portText)
-	dialer := &redirectDialer{from: nsAddr}
-	redirect := func(to string) { dialer.to.Store(&to) }
-	redirect(nsAddr)
-
-	parent, err := dnstest.Start(dnstest.Zone{Name: "parent.example", Text: "a A " + tlsIP + "\nb A " + tlsIP + "\nchild NS ns.child\nns.child A " + nsIP + "\nnever NS ns.child\n"})
+	parentZone := dnstest.Zone{Name: "parent.example", Text: "a A " + tlsIP + "\nb A " + tlsIP + "\nchild NS ns.child\nns.child A " + nsIP + "\nnever NS ns.child\n"}
+	parent, err := dnstest.Start(parentZone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { parent.Close() })
+	parentZone.RefuseTransfer = true
+	parentRefuser, err := dnstest.Start(parentZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { parentRefuser.Close() })
+	dialer := &redirectDialer{routes: map[string]*atomic.Pointer[string]{nsAddr: {}, parent.Addr(): {}}}
+	redirect := func(from, to string) { dialer.routes[from].Store(&to) }
+	redirect(nsAddr, nsAddr)
+	redirect(parent.Addr(), parent.Addr())
 	src, err := dnszone.New(dnszone.Config{Zone: "parent.example", Nameserver: parent.Addr(), FollowDelegations: true, AllowLoopback: true, Dialer: dialer,
 		DelegationPort: nsPort, Resolver: "127.0.0.1:1", Ports: []int{tlsPort}, Timeout: 5 * time.Second, DialTimeout: time.Second}, nil)
 	if err != nil {
@@ -140,7 +151,7 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 
 	// The child refuses its transfer: the report after the one that first
 	// shows the gap is from an inventory judged with it.
-	redirect(refuser.Addr())
+	redirect(nsAddr, refuser.Addr())
 	next("the child's coverage gap", gap)
 	r = next("a second report with the gap", gap)
 	if !probed(r) {
@@ -152,11 +163,32 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	deg := degraded(r)
 	if len(deg) != 1 || deg[0].Name != "dnszone:parent.example/"+childZone || !strings.Contains(deg[0].Message, "delegation_refused") ||
 		!strings.Contains(deg[0].Message, "still probed") {
-		t.Errorf("after the child refused its transfer, discovery_degraded = %+v, want one naming %s, why and that its targets are still probed", deg, childZone)
+		t.Fatalf("after the child refused its transfer, discovery_degraded = %+v, want one naming %s, why and that its targets are still probed (not a drop of the parent)", deg, childZone)
+	}
+	childFinding := deg[0]
+
+	// The parent's transfer fails: the parent's finding joins the
+	// child's, which stays as it was.
+	const parentSource = "dnszone:parent.example"
+	parentFailed := func(r *scan.Report) bool {
+		return slices.ContainsFunc(degraded(r), func(f policy.Finding) bool { return f.Name == parentSource })
+	}
+	redirect(parent.Addr(), parentRefuser.Addr())
+	r = next("the parent's discovery_degraded", parentFailed)
+	if !slices.ContainsFunc(degraded(r), func(f policy.Finding) bool { return f.Name == childFinding.Name }) {
+		t.Errorf("while the parent's transfer fails, the child's discovery_degraded is gone (it would open anew): %+v", degraded(r))
+	}
+	if !probed(r) || !expiring(r) {
+		t.Errorf("while the parent's transfer fails, %s probed %v, its finding open %v; want both", name, probed(r), expiring(r))
+	}
+	redirect(parent.Addr(), parent.Addr())
+	r = next("the parent recovered", func(r *scan.Report) bool { return !parentFailed(r) })
+	if deg := degraded(r); len(deg) != 1 || deg[0].Name != childFinding.Name || !deg[0].Deadline.Equal(childFinding.Deadline) {
+		t.Errorf("after the parent recovered, discovery_degraded = %+v, want the child's alone, raised at %v as before", deg, childFinding.Deadline)
 	}
 
 	// The child transfers again: the finding clears.
-	redirect(nsAddr)
+	redirect(nsAddr, nsAddr)
 	next("no gap", func(r *scan.Report) bool { return !gap(r) })
 	r = next("a second report without the gap", func(r *scan.Report) bool { return !gap(r) })
 	if deg := degraded(r); len(deg) != 0 {
@@ -167,15 +199,15 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	}
 }
 
-// redirectDialer dials to instead of from, and any other address as it is.
+// redirectDialer dials the address each of its routes holds instead of
+// the route's key, and any other address as it is.
 type redirectDialer struct {
-	from string
-	to   atomic.Pointer[string]
+	routes map[string]*atomic.Pointer[string]
 }
 
 func (d *redirectDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if addr == d.from {
-		addr = *d.to.Load()
+	if to, ok := d.routes[addr]; ok {
+		addr = *to.Load()
 	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, addr)

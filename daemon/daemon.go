@@ -185,8 +185,9 @@ type Daemon struct {
 	degraded  map[string]policy.Finding
 	// children are the discovery_degraded findings (by name in
 	// degraded) of delegated child zones that could not be transferred
-	// and whose last targets are kept (keepChildren).
-	children map[string]bool
+	// and whose last targets are kept (keepChildren), to the source
+	// that follows them.
+	children map[string]string
 	// shrunk marks degraded sources that answered with too few targets
 	// (rather than failing); Reload accepts their new size.
 	shrunk map[string]bool

@@ -114,8 +114,8 @@ func failedZone(name string, failures map[string]found.Gap) (found.Gap, bool) {
 // transferred (and the zones below it, not reached this time). A child
 // that never transferred has none. For each child with targets kept it
 // opens (or updates) a discovery_degraded finding named
-// "SOURCE/ZONE", and marks it in raised. Callers hold d.mu.
-func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]found.Gap, start time.Time, raised map[string]bool) []discovery.Target {
+// "SOURCE/ZONE", and marks it in raised (to SOURCE). Callers hold d.mu.
+func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]found.Gap, start time.Time, raised map[string]string) []discovery.Target {
 	kept := map[string][]discovery.Target{}
 	for _, t := range last {
 		if g, ok := failedZone(t.Name, failures); ok && slices.Contains(t.Sources, g.Source) {
@@ -132,7 +132,7 @@ func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]
 		d.raise(key, start, fmt.Sprintf("Delegated zone %s (delegated by %s, followed by source %s) could not be transferred (%s): %s. "+
 			"Its %s from an earlier transfer are still probed, and their findings stay open, until it transfers again; its coverage_gap finding says the same. To fix: %s.",
 			zone, g.Parent, g.Source, g.Reason, strings.TrimSuffix(g.Detail, "."), items(len(ts), 0), strings.TrimSuffix(g.Fix, ".")))
-		raised[key] = true
+		raised[key] = g.Source
 		lists = append(lists, ts)
 	}
 	return discovery.Merge(lists...)
@@ -152,14 +152,26 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 	current := map[string]bool{}
 	failed := 0 // sources that failed without returning anything
 	failures := childFailures(s)
-	children := map[string]bool{} // discovery_degraded findings of child zones raised now
+	children := map[string]string{} // discovery_degraded findings of child zones raised now, to their source
+	erred := map[string]bool{}      // sources whose run failed
 	for _, r := range results {
 		current[r.Name] = true
 		last, hasLast := d.sources[r.Name]
 		got := fromSource(targets, r.Name)
 		n := r.Targets + r.Certificates
+		kept := 0 // targets of failed child zones kept (keepChildren)
+		if r.Error == "" && hasLast && len(failures) > 0 {
+			// r.Targets leaves a failed child's targets out; they are
+			// kept, so they count: a large child must not make its
+			// source look shrunk (the drop a reload would accept).
+			all := d.keepChildren(got, last.list, failures, start, children)
+			kept = len(all) - len(got)
+			n += kept
+			got = all
+		}
 		switch {
 		case r.Error != "":
+			erred[r.Name] = true
 			if n == 0 {
 				failed++
 			}
@@ -193,10 +205,7 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 			}
 			delete(d.degraded, r.Name)
 			delete(d.shrunk, r.Name)
-			if hasLast && len(failures) > 0 {
-				got = d.keepChildren(got, last.list, failures, start, children)
-			}
-			d.sources[r.Name] = goodRun{list: got, targets: r.Targets, certs: r.Certificates, at: start}
+			d.sources[r.Name] = goodRun{list: got, targets: r.Targets + kept, certs: r.Certificates, at: start}
 		}
 	}
 	for name := range d.sources {
@@ -204,9 +213,17 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 			delete(d.sources, name)
 		}
 	}
+	for name, source := range d.children {
+		// A source that failed kept its last targets, its children's
+		// among them, without judging them: their findings stay as they
+		// are rather than close and open anew when it recovers.
+		if erred[source] && children[name] == "" {
+			children[name] = source
+		}
+	}
 	for name := range d.degraded {
-		if !current[name] && !children[name] {
-			if d.children[name] {
+		if !current[name] && children[name] == "" {
+			if d.children[name] != "" {
 				d.logger.Info("delegated zone transferred again, or no longer delegated", "zone", name)
 			}
 			delete(d.degraded, name)
