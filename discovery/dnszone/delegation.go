@@ -297,9 +297,10 @@ type followed struct {
 // source reads is listed as watched through it, neither transferred nor
 // counted against a bound; one configured on its own (s.configured), or
 // out of scope, is left to its own source; a zone already visited is not
-// transferred twice. With deferRoute53, a child whose name servers are
-// all Route 53's is neither transferred nor counted, but returned in
-// deferred, to decide once the other sources are read.
+// transferred twice. With deferRoute53, a child within the bounds whose
+// name servers are all Route 53's is neither transferred nor counted, but
+// returned in deferred, to decide once the other sources are read; one
+// beyond a bound is its delegation_limit gap, as any other.
 func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover, deferRoute53 bool) followed {
 	type child struct {
 		d      Delegation
@@ -331,15 +332,6 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover, de
 			case slices.ContainsFunc(s.outOfScope, func(z string) bool { return discovery.InZone(d.Zone, z) }):
 				s.logger.Debug("delegation out of scope", "child", d.Zone, "parent", parent)
 				continue
-			case deferRoute53 && onRoute53(d):
-				s.logger.Debug("delegation to Route 53 left until every source is read", "child", d.Zone, "parent", parent)
-				visited[d.Zone] = true
-				if i := len(r.deferred) - 1; i >= 0 && r.deferred[i].Zone == parent {
-					r.deferred[i].Delegations = append(r.deferred[i].Delegations, d)
-				} else {
-					r.deferred = append(r.deferred, found.Delegating{Zone: parent, Source: s.Name(), Delegations: []Delegation{d}})
-				}
-				continue
 			case depth > s.maxDepth:
 				visited[d.Zone] = true
 				r.gaps = append(r.gaps, found.Gap{Reason: found.GapDelegationLimit, Zone: d.Zone, Parent: parent, Source: s.Name(), Nameservers: d.Names(),
@@ -348,6 +340,15 @@ func (s *Source) followFrom(ctx context.Context, ds []Delegation, cov *cover, de
 				continue
 			case n >= s.maxDelegations:
 				over = append(over, d.Zone)
+				continue
+			case deferRoute53 && onRoute53(d):
+				s.logger.Debug("delegation to Route 53 left until every source is read", "child", d.Zone, "parent", parent)
+				visited[d.Zone] = true
+				if i := len(r.deferred) - 1; i >= 0 && r.deferred[i].Zone == parent {
+					r.deferred[i].Delegations = append(r.deferred[i].Delegations, d)
+				} else {
+					r.deferred = append(r.deferred, found.Delegating{Zone: parent, Source: s.Name(), Delegations: []Delegation{d}})
+				}
 				continue
 			}
 			visited[d.Zone] = true

@@ -63,11 +63,12 @@ func TestTransferredDelegationToRoute53(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// discover runs a pass over the zone and the Route 53 fake srv holds
-	// (nil: the zone alone).
-	discover := func(t *testing.T, srv *awstest.Server) ([]scan.SourceResult, found.Inventory) {
+	// discoverDepth runs a pass over the zone, following delegations at
+	// most maxDepth levels deep (0: the default), and the Route 53 fake
+	// srv holds (nil: the zone alone).
+	discoverDepth := func(t *testing.T, srv *awstest.Server, maxDepth int) ([]scan.SourceResult, found.Inventory) {
 		t.Helper()
-		zone := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: k.Addr, FollowDelegations: true,
+		zone := newSource(t, dnszone.Config{Zone: "p.example", Nameserver: k.Addr, FollowDelegations: true, MaxDepth: maxDepth,
 			DelegationPort: port, AllowLoopback: true, Resolver: "127.0.0.1:1"})
 		sources := []scan.Source{zone}
 		if srv != nil {
@@ -87,6 +88,10 @@ func TestTransferredDelegationToRoute53(t *testing.T) {
 			t.Fatalf("Discover: %v", err)
 		}
 		return results, p.Inventory()
+	}
+	discover := func(t *testing.T, srv *awstest.Server) ([]scan.SourceResult, found.Inventory) {
+		t.Helper()
+		return discoverDepth(t, srv, 0)
 	}
 	hosted := func(private bool) *awstest.Server {
 		srv := awstest.NewServer()
@@ -153,6 +158,22 @@ func TestTransferredDelegationToRoute53(t *testing.T) {
 	t.Run("the zone alone", func(t *testing.T) {
 		_, inv := discover(t, nil)
 		checkRoute53Gaps(t, inv, children, "", "read it from Route 53 instead")
+	})
+
+	// A bound comes first: cloud.team.p.example, two levels down, is
+	// beyond max_delegation_depth 1 wherever it is hosted.
+	t.Run("beyond max_delegation_depth", func(t *testing.T) {
+		_, inv := discoverDepth(t, nil, 1)
+		checkRoute53Gaps(t, found.Inventory{Watched: inv.Watched, Gaps: slices.DeleteFunc(slices.Clone(inv.Gaps), func(g found.Gap) bool {
+			return g.Zone == "cloud.team.p.example"
+		})}, children[:1], "", "read it from Route 53 instead")
+		i := slices.IndexFunc(inv.Gaps, func(g found.Gap) bool { return g.Zone == "cloud.team.p.example" })
+		if i < 0 {
+			t.Fatalf("gaps = %+v, want one for cloud.team.p.example", inv.Gaps)
+		}
+		if g := inv.Gaps[i]; g.Reason != found.GapDelegationLimit || g.Parent != "team.p.example" || !strings.Contains(g.Detail, "deeper than max_delegation_depth 1") {
+			t.Errorf("gap of cloud.team.p.example = %+v, want delegation_limit: deeper than max_delegation_depth 1", g)
+		}
 	})
 }
 
