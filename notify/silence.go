@@ -121,18 +121,48 @@ func expiryID(f policy.Finding) string {
 	return f.ID()
 }
 
+// throughExpiry reports whether the silence selects f, which it matches,
+// only as the finding beside a certificate's expiring finding: by kind
+// expiring or by the expiring finding's ID.
+func (m *matcher) throughExpiry(f policy.Finding) bool {
+	if !besideExpiry(f) {
+		return false
+	}
+	mt := m.s.Match
+	return mt.Kind == policy.Expiring || (mt.FindingID != "" && mt.FindingID == expiryID(f))
+}
+
+// upTo is the highest tier of f the silence covers. For a finding it
+// selects through the certificate's expiry (throughExpiry) that is at
+// least warning: renewal_missed and the cert-manager findings start at
+// warning while the expiry is often still a notice when silenced by its
+// ID (covering the tier it had then), and the silence must keep them
+// quiet too; a page is covered only if the silence covers page.
+func (m *matcher) upTo(f policy.Finding) policy.Tier {
+	if m.throughExpiry(f) {
+		return max(m.s.UpTo, policy.Warning)
+	}
+	return m.s.UpTo
+}
+
 // covering returns the silence that keeps f from being announced, nil
-// when none does: one that matches f and covers its tier. Of several, the
-// one covering the highest tier wins, then the one lasting longest.
+// when none does: one that matches f and covers its tier, with UpTo the
+// highest tier of f it covers (see matcher.upTo). Of several, the one
+// covering the highest tier wins, then the one lasting longest.
 func (ss silenceSet) covering(f policy.Finding, labels map[string]string) *state.Silence {
 	var best *state.Silence
 	for i := range ss {
 		m := &ss[i]
-		if f.Tier > m.s.UpTo || !m.matches(f, labels) {
+		if !m.matches(f, labels) {
 			continue
 		}
-		if best == nil || cmp.Or(cmp.Compare(m.s.UpTo, best.UpTo), m.s.End().Compare(best.End()), strings.Compare(best.ID, m.s.ID)) > 0 {
-			best = &m.s
+		s := m.s
+		s.UpTo = m.upTo(f)
+		if f.Tier > s.UpTo {
+			continue
+		}
+		if best == nil || cmp.Or(cmp.Compare(s.UpTo, best.UpTo), s.End().Compare(best.End()), strings.Compare(best.ID, s.ID)) > 0 {
+			best = &s
 		}
 	}
 	return best

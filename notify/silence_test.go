@@ -305,3 +305,51 @@ func TestExpirySilenceCoversCertManager(t *testing.T) {
 		})
 	}
 }
+
+// TestExpirySilenceCoversRenewalUpToWarning: a silence of an expiring
+// finding by its ID covers up to the tier the expiry had then, usually
+// notice; the renewal_missed and cert-manager findings beside it start at
+// warning, and the silence covers them up to warning at least, but not a
+// page it does not cover itself.
+func TestExpirySilenceCoversRenewalUpToWarning(t *testing.T) {
+	t.Parallel()
+	cert := strings.Repeat("cd", 32)
+	missed := policy.Finding{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: cert, Subject: "old.example.com",
+		Endpoints: []policy.Endpoint{{Name: "old.example.com", Port: 443}}}
+	expiring := missed
+	expiring.Kind, expiring.Tier = policy.Expiring, policy.Notice
+	overdue := missed
+	overdue.Kind = policy.CertManagerRenewalOverdue
+	at := func(f policy.Finding, tier policy.Tier) policy.Finding { f.Tier = tier; return f }
+	tests := []struct {
+		name string
+		m    state.Matchers
+		upTo policy.Tier
+		f    policy.Finding
+		want bool
+	}{
+		{"expiring notice itself", state.Matchers{FindingID: expiring.ID()}, policy.Notice, expiring, true},
+		{"expiring now a warning", state.Matchers{FindingID: expiring.ID()}, policy.Notice, at(expiring, policy.Warning), false},
+		{"renewal_missed warning, by ID", state.Matchers{FindingID: expiring.ID()}, policy.Notice, missed, true},
+		{"renewal_missed warning, by kind up to notice", state.Matchers{Kind: policy.Expiring}, policy.Notice, missed, true},
+		{"certmanager_renewal_overdue warning, by ID", state.Matchers{FindingID: expiring.ID()}, policy.Notice, overdue, true},
+		{"renewal_missed page, up to notice", state.Matchers{FindingID: expiring.ID()}, policy.Notice, at(missed, policy.Page), false},
+		{"renewal_missed page, up to warning", state.Matchers{FindingID: expiring.ID()}, policy.Warning, at(missed, policy.Page), false},
+		{"renewal_missed page, up to page", state.Matchers{FindingID: expiring.ID()}, policy.Page, at(missed, policy.Page), true},
+		{"renewal_missed warning, by its own kind up to notice", state.Matchers{Kind: policy.RenewalMissed}, policy.Notice, missed, false},
+		{"renewal_missed warning, by name up to notice", state.Matchers{Name: "old.example.com"}, policy.Notice, missed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := state.Silence{ID: "s-1", Match: tt.m, UpTo: tt.upTo, Author: "alice", Reason: "renewal booked", Created: t0, Until: t0.Add(day)}
+			fs := []policy.Finding{tt.f}
+			n := (&notify.Notifier{}).MarkSilenced(fs, []state.Silence{s}, t0)
+			if got := n == 1; got != tt.want {
+				t.Fatalf("MarkSilenced(%s %s, silence up to %s) = %d, want covered %v", tt.f.Kind, tt.f.Tier, tt.upTo, n, tt.want)
+			}
+			if tt.want && fs[0].Silenced.UpTo < tt.f.Tier {
+				t.Errorf("Silenced.UpTo = %s, want at least %s", fs[0].Silenced.UpTo, tt.f.Tier)
+			}
+		})
+	}
+}
