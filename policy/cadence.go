@@ -216,20 +216,24 @@ func (c *cadence) newer(name, fp string, notBefore, notAfter time.Time) (cadence
 // replaced (RenewedBy: stale_deployment) are left out. Run it after the
 // inventories are judged; it extends fs, Result's own.
 func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCertificate) []Finding {
+	// A served certificate whose chain does not verify (self-signed,
+	// untrusted) renews nothing, as it replaces nothing for
+	// stale_deployment. The history does not record it (NamesSeen), so it
+	// has no history of its own: compared with the history it would
+	// replace the trusted one recorded for its names anew every run.
+	broken := untrusted(fs)
 	for i := range e.certs {
 		c := &e.certs[i]
 		if e.rules.RenewalMissed != None {
 			c.ExpectedRenewal = ExpectedRenewal(c.NotBefore, c.NotAfter, e.rules.Tiers)
 		}
-		c.FirstSeen, c.LastChanged, c.Previous = e.historyOf(c)
+		if !broken[c.SHA256] {
+			c.FirstSeen, c.LastChanged, c.Previous = e.historyOf(c)
+		}
 	}
 	if e.rules.RenewalMissed == None {
 		return fs
 	}
-	// A served certificate whose chain does not verify (self-signed,
-	// untrusted) renews nothing, as it replaces nothing for
-	// stale_deployment.
-	broken := untrusted(fs)
 	cad := cadence{byName: map[string][]cadenceCand{}}
 	for i := range e.certs {
 		c := &e.certs[i]
@@ -278,7 +282,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 		if c.RenewedBy != nil || managed[c.SHA256] || !c.NotAfter.After(e.now) {
 			continue
 		}
-		names := e.overdueNames(&cad, c.SHA256, c.DNSNames, c.NotBefore, c.NotAfter)
+		names := e.overdueNames(&cad, broken, c.SHA256, c.DNSNames, c.NotBefore, c.NotAfter)
 		if len(names) == 0 {
 			continue
 		}
@@ -294,7 +298,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 		if r.CA || e.cert(r.SHA256) != nil || managed[r.SHA256] || !r.NotAfter.After(e.now) {
 			continue // served ones are judged above
 		}
-		names := e.overdueNames(&cad, r.SHA256, r.DNSNames, r.NotBefore, r.NotAfter)
+		names := e.overdueNames(&cad, broken, r.SHA256, r.DNSNames, r.NotBefore, r.NotAfter)
 		if len(names) == 0 {
 			continue
 		}
@@ -358,8 +362,10 @@ func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previou
 // from notBefore to notAfter, that it is still the newest certificate for
 // although its expected renewal and the grace after it (RenewalGrace) have
 // passed: no newer certificate for them is seen now, nor is one in the
-// history. None before then, or for a certificate without names.
-func (e *Evaluator) overdueNames(cad *cadence, fp string, names []string, notBefore, notAfter time.Time) []string {
+// history. A history entry of a certificate in broken (one whose chain
+// does not verify this run, recorded before NamesSeen left such out) is no
+// newer certificate. None before then, or for a certificate without names.
+func (e *Evaluator) overdueNames(cad *cadence, broken map[string]bool, fp string, names []string, notBefore, notAfter time.Time) []string {
 	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
 	if due.IsZero() || e.now.Before(due.Add(RenewalGrace(notBefore, notAfter, due))) || e.now.Before(notBefore) {
 		return nil
@@ -370,7 +376,7 @@ func (e *Evaluator) overdueNames(cad *cadence, fp string, names []string, notBef
 		if _, ok := cad.newer(n, fp, notBefore, notAfter); ok {
 			continue
 		}
-		if h := e.history[n]; h != nil && h.SHA256 != fp && h.newerThan(notBefore, notAfter) {
+		if h := e.history[n]; h != nil && h.SHA256 != fp && !broken[h.SHA256] && h.newerThan(notBefore, notAfter) {
 			continue // a newer one was seen before, where this run did not look
 		}
 		if !slices.Contains(out, n) {

@@ -335,6 +335,59 @@ func TestUntrustedRenewsNothingAcrossRuns(t *testing.T) {
 	}
 }
 
+// TestUntrustedInTheHistory: a self-signed certificate served beside an
+// old trusted one past its renewal, recorded in the history before
+// NamesSeen left such out, still renews nothing; and the self-signed
+// certificate, which the history no longer records, has no history of
+// its own rather than replacing the trusted one recorded in every run.
+func TestUntrustedInTheHistory(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(d int) time.Time { return now.Add(time.Duration(d) * day) }
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	old := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: in(-140), NotAfter: in(10)})
+	self := certtest.MustSelfSigned(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: in(-1), NotAfter: in(89)})
+	since := in(-30)
+	run := func(h policy.NameHistory) policy.Result {
+		ev := policy.NewEvaluator(policy.DefaultRules(), now)
+		for _, o := range []probes.Observation{
+			observe("api.example.com", "10.0.0.1", []*x509.Certificate{old.Cert}, root.Pool(), now),
+			observe("api.example.com", "10.0.0.2", []*x509.Certificate{self.Cert}, root.Pool(), now),
+		} {
+			ev.Add(&o)
+		}
+		ev.SetHistory([]policy.NameHistory{h})
+		return ev.Result()
+	}
+
+	r := run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(self.Cert), NotBefore: self.Cert.NotBefore, NotAfter: self.Cert.NotAfter,
+		Since: since, Previous: fingerprint(old.Cert), LastSeen: now})
+	n := 0
+	for _, f := range r.Findings {
+		if f.Kind == policy.RenewalMissed && f.Certificate == fingerprint(old.Cert) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("history holding the self-signed certificate: %d renewal_missed of the old certificate, want 1", n)
+	}
+
+	r = run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
+		Since: since, LastSeen: now})
+	for _, c := range r.Certificates {
+		switch c.SHA256 {
+		case fingerprint(self.Cert):
+			if !c.FirstSeen.IsZero() || !c.LastChanged.IsZero() || c.Previous != "" {
+				t.Errorf("self-signed: first seen %v, last changed %v, previous %q; want none", c.FirstSeen, c.LastChanged, c.Previous)
+			}
+		case fingerprint(old.Cert):
+			if !c.FirstSeen.Equal(since) || !c.LastChanged.IsZero() || c.Previous != "" {
+				t.Errorf("old: first seen %v, last changed %v, previous %q; want %v, none, none", c.FirstSeen, c.LastChanged, c.Previous, since)
+			}
+		}
+	}
+}
+
 // TestRenewalMissedAfterTheTiersAndGrace: the expected renewal is never
 // before the least urgent expiry tier starts (30 days before expiry by
 // default), and renewal_missed waits a thirtieth of the lifetime past it:
