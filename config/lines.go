@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -227,13 +228,11 @@ func cutTo(s string, n int) string {
 		return s
 	}
 	cut := n - 16
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Effective returns c as a YAML document for `certwatch check-config`,
 // with every duration the file data sets written as it is there ("24h"

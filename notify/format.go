@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/certwatch/certwatch/policy"
 )
@@ -124,4 +125,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Truncate shortens s to at most n bytes, on a rune boundary, marking the
+// cut with "…": for the fields a receiver caps in bytes (PagerDuty's
+// summary, Alertmanager's annotations, an answer quoted in an error).
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

@@ -280,23 +280,23 @@ func (s *Sender) alert(n notify.Notification, tier policy.Tier) Alert {
 	}
 	ann := map[string]string{}
 	if n.Event == notify.EventSummary || f.Kind == policy.StormSummary {
-		ann["summary"] = cut(notify.Headline(n), 1024)
+		ann["summary"] = notify.Truncate(notify.Headline(n), 1024)
 		if n.Reason != "" {
-			ann["description"] = cut(n.Reason, 4096)
+			ann["description"] = notify.Truncate(n.Reason, 4096)
 		} else {
-			ann["description"] = cut(policy.Printable(f.Message), 4096)
+			ann["description"] = notify.Truncate(policy.Printable(f.Message), 4096)
 		}
 		var items []string
 		for _, it := range n.Items {
 			items = append(items, notify.Headline(it))
 		}
 		if len(items) > 0 {
-			ann["items"] = cut(strings.Join(items, "\n"), 4096)
+			ann["items"] = notify.Truncate(strings.Join(items, "\n"), 4096)
 		}
 	} else {
-		ann["summary"] = cut(notify.Subject(f)+": "+notify.Problem(f, n.At), 1024)
+		ann["summary"] = notify.Truncate(notify.Subject(f)+": "+notify.Problem(f, n.At), 1024)
 		// The finding's message says what is wrong and what to do.
-		ann["description"] = cut(policy.Printable(f.Message), 4096)
+		ann["description"] = notify.Truncate(policy.Printable(f.Message), 4096)
 		ann["tier"] = f.Tier.String()
 		if f.Kind != "" {
 			ann["finding_kind"] = string(f.Kind)
@@ -305,7 +305,7 @@ func (s *Sender) alert(n notify.Notification, tier policy.Tier) Alert {
 			ann["deadline"] = f.Deadline.UTC().Format(time.RFC3339)
 		}
 		if n.Issuer != "" {
-			ann["issuer"] = cut(policy.Printable(n.Issuer), 1024)
+			ann["issuer"] = notify.Truncate(policy.Printable(n.Issuer), 1024)
 		}
 		if len(f.Endpoints) > 0 {
 			eps := make([]string, 0, min(len(f.Endpoints), maxEndpoints))
@@ -319,7 +319,7 @@ func (s *Sender) alert(n notify.Notification, tier policy.Tier) Alert {
 			ann["blast_radius"] = strconv.Itoa(len(f.Endpoints))
 		}
 		if n.Event == notify.EventResolved && n.Reason != "" {
-			ann["resolution"] = cut(n.Reason, 1024)
+			ann["resolution"] = notify.Truncate(n.Reason, 1024)
 		}
 	}
 	if s.RunbookURL != "" {
@@ -363,7 +363,7 @@ func (s *Sender) post(ctx context.Context, alerts []Alert) error {
 		}
 		return nil
 	}
-	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: cut(policy.Printable(strings.TrimSpace(string(b))), 300)}
+	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: notify.Truncate(policy.Printable(strings.TrimSpace(string(b))), 300)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
@@ -375,16 +375,4 @@ func (s *Sender) post(ctx context.Context, alerts []Alert) error {
 		serr.Hint = "Alertmanager, or a proxy in front of it, refuses certwatch: allow it to post to " + APIPath
 	}
 	return notify.Classify(serr)
-}
-
-// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n - len("…")
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -151,7 +151,7 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 	}
 	f := n.Finding
 	p := &payload{
-		Summary:   truncate(notify.Headline(n), 1024),
+		Summary:   notify.Truncate(notify.Headline(n), 1024),
 		Source:    source,
 		Severity:  Severity(f.Tier),
 		Timestamp: n.At.UTC().Format(time.RFC3339),
@@ -335,18 +335,5 @@ func detail(body []byte, key string) string {
 	if key != "" {
 		out = strings.ReplaceAll(out, key, "<secret>")
 	}
-	return truncate(out, 300)
+	return notify.Truncate(out, 300)
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
