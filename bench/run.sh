@@ -177,7 +177,7 @@ if [ $scans = 1 ]; then
 					else
 						cmd=("$out/certwatch" scan --config "$farm/static.yaml")
 					fi
-					cmd+=(--ca-file "$farm/ca.pem" --concurrency "$c" --output json)
+					cmd+=(--ca-file "$farm/ca.pem" --allow-loopback --concurrency "$c" --output json)
 					# shellcheck disable=SC2206 # FLAGS split on spaces, as documented
 					[ -n "$extra" ] && cmd+=($extra)
 					read -r cpu0 hs0 < <(farm_totals)
