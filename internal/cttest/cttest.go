@@ -81,8 +81,11 @@ type Log struct {
 	release chan struct{}
 
 	mu         sync.Mutex
-	entries    []func() []byte // each entry's encoded TileLeaf, computed on demand
-	hashes     []tlog.Hash     // every stored hash (tlog's layout)
+	size       int64             // entries logged
+	explicit   map[int64][]byte  // encoded TileLeaf of entries appended as they are
+	generated  []generatedRange  // entries made again by AppendFunc's function when served
+	tbs        map[string][]byte // precertificate TBS by precertificate, a bounded memo
+	hashes     []tlog.Hash       // every stored hash (tlog's layout)
 	checkpoint []byte
 	issuers    map[[32]byte][]byte
 	fault      Fault
@@ -106,6 +109,8 @@ func Start(tb testing.TB) *Log {
 		issuers:  make(map[[32]byte][]byte),
 		tampered: make(map[int64]bool),
 		hung:     make(map[int64]bool),
+		explicit: make(map[int64][]byte),
+		tbs:      make(map[string][]byte),
 	}
 	l.server = httptest.NewServer(http.HandlerFunc(l.serve))
 	tb.Cleanup(func() {
@@ -137,14 +142,15 @@ func (l *Log) Append(entries ...Entry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range entries {
-		leaf, err := l.encode(int64(len(l.entries)), e)
+		leaf, err := l.encode(l.size, e)
 		if err != nil {
-			return fmt.Errorf("entry %d: %w", len(l.entries), err)
+			return fmt.Errorf("entry %d: %w", l.size, err)
 		}
 		for _, issuer := range e.Chain {
 			l.issuers[sha256.Sum256(issuer)] = issuer
 		}
-		if err := l.appendLeaf(func() []byte { return leaf }, leaf); err != nil {
+		l.explicit[l.size] = leaf
+		if err := l.appendLeaf(leaf); err != nil {
 			return err
 		}
 	}
@@ -159,8 +165,8 @@ func (l *Log) Append(entries ...Entry) error {
 func (l *Log) AppendFunc(n int64, entry func(i int64) Entry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for range n {
-		index := int64(len(l.entries))
+	r := generatedRange{start: l.size, end: l.size + n, entry: entry}
+	for index := r.start; index < r.end; index++ {
 		e := entry(index)
 		leaf, err := l.encode(index, e)
 		if err != nil {
@@ -169,33 +175,51 @@ func (l *Log) AppendFunc(n int64, entry func(i int64) Entry) error {
 		for _, issuer := range e.Chain {
 			l.issuers[sha256.Sum256(issuer)] = issuer
 		}
-		remake := func() []byte {
-			b, err := l.encode(index, entry(index))
-			if err != nil {
-				panic(err)
-			}
-			return b
-		}
-		if err := l.appendLeaf(remake, leaf); err != nil {
+		if err := l.appendLeaf(leaf); err != nil {
 			return err
 		}
 	}
+	l.generated = append(l.generated, r)
 	return l.sign()
 }
 
-func (l *Log) appendLeaf(leaf func() []byte, encoded []byte) error {
+// generatedRange is entries [start, end) made by AppendFunc's function.
+type generatedRange struct {
+	start, end int64
+	entry      func(i int64) Entry
+}
+
+// leaf is entry i's encoded TileLeaf. Called with mu held.
+func (l *Log) leaf(i int64) []byte {
+	if b, ok := l.explicit[i]; ok {
+		return b
+	}
+	for _, r := range l.generated {
+		if r.start <= i && i < r.end {
+			b, err := l.encode(i, r.entry(i))
+			if err != nil {
+				panic(fmt.Sprintf("cttest: AppendFunc's entry %d no longer encodes: %v", i, err))
+			}
+			return b
+		}
+	}
+	panic(fmt.Sprintf("cttest: no entry %d", i))
+}
+
+// appendLeaf adds an entry's hashes to the tree. Called with mu held.
+func (l *Log) appendLeaf(encoded []byte) error {
 	te, err := timestampedEntry(encoded)
 	if err != nil {
 		return err
 	}
 	// MerkleTreeLeaf: version v1, leaf type timestamped_entry (RFC 6962, 3.4).
 	mtl := append([]byte{0, 0}, te...)
-	hashes, err := tlog.StoredHashesForRecordHash(int64(len(l.entries)), tlog.RecordHash(mtl), l.hashReader())
+	hashes, err := tlog.StoredHashesForRecordHash(l.size, tlog.RecordHash(mtl), l.hashReader())
 	if err != nil {
 		return err
 	}
 	l.hashes = append(l.hashes, hashes...)
-	l.entries = append(l.entries, leaf)
+	l.size++
 	return nil
 }
 
@@ -244,7 +268,7 @@ func (l *Log) TamperDataTile(n int64) {
 func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int64(len(l.entries))
+	return l.size
 }
 
 // Requests returns the paths requested so far, under the monitoring prefix
@@ -257,7 +281,7 @@ func (l *Log) Requests() []string {
 
 // sign makes the checkpoint of the current tree. Called with mu held.
 func (l *Log) sign() error {
-	size := int64(len(l.entries))
+	size := l.size
 	root, err := tlog.TreeHash(size, l.hashReader())
 	if err != nil {
 		return err
@@ -331,15 +355,10 @@ func (l *Log) encode(index int64, e Entry) ([]byte, error) {
 		if len(e.Chain) == 0 {
 			return nil, fmt.Errorf("a precert entry needs its issuer in Chain")
 		}
-		issuer, err := x509.ParseCertificate(e.Chain[0])
-		if err != nil {
-			return nil, fmt.Errorf("issuer: %w", err)
-		}
-		tbs, err := precertTBS(e.Cert)
+		keyHash, tbs, err := l.precertEntry(e)
 		if err != nil {
 			return nil, err
 		}
-		keyHash := sha256.Sum256(issuer.RawSubjectPublicKeyInfo)
 		b.AddUint16(1) // precert_entry
 		b.AddBytes(keyHash[:])
 		b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(tbs) })
@@ -363,6 +382,31 @@ func (l *Log) encode(index int64, e Entry) ([]byte, error) {
 		}
 	})
 	return b.Bytes()
+}
+
+// precertEntry returns what a precert entry holds: the hash of the
+// issuer's key and the precertificate's TBS without poison. They are
+// memoised (a bounded cache), for AppendFunc's entries are encoded again
+// each time they are served.
+func (l *Log) precertEntry(e Entry) ([]byte, []byte, error) {
+	memoKey := string(e.Cert) + string(e.Chain[0])
+	if b, ok := l.tbs[memoKey]; ok {
+		return b[:sha256.Size], b[sha256.Size:], nil
+	}
+	issuer, err := x509.ParseCertificate(e.Chain[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("issuer: %w", err)
+	}
+	tbs, err := precertTBS(e.Cert)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyHash := sha256.Sum256(issuer.RawSubjectPublicKeyInfo)
+	if len(l.tbs) >= 1024 {
+		clear(l.tbs)
+	}
+	l.tbs[memoKey] = append(keyHash[:], tbs...)
+	return keyHash[:], tbs, nil
 }
 
 // timestampedEntry returns the TimestampedEntry at the start of a TileLeaf.
@@ -441,7 +485,7 @@ func (l *Log) asset(path string, fault Fault) ([]byte, string, bool) {
 			return nil, "", false
 		}
 		// A tile exists once the tree holds its W entries (hashes).
-		size := int64(len(l.entries))
+		size := l.size
 		if t.L >= 0 {
 			size >>= 8 * t.L
 		}
@@ -460,7 +504,7 @@ func (l *Log) asset(path string, fault Fault) ([]byte, string, bool) {
 func (l *Log) dataTile(t tlog.Tile) []byte {
 	var out []byte
 	for i := range int64(t.W) {
-		leaf := l.entries[t.N<<8+i]()
+		leaf := l.leaf(t.N<<8 + i)
 		if i == 0 && l.tampered[t.N] {
 			leaf = append([]byte(nil), leaf...)
 			leaf[len(leaf)/2] ^= 1

@@ -42,10 +42,11 @@ func (l *Log) AppendTileLeaves(tile []byte) error {
 		}
 		ok = ok && s.ReadUint16LengthPrefixed(&skip)
 		if !ok {
-			return fmt.Errorf("malformed TileLeaf at entry %d", len(l.entries))
+			return fmt.Errorf("malformed TileLeaf at entry %d", l.size)
 		}
 		leaf := []byte(start[:len(start)-len(s)])
-		if err := l.appendLeaf(func() []byte { return leaf }, leaf); err != nil {
+		l.explicit[l.size] = leaf
+		if err := l.appendLeaf(leaf); err != nil {
 			return err
 		}
 	}
