@@ -76,7 +76,8 @@ func ParseKey(b64 string) (crypto.PublicKey, error) {
 // Position is how far a log has been read: the caller keeps it between
 // reads and hands it back to the next one.
 type Position struct {
-	// Next is the index of the next entry to read.
+	// Next is the index of the next entry to read; FromTreeSize starts at
+	// the end of the log's current tree, reporting only what is logged after.
 	Next int64
 	// Size and Root are the tree size and root hash of the checkpoint the
 	// entries before Next were verified against; zero Size means none. When
@@ -84,6 +85,10 @@ type Position struct {
 	Size int64
 	Root [32]byte
 }
+
+// FromTreeSize, as Position.Next, starts a first read at the log's current
+// tree size instead of its first entry.
+const FromTreeSize = -1
 
 // Entry is a certificate, or a precertificate, logged for a watched name.
 type Entry struct {

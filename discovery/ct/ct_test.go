@@ -178,6 +178,12 @@ func TestReadResumesFromPositionAsTheLogGrows(t *testing.T) {
 		}
 	}
 
+	// A first read from the tree size reports only what comes after.
+	found, latest, err := read(t, r, l, ct.Position{Next: ct.FromTreeSize})
+	if err != nil || len(found) != 0 || latest.Position != second.Position {
+		t.Errorf("read from the tree size: %d entries, %+v, %v; want none, at %+v", len(found), latest.Position, err, second.Position)
+	}
+
 	// Nothing new: no data tile is read.
 	before = len(log.Requests())
 	found, third, err := read(t, r, l, second.Position)

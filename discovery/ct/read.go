@@ -42,6 +42,9 @@ func (r *Reader) read(ctx context.Context, l Log, res *Result, found func(Entry)
 		return err
 	}
 	res.Checkpoint = cp.timestamp
+	if res.Position.Next == FromTreeSize {
+		res.Position.Next = cp.tree.N
+	}
 	from := res.Position
 	if from.Next < 0 || from.Next > cp.tree.N {
 		return fmt.Errorf("start position %d is beyond the log's tree size %d (a position kept for another log?)", from.Next, cp.tree.N)
