@@ -1,5 +1,5 @@
 # Developer targets. CI does not run the benchmark: it needs root (for a
-# private network namespace) and takes minutes. See README, "Performance".
+# private network namespace) and takes minutes. See docs/performance.md.
 .PHONY: bench bench-go
 
 # Scans of a loopback TLS farm at 1k, 10k and 100k endpoints and a

@@ -149,7 +149,7 @@ type AlertmanagerChannel struct {
 }
 
 // WebhookChannel is an HTTP endpoint of the operator's own that receives
-// one signed JSON body per notification (README, "Webhook").
+// one signed JSON body per notification (docs/notifications.md, "Webhook").
 type WebhookChannel struct {
 	// URL is where bodies are posted. It carries no credential: the
 	// signature authenticates certwatch.
@@ -639,7 +639,7 @@ func (n Notify) Channel(name string) (Channel, bool) {
 // URL still gets a warning: the body maps where certificates are weak,
 // readable on the path, and a receiver outside the cluster is the rule.
 // An Alertmanager URL gets none: it carries no secret, and Alertmanager
-// serves plain http beside certwatch as a rule (README, "Alertmanager").
+// serves plain http beside certwatch as a rule (docs/notifications.md, "Alertmanager").
 func (n Notify) Warnings() []string {
 	var out []string
 	plain := func(where, key, raw, secret string) {

@@ -35,8 +35,8 @@ import (
 // first, with an X25519 share beside it (crypto/tls computes that share as
 // part of the hybrid's), so the negotiated group says whether the server
 // takes the hybrid; a server that takes neither gets a HelloRetryRequest for
-// P-256. It costs more client CPU per handshake (README, "Post-quantum key
-// exchange"), so it is an opt-in check, not the default.
+// P-256. It costs more client CPU per handshake (docs/configuration.md,
+// "Post-quantum key exchange"), so it is an opt-in check, not the default.
 var (
 	firstGroups    = []tls.CurveID{tls.CurveP256}
 	fallbackGroups = []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}

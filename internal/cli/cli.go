@@ -212,7 +212,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet, head string) {
 }
 
 // printFlags lists fs's flags as flag.PrintDefaults does, but spelt as the
-// README and the examples spell them: --flag (a one-letter flag stays -v).
+// The documentation and the examples spell them: --flag (a one-letter flag stays -v).
 // The flag package accepts both.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {

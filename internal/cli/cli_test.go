@@ -364,7 +364,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		}
 	}
 	if strings.Contains(stdout, "\n  -zone") || strings.Contains(stdout, "\n  -nameserver") {
-		t.Errorf("scan --help spells flags -flag, want --flag as the README:\n%s", stdout)
+		t.Errorf("scan --help spells flags -flag, want --flag as docs/configuration.md:\n%s", stdout)
 	}
 	if !strings.Contains(stdout, "Exit codes") {
 		t.Error("scan --help lacks the exit codes")

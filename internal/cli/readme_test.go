@@ -10,24 +10,24 @@ import (
 	"github.com/certwatch/certwatch/internal/cli"
 )
 
-// TestREADMEReportExample checks the JSON report example in the README
-// against what a scan of the lab prints: every key the example shows, on
-// the report and on each kind of entry, is one a real report carries on
-// such an entry.
+// TestREADMEReportExample checks the JSON report example of the findings
+// reference (docs/findings.md, linked from the README) against what a
+// scan of the lab prints: every key the example shows, on the report and
+// on each kind of entry, is one a real report carries on such an entry.
 func TestREADMEReportExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	findings, err := os.ReadFile("../../docs/findings.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "### JSON report")
+	_, rest, ok := strings.Cut(string(findings), "## JSON report")
 	_, rest, ok2 := strings.Cut(rest, "```json\n")
 	example, _, ok3 := strings.Cut(rest, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README has no ```json block under ### JSON report")
+		t.Fatal("docs/findings.md has no ```json block under ## JSON report")
 	}
 	var want map[string]any
 	if err := json.Unmarshal([]byte(example), &want); err != nil {
-		t.Fatalf("README's JSON report example does not parse: %v", err)
+		t.Fatalf("the JSON report example of docs/findings.md does not parse: %v", err)
 	}
 
 	// --post-quantum: the example shows what the lab's Go servers answer
@@ -79,5 +79,5 @@ func checkKeys(t *testing.T, where string, example map[string]any, real []any) {
 			seen = append(seen, strings.Join(got, ","))
 		}
 	}
-	t.Errorf("README example %s entry has keys %v; a scan prints entries with keys %v", where, wantKeys, slices.Compact(slices.Sorted(slices.Values(seen))))
+	t.Errorf("docs/findings.md example %s entry has keys %v; a scan prints entries with keys %v", where, wantKeys, slices.Compact(slices.Sorted(slices.Values(seen))))
 }

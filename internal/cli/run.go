@@ -62,7 +62,7 @@ database is a replica. One leads (discovery, evaluation, notifications,
 delivery; daemon.leader_lease); all of them probe the shards of each run
 (daemon.shard_size). Instances in several accounts share one database as
 sites (daemon.site): one alert state, one page per certificate. See
-README, "Running more than one".
+docs/operations.md, "Running more than one".
 
 Logs are JSON on stderr unless stderr is a terminal.
 `

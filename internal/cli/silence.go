@@ -282,7 +282,7 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 	if *kind != "" {
 		k, ok := policy.KindNamed(*kind)
 		if !ok {
-			return usageError("silence add: --kind: unknown finding kind %q (see the Findings section of the README)", *kind)
+			return usageError("silence add: --kind: unknown finding kind %q (see docs/findings.md)", *kind)
 		}
 		s.Match.Kind = k
 	}

@@ -26,10 +26,10 @@ import (
 
 const secret = "s3cret-shared-with-the-receiver"
 
-// verify is the receiver's check as README ("Webhook") describes it,
-// written without this package: the timestamp is recent, and the
-// signature is the HMAC-SHA256 of timestamp + "." + the body's exact
-// bytes, compared in constant time.
+// verify is the receiver's check as docs/notifications.md ("Webhook")
+// describes it, written without this package: the timestamp is recent,
+// and the signature is the HMAC-SHA256 of timestamp + "." + the body's
+// exact bytes, compared in constant time.
 func verify(key []byte, h http.Header, body []byte, now time.Time) error {
 	ts := h.Get("X-Certwatch-Timestamp")
 	sec, err := strconv.ParseInt(ts, 10, 64)
