@@ -163,6 +163,12 @@ type Daemon struct {
 	// start-up: the first probe run notified carries a state_created
 	// finding, so that announcing every open finding again is loud.
 	EmptyState string
+	// StateCheck, when set, is the state store's health (state.Store's
+	// Check), asked once per probe run: while it reports state.ErrCorrupt,
+	// the run's report carries a state_corrupt finding named StateName.
+	StateCheck func(context.Context) error
+	// StateName names the state store in the state_corrupt finding.
+	StateName string
 	// Sharing, when set, makes probe runs shared by the replicas (and
 	// merged with the other sites'), when the Scanner is also a
 	// PartEvaluator.

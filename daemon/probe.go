@@ -10,6 +10,7 @@ import (
 
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
 )
 
 // probe probes the last good inventory, publishes the report (to the
@@ -95,6 +96,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 	if fresh != "" {
 		r.Findings = append(r.Findings, freshStateFinding(fresh, start))
 	}
+	if f, ok := d.corruptState(ctx, start); ok {
+		r.Findings = append(r.Findings, f)
+	}
 	policy.SortFindings(r.Findings)
 	published := carryForward(prev, r)
 	unverified := len(published.Findings) - len(r.Findings)
@@ -176,6 +180,26 @@ func freshStateFinding(store string, at time.Time) policy.Finding {
 		Message: fmt.Sprintf("certwatch started with an empty state (%s): every open finding is announced as new. "+
 			"If the state was lost (deleted, or a new volume), these announcements repeat earlier ones; restore the state from a backup to avoid that next time.", store),
 	}
+}
+
+// corruptState is the state_corrupt finding of a probe run, when the state
+// store reports its file damaged. The store keeps reporting it until
+// certwatch is restarted on a good file, so the finding stays open as long.
+func (d *Daemon) corruptState(ctx context.Context, at time.Time) (policy.Finding, bool) {
+	if d.StateCheck == nil {
+		return policy.Finding{}, false
+	}
+	err := d.StateCheck(ctx)
+	if !errors.Is(err, state.ErrCorrupt) {
+		return policy.Finding{}, false
+	}
+	return policy.Finding{
+		Kind: policy.StateCorrupt, Tier: policy.Warning, Name: d.StateName, Deadline: at.UTC(),
+		Message: fmt.Sprintf("The state %s is damaged: %v. certwatch keeps probing and notifying with what it can still read and write, "+
+			"but what the damaged pages hold (alerts, what channels were told, memos) is unreadable, so notifications may be repeated or missed. "+
+			"Stop certwatch, restore the state from a backup (or move it aside to start afresh: every open finding is announced again) and start it again; "+
+			"until then /readyz is 503 and certwatch_state_up is 0.", d.StateName, err),
+	}, true
 }
 
 // readHistory hands the scanner what the state remembers of each

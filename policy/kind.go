@@ -24,6 +24,10 @@ const (
 	// StateCreated: in the first probe run notified, the state store held
 	// no state at start-up (daemon). Its Name names the store.
 	StateCreated Kind = "state_created"
+	// StateCorrupt: the state store reports that its file is damaged
+	// (daemon). Raised in every probe run until certwatch is restarted on
+	// a good file; its Name names the store.
+	StateCorrupt Kind = "state_corrupt"
 	// SiteStale: a site sharing the state published nothing for longer
 	// than its stale-after period: its instances stopped, or cannot reach
 	// the database (daemon). Its Name is the site's.
@@ -110,11 +114,12 @@ var kinds = map[Kind]KindInfo{
 	StaleDeployment:           {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
 	CoverageGap:               {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
 
-	// The Deadline of these four is the time of the run that raised them;
+	// The Deadline of these five is the time of the run that raised them;
 	// notifications have always shown it as their deadline.
 	DiscoveryFailed:   {Problem: "discovery failed", Deadline: true, Origin: OriginSelfMonitoring},
 	ProbeCutShort:     {Problem: "probe cut short", Deadline: true, Origin: OriginSelfMonitoring},
 	StateCreated:      {Problem: "state created", Deadline: true, Origin: OriginSelfMonitoring},
+	StateCorrupt:      {Problem: "state file corrupt", Deadline: true, Origin: OriginSelfMonitoring},
 	SiteStale:         {Problem: "site stale", Deadline: true, Origin: OriginSelfMonitoring},
 	DiscoveryDegraded: {Problem: "discovery source failed or shrank", Origin: OriginSelfMonitoring},
 

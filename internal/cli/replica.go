@@ -34,6 +34,10 @@ type daemons struct {
 	memory     state.Memory
 	history    state.History
 	emptyState string
+	// stateCheck and stateName are the store's health and name, for the
+	// state_corrupt finding.
+	stateCheck func(context.Context) error
+	stateName  string
 	logger     *slog.Logger
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
 	sharing *daemon.Sharing
@@ -60,6 +64,7 @@ func (h *daemons) start() (*daemon.Daemon, error) {
 	d.Memory = h.memory
 	d.History = h.history
 	d.Sharing = h.sharing
+	d.StateCheck, d.StateName = h.stateCheck, h.stateName
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
 	d.EmptyState, h.emptyState = h.emptyState, ""

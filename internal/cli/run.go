@@ -282,7 +282,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 	var current atomic.Pointer[notify.Notifier]
 	notes := &startupNotes{logger: logger}
 	notes.channels(c.Notify)
-	h := &daemons{client: &http.Client{}, memory: store, history: store, recorder: notes, logger: logger}
+	h := &daemons{client: &http.Client{}, memory: store, history: store, recorder: notes, logger: logger,
+		stateCheck: store.Check, stateName: stateName(c.Notify.State)}
 	if store.Created() {
 		h.emptyState = stateName(c.Notify.State)
 	}
