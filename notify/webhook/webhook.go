@@ -16,8 +16,13 @@
 // The secret signs and is never sent. A receiver recomputes the signature
 // over the exact bytes it received, compares it in constant time, refuses
 // a timestamp more than five minutes from its clock, and answers 2xx once
-// it has stored the body (a repeated idempotency key is answered 2xx and
-// not acted on again).
+// it has stored the body. Only the timestamp and the body are signed: the
+// event and idempotency key headers are copies of the body's event and id,
+// for routing and logs, and a replay within the five minutes can carry any
+// values in them. A receiver acts on, and deduplicates by, the body's id
+// and event (a repeated id is answered 2xx and not acted on again), and
+// may refuse a request whose headers disagree with its body (certwatch
+// never sends one).
 //
 // Any 2xx delivers. 408, 429 (with its Retry-After) and 5xx are retried
 // with backoff; 401, 403, 404 and a redirect (never followed) refuse the
@@ -109,7 +114,8 @@ func New(c config.Channel, secret config.Secret, client *http.Client) (*Sender, 
 type Body struct {
 	// Version is 1.
 	Version int `json:"version,omitempty"`
-	// ID is the idempotency key (also in X-Certwatch-Idempotency-Key).
+	// ID is the idempotency key, signed; X-Certwatch-Idempotency-Key
+	// carries a copy that is not. Receivers deduplicate by this one.
 	ID string `json:"id,omitempty"`
 	// Event is new, escalated, reminder, resolved, digest, summary or test.
 	Event string `json:"event"`

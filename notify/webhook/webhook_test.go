@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -50,8 +51,10 @@ func verify(key []byte, h http.Header, body []byte, now time.Time) error {
 }
 
 // receiver is a webhook receiver: it verifies every request, answers with
-// the statuses queued in answers (200 once they run out), and keeps each
-// idempotency key's first body.
+// the statuses queued in answers (200 once they run out), and keeps the
+// first body of each id (the signed body's idempotency key), acting on
+// nothing else: a request whose unsigned headers disagree with its body is
+// refused.
 type receiver struct {
 	mu       sync.Mutex
 	answers  []int
@@ -73,7 +76,19 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
-	key := req.Header.Get("X-Certwatch-Idempotency-Key")
+	// The headers are not signed: what the receiver acts on, and
+	// deduplicates by, is the signed body's id and event.
+	var signed struct {
+		ID    string `json:"id"`
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(body, &signed); err != nil || signed.ID == "" ||
+		req.Header.Get("X-Certwatch-Idempotency-Key") != signed.ID || req.Header.Get("X-Certwatch-Event") != signed.Event {
+		r.refused = append(r.refused, "headers disagree with the signed body")
+		http.Error(w, "headers disagree with the signed body", http.StatusBadRequest)
+		return
+	}
+	key := signed.ID
 	r.attempts = append(r.attempts, key)
 	if r.attempted != nil {
 		defer r.attempted()
@@ -328,5 +343,74 @@ func TestSignatureCoversBodyAndTimestamp(t *testing.T) {
 	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix()+1, 10))
 	if verify([]byte(secret), h, body, now) == nil {
 		t.Error("a signature moved to another timestamp passes")
+	}
+}
+
+// TestReplayWithFreshHeadersIsNotActedOn: an attacker who captured a
+// delivery re-sends it within the five minutes the timestamp allows, with
+// a fresh X-Certwatch-Idempotency-Key (and another X-Certwatch-Event):
+// the headers are not signed, so the signature still verifies, but the
+// receiver deduplicates on the signed body's id and acts on the transition
+// once. A request whose headers disagree with its body is refused.
+func TestReplayWithFreshHeadersIsNotActedOn(t *testing.T) {
+	rcv := &receiver{bodies: map[string][]byte{}}
+	var mu sync.Mutex
+	var captured *http.Request
+	var capturedBody []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if captured == nil {
+			captured, capturedBody = r.Clone(context.Background()), body
+		}
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rcv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s, err := webhook.New(config.Channel{Name: "hook", Kind: config.ChannelWebhook, Webhook: &config.WebhookChannel{URL: srv.URL}}, config.Secret(secret), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	n := notify.Notification{Event: notify.EventResolved, Channel: "hook", At: now, Key: "expiring:ab12", Finding: finding(now, policy.Page),
+		Reason: "certificate replaced", DeliveryKey: "0123456789abcdef0123456789abcdef"}
+	if _, err := s.Send(context.Background(), n); err != nil {
+		t.Fatalf("genuine delivery = %v", err)
+	}
+
+	replay := func(key, event string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(capturedBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = captured.Header.Clone()
+		req.Header.Set(webhook.HeaderIdempotencyKey, key)
+		req.Header.Set(webhook.HeaderEvent, event)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The replayer copies the body's id into the header, so that the two
+	// agree; a receiver that dedups on the body answers 2xx and does
+	// nothing.
+	var b webhook.Body
+	if err := json.Unmarshal(capturedBody, &b); err != nil {
+		t.Fatal(err)
+	}
+	if code := replay(b.ID, "resolved"); code/100 != 2 {
+		t.Errorf("replay unchanged = %d, want 2xx (a repeat, answered and not acted on)", code)
+	}
+	if code := replay("ffffffffffffffffffffffffffffffff", "new"); code != http.StatusBadRequest {
+		t.Errorf("replay with a fresh idempotency key and event = %d, want 400 (headers disagreeing with the signed body)", code)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.bodies) != 1 {
+		t.Errorf("the receiver acted on %d transitions after the replays, want 1 (keys %v)", len(rcv.bodies), rcv.attempts)
 	}
 }
