@@ -79,24 +79,25 @@ func (s *Sender) findReply(ctx context.Context, channel, ts, oldest, marker stri
 	op := fmt.Sprintf("slack %s conversations.replies %s", s.name, s.channel)
 	cursor := ""
 	for range findPages {
-		if err := s.held(op, "conversations.replies"); err != nil {
-			return false, err
-		}
-		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
-		msgs, more, next, err := s.api.GetConversationRepliesContext(rctx, &slack.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: ts, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+		var msgs []slack.Message
+		var more, gone bool
+		var next string
+		err := s.call(ctx, op, "conversations.replies", func(ctx context.Context) error {
+			var err error
+			msgs, more, next, err = s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: ts, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+			})
+			var se slack.SlackErrorResponse
+			if errors.As(err, &se) && se.Err == "thread_not_found" {
+				gone = true
+				return nil
+			}
+			if err != nil {
+				return classifyRead(ctx, op, err, "channels:history (groups:history for a private channel)")
+			}
+			return nil
 		})
-		s.limited("conversations.replies", err)
-		var se slack.SlackErrorResponse
-		if errors.As(err, &se) && se.Err == "thread_not_found" {
-			cancel()
-			return false, nil
-		}
-		if err != nil {
-			err = classifyRead(rctx, op, err, "channels:history (groups:history for a private channel)")
-		}
-		cancel()
-		if err != nil {
+		if err != nil || gone {
 			return false, err
 		}
 		for _, m := range msgs {
@@ -118,18 +119,17 @@ func (s *Sender) findInHistory(ctx context.Context, channel, oldest, marker stri
 	op := fmt.Sprintf("slack %s conversations.history %s", s.name, s.channel)
 	cursor := ""
 	for range findPages {
-		if err := s.held(op, "conversations.history"); err != nil {
-			return "", false, err
-		}
-		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
-		resp, err := s.api.GetConversationHistoryContext(rctx, &slack.GetConversationHistoryParameters{
-			ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+		var resp *slack.GetConversationHistoryResponse
+		err := s.call(ctx, op, "conversations.history", func(ctx context.Context) error {
+			var err error
+			resp, err = s.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: channel, Oldest: oldest, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+			})
+			if err != nil {
+				return classifyRead(ctx, op, err, "channels:history (groups:history for a private channel)")
+			}
+			return nil
 		})
-		s.limited("conversations.history", err)
-		if err != nil {
-			err = classifyRead(rctx, op, err, "channels:history (groups:history for a private channel)")
-		}
-		cancel()
 		if err != nil {
 			return "", false, err
 		}
@@ -176,18 +176,18 @@ func (s *Sender) channelIDOf(ctx context.Context) (string, error) {
 	}
 	cursor := ""
 	for range findPages {
-		if err := s.held(op, "conversations.list"); err != nil {
-			return "", err
-		}
-		rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
-		chans, next, err := s.api.GetConversationsContext(rctx, &slack.GetConversationsParameters{
-			Cursor: cursor, ExcludeArchived: true, Limit: 1000, Types: []string{"public_channel", "private_channel"},
+		var chans []slack.Channel
+		var next string
+		err := s.call(ctx, op, "conversations.list", func(ctx context.Context) error {
+			var err error
+			chans, next, err = s.api.GetConversationsContext(ctx, &slack.GetConversationsParameters{
+				Cursor: cursor, ExcludeArchived: true, Limit: 1000, Types: []string{"public_channel", "private_channel"},
+			})
+			if err != nil {
+				return classifyRead(ctx, op, err, "channels:read (groups:read for a private channel), or configure the channel by its ID")
+			}
+			return nil
 		})
-		s.limited("conversations.list", err)
-		if err != nil {
-			err = classifyRead(rctx, op, err, "channels:read (groups:read for a private channel), or configure the channel by its ID")
-		}
-		cancel()
 		if err != nil {
 			return "", err
 		}

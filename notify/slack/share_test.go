@@ -42,12 +42,10 @@ func count(api *slacktest.Server, method string) int {
 	return n
 }
 
-// TestShareHoldsWorkspaceLimits: a 429 Retry-After on a method Slack
-// limits per workspace, got by one channel, holds the method for every
-// channel of the bot token until it ends (answered at once, without a
-// call); one conversations.list then resolves every configured name, and
-// the IDs are kept. chat.postMessage, limited per channel, is not held for
-// the others.
+// TestShareHoldsWorkspaceLimits: a 429 Retry-After got by one channel,
+// on any method, holds every request of the bot token, on every channel,
+// until it ends (answered at once, without a call); one conversations.list
+// then resolves every configured name, and the IDs are kept.
 func TestShareHoldsWorkspaceLimits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -103,24 +101,40 @@ func TestShareHoldsWorkspaceLimits(t *testing.T) {
 		}
 	}
 
-	// A 429 on chat.postMessage holds no other channel (Slack limits it
-	// per channel), and a 429 on chat.update holds it for both.
+	// A 429 on chat.postMessage holds every channel and method of the
+	// token too: Slack's answer does not say which limit it is about.
 	f := wildcard(policy.Warning, 1)
+	ref, err := incidents.Send(ctx, notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
+	if err != nil {
+		t.Fatalf("post to incidents = %v", err)
+	}
 	limit["chat.postMessage"] = "#certs"
 	if _, err := certs.Send(ctx, notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f}); err == nil {
 		t.Fatal("post with a 429 = nil")
 	}
-	ref, err := incidents.Send(ctx, notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f})
-	if err != nil {
-		t.Fatalf("post to incidents after a 429 on certs' post = %v, want it posted", err)
+	before := len(api.Calls())
+	if _, err := incidents.Send(ctx, notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f}); err == nil {
+		t.Error("incidents' post inside certs' Retry-After = nil, want held")
+	} else if d, ok := notify.RetryDelay(err); !ok || d != 30*time.Second {
+		t.Errorf("incidents' post inside certs' Retry-After = %v, want a Retry-After of 30s", err)
 	}
-	limit["chat.update"] = ""
 	up := notify.Notification{Event: notify.EventResolved, At: now, Key: f.ID(), Finding: f, Ref: ref, Reason: "replaced"}
+	if _, err := incidents.Send(ctx, up); err == nil {
+		t.Error("incidents' chat.update inside certs' Retry-After = nil, want held")
+	}
+	if n := len(api.Calls()) - before; n != 0 {
+		t.Errorf("%d calls inside the Retry-After, want 0", n)
+	}
+	mu.Lock()
+	clock = clock.Add(30 * time.Second)
+	mu.Unlock()
+
+	// A 429 on chat.update holds it for both.
+	limit["chat.update"] = ""
 	if _, err := incidents.Send(ctx, up); err == nil {
 		t.Fatal("update with a 429 = nil")
 	}
-	before := count(api, "chat.update")
-	up.Ref = ref
+	before = count(api, "chat.update")
 	if _, err := certs.Send(ctx, up); err == nil {
 		t.Error("certs' chat.update inside incidents' Retry-After = nil, want held")
 	} else if _, ok := notify.RetryDelay(err); !ok {

@@ -21,10 +21,13 @@
 // token's channels:history scope (groups:history for a private channel),
 // and finding a channel configured by name its channels:read (groups:read).
 //
-// Slack limits every method but chat.postMessage per workspace, not per
-// channel: Senders on one bot token (see Share) hold a method for all of
-// them while a Retry-After one of them got for it lasts, and share the
-// channel IDs one conversations.list found for all their names.
+// A Retry-After Slack gives is honoured for the whole bot token: Senders
+// on one token (see Share) send no request, on any method and to any
+// channel, while a window one of them was given lasts. They send one
+// request at a time, and check the window right before each, so that a
+// window Slack gives one request is known before the next is sent. They
+// also share the channel IDs one conversations.list found for all their
+// names.
 //
 // The HTTP client follows no redirect (the token is in every request) and
 // reads at most MaxAnswerBytes of an answer.
@@ -77,14 +80,20 @@ type Sender struct {
 }
 
 // workspace is what the Senders of one bot token share. Slack limits
-// each Web API method per workspace (and app), not per channel, except
-// chat.postMessage, limited per channel: a Retry-After on any other method
-// holds that method for every channel of the token. It also keeps the
-// channel IDs of the names the Senders are configured with, so that one
-// conversations.list resolves every name, once.
+// most Web API methods per workspace (and app) and chat.postMessage per
+// channel, and says which limit a 429 is about only in prose; a 429 on
+// any request holds every request of the token until its Retry-After
+// ends, so that no request is sent inside a window Slack gave. It also
+// keeps the channel IDs of the names the Senders are configured with, so
+// that one conversations.list resolves every name, once.
 type workspace struct {
 	// lookup is held by the one conversations.list walk in flight.
 	lookup chan struct{}
+	// calling is held by the token's one request in flight, from the
+	// check of the window to the recording of the answer's Retry-After:
+	// a request sent alongside another could reach Slack after the
+	// other's 429 opened a window.
+	calling chan struct{}
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -92,28 +101,28 @@ type workspace struct {
 	names map[string]bool
 	// ids maps a channel name to its ID, once a post or a lookup told it.
 	ids map[string]string
-	// until holds, per method, when Slack's Retry-After for it ends, and
-	// who got it.
-	until map[string]pause
+	// until is when the latest Retry-After Slack gave the token ends,
+	// and which request got it.
+	until pause
 }
 
 type pause struct {
 	end     time.Time
+	method  string
 	channel string
 }
 
 func newWorkspace() *workspace {
-	return &workspace{lookup: make(chan struct{}, 1), names: map[string]bool{}, ids: map[string]string{}, until: map[string]pause{}}
+	return &workspace{lookup: make(chan struct{}, 1), calling: make(chan struct{}, 1), names: map[string]bool{}, ids: map[string]string{}}
 }
 
 // Share makes the Senders that post with the same bot token to the same
 // Web API URL share what Slack applies to the token as a whole: a 429
-// Retry-After on a method Slack limits per workspace (every method but
-// chat.postMessage, which is limited per channel: conversations.list,
-// .history, .replies, chat.update) holds that method on all of them until
-// it ends, where each would otherwise find its own limit by calling again;
+// Retry-After on any request holds every request of all of them (every
+// method, every channel) until it ends, where each would otherwise find
+// the limit by calling again inside it; they send one request at a time;
 // and the channel IDs of their names, which one conversations.list finds
-// for all of them and which are then kept. Call it once, with every Slack
+// for all of them, are kept. Call it once, with every Slack
 // Sender, before the first Send or Find; a Sender never shared has a
 // workspace of its own.
 func Share(senders ...*Sender) {
@@ -149,31 +158,58 @@ func (s *Sender) now() time.Time {
 	return time.Now()
 }
 
-// held returns a RetryAfter error, without calling Slack, while a
-// Retry-After for method on this token lasts.
-func (s *Sender) held(op, method string) error {
+// call makes one request for method, op naming it in errors. It waits
+// for the token's request in flight (or ctx), then fails with a
+// notify.RetryAfter error, without calling Slack, while a window Slack
+// gave the token lasts. Otherwise it runs request with a context bounded
+// by the Sender's timeout and records the Retry-After of a 429 it met for
+// every Sender of the token. request makes the call and classifies its
+// error (classify turns a 429 into a notify.RetryAfter error).
+func (s *Sender) call(ctx context.Context, op, method string, request func(ctx context.Context) error) error {
+	select {
+	case s.ws.calling <- struct{}{}:
+		defer func() { <-s.ws.calling }()
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+			return fmt.Errorf("%s: waiting for another request of the bot token: %w", op, cause)
+		}
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	if err := s.held(op); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
+	defer cancel()
+	err := request(rctx)
+	s.limited(method, err)
+	return err
+}
+
+// held returns a notify.RetryAfter error while a Retry-After Slack gave
+// the token lasts.
+func (s *Sender) held(op string) error {
 	s.ws.mu.Lock()
-	p := s.ws.until[method]
+	p := s.ws.until
 	s.ws.mu.Unlock()
 	left := p.end.Sub(s.now())
 	if left <= 0 {
 		return nil
 	}
-	return notify.RetryAfter(left, fmt.Errorf("%s: rate limited: Slack asked the bot token to wait (429 on %s for channel %s); not called until then", op, method, p.channel))
+	return notify.RetryAfter(left, fmt.Errorf("%s: rate limited: Slack asked the bot token to wait (429 on %s for channel %s); not called until then", op, p.method, p.channel))
 }
 
-// limited records a 429 Retry-After on method, which err carries, for
-// every Sender of the token.
+// limited records the Retry-After err carries (a 429 on method, as
+// classify returns it) for every Sender of the token.
 func (s *Sender) limited(method string, err error) {
-	var rl *slack.RateLimitedError
-	if !errors.As(err, &rl) || rl.RetryAfter <= 0 {
+	d, ok := notify.RetryDelay(err)
+	if !ok || d <= 0 {
 		return
 	}
-	end := s.now().Add(min(rl.RetryAfter, time.Hour))
+	end := s.now().Add(min(d, time.Hour))
 	s.ws.mu.Lock()
 	defer s.ws.mu.Unlock()
-	if end.After(s.ws.until[method].end) {
-		s.ws.until[method] = pause{end: end, channel: s.name}
+	if end.After(s.ws.until.end) {
+		s.ws.until = pause{end: end, method: method, channel: s.name}
 	}
 }
 
@@ -283,8 +319,6 @@ func (s *Sender) post(ctx context.Context, n notify.Notification, text string, b
 func (s *Sender) postTo(ctx context.Context, n notify.Notification, channel, threadTS string, broadcast bool, text string, blocks []slack.Block) (string, error) {
 	marker := n.Marker
 	op := fmt.Sprintf("slack %s chat.postMessage %s", s.name, s.channel)
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
-	defer cancel()
 	opts := []slack.MsgOption{
 		slack.MsgOptionText(text, false),
 		slack.MsgOptionBlocks(blocks...),
@@ -302,9 +336,17 @@ func (s *Sender) postTo(ctx context.Context, n notify.Notification, channel, thr
 			EventPayload: map[string]any{"marker": marker, "key": n.Key, "event": string(n.Event)},
 		}))
 	}
-	respChannel, ts, err := s.api.PostMessageContext(ctx, channel, opts...)
+	var respChannel, ts string
+	err := s.call(ctx, op, "chat.postMessage", func(ctx context.Context) error {
+		var err error
+		respChannel, ts, err = s.api.PostMessageContext(ctx, channel, opts...)
+		if err != nil {
+			return classify(ctx, op, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return "", classify(ctx, op, err)
+		return "", err
 	}
 	if name, ok := channelName(s.channel); ok && threadTS == "" && respChannel != "" {
 		s.ws.mu.Lock()
@@ -321,21 +363,17 @@ func (e *goneError) Error() string { return e.err.Error() }
 
 func (s *Sender) edit(ctx context.Context, channel, ts, text string, blocks []slack.Block) error {
 	op := fmt.Sprintf("slack %s chat.update %s", s.name, s.channel)
-	if err := s.held(op, "chat.update"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, fmt.Errorf("%s: no answer within %v", op, s.timeout))
-	defer cancel()
-	_, _, _, err := s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
-	s.limited("chat.update", err)
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) && slices.Contains([]string{"message_not_found", "cant_update_message", "edit_window_closed"}, se.Err) {
-		return &goneError{err: fmt.Errorf("%s: %s", op, se.Err)}
-	}
-	if err != nil {
-		return classify(ctx, op, err)
-	}
-	return nil
+	return s.call(ctx, op, "chat.update", func(ctx context.Context) error {
+		_, _, _, err := s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) && slices.Contains([]string{"message_not_found", "cant_update_message", "edit_window_closed"}, se.Err) {
+			return &goneError{err: fmt.Errorf("%s: %s", op, se.Err)}
+		}
+		if err != nil {
+			return classify(ctx, op, err)
+		}
+		return nil
+	})
 }
 
 // retryable are Slack error codes that may succeed on a later attempt.
