@@ -117,7 +117,7 @@ type Follower struct {
 // children's targets), TSIG (signing the children's transfers, as a
 // parent's key does), Timeout (per child), DialTimeout, Resolver, Dialer,
 // the delegation bounds and port, Configured, OutOfScope and
-// AllowLoopback. Zone, Nameserver and FollowDelegations are not used. It
+// AllowLoopback. Zone, Nameserver, File and FollowDelegations are not used. It
 // does no I/O; a nil logger discards logs.
 func NewFollower(c Config, logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
@@ -405,7 +405,7 @@ func (s *Source) transferChild(ctx context.Context, d Delegation) childResult {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
 	defer cancel()
 	c := *s
-	c.zone, c.fqdn, c.nameserver = d.Zone, d.Zone+".", ""
+	c.zone, c.fqdn, c.nameserver, c.file = d.Zone, d.Zone+".", "", ""
 	c.logger = s.logger.With("child", d.Zone)
 	servers, err := c.delegatedServers(ctx, d)
 	if err != nil {

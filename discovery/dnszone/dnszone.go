@@ -1,7 +1,9 @@
 // Package dnszone is the inventory source that transfers whole DNS zones
 // (AXFR, optionally signed with TSIG) and turns their records into targets:
 // every name with A/AAAA records, every CNAME owner, every SRV target, and
-// wildcard owners listed as skipped.
+// wildcard owners listed as skipped. A zone can be read from its master
+// file instead (Config.File, where AXFR is shut): its records go through
+// the same index, rules and delegation following as a transfer's.
 //
 // Transfers stream: records are folded into a compact index as each message
 // arrives and are not kept, so zones of millions of records fit in a small,
@@ -75,6 +77,16 @@ type Config struct {
 	Resolver string
 	// Dialer opens the TCP and UDP connections. Nil means a net.Dialer.
 	Dialer Dialer
+	// File, when set, is the zone in master-file format (RFC 1035 §5, as
+	// BIND, Knot and NSD serve from), read instead of transferring the
+	// zone: Zone is its origin (a $ORIGIN in the file still applies
+	// below it). It must be a regular file of at most MaxFileBytes;
+	// $INCLUDE is refused, $GENERATE expanded up to MaxFileRecords. Its
+	// records become targets exactly as a transfer's do, and its
+	// delegations are followed the same way (children are transferred
+	// from their name servers, signed with TSIG). Nameserver must be
+	// empty. The file is read anew on every call.
+	File string
 
 	// FollowDelegations makes Discover and Stream also transfer the child
 	// zones this zone delegates (NS records below the apex), from their
@@ -142,6 +154,7 @@ type Source struct {
 	zone        string // normalised: lower case, no trailing dot
 	fqdn        string // zone + "."
 	nameserver  string
+	file        string
 	resolver    string
 	key         *tsigKey
 	ports       []int
@@ -196,6 +209,7 @@ func newSource(c Config, zone string, logger *slog.Logger) (*Source, error) {
 		dialer:      c.Dialer,
 		logger:      logger,
 		sources:     []string{"dnszone:" + zone},
+		file:        c.File,
 	}
 	s.following = c.FollowDelegations
 	s.allowLoopback = c.AllowLoopback
@@ -215,6 +229,9 @@ func newSource(c Config, zone string, logger *slog.Logger) (*Source, error) {
 	}
 	if c.DelegationPort < 0 || c.DelegationPort > 65535 {
 		errs = append(errs, fmt.Errorf("invalid delegation port %d: want a number from 1 to 65535", c.DelegationPort))
+	}
+	if c.File != "" && c.Nameserver != "" {
+		errs = append(errs, errors.New("file and nameserver: give one (a zone is read from its file or transferred from a server, not both)"))
 	}
 	if c.Nameserver != "" {
 		if s.nameserver, err = hostPort(c.Nameserver); err != nil {
@@ -397,10 +414,16 @@ func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, f
 // Transfer transfers the zone as Targets does, with the same errors, and
 // returns it indexed rather than as a list: Zone.All then yields the same
 // targets one at a time, so that a caller that only writes them out (a
-// million-name inventory) never holds them all.
+// million-name inventory) never holds them all. With Config.File, the
+// zone is read from the file instead, within the same timeout; a file
+// that cannot be read whole is an error naming the zone, the file and,
+// for a bad record, its line.
 func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
 	defer cancel()
+	if s.file != "" {
+		return s.readFile(ctx)
+	}
 
 	servers := []string{s.nameserver}
 	if s.nameserver == "" {
