@@ -3,6 +3,10 @@ package zonerules_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +17,11 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/route53"
 	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/dnstest"
+	"github.com/certwatch/certwatch/internal/knottest"
 )
 
 // parityZone has a record for every rule that turns zone data into
@@ -165,4 +171,61 @@ func recordSets(t *testing.T, apex, text string) []awstest.RecordSet {
 		t.Fatalf("parse zone: %v", err)
 	}
 	return sets
+}
+
+// TestZoneFileParity: one zone transferred from Knot and read from the
+// very file Knot serves it from gives the same targets and the same
+// coverage: the same children followed (kid, which Knot transfers), the
+// same gaps (shut, which Knot refuses) with the same details.
+func TestZoneFileParity(t *testing.T) {
+	const apex = "parity.example"
+	text := "@ SOA ns1 hostmaster 1 3600 600 86400 300\n" + parityZone + chains() + `
+kid      NS  ns.kid
+ns.kid   A   127.0.0.1
+shut     NS  ns.shut
+ns.shut  A   127.0.0.1
+`
+	const child = "@ SOA ns1 hostmaster 1 3600 600 86400 300\n@ NS ns1\nns1 A 127.0.0.1\nhost A 192.0.2.77\n"
+	k := knottest.Start(t,
+		knottest.Zone{Name: apex, Text: text, Transfer: knottest.TransferLoopback},
+		knottest.Zone{Name: "kid." + apex, Text: child, Transfer: knottest.TransferLoopback},
+		knottest.Zone{Name: "shut." + apex, Text: child},
+	)
+	_, portText, _ := net.SplitHostPort(k.Addr)
+	port, _ := strconv.Atoi(portText)
+	base := dnszone.Config{Zone: apex, Ports: []int{443, 143, 8443}, FollowDelegations: true, DelegationPort: port, AllowLoopback: true,
+		// sub's glue is a documentation address, never dialled in a test.
+		OutOfScope: []string{"sub." + apex}}
+
+	discover := func(c dnszone.Config) ([]string, found.Inventory) {
+		t.Helper()
+		s, err := dnszone.New(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := s.Discover(context.Background())
+		if err != nil {
+			t.Fatalf("Discover: %v", err)
+		}
+		return probed(y.Targets), y.Inventory
+	}
+	axfr := base
+	axfr.Nameserver = k.Addr
+	fromAXFR, axfrInv := discover(axfr)
+	file := base
+	file.File = filepath.Join(k.Dir, "zones", apex+".zone") // what knotd serves
+	fromFile, fileInv := discover(file)
+
+	if len(fromAXFR) < 41 || !slices.ContainsFunc(fromAXFR, func(s string) bool { return strings.HasPrefix(s, "host.kid."+apex) }) {
+		t.Fatalf("the transfer gave %d targets, want the zone's and its child's: %v", len(fromAXFR), fromAXFR)
+	}
+	if len(axfrInv.Watched) != 2 || len(axfrInv.Gaps) != 1 || axfrInv.Gaps[0].Zone != "shut."+apex {
+		t.Fatalf("the transfer's coverage: %+v, want the zone and kid watched, shut a gap", axfrInv)
+	}
+	if diff := cmp.Diff(fromAXFR, fromFile); diff != "" {
+		t.Errorf("targets from the zone file differ from the transferred ones (-axfr +file):\n%s", diff)
+	}
+	if diff := cmp.Diff(axfrInv, fileInv); diff != "" {
+		t.Errorf("coverage from the zone file differs from the transfer's (-axfr +file):\n%s", diff)
+	}
 }

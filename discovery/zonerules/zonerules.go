@@ -1,8 +1,9 @@
 // Package zonerules decides which records of a DNS zone become targets, and
-// how each is probed. A zone is read two ways, transferred whole
-// (discovery/dnszone) or listed as Route 53 record sets (discovery/route53),
-// and both apply these rules, so one zone gives the same targets whichever
-// way it is read (TestZoneParity holds them to it):
+// how each is probed. A zone is read three ways, transferred whole or read
+// from its master file (discovery/dnszone) or listed as Route 53 record
+// sets (discovery/route53), and all apply these rules, so one zone gives the
+// same targets whichever way it is read (TestZoneParity and
+// TestZoneFileParity hold them to it):
 //
 //   - an owner of A, AAAA or CNAME records (or a Route 53 alias) is a target
 //     on every configured port (Host), unless its first label is a service
