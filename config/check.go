@@ -65,13 +65,23 @@ func checkTargets(targets []Target) []error {
 }
 
 // checkZone checks what the zone transfer will need of z, the zone at
-// path: a domain name and a usable TSIG key. where names the zone in
+// path: a domain name, a zone file that can be read (it is not parsed
+// here: a bad record fails the pass, as a refused transfer does) and not
+// beside a nameserver, and a usable TSIG key. where names the zone in
 // messages.
 func checkZone(z Zone, path, where string) []error {
 	var errs []error
 	if name := discovery.NormalizeName(z.Name); name != "" {
 		if _, ok := dns.IsDomainName(name); !ok {
 			errs = append(errs, fieldf(path+".name", "%s: name %q is not a valid domain name", where, z.Name))
+		}
+	}
+	if z.File != "" {
+		if z.Nameserver != "" {
+			errs = append(errs, fieldf(path+".file", "%s: file and nameserver: give one (file reads the zone from disk, nameserver transfers it)", where))
+		}
+		if err := dnszone.CheckFile(z.File); err != nil {
+			errs = append(errs, fieldf(path+".file", "%s: file: %v", where, err))
 		}
 	}
 	if t := z.TSIG; t != nil && t.Name != "" {

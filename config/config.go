@@ -103,14 +103,21 @@ type Files struct {
 	PassphraseFile string `yaml:"passphrase_file,omitempty"`
 }
 
-// Zone is one DNS zone to transfer.
+// Zone is one DNS zone to transfer, or to read from its zone file.
 type Zone struct {
 	// Name is the zone apex, e.g. internal.example.
 	Name string `yaml:"name"`
 	// Nameserver is where to AXFR from (HOST:PORT). Empty: the zone's SOA
 	// MNAME, then its NS names, found via the system resolver.
 	Nameserver HostPort `yaml:"nameserver,omitempty"`
-	// TSIG signs the transfer, when the server requires it.
+	// File is the zone in master-file format (as BIND, Knot and NSD serve
+	// it), read on every pass instead of transferring the zone: where AXFR
+	// is shut. Name is its origin. A regular file of at most 64 MiB;
+	// $INCLUDE is refused. Not with Nameserver. Its delegations are
+	// followed as a transferred zone's.
+	File string `yaml:"file,omitempty"`
+	// TSIG signs the transfer, when the server requires it; with File,
+	// the transfers of the delegated child zones.
 	TSIG *TSIG `yaml:"tsig,omitempty"`
 	// Ports overrides the top-level ports for this zone.
 	Ports []int `yaml:"ports,omitempty"`
