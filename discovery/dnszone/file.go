@@ -127,7 +127,7 @@ func FileOrigin(path string) (string, error) {
 		}
 	}
 	if err := zp.Err(); err != nil {
-		return "", fmt.Errorf("zone file %s: cannot tell the zone's name: %s; name it: ZONE=PATH", path, parseMessage(path, err))
+		return "", fmt.Errorf("cannot tell the zone of %s (its SOA record names it, relative to an $ORIGIN before it): %s; name it: ZONE=PATH", path, parseMessage(path, err))
 	}
 	return "", fmt.Errorf("zone file %s: no SOA record to take the zone's name from; name it: ZONE=PATH", path)
 }

@@ -357,7 +357,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
-	for _, flag := range []string{"--zone", "--nameserver", "--tsig", "--tsig-file", "--target", "--ports", "--ca-file", "--resolver", "--timeout", "--concurrency", "--output", "--fail-on", "--config", "--include", "--exclude",
+	for _, flag := range []string{"--zone", "--zone-file", "--nameserver", "--tsig", "--tsig-file", "--target", "--ports", "--ca-file", "--resolver", "--timeout", "--concurrency", "--output", "--fail-on", "--config", "--include", "--exclude",
 		"--route53", "--acm", "--region", "--role-arn", "--notify", "--allow-empty", "-v"} {
 		if !strings.Contains(stdout, "\n  "+flag) {
 			t.Errorf("scan --help lacks %s", flag)
@@ -370,7 +370,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		t.Error("scan --help lacks the exit codes")
 	}
 	for cmd, flags := range map[string][]string{
-		"inventory": {"--zone", "--nameserver", "--tsig-file", "--target", "--ports", "--resolver", "--output", "--config", "--route53", "--acm", "--region", "--role-arn"},
+		"inventory": {"--zone", "--zone-file", "--nameserver", "--tsig-file", "--target", "--ports", "--resolver", "--output", "--config", "--route53", "--acm", "--region", "--role-arn"},
 		"demo":      {"--keep", "--output", "-v"},
 	} {
 		usage, _, code := run(t, cmd, "--help")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ Examples:
   certwatch scan --target vault.internal.example:8200 --output json
   certwatch scan --target db.internal.example:6432/postgres --target mail.internal.example/smtp
   certwatch scan --zone internal.example --ports 443,5432,389,6432/postgres
+  certwatch scan --zone-file /srv/dns/internal.example.zone
+  certwatch scan --zone-file internal.example=zones/internal.zone
   certwatch scan --network 10.20.0.0/24,443,8443 --network 10.30.0.0/28 --ports 443
   certwatch scan --config /etc/certwatch/config.yaml --fail-on warning
   certwatch scan --route53 --acm --region eu-west-1 --region us-east-1
@@ -56,6 +59,16 @@ the system resolver. The TSIG secret can come from --tsig, --tsig-file or
 the CERTWATCH_TSIG environment variable, as NAME:ALGORITHM:BASE64SECRET; it
 is never printed. A flag signs every zone; the environment variable only
 zones without a tsig key of their own in --config.
+
+Where AXFR is shut, --zone-file reads a zone from its master file (what
+BIND, Knot and NSD serve from, what octoDNS and dnscontrol repositories
+hold) with the same rules, delegation following and coverage as a
+transferred zone: give it as ZONE=PATH, or as PATH alone to take the zone's
+name from the owner of the file's SOA record ($ORIGIN applies). A PATH
+holding "=" needs the ZONE= form. The file must be a regular file of at
+most 64 MiB; $INCLUDE is refused (it could read any file), $GENERATE is
+expanded. Delegated child zones are still transferred from their name
+servers (signed with the TSIG key, if any), or reported as coverage gaps.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage or config error, or every discovery source failed; 3 nothing was
@@ -88,6 +101,7 @@ func (l *networkFlag) Set(v string) error {
 type scanFlags struct {
 	configFile  string
 	zones       listFlag
+	zoneFiles   zoneFileFlag
 	nameserver  string
 	tsig        string
 	tsigFile    string
@@ -118,6 +132,7 @@ type scanFlags struct {
 func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.StringVar(&f.configFile, "config", "", "read settings from this YAML `file` (see config.example.yaml); flags override it")
 	fs.Var(&f.zones, "zone", "transfer (AXFR) and scan this DNS `zone`; repeatable or comma-separated")
+	fs.Var(&f.zoneFiles, "zone-file", "read this DNS zone from its master file instead of transferring it, `[ZONE=]PATH`: without ZONE= the zone is the owner of the file's SOA record; a regular file of at most 64 MiB, $INCLUDE refused; delegations followed as for --zone; repeatable (zones[].file in --config)")
 	fs.StringVar(&f.nameserver, "nameserver", "", "transfer --zone zones from this `HOST:PORT` instead of their SOA MNAME/NS")
 	fs.StringVar(&f.tsig, "tsig", "", "sign transfers with this TSIG key, `NAME:ALGORITHM:SECRET` (prefer --tsig-file or $CERTWATCH_TSIG: a flag is visible in ps)")
 	fs.StringVar(&f.tsigFile, "tsig-file", "", "read the TSIG key (NAME:ALGORITHM:SECRET) from this `file`")
@@ -196,28 +211,22 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 			c.Networks = append(c.Networks, n)
 		}
 	}
-	if len(f.zones) > 0 {
-		existing := map[string]config.Zone{}
-		for _, z := range c.Zones {
-			existing[discovery.NormalizeName(z.Name)] = z
-		}
-		c.Zones = nil
-		for _, name := range f.zones {
-			z, ok := existing[discovery.NormalizeName(name)]
-			if !ok {
-				z = config.Zone{Name: name}
-			}
-			c.Zones = append(c.Zones, z)
+	if len(f.zones) > 0 || len(f.zoneFiles) > 0 {
+		if err := f.setZones(&c); err != nil {
+			return c, err
 		}
 	}
 	// $CERTWATCH_TSIG is ambient (a container's environment), so unlike the
 	// flags it is no usage error without zones.
 	if (set["nameserver"] || set["tsig"] || set["tsig-file"] || set["include"] || set["exclude"] || set["allow-empty"]) && len(c.Zones) == 0 {
-		return c, usageError("--nameserver, --tsig, --tsig-file, --include, --exclude and --allow-empty apply to zones: give at least one --zone (or zones in --config)")
+		return c, usageError("--nameserver, --tsig, --tsig-file, --include, --exclude and --allow-empty apply to zones: give at least one --zone or --zone-file (or zones in --config)")
 	}
 	if set["nameserver"] {
 		if err := config.CheckHostPort(f.nameserver); err != nil {
 			return c, usageError("--nameserver: %v", err)
+		}
+		if !slices.ContainsFunc(c.Zones, func(z config.Zone) bool { return z.File == "" }) {
+			return c, usageError("--nameserver transfers --zone zones; the --zone-file zones are read from their files")
 		}
 	}
 	var tsig *config.TSIG
@@ -229,7 +238,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		}
 	}
 	for i := range c.Zones {
-		if set["nameserver"] {
+		if set["nameserver"] && c.Zones[i].File == "" {
 			c.Zones[i].Nameserver = config.HostPort(f.nameserver)
 		}
 		// A flag signs every zone; the environment only those without a
@@ -299,6 +308,62 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		return c, withCode(ExitUsage, err)
 	}
 	return c, nil
+}
+
+// setZones replaces the zones of c by those of --zone and --zone-file, in
+// that order; one of the same name in --config keeps its other settings.
+// A --zone-file zone is read from its file, never transferred.
+func (f *scanFlags) setZones(c *config.Config) error {
+	existing := map[string]config.Zone{}
+	for _, z := range c.Zones {
+		existing[discovery.NormalizeName(z.Name)] = z
+	}
+	zone := func(name string) config.Zone {
+		if z, ok := existing[discovery.NormalizeName(name)]; ok {
+			return z
+		}
+		return config.Zone{Name: name}
+	}
+	c.Zones = nil
+	for _, name := range f.zones {
+		c.Zones = append(c.Zones, zone(name))
+	}
+	for _, v := range f.zoneFiles {
+		name, path, err := zoneFileArg(v)
+		if err != nil {
+			return err
+		}
+		z := zone(name)
+		z.File, z.Nameserver = path, ""
+		c.Zones = append(c.Zones, z)
+	}
+	return nil
+}
+
+// zoneFileArg splits a --zone-file value, ZONE=PATH or PATH; for PATH
+// alone, the zone is the owner of the file's SOA record.
+func zoneFileArg(v string) (zone, path string, err error) {
+	zone, path, named := strings.Cut(v, "=")
+	if !named {
+		path = v
+		if zone, err = dnszone.FileOrigin(path); err != nil {
+			return "", "", usageError("--zone-file: %v", err)
+		}
+	}
+	if strings.TrimSpace(zone) == "" || path == "" {
+		return "", "", usageError("--zone-file: want PATH or ZONE=PATH (internal.example=zones/internal.zone), got %q", v)
+	}
+	return zone, path, nil
+}
+
+// zoneFileFlag is the repeatable --zone-file, whose values keep their
+// commas (paths may hold them).
+type zoneFileFlag []string
+
+func (l *zoneFileFlag) String() string { return strings.Join(*l, " ") }
+func (l *zoneFileFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 // tsigKey reads NAME:ALGORITHM:SECRET from --tsig, --tsig-file or
@@ -534,6 +599,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		zc := dnszone.Config{
 			Zone:              z.Name,
 			Nameserver:        string(z.Nameserver),
+			File:              z.File,
 			Ports:             c.Ports,
 			Protocols:         c.PortProtocols(&z),
 			Timeout:           time.Duration(z.Timeout),
