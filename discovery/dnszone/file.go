@@ -183,16 +183,16 @@ func (s *Source) parseFile(ctx context.Context, r io.Reader, z *zoneIndex) (file
 				return st, s.fileContextError(ctx, st)
 			}
 		}
-		owner := dns.CanonicalName(rr.Header().Name)
+		owner := rr.Header().Name // absolute: the parser resolves relative names
 		if soa, ok := rr.(*dns.SOA); ok {
-			if owner != s.fqdn {
+			if owner = dns.CanonicalName(owner); owner != s.fqdn {
 				return st, fmt.Errorf("zone %s: zone file %s holds the SOA of %s, not of %s — is it this zone's file? check file: and name: in the config",
 					s.zone, s.file, quoteName(normalise(owner)), s.zone)
 			}
 			st.serial = soa.Serial
 			continue
 		}
-		if !dns.IsSubDomain(s.fqdn, owner) {
+		if !dns.IsSubDomain(s.fqdn, owner) { // case-insensitive
 			if st.outside == 0 {
 				st.first = normalise(owner)
 			}

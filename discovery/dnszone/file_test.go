@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/internal/dnstest"
 )
@@ -135,5 +136,20 @@ func TestFileOrigin(t *testing.T) {
 				t.Errorf("FileOrigin = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestZoneFileOutsideRecords: records outside the zone, which BIND
+// ignores too, are not targets; the rest of the zone is read.
+func TestZoneFileOutsideRecords(t *testing.T) {
+	t.Parallel()
+	path := writeZone(t, "internal.zone", "$ORIGIN internal.example.\nwww 300 A 192.0.2.1\nwww.elsewhere.example. 300 A 192.0.2.2\nWww.Internal.Example. 300 AAAA 2001:db8::1\n")
+	got, err := newSource(t, dnszone.Config{Zone: "internal.example", File: path}).Targets(context.Background())
+	if err != nil {
+		t.Fatalf("Targets: %v", err)
+	}
+	want := []discovery.Target{{Name: "www.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.1", "2001:db8::1")}}
+	if d := diffTargets(want, got); d != "" {
+		t.Errorf("Targets (-want +got):\n%s", d)
 	}
 }
