@@ -61,9 +61,9 @@ is never printed. A flag signs every zone; the environment variable only
 zones without a tsig key of their own in --config.
 
 Where AXFR is shut, --zone-file reads a zone from its master file (what
-BIND, Knot and NSD serve from, what octoDNS and dnscontrol repositories
-hold) with the same rules, delegation following and coverage as a
-transferred zone: give it as ZONE=PATH, or as PATH alone to take the zone's
+BIND, Knot and NSD serve from, what dnscontrol's and octoDNS's BIND
+providers write) with the same rules, delegation following and coverage as
+a transferred zone: give it as ZONE=PATH, or as PATH alone to take the zone's
 name from the owner of the file's SOA record ($ORIGIN applies). A PATH
 holding "=" needs the ZONE= form. The file must be a regular file of at
 most 64 MiB; $INCLUDE is refused (it could read any file), $GENERATE is
