@@ -152,7 +152,8 @@ type Certificate struct {
 	WeakSignature      bool   `json:"weak_signature,omitempty"`
 	// Verified is set when the certificate verifies to a trusted root at
 	// the time it was read, through the intermediates found at rest with
-	// it (the same object, file, or one read before it).
+	// it (the same object, file, or one read before it); a CA also when
+	// its issuer is read after it.
 	Verified bool `json:"verified,omitempty"`
 	// Issuers are the fingerprints of the certificates above it found at
 	// rest, issuer first, up to a root: whose expiry takes it down. Empty

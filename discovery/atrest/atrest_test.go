@@ -1,13 +1,19 @@
 package atrest_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -233,5 +239,113 @@ func TestSetRetained(t *testing.T) {
 	t.Logf("%.0f bytes retained per location", perLoc)
 	if max := 90.0; perLoc > max {
 		t.Errorf("%.0f bytes retained per location, want at most %.0f (a Location is 72)", perLoc, max)
+	}
+}
+
+// sameSubjectCAs makes n CA certificates of subject and issuer CN=name,
+// with unrelated keys, none signed by a key any of them holds: what a
+// hostile bundle holds to make every certificate of that issuer name a
+// candidate parent of every other.
+func sameSubjectCAs(t testing.TB, name string, n int, now time.Time) []*x509.Certificate {
+	t.Helper()
+	signer, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]*ecdsa.PrivateKey, 32)
+	for i := range keys {
+		if keys[i], err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dn := pkix.Name{CommonName: name}
+	out := make([]*x509.Certificate, n)
+	for i := range out {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 1)), Subject: dn, Issuer: dn, NotBefore: now.AddDate(-1, 0, 0), NotAfter: now.AddDate(1, 0, 0),
+			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, SubjectKeyId: []byte{byte(i), byte(i >> 8)}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, keys[i%len(keys)].Public(), signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = x509.ParseCertificate(der); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestSetSameSubjectCAs: a bundle of 15,000 CA certificates of one
+// subject name (unrelated keys, as 7.6 MB of PEM holds them) costs its
+// size, not its square: each is still read, but only MaxCAsPerSubject of
+// the name verify and link others, and Err names the subject, how many
+// were left out and where. Before, Go's path building tried every CA of
+// the name as the parent of every other: 54 s and 186 MB.
+func TestSetSameSubjectCAs(t *testing.T) { // not parallel: measures the heap
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 15000
+	cas := sameSubjectCAs(t, "X", n, now)
+	root := certtest.MustCA("Real Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	inter := root.MustIntermediate("Real Issuing", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	leaf := inter.MustLeaf(certtest.LeafOptions{DNSNames: []string{"x.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0)})
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	s := atrest.Set{Roots: root.Pool(), Now: now}
+	s.Add(atrest.Location{Kind: atrest.File, Where: "/etc/ssl/hostile.pem"}, cas...)
+	s.Add(atrest.Location{Kind: atrest.Secret, Where: "a/x-tls", Key: "tls.crt"}, leaf.Cert, inter.Cert)
+	certs := s.Certificates()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	perCA := float64(after.TotalAlloc-before.TotalAlloc) / n
+	t.Logf("%d same-subject CAs: %v, %.0f bytes allocated per CA", n, elapsed, perCA)
+
+	if len(certs) != n+2 {
+		t.Errorf("%d certificates, want every one of the %d read", len(certs), n+2)
+	}
+	if max := 20000.0; perCA > max {
+		t.Errorf("%.0f bytes allocated per CA, want at most %.0f: the cost grows faster than the bundle", perCA, max)
+	}
+	if max := time.Minute; elapsed > max { // minutes before the bound
+		t.Errorf("read in %v, want well under %v", elapsed, max)
+	}
+	err := s.Err()
+	want := fmt.Sprintf(`%d CA certificates of subject "CN=X" (the first in file /etc/ssl/hostile.pem #%d) are not used to verify or link what they issued: more than %d CA certificates share that name`, n-atrest.MaxCAsPerSubject, atrest.MaxCAsPerSubject+1, atrest.MaxCAsPerSubject)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Err() = %v, want it to say %q", err, want)
+	}
+	for _, c := range certs {
+		if c.Subject == "x.example" && (!c.Verified || len(c.Issuers) != 1) {
+			t.Errorf("a chain read beside the bundle: verified %v, issuers %v; want verified, linked to its intermediate", c.Verified, c.Issuers)
+		}
+	}
+}
+
+// TestSetIssuerReadAfter: a CA read before its issuer verifies when the
+// issuer comes, and what it issued verifies after, as when every CA was
+// an intermediate whether it verified or not.
+func TestSetIssuerReadAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("After Root", now.AddDate(-1, 0, 0), now.AddDate(5, 0, 0))
+	upper := root.MustIntermediate("After Upper", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	lower := upper.MustIntermediate("After Lower", now.AddDate(-1, 0, 0), now.AddDate(2, 0, 0))
+	first := lower.MustLeaf(certtest.LeafOptions{DNSNames: []string{"first.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0)})
+	second := lower.MustLeaf(certtest.LeafOptions{DNSNames: []string{"second.example"}, NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0)})
+
+	s := atrest.Set{Roots: root.Pool(), Now: now}
+	s.Add(atrest.Location{Kind: atrest.Secret, Where: "a/first", Key: "tls.crt"}, first.Cert, lower.Cert)
+	s.Add(atrest.Location{Kind: atrest.ConfigMap, Where: "b/upper", Key: "ca.crt"}, upper.Cert)
+	s.Add(atrest.Location{Kind: atrest.Secret, Where: "c/second", Key: "tls.crt"}, second.Cert)
+	if err := s.Err(); err != nil {
+		t.Errorf("Err() = %v", err)
+	}
+	got := map[string]bool{}
+	for _, c := range s.Certificates() {
+		got[c.Subject] = c.Verified
+	}
+	want := map[string]bool{"first.example": false, "After Lower": true, "After Upper": true, "second.example": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verified (-want +got):\n%s", diff)
 	}
 }

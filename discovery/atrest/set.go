@@ -8,6 +8,9 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +18,8 @@ import (
 
 // Set collects the certificates a source reads: one Certificate per
 // fingerprint, with every location it was found in. It keeps the parsed
-// CA certificates (to verify and link what they issued) and, per
+// CA certificates (to verify and link what they issued, within
+// MaxCAsPerSubject and MaxCAs; Err counts those left out) and, per
 // certificate, its summary and a few bytes to find its issuer; never the
 // DER of a leaf. While a source reads, a location costs 12 bytes (the
 // strings of an object and the kinds, keys and clusters are shared);
@@ -34,18 +38,26 @@ type Set struct {
 	refs  [][]ref       // certs[i]'s locations
 	links []link
 	byFP  map[[sha256.Size]byte]int
-	// cas holds every CA certificate added, as intermediates for the
-	// verification of what comes after; caBy finds the CAs with a
-	// subject name.
+	// caBy finds the CAs of a subject name that link what they issued
+	// (at most MaxCAsPerSubject each).
+	caBy map[nameKey][]int
+	// cas holds the CA certificates that verified, as intermediates for
+	// the verification of what comes with and after them; waiting holds
+	// those that did not, by the name of their issuer, until it comes.
+	// kept counts both: the parsed CAs the set holds (at most MaxCAs).
 	cas     *x509.CertPool
-	caBy    map[nameKey][]int
+	waiting map[nameKey][]waitingCA
+	kept    int
+	// leftOut counts, by subject, the CAs beyond the bounds.
+	leftOut map[nameKey]*leftOut
 	strings map[string]string
 	// wheres are the Where of the locations added, each once in a row;
 	// attrs their kind, key and cluster, each once.
 	wheres  []string
 	attrs   []attr
 	attrIDs map[attr]uint32
-	items   []item // Add's scratch
+	items   []item  // Add's scratch
+	fresh   []fresh // add's scratch
 }
 
 // ref is a location while the set is built: indexes into wheres and
@@ -84,8 +96,9 @@ type link struct {
 // Add adds the certificates found together in one place (a PEM bundle, a
 // Secret's tls.crt, a keystore entry's chain) at loc: each is numbered in
 // loc.Index (from 1) when there are several. A certificate already in the
-// set gains the location. CAs among them are intermediates for the
-// verification of the others and of every later Add.
+// set gains the location. CAs among them that verify are intermediates
+// for the verification of the others and of every later Add; one that
+// does not waits for its issuer, and verifies when it comes.
 func (s *Set) Add(loc Location, certs ...*x509.Certificate) {
 	s.items = s.items[:0]
 	for _, c := range certs {
@@ -117,8 +130,53 @@ func (s *Set) AddDER(loc Location, ders ...[]byte) []error {
 	return errs
 }
 
+// Bounds on the CA certificates a set verifies and links through. Go's
+// path building (x509.Certificate.Verify) tries as parent every CA of
+// the name a certificate gives as its issuer, up to 100 signature checks
+// a certificate, and linking (Certificates) walks them all: a PEM bundle
+// of 15,000 CAs of one name with unrelated keys took 54 s and 186 MB to
+// read, growing with the square of their number. Only the CAs that
+// verify are parents in verification, at most MaxCAsPerSubject of a name
+// in either, so a certificate costs a few signature checks however many
+// CAs share its issuer's name; those left out are counted (Err).
+const (
+	// MaxCAsPerSubject bounds the CAs of one subject name that verify and
+	// link what they issued. Real bundles hold one or two of a name (a
+	// renewed CA beside the old one); more is a forged or runaway bundle.
+	MaxCAsPerSubject = 16
+	// MaxCAs bounds the parsed CA certificates a set keeps to verify
+	// what is read after them, about 1.5 KB each: those that verified and
+	// those waiting for their issuer.
+	MaxCAs = 10000
+)
+
+// waitingCA is a CA that did not verify when it was added: s.certs[k],
+// parsed.
+type waitingCA struct {
+	k int
+	c *x509.Certificate
+}
+
+// leftOut counts the CAs of one subject left out as issuers, and where
+// the first was found.
+type leftOut struct {
+	subject string
+	overall bool // beyond MaxCAs, not of one subject
+	n       int
+	first   Location
+}
+
+// fresh is a certificate new to the set in an Add: s.certs[k], parsed;
+// issuer is set for a CA that links what it issued.
+type fresh struct {
+	k      int
+	c      *x509.Certificate
+	issuer bool
+}
+
 // add adds items found together at loc; an item without a parsed
-// certificate is one the set holds.
+// certificate is one the set holds. The CAs among them are verified
+// first, so that those that verify verify the others.
 func (s *Set) add(loc Location, items []item) {
 	if len(items) == 0 {
 		return
@@ -127,16 +185,12 @@ func (s *Set) add(loc Location, items []item) {
 		s.byFP = map[[sha256.Size]byte]int{}
 		s.cas = x509.NewCertPool()
 		s.caBy = map[nameKey][]int{}
+		s.waiting = map[nameKey][]waitingCA{}
 		s.strings = map[string]string{}
 		s.attrIDs = map[attr]uint32{}
 	}
-	for _, it := range items {
-		if it.c != nil && it.c.IsCA {
-			s.cas.AddCert(it.c)
-		}
-	}
 	r := s.ref(loc)
-	now := cmp.Or(s.Now, time.Now())
+	news := s.fresh[:0]
 	for i, it := range items {
 		if len(items) > 1 {
 			r.index = uint32(i + 1)
@@ -147,21 +201,162 @@ func (s *Set) add(loc Location, items []item) {
 			continue
 		}
 		c := it.c
-		d := s.describe(c, hex.EncodeToString(it.sum[:]))
-		if s.Roots != nil {
-			_, err := c.Verify(x509.VerifyOptions{Roots: s.Roots, Intermediates: s.cas, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
-			d.Verified = err == nil
-		}
+		k := len(s.certs)
 		lk := link{issuer: keyOf(c.RawIssuer), subject: keyOf(c.RawSubject), aki: string(c.AuthorityKeyId)}
-		s.byFP[it.sum] = len(s.certs)
 		if c.IsCA {
 			lk.ski = string(c.SubjectKeyId)
-			s.caBy[lk.subject] = append(s.caBy[lk.subject], len(s.certs))
 		}
-		s.certs = append(s.certs, d)
+		s.byFP[it.sum] = k
+		s.certs = append(s.certs, s.describe(c, hex.EncodeToString(it.sum[:])))
 		s.refs = append(s.refs, []ref{r})
 		s.links = append(s.links, lk)
+		news = append(news, fresh{k: k, c: c, issuer: c.IsCA && s.admit(k, c)})
 	}
+	if s.Roots != nil {
+		now := cmp.Or(s.Now, time.Now())
+		for _, f := range news {
+			if f.issuer {
+				s.verifyCA(f.k, f.c, now)
+			}
+		}
+		for _, f := range news {
+			if !f.issuer {
+				s.certs[f.k].Verified = s.verify(f.c, now)
+			}
+		}
+	}
+	clear(news) // no parsed certificate outlives its Add here
+	s.fresh = news[:0]
+}
+
+// admit makes CA k link what it issued, unless MaxCAsPerSubject CAs of
+// its name do already.
+func (s *Set) admit(k int, c *x509.Certificate) bool {
+	subject := s.links[k].subject
+	if len(s.caBy[subject]) >= MaxCAsPerSubject {
+		s.leave(k, c, false)
+		return false
+	}
+	s.caBy[subject] = append(s.caBy[subject], k)
+	return true
+}
+
+// verify reports whether c verifies to a root through the CAs that
+// verified before it.
+func (s *Set) verify(c *x509.Certificate, now time.Time) bool {
+	_, err := c.Verify(x509.VerifyOptions{Roots: s.Roots, Intermediates: s.cas, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
+}
+
+// verifyCA verifies CA k: one that verifies verifies the others, one
+// that does not waits for its issuer (trust).
+func (s *Set) verifyCA(k int, c *x509.Certificate, now time.Time) {
+	if s.verify(c, now) {
+		s.trust(k, c, now)
+		return
+	}
+	issuer := s.links[k].issuer
+	if len(s.waiting[issuer]) >= MaxCAsPerSubject {
+		s.leave(k, c, false)
+		return
+	}
+	if s.keep(k, c) {
+		s.waiting[issuer] = append(s.waiting[issuer], waitingCA{k: k, c: c})
+	}
+}
+
+// trust makes CA k, which verified, an intermediate for what comes after
+// it, and verifies again the CAs that wait for it: those it issued.
+func (s *Set) trust(k int, c *x509.Certificate, now time.Time) {
+	s.certs[k].Verified = true
+	if !s.keep(k, c) {
+		return
+	}
+	s.cas.AddCert(c)
+	subject := s.links[k].subject
+	waiting := s.waiting[subject]
+	delete(s.waiting, subject)
+	for _, w := range waiting {
+		s.kept-- // kept again if it waits again
+		s.verifyCA(w.k, w.c, now)
+	}
+}
+
+// keep counts CA k among those the set keeps parsed, unless MaxCAs are
+// already.
+func (s *Set) keep(k int, c *x509.Certificate) bool {
+	if s.kept >= MaxCAs {
+		s.leave(k, c, true)
+		return false
+	}
+	s.kept++
+	return true
+}
+
+// maxSubjectLen bounds the subject names quoted in Err.
+const maxSubjectLen = 200
+
+// leave counts CA k, left out as an issuer: beyond MaxCAs when overall,
+// else beyond MaxCAsPerSubject of its name.
+func (s *Set) leave(k int, c *x509.Certificate, overall bool) {
+	if s.leftOut == nil {
+		s.leftOut = map[nameKey]*leftOut{}
+	}
+	key := s.links[k].subject
+	if overall {
+		key = nameKey{} // not the hash of any name
+	}
+	l, ok := s.leftOut[key]
+	if !ok {
+		subject := c.Subject.String()
+		if len(subject) > maxSubjectLen {
+			subject = strings.ToValidUTF8(subject[:maxSubjectLen], "") + "…"
+		}
+		l = &leftOut{subject: subject, overall: overall, first: s.locationOf(k)}
+		s.leftOut[key] = l
+	}
+	l.n++
+}
+
+// locationOf is the first location of certificate k.
+func (s *Set) locationOf(k int) Location {
+	r := s.refs[k][0]
+	a := s.attrs[r.attr]
+	return Location{Kind: a.kind, Where: s.wheres[r.where], Key: a.key, Index: int(r.index), Cluster: a.cluster}
+}
+
+// maxLeftOutNamed bounds the subjects Err names.
+const maxLeftOutNamed = 5
+
+// Err reports the CA certificates left out as issuers, beyond
+// MaxCAsPerSubject of one name or MaxCAs in all: they are among
+// Certificates as any other, but what they issued is neither verified
+// nor linked through them. Each subject is named, the most numerous
+// first, with how many and where the first was found. Err is nil when
+// none was left out; it may be called before or after Certificates.
+func (s *Set) Err() error {
+	var errs []error
+	subjects := slices.SortedFunc(maps.Values(s.leftOut), func(a, b *leftOut) int {
+		return cmp.Or(b.n-a.n, strings.Compare(a.subject, b.subject))
+	})
+	named := 0
+	for _, l := range subjects {
+		switch {
+		case l.overall:
+			errs = append(errs, fmt.Errorf("%d CA certificates (the first in %s) are not used to verify or link what they issued: more than %d CA certificates were read; narrow what the source reads", l.n, l.first, MaxCAs))
+		case named < maxLeftOutNamed:
+			named++
+			errs = append(errs, fmt.Errorf("%d CA certificates of subject %q (the first in %s) are not used to verify or link what they issued: more than %d CA certificates share that name, which only a forged or runaway bundle does; remove them", l.n, l.subject, l.first, MaxCAsPerSubject))
+		}
+	}
+	overall := 0
+	if _, ok := s.leftOut[nameKey{}]; ok {
+		overall = 1
+	}
+	if more := len(subjects) - named - overall; more > 0 {
+		errs = append(errs, fmt.Errorf("and %d more subject names each have more than %d CA certificates", more, MaxCAsPerSubject))
+	}
+	return errors.Join(errs...)
 }
 
 // ref returns loc as a ref, its Index left out. The keys of one object
@@ -218,7 +413,7 @@ func (s *Set) Certificates() []Certificate {
 		c.Issuers = ch
 	}
 	refs, wheres, attrs, out := s.refs, s.wheres, s.attrs, s.certs
-	*s = Set{Roots: s.Roots, Now: s.Now}
+	*s = Set{Roots: s.Roots, Now: s.Now, leftOut: s.leftOut}
 
 	total := 0
 	for _, rs := range refs {

@@ -190,6 +190,9 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 		}
 	}
 	y := found.Yield{Inventory: found.Inventory{AtRest: set.Certificates()}, Empty: empty}
+	if err := set.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("files: %w", err))
+	}
 	s.c.Logger.Info("files read", "source", s.Name(), "files", read, "without_certificate", empty, "certificates", len(y.Inventory.AtRest), "failed", failed)
 	if failed > 10 {
 		errs = append(errs, fmt.Errorf("files: and %d more files failed", failed-10))

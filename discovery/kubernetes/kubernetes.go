@@ -295,6 +295,7 @@ func (s *Source) read(ctx context.Context) ([]atrest.Certificate, []atrest.Issua
 		return nil, nil, r.stats, fmt.Errorf("kubernetes %s: read interrupted: %w", s.c.Name, context.Cause(ctx))
 	}
 	certs := r.set.Certificates()
+	errs = append(errs, r.set.Err())
 	unattached := r.attachIssuances(certs)
 	return certs, unattached, r.stats, errors.Join(errs...)
 }

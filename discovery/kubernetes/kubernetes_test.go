@@ -461,3 +461,34 @@ func TestOneConnection(t *testing.T) {
 		t.Errorf("%d requests over %d connections (%v), want one", len(srv.Requests()), len(conns), conns)
 	}
 }
+
+// TestSameSubjectCAs: a ConfigMap holding more CA certificates of one
+// subject name than verify and link others (anyone who may write a
+// ConfigMap can) is read whole, and the read's error names the subject,
+// how many were left out and where the first was.
+func TestSameSubjectCAs(t *testing.T) {
+	t.Parallel()
+	var bundle []byte
+	for range atrest.MaxCAsPerSubject + 4 {
+		bundle = append(bundle, certtest.PEM(certtest.MustCA("Crowd", now.AddDate(-1, 0, 0), now.AddDate(1, 0, 0)).Cert)...)
+	}
+	p := newPKI()
+	leaf := p.leaf("a.svc")
+	srv := kubetest.New(t)
+	srv.Add(
+		kubetest.ConfigMap("attacker", "crowd", map[string]string{"ca.crt": string(bundle)}, nil, nil),
+		kubetest.Secret("a", "tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": certtest.PEM(leaf.Cert, p.inter.Cert)}, nil),
+	)
+	s, _ := newSource(t, srv, kubernetes.Config{Roots: p.root.Pool()})
+	y, err := s.Discover(t.Context())
+	want := `4 CA certificates of subject "CN=Crowd,O=certtest" (the first in configmap attacker/crowd ca.crt #17) are not used to verify or link what they issued`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
+	}
+	if got := len(y.Inventory.AtRest); got != atrest.MaxCAsPerSubject+4+2 {
+		t.Errorf("%d certificates, want every one read", got)
+	}
+	if c := byFP(y.Inventory.AtRest)[fp(leaf.Cert)]; !c.Verified {
+		t.Errorf("the Secret's leaf: %+v, want verified", c)
+	}
+}
