@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path"
 	"slices"
 	"sync"
@@ -149,7 +150,14 @@ func New(c Config, logger *slog.Logger) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes %s: %w", c.Name, err)
 	}
-	client, err := rest.UnversionedRESTClientFor(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes %s: %w", c.Name, err)
+	}
+	// client-go's transport puts the credentials on every request it
+	// sends, so a redirect would take them to wherever it points.
+	httpClient.CheckRedirect = refuseRedirect
+	client, err := rest.UnversionedRESTClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes %s: %w", c.Name, err)
 	}
@@ -189,6 +197,8 @@ func restConfig(c Config) (*rest.Config, error) {
 	// what is not read yet waits in the kernel's socket buffer. The pages
 	// are read one after another, so one connection is all it costs.
 	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	// Inside the credentials, outside the transport's gzip.
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundAnswers{next: rt} })
 	return cfg, nil
 }
 

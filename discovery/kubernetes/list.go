@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,15 +68,18 @@ type listMeta struct {
 
 // list reads every page of l, handing each item to item, which decodes it
 // from dec. A continue token that expired (410) starts the list over
-// once.
+// once. A list ends within MaxPages, and at a continue token given
+// before.
 func (r *read) list(ctx context.Context, l listing, item func(dec *json.Decoder) error) error {
 	cont := ""
 	restarted := false
-	for {
+	seen := map[[sha256.Size]byte]bool{} // the continue tokens of this list
+	for pages := 1; ; pages++ {
 		meta, err := r.page(ctx, l, cont, item)
 		if err != nil {
 			if apierrors.IsResourceExpired(err) && cont != "" && !restarted {
-				restarted, cont = true, ""
+				restarted, cont, pages = true, "", 0
+				clear(seen)
 				continue
 			}
 			return r.explain(ctx, l, err)
@@ -83,6 +87,11 @@ func (r *read) list(ctx context.Context, l listing, item func(dec *json.Decoder)
 		if meta.Continue == "" {
 			return nil
 		}
+		sum := sha256.Sum256([]byte(meta.Continue))
+		if seen[sum] || pages >= MaxPages {
+			return r.explain(ctx, l, errNoEnd{pages: pages, repeated: seen[sum]})
+		}
+		seen[sum] = true
 		cont = meta.Continue
 	}
 }
@@ -191,17 +200,21 @@ func (e errTimeout) Error() string {
 // decode reads a list from body: its metadata, and its items one at a
 // time.
 func (r *read) decode(body io.Reader, meta *listMeta, item func(*json.Decoder) error) error {
-	dec := json.NewDecoder(body)
+	in := &objectReader{r: body}
+	in.next()
+	dec := json.NewDecoder(in)
 	if err := expect(dec, json.Delim('{')); err != nil {
 		return err
 	}
 	for dec.More() {
+		in.next()
 		tok, err := dec.Token()
 		if err != nil {
 			return fmt.Errorf("decoding list: %w", err)
 		}
 		switch tok {
 		case "metadata":
+			in.next()
 			if err := dec.Decode(meta); err != nil {
 				return fmt.Errorf("decoding list metadata: %w", err)
 			}
@@ -217,6 +230,7 @@ func (r *read) decode(body io.Reader, meta *listMeta, item func(*json.Decoder) e
 				return fmt.Errorf("decoding list: items is %v, not a list", tok)
 			}
 			for dec.More() {
+				in.next()
 				r.stats.Objects++
 				if err := item(dec); err != nil {
 					return fmt.Errorf("decoding list item: %w", err)
@@ -226,6 +240,7 @@ func (r *read) decode(body io.Reader, meta *listMeta, item func(*json.Decoder) e
 				return err
 			}
 		default:
+			in.next()
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return fmt.Errorf("decoding list: %w", err)
@@ -251,6 +266,9 @@ func (r *read) explain(ctx context.Context, l listing, err error) error {
 	var hint string
 	var th *throttled
 	var to errTimeout
+	var large errTooLarge
+	var redirect errRedirect
+	var noEnd errNoEnd
 	switch {
 	case ctx.Err() != nil:
 		return err
@@ -258,6 +276,14 @@ func (r *read) explain(ctx context.Context, l listing, err error) error {
 		hint = "the API server is overloaded or limits certwatch (its priority and fairness settings): raise retry_budget, or read fewer namespaces"
 	case errors.As(err, &to):
 		hint = "check the API server's health, or raise timeout or lower page_size"
+	case errors.As(err, &large) && large.what == "object":
+		hint = "the API server stores no object past 1.5 MiB: check that the kubeconfig's server is the API server, and who wrote the object"
+	case errors.As(err, &large):
+		hint = "lower page_size"
+	case errors.As(err, &redirect):
+		hint = "point the kubeconfig's server (or the in-cluster address) at the API server itself"
+	case errors.As(err, &noEnd):
+		hint = "the API server's answers are wrong: check that the kubeconfig's server is the API server"
 	case apierrors.IsForbidden(err):
 		verb := "list " + l.resource
 		if l.group != "" {

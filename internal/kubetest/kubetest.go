@@ -69,6 +69,10 @@ type Server struct {
 	// limit and answer everything in one page, as kube-apiservers before
 	// 1.33 serve such lists from their watch cache.
 	oldCache bool
+	// Hostile answers (hostile.go).
+	redirect string
+	bombs    map[string]bomb
+	loop     map[string]loop
 }
 
 // gr is a group and resource.
@@ -95,7 +99,7 @@ type Throttle struct {
 // New starts a server, stopped when the test ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{objects: map[gr][]object{}, sorted: map[gr]bool{}, hang: map[string]bool{}, rv: 1000}
+	s := &Server{objects: map[gr][]object{}, sorted: map[gr]bool{}, hang: map[string]bool{}, rv: 1000, bombs: map[string]bomb{}, loop: map[string]loop{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.EnableHTTP2 = true
 	s.srv.StartTLS()
@@ -259,6 +263,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	hang := s.hang[req.Resource]
+	redirect := s.redirect
+	b, bombed := s.bombs[req.Resource]
+	lp, looping := s.loop[req.Resource]
+	objs := s.objects[gr{req.Group, req.Resource}]
 	s.mu.Unlock()
 
 	switch {
@@ -287,8 +295,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case hang:
 		<-r.Context().Done()
 		return
+	case redirect != "":
+		serveRedirect(w, r, redirect)
+		return
 	case req.Verb != "list":
 		status(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "kubetest serves lists only", nil)
+		return
+	case bombed:
+		serveBomb(w, r, b)
+		return
+	case looping:
+		serveLoop(w, r, objs, lp)
 		return
 	}
 	s.list(w, req, q)
