@@ -78,43 +78,51 @@ func (r *read) add(loc atrest.Location, data []byte) {
 // secrets reads the Secrets of type typ in ns ("" for every namespace).
 func (r *read) secrets(ctx context.Context, ns, typ string) error {
 	l := listing{path: namespaced("", "v1", "secrets", ns), resource: "secrets", namespace: ns, label: r.s.c.LabelSelector, field: "type=" + typ}
-	return r.list(ctx, l, func(dec *json.Decoder) error {
-		var o struct {
-			Metadata meta              `json:"metadata"`
-			Data     map[string][]byte `json:"data"`
-		}
-		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
-			return err
-		}
-		where := o.Metadata.where()
-		for _, k := range sortedKeys(o.Data) {
-			r.add(atrest.Location{Kind: atrest.Secret, Where: where, Key: k}, o.Data[k])
-		}
-		return nil
-	})
+	return r.list(ctx, l, r.secret)
+}
+
+// secret decodes a Secret from dec and adds the certificates its keys
+// hold.
+func (r *read) secret(dec *json.Decoder) error {
+	var o struct {
+		Metadata meta              `json:"metadata"`
+		Data     map[string][]byte `json:"data"`
+	}
+	if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
+		return err
+	}
+	where := o.Metadata.where()
+	for _, k := range sortedKeys(o.Data) {
+		r.add(atrest.Location{Kind: atrest.Secret, Where: where, Key: k}, o.Data[k])
+	}
+	return nil
 }
 
 // configMaps reads the ConfigMaps in ns ("" for every namespace).
 func (r *read) configMaps(ctx context.Context, ns string) error {
 	l := listing{path: namespaced("", "v1", "configmaps", ns), resource: "configmaps", namespace: ns, label: r.s.c.LabelSelector}
-	return r.list(ctx, l, func(dec *json.Decoder) error {
-		var o struct {
-			Metadata   meta              `json:"metadata"`
-			Data       map[string]string `json:"data"`
-			BinaryData map[string][]byte `json:"binaryData"`
-		}
-		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
-			return err
-		}
-		where := o.Metadata.where()
-		for _, k := range sortedKeys(o.Data) {
-			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, []byte(o.Data[k]))
-		}
-		for _, k := range sortedKeys(o.BinaryData) {
-			r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, o.BinaryData[k])
-		}
-		return nil
-	})
+	return r.list(ctx, l, r.configMap)
+}
+
+// configMap decodes a ConfigMap from dec and adds the certificates its
+// keys hold.
+func (r *read) configMap(dec *json.Decoder) error {
+	var o struct {
+		Metadata   meta              `json:"metadata"`
+		Data       map[string]string `json:"data"`
+		BinaryData map[string][]byte `json:"binaryData"`
+	}
+	if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) {
+		return err
+	}
+	where := o.Metadata.where()
+	for _, k := range sortedKeys(o.Data) {
+		r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, []byte(o.Data[k]))
+	}
+	for _, k := range sortedKeys(o.BinaryData) {
+		r.add(atrest.Location{Kind: atrest.ConfigMap, Where: where, Key: k}, o.BinaryData[k])
+	}
+	return nil
 }
 
 // clientConfig is a webhook's client configuration.
@@ -213,49 +221,53 @@ const secretTypeTLS = "kubernetes.io/tls"
 // renewal time, by the Secret each writes.
 func (r *read) certificates(ctx context.Context, ns, version string) error {
 	l := listing{path: namespaced(groupCertMgr, version, "certificates", ns), group: groupCertMgr, resource: "certificates", namespace: ns}
-	return r.list(ctx, l, func(dec *json.Decoder) error {
-		var o struct {
-			Metadata meta `json:"metadata"`
-			Spec     struct {
-				SecretName string           `json:"secretName"`
-				IssuerRef  atrest.IssuerRef `json:"issuerRef"`
-			} `json:"spec"`
-			Status struct {
-				Conditions []struct {
-					Type               string    `json:"type"`
-					Status             string    `json:"status"`
-					Reason             string    `json:"reason"`
-					Message            string    `json:"message"`
-					LastTransitionTime time.Time `json:"lastTransitionTime"`
-				} `json:"conditions"`
-				RenewalTime time.Time `json:"renewalTime"`
-				NotAfter    time.Time `json:"notAfter"`
-			} `json:"status"`
-		}
-		if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) || o.Spec.SecretName == "" {
-			return err
-		}
-		secret := o.Metadata.Namespace + "/" + o.Spec.SecretName
-		is := atrest.Issuance{
-			Location:    atrest.Location{Kind: atrest.CertManager, Where: o.Metadata.where(), Cluster: r.s.c.Cluster},
-			Secret:      atrest.Location{Kind: atrest.Secret, Where: secret, Key: "tls.crt", Cluster: r.s.c.Cluster},
-			Issuer:      o.Spec.IssuerRef,
-			RenewalTime: o.Status.RenewalTime.UTC(), NotAfter: o.Status.NotAfter.UTC(),
-		}
-		for _, c := range o.Status.Conditions {
-			switch c.Type {
-			case "Ready":
-				is.Ready, is.Reason, is.Message = c.Status == "True", c.Reason, c.Message
-				is.Since = c.LastTransitionTime.UTC()
-			case "Issuing":
-				if c.Status == "False" && c.Reason == "Failed" {
-					is.Failure = c.Message
-				}
+	return r.list(ctx, l, r.certificate)
+}
+
+// certificate decodes a cert-manager Certificate from dec and keeps its
+// issuance, by the Secret it writes.
+func (r *read) certificate(dec *json.Decoder) error {
+	var o struct {
+		Metadata meta `json:"metadata"`
+		Spec     struct {
+			SecretName string           `json:"secretName"`
+			IssuerRef  atrest.IssuerRef `json:"issuerRef"`
+		} `json:"spec"`
+		Status struct {
+			Conditions []struct {
+				Type               string    `json:"type"`
+				Status             string    `json:"status"`
+				Reason             string    `json:"reason"`
+				Message            string    `json:"message"`
+				LastTransitionTime time.Time `json:"lastTransitionTime"`
+			} `json:"conditions"`
+			RenewalTime time.Time `json:"renewalTime"`
+			NotAfter    time.Time `json:"notAfter"`
+		} `json:"status"`
+	}
+	if err := dec.Decode(&o); err != nil || r.s.excluded(o.Metadata.Namespace) || o.Spec.SecretName == "" {
+		return err
+	}
+	secret := o.Metadata.Namespace + "/" + o.Spec.SecretName
+	is := atrest.Issuance{
+		Location:    atrest.Location{Kind: atrest.CertManager, Where: o.Metadata.where(), Cluster: r.s.c.Cluster},
+		Secret:      atrest.Location{Kind: atrest.Secret, Where: secret, Key: "tls.crt", Cluster: r.s.c.Cluster},
+		Issuer:      o.Spec.IssuerRef,
+		RenewalTime: o.Status.RenewalTime.UTC(), NotAfter: o.Status.NotAfter.UTC(),
+	}
+	for _, c := range o.Status.Conditions {
+		switch c.Type {
+		case "Ready":
+			is.Ready, is.Reason, is.Message = c.Status == "True", c.Reason, c.Message
+			is.Since = c.LastTransitionTime.UTC()
+		case "Issuing":
+			if c.Status == "False" && c.Reason == "Failed" {
+				is.Failure = c.Message
 			}
 		}
-		r.issuances[secret] = append(r.issuances[secret], is)
-		return nil
-	})
+	}
+	r.issuances[secret] = append(r.issuances[secret], is)
+	return nil
 }
 
 // attachIssuances gives the leaf of each Secret a cert-manager
