@@ -89,6 +89,15 @@ type Pass struct {
 	// DiscoveryParallelism bounds sources queried at once (zone
 	// transfers, AWS accounts); default 4.
 	DiscoveryParallelism int
+	// SourceTimeout is each source's deadline, for its Discover (or
+	// Stream) and again for its Follow; 0 means DefaultSourceTimeout.
+	// A source that has not returned by then fails with a
+	// *SourceTimeoutError, as any failed source does, and is abandoned
+	// (see bounded): the other sources' targets are probed without it.
+	// SourceTimeouts overrides it for the sources it names (by Name), for
+	// sources known to need longer (a large network sweep at a low rate).
+	SourceTimeout  time.Duration
+	SourceTimeouts map[string]time.Duration
 	// Parallelism bounds targets in flight (the prober bounds connections);
 	// default 100. With a Sweeper, at most the prober's per-address limit
 	// of them are on one IP address: the rest go on with other addresses.
@@ -115,6 +124,9 @@ type Pass struct {
 	// SetHistory gave it; hasHistory is set once it has.
 	history    []policy.NameHistory
 	hasHistory bool
+	// abandoned are the sources' calls abandoned at their deadline that
+	// have not returned yet, by source name.
+	abandoned map[string]pendingCall
 }
 
 // SetHistory gives the pass what the state remembers of each certificate
@@ -226,15 +238,17 @@ func (p *Pass) logger() *slog.Logger {
 func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult, error) {
 	results := make([]SourceResult, len(p.Sources))
 	yields := make([]found.Yield, len(p.Sources))
+	abandoned := make([]bool, len(p.Sources)) // the error does not name the source
 	var g errgroup.Group
 	// Many zones often share one primary: transfer a few at a time.
 	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
 	for i, s := range p.Sources {
 		g.Go(func() error {
-			y, err := s.Discover(ctx)
+			y, err := bounded(ctx, p, s.Name(), s.Discover)
 			yields[i] = y
 			if err != nil {
 				results[i].Error = err.Error()
+				abandoned[i] = errors.As(err, new(*SourceTimeoutError))
 				p.logger().Warn("source failed", "source", s.Name(), "err", err)
 			}
 			return nil
@@ -251,10 +265,15 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	}
 	failed := 0
 	var errs []error
-	for _, r := range results {
+	for i, r := range results {
 		if r.Error != "" && r.Targets+r.Certificates == 0 { // partial results are not a failed source
 			failed++
-			errs = append(errs, errors.New(r.Error))
+			msg := r.Error
+			if abandoned[i] {
+				msg = "source " + r.Name + " " + msg
+			}
+			// It reaches a terminal: a file name in it must not drive it.
+			errs = append(errs, errors.New(policy.Printable(msg)))
 		}
 	}
 	targets := merge(lists)
@@ -290,7 +309,15 @@ func (p *Pass) follow(ctx context.Context, yields []found.Yield, results []Sourc
 		}
 		g.Go(func() error {
 			y := &yields[i] // each goroutine owns one yield
-			more := f.Follow(ctx, y.Delegating, read)
+			more, err := bounded(ctx, p, s.Name(), func(ctx context.Context) (found.Yield, error) {
+				return f.Follow(ctx, y.Delegating, read), nil
+			})
+			if err != nil {
+				// What its Discover found stands; the delegations it was
+				// following are missing.
+				p.logger().Warn("source failed following delegations", "source", s.Name(), "err", err)
+				results[i].Error = "following delegations: " + err.Error()
+			}
 			if len(more.Targets) > 0 {
 				y.Targets = discovery.Merge(y.Targets, more.Targets)
 			}
@@ -380,17 +407,30 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	start := p.now()
 	var r *Report
 	if ss, ok := p.streaming(); ok {
-		seq, n, inv, err := ss.Stream(ctx)
+		st, err := bounded(ctx, p, ss.Name(), func(ctx context.Context) (stream, error) {
+			seq, n, inv, err := ss.Stream(ctx)
+			return stream{seq, n, inv}, err
+		})
+		seq, n, inv := st.seq, st.n, st.inv
 		p.keep(ss.Name(), inv)
+		if ctx.Err() != nil {
+			return nil, interrupted(ctx)
+		}
 		if err != nil {
 			p.logger().Warn("source failed", "source", ss.Name(), "err", err)
-			return nil, fmt.Errorf("%w: %w", ErrNoSource, err)
+			if errors.As(err, new(*SourceTimeoutError)) { // its words do not name it
+				err = fmt.Errorf("source %s %w", ss.Name(), err)
+			}
+			return nil, fmt.Errorf("%w: %w", ErrNoSource, printableError{err})
 		}
 		names := 0
 		r = p.probeStream(ctx, countingNames(seq, &names), n, start)
 		r.Sources = []SourceResult{{Name: ss.Name(), Targets: n, Names: names, Certificates: inv.Records()}}
 	} else {
 		targets, sources, err := p.Discover(ctx)
+		if ctx.Err() != nil {
+			return nil, interrupted(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -410,13 +450,34 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 		}
 	}
 	policy.SortFindings(r.Findings)
-	if err := ctx.Err(); err != nil {
+	if ctx.Err() != nil {
 		return r, fmt.Errorf("scan interrupted: %w", context.Cause(ctx))
 	}
 	p.logger().Info("scan finished", "targets", r.Targets, "endpoints", len(r.Endpoints),
 		"certificates", len(r.Certificates), "findings", len(r.Findings), "duration", p.now().Sub(start).Round(time.Millisecond))
 	return r, nil
 }
+
+// stream is what a StreamingSource's Stream returns.
+type stream struct {
+	seq iter.Seq[discovery.Target]
+	n   int
+	inv found.Inventory
+}
+
+// interrupted is the error of a pass whose ctx ended during discovery:
+// nothing was probed, so there is no report.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("scan interrupted during discovery, nothing was probed: %w", context.Cause(ctx))
+}
+
+// printableError is an error whose message has its control and format
+// characters escaped (policy.Printable): a source's error can quote a
+// file name or a server's words, and ends up on a terminal.
+type printableError struct{ err error }
+
+func (e printableError) Error() string { return policy.Printable(e.err.Error()) }
+func (e printableError) Unwrap() error { return e.err }
 
 // streaming returns the pass's only source when it streams its targets.
 func (p *Pass) streaming() (StreamingSource, bool) {
