@@ -40,7 +40,7 @@ func (e *SourceTimeoutError) Error() string {
 			"find what it hangs on (a FIFO or device among its files, a server that accepts and never answers) and fix it, or restart certwatch",
 			e.Since.UTC().Format(time.RFC3339), e.Limit)
 	}
-	return fmt.Sprintf("did not finish within its deadline of %v (discovery_timeout) and was abandoned, so nothing it would have found is probed: "+
+	return fmt.Sprintf("did not finish within its deadline of %v (discovery_timeout) and was abandoned: "+
 		"find what it hangs on (a FIFO or device among its files, a server that accepts and never answers), "+
 		"or raise discovery_timeout if it is only slow", e.Limit)
 }
