@@ -50,6 +50,15 @@ type Config struct {
 	// Resolver is the DNS server (HOST:PORT) used for names that zones do not
 	// answer themselves. Empty means the system resolver.
 	Resolver HostPort `yaml:"resolver,omitempty"`
+	// DiscoveryTimeout is each discovery source's deadline (a zone's
+	// transfer with the child zones it follows, one AWS account's Route 53
+	// or ACM, one Kubernetes cluster, the files, one network's sweep): a
+	// source that has not finished by then fails, as any failed source
+	// does, and is abandoned, whatever it is stuck on; the other sources'
+	// targets are probed without waiting for it. A zone whose timeout is
+	// longer gets twice its timeout, a network twice the time its sweep
+	// takes at its rate. Zero means DefaultDiscoveryTimeout.
+	DiscoveryTimeout Duration `yaml:"discovery_timeout,omitempty"`
 	// Probe tunes connections.
 	Probe Probe `yaml:"probe"`
 	// Policy sets expiry tiers and the tier of each kind of problem.
@@ -283,6 +292,10 @@ const (
 	MaxZoneTimeout  = time.Hour
 )
 
+// DefaultDiscoveryTimeout is each discovery source's deadline when
+// discovery_timeout is not set.
+const DefaultDiscoveryTimeout = 10 * time.Minute
+
 // Default returns the configuration every file is laid over.
 func Default() Config {
 	c := Config{
@@ -508,6 +521,9 @@ func (c *Config) problems(pos positions) []error {
 	}
 	errs = append(errs, checkTargets(c.Targets)...)
 	errs = append(errs, c.networkProblems()...)
+	if c.DiscoveryTimeout < 0 {
+		add("discovery_timeout", "discovery_timeout must not be negative, got %v", c.DiscoveryTimeout)
+	}
 	if d := c.Probe.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
 		add("probe.timeout", "probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
 	}

@@ -111,7 +111,7 @@ func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
 	src := table{rows: [][]string{{"SOURCE", "TARGETS", "NAMES", "ENDPOINTS", "CERTIFICATES", "ERROR"}}, shrink: []int{5, 0}}
 	names, endpoints, certs := 0, 0, 0
 	for _, s := range c.Sources {
-		src.rows = append(src.rows, []string{s.Name, strconv.Itoa(s.Targets), strconv.Itoa(s.Names), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Certificates), orDash(s.Error)})
+		src.rows = append(src.rows, []string{policy.Printable(s.Name), strconv.Itoa(s.Targets), strconv.Itoa(s.Names), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Certificates), orDash(policy.Printable(s.Error))})
 		names, endpoints, certs = names+s.Names, endpoints+s.Endpoints, certs+s.Certificates
 	}
 	if err := src.write(w, width); err != nil {

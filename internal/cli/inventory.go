@@ -136,7 +136,7 @@ func writeSourceLine(w io.Writer, s scan.SourceResult) {
 		certs = fmt.Sprintf(", %d certificate(s)", s.Certificates)
 	}
 	if s.Error != "" {
-		fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, s.Error)
+		fmt.Fprintf(w, "Source %s failed: %s\n", policy.Printable(s.Name), policy.Printable(s.Error))
 	} else {
 		fmt.Fprintf(w, "Source %s: %d target(s)%s\n", s.Name, s.Targets, certs)
 	}

@@ -183,7 +183,7 @@ func writeSummary(w io.Writer, r *scan.Report) {
 func writeSourceErrors(w io.Writer, sources []scan.SourceResult) {
 	for _, s := range sources {
 		if s.Error != "" {
-			fmt.Fprintf(w, "Source %s failed: %s\n", s.Name, policy.Printable(s.Error))
+			fmt.Fprintf(w, "Source %s failed: %s\n", policy.Printable(s.Name), policy.Printable(s.Error))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -508,7 +509,7 @@ func newPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slo
 // newPass wires sources, prober and rules from c, with extra sources (see
 // newAWSSources) besides the zones and targets of c.
 func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
-	sources, err := newSources(c, logger)
+	sources, longer, err := newSources(c, logger)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
@@ -545,6 +546,10 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 		Prober:      prober,
 		Rules:       coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage),
 		Parallelism: c.Probe.Concurrency,
+		// Each source runs under its own deadline: one stuck never
+		// stalls the others.
+		SourceTimeout:  discoveryTimeout(c),
+		SourceTimeouts: longer,
 		// Each part adds its own component: sources, the prober, the pass.
 		Logger: logger.With("component", "scan"),
 	}, nil
@@ -559,10 +564,26 @@ var (
 	_ scan.Prober          = (*probes.Prober)(nil)
 )
 
-func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
-	out, err := newKubernetesSources(c, logger)
+// discoveryTimeout is each source's deadline of c (discovery_timeout).
+func discoveryTimeout(c config.Config) time.Duration {
+	return cmp.Or(time.Duration(c.DiscoveryTimeout), config.DefaultDiscoveryTimeout)
+}
+
+// newSources returns the sources of c besides the AWS accounts', and the
+// deadlines of those whose own settings need longer than
+// discovery_timeout, by name: a zone twice its transfer timeout (its
+// transfer, then its children's), a network twice the time its sweep
+// takes at its rate.
+func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer map[string]time.Duration, err error) {
+	longer = map[string]time.Duration{}
+	atLeast := func(name string, d time.Duration) {
+		if d > discoveryTimeout(c) {
+			longer[name] = d
+		}
+	}
+	out, err = newKubernetesSources(c, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var fileGroups []files.Group
 	if len(c.Targets) > 0 {
@@ -572,7 +593,7 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		s, err := static.New(targets, c.Ports, c.PortProtocols(nil))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, s)
 	}
@@ -580,18 +601,18 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 	for i, fc := range c.Files {
 		passphrase, err := config.ReadSecret(fmt.Sprintf("files[%d]: passphrase", i), "", fc.PassphraseFile, fc.PassphraseEnv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fileGroups = append(fileGroups, files.Group{Globs: fc.Paths, Passphrase: passphrase.Reveal()})
 	}
 	if len(fileGroups) > 0 {
 		roots, err := trustedRoots(c.CAFiles)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s, err := files.New(files.Config{Groups: fileGroups, Roots: roots, Logger: logger.With("component", "files")})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, s)
 	}
@@ -617,27 +638,28 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		filter, err := discovery.NewFilter(z.Include, z.Exclude)
 		if err != nil {
-			return nil, fmt.Errorf("zone %s: %w", z.Name, err)
+			return nil, nil, fmt.Errorf("zone %s: %w", z.Name, err)
 		}
 		zc.Filter = filter
 		if z.TSIG != nil {
 			secret, err := config.ReadSecret("zone "+z.Name+": tsig", z.TSIG.Secret, z.TSIG.SecretFile, z.TSIG.SecretEnv)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			zc.TSIG = &dnszone.TSIG{Name: z.TSIG.Name, Algorithm: z.TSIG.Algorithm, Secret: secret.Reveal()}
 		}
 		s, err := dnszone.New(zc, logger) // it adds component and zone
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		atLeast(s.Name(), 2*cmp.Or(zc.Timeout, dnszone.DefaultTimeout))
 		out = append(out, s)
 	}
 	for i := range c.Networks {
 		n := &c.Networks[i]
 		nc, err := c.NetworkConfig(n)
 		if err != nil {
-			return nil, fmt.Errorf("network %s: %w", nc.Name, err)
+			return nil, nil, fmt.Errorf("network %s: %w", nc.Name, err)
 		}
 		if n.Reverse() {
 			nc.Reverse = net.DefaultResolver
@@ -647,11 +669,13 @@ func newSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		}
 		s, err := networks.New(nc, logger) // it adds component and network
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		sweep := float64(networks.Size(nc.Prefixes, len(nc.Ports))) / cmp.Or(nc.Rate, networks.DefaultRate)
+		atLeast(s.Name(), 2*time.Duration(sweep*float64(time.Second)))
 		out = append(out, s)
 	}
-	return out, nil
+	return out, longer, nil
 }
 
 // configuredZones returns the zones of c, normalised: a delegation to one

@@ -1,0 +1,327 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/files"
+	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/cli"
+)
+
+// hungFilesConfig writes a configuration whose files source reads a FIFO
+// nobody writes to (opening it never returns) beside a static target,
+// 127.0.0.1 on a loopback listener serving a certificate that expires in
+// 3 days, each source under discoveryTimeout; extra is appended. It
+// returns the configuration's path and the target's address.
+func hungFilesConfig(t *testing.T, discoveryTimeout, extra string) (cfg, target string) {
+	t.Helper()
+	dir := t.TempDir()
+	now := time.Now()
+	ca := certtest.MustCA("Hung Source Root", now.Add(-time.Hour), now.Add(365*24*time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{CommonName: "soon.example", IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: now.Add(-30 * 24 * time.Hour), NotAfter: now.Add(3 * 24 * time.Hour)})
+	srv, err := certtest.Serve("127.0.0.1:0", leaf.FullChain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs := filepath.Join(dir, "certs")
+	if err := os.Mkdir(certs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(certs, "stuck.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	skipUnlessFIFOHangs(t, fifo)
+	target = srv.Addr().String()
+	cfg = filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf(`targets: [%q]
+files:
+  - paths: [%q]
+ca_files: [%q]
+discovery_timeout: %s
+probe:
+  timeout: 2s
+  retries: 0
+%s`, target, fifo, caFile, discoveryTimeout, extra)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, target
+}
+
+// skipUnlessFIFOHangs skips the test unless the files source, given the
+// FIFO at path, hangs opening it: these tests reproduce a source stuck in
+// a call no context reaches, and a files source that refuses FIFOs
+// (rather than opening them) no longer gets stuck on one.
+func skipUnlessFIFOHangs(t *testing.T, path string) {
+	t.Helper()
+	src, err := files.New(files.Config{Groups: []files.Group{{Globs: []string{path}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = src.Discover(ctx)
+	}()
+	select {
+	case <-done:
+		t.Skip("the files source no longer gets stuck opening a FIFO, which this test needs")
+	case <-time.After(time.Second):
+	}
+	// Release it: a writer that opens and closes gives the reader an
+	// empty file.
+	w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatalf("open the FIFO for writing: %v", err)
+	}
+	w.Close()
+	<-done
+}
+
+// waitOpeningFIFO waits until a thread of process pid is blocked opening
+// a FIFO (the kernel's wait_for_partner), so that what the test does next
+// happens while the files source is stuck.
+func waitOpeningFIFO(t *testing.T, pid int) {
+	t.Helper()
+	eventually(t, "certwatch blocked opening the FIFO", func() bool {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+		for _, task := range tasks {
+			if b, err := os.ReadFile(task); err == nil && string(b) == "wait_for_partner" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// scanReport is the part of the JSON report these tests read.
+type scanReport struct {
+	Sources []struct {
+		Name  string `json:"name"`
+		Error string `json:"error"`
+	} `json:"sources"`
+	Findings []struct {
+		Kind    string `json:"kind"`
+		Tier    string `json:"tier"`
+		Name    string `json:"name"`
+		Message string `json:"message"`
+	} `json:"findings"`
+}
+
+// TestScanHungFilesSource: `certwatch scan` whose files source is stuck
+// opening a FIFO finishes once the source's deadline (2s) has passed: it
+// probes the static target and reports its expiry, reports the files
+// source as failed (its error, a discovery_failed finding, a line on
+// stderr... the report), and exits 1 for them.
+func TestScanHungFilesSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	t.Parallel()
+	bin := buildBinary(t)
+	cfg, _ := hungFilesConfig(t, "2s", "")
+	cmd := exec.Command(bin, "scan", "--config", cfg, "--output", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("certwatch scan has not exited 60s after start: the stuck files source stalls it\nstderr:\n%s", stderr.String())
+	}
+	took := time.Since(start)
+	t.Logf("certwatch scan exited %v after start", took)
+
+	if code := cmd.ProcessState.ExitCode(); code != cli.ExitFindings {
+		t.Errorf("exit code = %d, want %d (findings at page)\nstderr:\n%s", code, cli.ExitFindings, stderr.String())
+	}
+	if took > 20*time.Second {
+		t.Errorf("scan took %v, want about the 2s deadline", took)
+	}
+	var r scanReport
+	if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	const want = "did not finish within its deadline of 2s (discovery_timeout) and was abandoned"
+	var expiring, failed bool
+	for _, f := range r.Findings {
+		expiring = expiring || f.Kind == "expiring" && f.Tier == "page"
+		failed = failed || f.Kind == "discovery_failed" && f.Name == "files" && strings.Contains(f.Message, want)
+	}
+	if !expiring || !failed {
+		t.Errorf("findings = %+v; want the static target's certificate expiring at page and files discovery_failed saying %q", r.Findings, want)
+	}
+	for _, s := range r.Sources {
+		if s.Name == "files" && !strings.Contains(s.Error, want) {
+			t.Errorf("files source error = %q, want %q", s.Error, want)
+		}
+	}
+}
+
+// TestScanSIGTERMDuringHungSource: `certwatch scan` stuck on a files
+// source (its deadline an hour away) exits at once on SIGTERM, non-zero,
+// saying it was interrupted.
+func TestScanSIGTERMDuringHungSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	t.Parallel()
+	bin := buildBinary(t)
+	cfg, _ := hungFilesConfig(t, "1h", "")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "scan", "--config", cfg)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			waitOpeningFIFO(t, cmd.Process.Pid)
+
+			sent := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+				done <- nil // for the cleanup
+			case <-time.After(30 * time.Second):
+				t.Fatalf("certwatch scan has not exited 30s after %v", sig)
+			}
+			t.Logf("certwatch scan exited %v after %v", time.Since(sent), sig)
+			if took := time.Since(sent); took > 5*time.Second {
+				t.Errorf("scan exited %v after %v, want at once", took, sig)
+			}
+			code := cmd.ProcessState.ExitCode()
+			if code == cli.ExitOK || code == -1 || !strings.Contains(stderr.String(), "certwatch: scan interrupted during discovery") {
+				t.Errorf("exit code %d, stderr %q; want a non-zero exit saying the scan was interrupted", code, stderr.String())
+			}
+		})
+	}
+}
+
+// TestRunHungFilesSource: `certwatch run` whose files source is stuck
+// opening a FIFO probes the static target once the source's deadline
+// (2s) has passed, publishes its expiry, and reports the files source as
+// degraded (the report's finding, /metrics); /readyz is ready, the static
+// target's inventory being probed. SIGTERM, with the source still stuck,
+// ends the process within the grace period.
+func TestRunHungFilesSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cfg, _ := hungFilesConfig(t, "2s", fmt.Sprintf(`notify:
+  state: %q
+daemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 1h"
+    probe: "@every 1h"
+  jitter: 100ms
+  grace_period: 3s
+`, filepath.Join(dir, "state.db")))
+	start := time.Now()
+	p := startRun(t, bin, cfg)
+	base := "http://" + p.waitLog(t, "start line", 1, msg("certwatch running"))["listen"].(string)
+
+	p.waitLog(t, "first probe run", 1, msg("probe run finished"))
+	t.Logf("first probe run finished %v after start", time.Since(start))
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("first probe run finished %v after start, want about the 2s deadline", took)
+	}
+	_, body := httpGet(t, base+"/api/v1/report")
+	var r scanReport
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, body)
+	}
+	const want = "did not finish within its deadline of 2s (discovery_timeout) and was abandoned"
+	var expiring, degraded bool
+	for _, f := range r.Findings {
+		expiring = expiring || f.Kind == "expiring" && f.Tier == "page"
+		degraded = degraded || f.Kind == "discovery_degraded" && f.Name == "files" && strings.Contains(f.Message, want)
+	}
+	if !expiring || !degraded {
+		t.Errorf("findings = %+v; want the static target's certificate expiring at page and files discovery_degraded saying %q", r.Findings, want)
+	}
+	if code, body := httpGet(t, base+"/readyz"); code != 200 {
+		t.Errorf("/readyz = %d %q, want 200: the static target's inventory is probed", code, body)
+	}
+	for _, series := range []string{`certwatch_findings{kind="discovery_degraded",tier="warning"}`, `certwatch_job_runs_total{daemon_job="discovery",result="error"}`} {
+		if v := metric(t, base, series); v < 1 {
+			t.Errorf("%s = %v, want at least 1", series, v)
+		}
+	}
+
+	waitOpeningFIFO(t, p.cmd.Process.Pid) // still stuck
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := p.waitExit(t)
+	t.Logf("certwatch run exited %v after SIGTERM", time.Since(sent))
+	if took := time.Since(sent); took > 3*time.Second+2*time.Second {
+		t.Errorf("certwatch run exited %v after SIGTERM, want within the 3s grace period", took)
+	}
+	if code != 0 {
+		t.Errorf("exit code = %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestScanEverySourceFailedEscapes: the stderr line of a scan whose every
+// source failed quotes a file name holding control characters (a screen
+// clear, a right-to-left override) escaped, not as they are.
+func TestScanEverySourceFailedEscapes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "\x1b[2Jok\u202egnp.pem")
+	if err := os.Symlink(filepath.Join(dir, "gone"), evil); err != nil {
+		t.Fatal(err)
+	}
+
+	stdout, stderr, code := run(t, "scan", "--file", filepath.Join(dir, "*.pem"))
+
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want %d (every source failed)\nstderr: %q", code, cli.ExitUsage, stderr)
+	}
+	if strings.ContainsAny(stdout+stderr, "\x1b\u202e") {
+		t.Errorf("output holds the file name's control characters as they are:\nstdout %q\nstderr %q", stdout, stderr)
+	}
+	if !strings.Contains(stderr, "certwatch: every discovery source failed: ") || !strings.Contains(stderr, `\x1b[2Jok\u202egnp.pem`) {
+		t.Errorf("stderr = %q, want the every-source-failed line naming the file, escaped", stderr)
+	}
+}
