@@ -1,10 +1,14 @@
 package files
 
 import (
+	"bytes"
+	"crypto/x509"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/deatil/go-cryptobin/jceks"
+	"github.com/pavlo-v-chernykh/keystore-go/v4"
 
 	"github.com/certwatch/certwatch/internal/certtest"
 )
@@ -30,5 +34,49 @@ func FuzzParse(f *testing.F) {
 	f.Add(ca.Cert.Raw)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = parse("fuzz", b, "")
+	})
+}
+
+// FuzzJKS: whatever follows a JKS magic number, the walk refuses it or
+// keystore-go reads it without running out of the file: every length and
+// count the walk accepts is one the library can read (it may still find
+// the digest wrong), and none it refuses is read first.
+func FuzzJKS(f *testing.F) {
+	ca := certtest.MustCA("fuzz root", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"fuzz.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)})
+	key, err := x509.MarshalPKCS8PrivateKey(leaf.Key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ks := keystore.New()
+	if err := ks.SetTrustedCertificateEntry("root", keystore.TrustedCertificateEntry{CreationTime: time.Now(), Certificate: keystore.Certificate{Type: "X509", Content: ca.Cert.Raw}}); err != nil {
+		f.Fatal(err)
+	}
+	chain := []keystore.Certificate{{Type: "X509", Content: leaf.Cert.Raw}, {Type: "X509", Content: ca.Cert.Raw}}
+	if err := ks.SetPrivateKeyEntry("server", keystore.PrivateKeyEntry{CreationTime: time.Now(), PrivateKey: key, CertificateChain: chain}, []byte(javaDefault)); err != nil {
+		f.Fatal(err)
+	}
+	var store bytes.Buffer
+	if err := ks.Store(&store, []byte(javaDefault)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(store.Bytes())
+	f.Add(store.Bytes()[:store.Len()/2])
+	f.Add(append(append([]byte{}, jksMagic...), 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff))
+	f.Add(append(append([]byte{}, jksMagic...), 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xf0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !bytes.HasPrefix(b, jksMagic) {
+			b = append(append([]byte{}, jksMagic...), b...)
+		}
+		if _, err := parse("fuzz.jks", b, ""); err != nil && !strings.Contains(err.Error(), "JKS keystore") {
+			t.Errorf("error not naming the keystore: %v", err)
+		}
+		if checkJKS(b) != nil {
+			return
+		}
+		err := keystore.New().Load(bytes.NewReader(b), []byte(javaDefault))
+		if err != nil && !strings.Contains(err.Error(), "invalid digest") && !strings.Contains(err.Error(), "unknown version") {
+			t.Errorf("the walk accepted what keystore-go cannot read: %v", err)
+		}
 	})
 }

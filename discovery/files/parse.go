@@ -131,6 +131,9 @@ func parsePKCS12(path string, b []byte, passphrase string) ([]held, error) {
 // parseJKS returns the trusted certificates and the chains of the private
 // key entries of a JKS keystore, by alias.
 func parseJKS(path string, b []byte, passphrase string) ([]held, error) {
+	if err := checkJKS(b); err != nil {
+		return nil, fmt.Errorf("JKS keystore: %w", err)
+	}
 	var ks keystore.KeyStore
 	var err error
 	for _, p := range passphrases(passphrase) {
@@ -178,6 +181,107 @@ func parseJKS(path string, b []byte, passphrase string) ([]held, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxChainCerts is the most certificates a JKS key entry may state: a
+// chain is a leaf and its issuers, a handful deep in practice. keystore-go
+// makes room for as many as an entry states before reading one.
+const maxChainCerts = 100
+
+// jksDigest is the length of the SHA-1 digest that ends a JKS keystore.
+const jksDigest = 20
+
+// checkJKS walks the entries of a JKS keystore before keystore-go reads
+// it, which believes every length and count a file states and allocates
+// it at once (a key entry of 2^32-1 certificates is 170 GB: the runtime
+// dies; a certificate of 4 GiB is 4 GiB): each length must fit in what is
+// left of the file and each chain within maxChainCerts, before anything is
+// allocated. Its errors name the entry and the byte offset of the field.
+// It reads no certificate; the library does.
+func checkJKS(b []byte) error {
+	s := cryptobyte.String(b)
+	at := func() int { return len(b) - len(s) }
+	var magic, version, count uint32
+	if !s.ReadUint32(&magic) || !s.ReadUint32(&version) || !s.ReadUint32(&count) {
+		return errors.New("malformed: cut short in its header")
+	}
+	if version != 1 && version != 2 {
+		return fmt.Errorf("malformed: version %d at byte 4, where JKS has 1 or 2", version)
+	}
+	// blob steps over a length and the bytes it states.
+	blob := func(who, what string) error {
+		off := at()
+		var n uint32
+		if !s.ReadUint32(&n) {
+			return fmt.Errorf("malformed: %s is cut short at byte %d", who, off)
+		}
+		if n > uint32(len(s)) || !s.Skip(int(n)) {
+			return fmt.Errorf("malformed: %s states %s of %d bytes at byte %d, %d are left", who, what, n, off, len(s))
+		}
+		return nil
+	}
+	// certificate steps over a certificate: its type (version 2) and
+	// its bytes.
+	certificate := func(who string) error {
+		if version == 2 {
+			off := at()
+			var typ cryptobyte.String
+			if !s.ReadUint16LengthPrefixed(&typ) {
+				return fmt.Errorf("malformed: %s states a certificate type beyond the end of the file at byte %d", who, off)
+			}
+		}
+		return blob(who, "a certificate")
+	}
+	minCert := 4 // a length
+	if version == 2 {
+		minCert += 2 // and a type's
+	}
+	for i := range count {
+		off := at()
+		var tag uint32
+		var alias []byte
+		if !s.ReadUint32(&tag) {
+			return fmt.Errorf("malformed: entry %d of %d is cut short at byte %d", i+1, count, off)
+		}
+		off = at()
+		var n uint16
+		if !s.ReadUint16(&n) || !s.ReadBytes(&alias, int(n)) {
+			return fmt.Errorf("malformed: entry %d states an alias of %d bytes at byte %d, %d are left", i+1, n, off, len(s))
+		}
+		if !s.Skip(8) { // its creation time
+			return fmt.Errorf("malformed: entry %q is cut short at byte %d", string(alias), at())
+		}
+		switch tag {
+		case 1: // a private key and its chain
+			who := fmt.Sprintf("key entry %q", string(alias))
+			if err := blob(who, "a key"); err != nil {
+				return err
+			}
+			off := at()
+			var certs uint32
+			if !s.ReadUint32(&certs) {
+				return fmt.Errorf("malformed: %s is cut short at byte %d", who, off)
+			}
+			if certs > maxChainCerts || int64(certs)*int64(minCert) > int64(len(s)) {
+				return fmt.Errorf("malformed: %s states %d certificates at byte %d: a chain has at most %d, and %d bytes are left", who, certs, off, maxChainCerts, len(s))
+			}
+			for range certs {
+				if err := certificate(who); err != nil {
+					return err
+				}
+			}
+		case 2: // a trusted certificate
+			if err := certificate(fmt.Sprintf("entry %q", string(alias))); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("malformed: entry %q has the unknown tag %d at byte %d", string(alias), tag, off)
+		}
+	}
+	if len(s) < jksDigest {
+		return fmt.Errorf("malformed: cut short at byte %d, before its digest", at())
+	}
+	return nil
 }
 
 // parseJCEKS returns the trusted certificates and the chains of the
