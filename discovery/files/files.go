@@ -6,7 +6,9 @@
 // A file reached through symlinks is read once, under the path a glob
 // gave (the Kubernetes projected-volume pattern, tls.crt -> ..data/tls.crt,
 // ..data -> ..2026_11_20_..., swapped atomically, is one file, and the
-// "..*" directories are never walked). A file that cannot be read, a
+// "..*" directories are never walked). Only regular files are read: a glob
+// matching a named pipe, a device or a socket through a symlink is an
+// error naming it, never an open that blocks. A file that cannot be read, a
 // keystore whose passphrase is wrong, a glob that matches nothing: each is
 // an error of the source's Discover, which still yields every other file
 // and, for a file it could not read, what that file held at its last good
@@ -18,6 +20,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -26,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
@@ -208,23 +212,44 @@ func (s *Source) keepLast(path string, kept map[string][]held) {
 }
 
 // readFile reads path and returns the certificates it holds, grouped as
-// they are held.
+// they are held. It reads only a regular file: a named pipe no one writes
+// would block its open for good, and a device or socket is no certificate
+// file. The type is checked before opening (opening a device may act on
+// it) and again on the opened file, opened without blocking, in case the
+// path was swapped in between; the size bound holds for the bytes read
+// from the opened file, whatever it was stat'ed at.
 func (s *Source) readFile(path, passphrase string) ([]held, error) {
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	st, err = f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
-	if st.Size() > s.c.MaxFileBytes {
-		return nil, fmt.Errorf("files: %s is %d bytes, more than the %d a certificate file may be; narrow the glob", path, st.Size(), s.c.MaxFileBytes)
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(path, st.Mode())
 	}
-	b := make([]byte, st.Size())
-	if _, err := readFull(f, b); err != nil {
+	tooBig := func(n int64) error {
+		return fmt.Errorf("files: %s is %d bytes, more than the %d a certificate file may be; narrow the glob", path, n, s.c.MaxFileBytes)
+	}
+	if st.Size() > s.c.MaxFileBytes {
+		return nil, tooBig(st.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, s.c.MaxFileBytes+1))
+	if err != nil {
 		return nil, fmt.Errorf("files: read %s: %w", path, err)
+	}
+	if int64(len(b)) > s.c.MaxFileBytes {
+		return nil, tooBig(int64(len(b))) // it grew while read
 	}
 	hs, err := parse(path, b, passphrase)
 	if err != nil {
@@ -233,16 +258,23 @@ func (s *Source) readFile(path, passphrase string) ([]held, error) {
 	return hs, nil
 }
 
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := f.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
+// notRegular is the error for path, of mode m, which is not a regular
+// file.
+func notRegular(path string, m fs.FileMode) error {
+	kind := "irregular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "socket"
+	case m&fs.ModeCharDevice != 0:
+		kind = "character device"
+	case m&fs.ModeDevice != 0:
+		kind = "device"
+	case m.IsDir():
+		kind = "directory"
 	}
-	return n, nil
+	return fmt.Errorf("files: %s: not a regular file (%s); certwatch reads only regular files: remove it or narrow the glob", path, kind)
 }
 
 // checkGlob reports a malformed glob.
