@@ -450,6 +450,42 @@ func isKubeconfig(b []byte) bool {
 	return bytes.Contains(b, []byte("clusters:")) && (bytes.Contains(b, []byte("certificate-authority-data")) || bytes.Contains(b, []byte("client-certificate-data")))
 }
 
+// maxKubeconfigBytes is the largest kubeconfig read, far below the
+// bound of other files (DefaultMaxFileBytes): a kubeconfig embedding a
+// CA and a client certificate for each of a hundred clusters is some
+// 600 KB, while decoding YAML costs some 35 times its size (15 MiB of
+// one-character list items took 1.65 GB).
+const maxKubeconfigBytes = 1 << 20
+
+// maxKubeconfigNodes is the most YAML nodes a kubeconfig is decoded
+// with, an alias counted as the nodes it stands for (so that ten aliases
+// of ten aliases of ... are refused before being expanded): a kubeconfig
+// of a hundred clusters, users and contexts has some 2,000.
+const maxKubeconfigNodes = 100_000
+
+// yamlNodes returns how many nodes n stands for, aliases expanded, or
+// some number above limit once it is past it. memo holds what each
+// anchored node counts; an anchor within its own value is past the limit.
+func yamlNodes(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		if c, ok := memo[n.Alias]; ok {
+			return c
+		}
+		memo[n.Alias] = limit + 1 // until counted: an alias within its anchor's value
+		c := yamlNodes(n.Alias, limit, memo)
+		memo[n.Alias] = c
+		return c
+	}
+	total := 1
+	for _, c := range n.Content {
+		total += yamlNodes(c, limit, memo)
+		if total > limit {
+			break
+		}
+	}
+	return total
+}
+
 // kubeconfig is the part of a kubeconfig that embeds certificates.
 type kubeconfig struct {
 	Clusters []struct {
@@ -469,8 +505,18 @@ type kubeconfig struct {
 // parseKubeconfig returns the CA data of each cluster and the client
 // certificate of each user a kubeconfig embeds.
 func parseKubeconfig(path string, b []byte) ([]held, error) {
+	if len(b) > maxKubeconfigBytes {
+		return nil, fmt.Errorf("kubeconfig: %d bytes, more than the %d a kubeconfig may be: split it, or narrow the glob", len(b), maxKubeconfigBytes)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if n := yamlNodes(&doc, maxKubeconfigNodes, map[*yaml.Node]int{}); n > maxKubeconfigNodes {
+		return nil, fmt.Errorf("kubeconfig: more than %d nodes (an alias counted as the nodes it stands for), where a kubeconfig has a few thousand: not decoded", maxKubeconfigNodes)
+	}
 	var kc kubeconfig
-	if err := yaml.Unmarshal(b, &kc); err != nil {
+	if err := doc.Decode(&kc); err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	var out []held
