@@ -9,6 +9,7 @@ import (
 
 	"github.com/deatil/go-cryptobin/jceks"
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
+	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/certwatch/certwatch/internal/certtest"
 )
@@ -77,6 +78,38 @@ func FuzzJKS(f *testing.F) {
 		err := keystore.New().Load(bytes.NewReader(b), []byte(javaDefault))
 		if err != nil && !strings.Contains(err.Error(), "invalid digest") && !strings.Contains(err.Error(), "unknown version") {
 			t.Errorf("the walk accepted what keystore-go cannot read: %v", err)
+		}
+	})
+}
+
+// FuzzPKCS12: whatever a DER file holds, the PKCS#12 walk refuses it,
+// finds it no keystore, or lets go-pkcs12 read it within the bounds: it
+// never panics, and what it finds no keystore go-pkcs12 cannot read
+// either (were it wrong, go-pkcs12 would run whatever it found unchecked).
+func FuzzPKCS12(f *testing.F) {
+	ca := certtest.MustCA("fuzz root", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	leaf := ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{"fuzz.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)})
+	for _, enc := range []*pkcs12.Encoder{pkcs12.LegacyRC2, pkcs12.LegacyDES, pkcs12.Modern2023, pkcs12.Modern2026} {
+		b, err := enc.Encode(leaf.Key, leaf.Cert, []*x509.Certificate{ca.Cert}, "")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	trust, err := pkcs12.Modern2023.EncodeTrustStore([]*x509.Certificate{ca.Cert}, javaDefault)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(trust)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := parsePKCS12("fuzz.p12", b, ""); err != nil && !strings.Contains(err.Error(), "PKCS#12 keystore") {
+			t.Errorf("error not naming the keystore: %v", err)
+		}
+		if w, err := walkPKCS12(b); w == nil && err == nil {
+			if _, _, _, err := pkcs12.DecodeChain(b, ""); err == nil {
+				t.Errorf("the walk found no keystore where go-pkcs12 reads one")
+			}
 		}
 	})
 }

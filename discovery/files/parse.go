@@ -94,34 +94,73 @@ func wrongPassphrase(given string) error {
 
 // parsePKCS12 returns the certificate chain and trusted certificates of a
 // PKCS#12 keystore. A DER file that is not PKCS#12 holds no certificate.
+// The keystore is walked first (walkPKCS12) and every key-derivation
+// iteration go-pkcs12 would run counted before it runs them: each count
+// within maxPKCS12Iterations, all of them, over the passphrases tried,
+// within maxPKCS12Work. A key inside an encrypted content is counted by
+// decrypting the content first; go-pkcs12 is asked to decrypt keys
+// (DecodeChain) only when every one was counted, else only for
+// certificates (DecodeTrustStore).
 func parsePKCS12(path string, b []byte, passphrase string) ([]held, error) {
+	w, err := walkPKCS12(b)
+	if err != nil {
+		return nil, fmt.Errorf("PKCS#12 keystore: %w", err)
+	}
+	if w == nil {
+		return nil, nil // DER, but not PKCS#12
+	}
 	loc := atrest.Location{Kind: atrest.Keystore, Where: path}
+	wrong := func(err error) bool {
+		return errors.Is(err, pkcs12.ErrIncorrectPassword) || errors.Is(err, pkcs12.ErrDecryption)
+	}
+	var ni pkcs12.NotImplementedError
+	var budget p12Budget
 	for _, p := range passphrases(passphrase) {
-		_, leaf, cas, err := pkcs12.DecodeChain(b, p)
-		if err == nil {
-			der := [][]byte{leaf.Raw}
-			for _, c := range cas {
-				der = append(der, c.Raw)
+		hidden, counted, err := w.hiddenKeys(p, &budget)
+		if err != nil {
+			return nil, fmt.Errorf("PKCS#12 keystore: %w", err)
+		}
+		mac := w.mac
+		if p == "" {
+			mac *= 2 // go-pkcs12 tries the empty passphrase two ways
+		}
+		var chainErr error
+		if counted {
+			if err := budget.spend(mac + w.contents() + w.keys + hidden); err != nil {
+				return nil, fmt.Errorf("PKCS#12 keystore: %w", err)
 			}
-			return []held{{loc: loc, der: der}}, nil
+			_, leaf, cas, err := pkcs12.DecodeChain(b, p)
+			if err == nil {
+				der := [][]byte{leaf.Raw}
+				for _, c := range cas {
+					der = append(der, c.Raw)
+				}
+				return []held{{loc: loc, der: der}}, nil
+			}
+			if wrong(err) {
+				continue
+			}
+			chainErr = err
 		}
-		if errors.Is(err, pkcs12.ErrIncorrectPassword) || errors.Is(err, pkcs12.ErrDecryption) {
-			continue
+		if err := budget.spend(mac + w.contents()); err != nil {
+			return nil, fmt.Errorf("PKCS#12 keystore: %w", err)
 		}
-		certs, terr := pkcs12.DecodeTrustStore(b, p)
-		if terr == nil {
+		certs, err := pkcs12.DecodeTrustStore(b, p)
+		if err == nil {
 			var der [][]byte
 			for _, c := range certs {
 				der = append(der, c.Raw)
 			}
 			return []held{{loc: loc, der: der}}, nil
 		}
-		if errors.Is(terr, pkcs12.ErrIncorrectPassword) || errors.Is(terr, pkcs12.ErrDecryption) {
+		if wrong(err) {
 			continue
 		}
-		var ni pkcs12.NotImplementedError
-		if errors.As(err, &ni) {
-			return nil, fmt.Errorf("PKCS#12 keystore: %w", err)
+		if !counted {
+			return nil, fmt.Errorf("PKCS#12 keystore: an encrypted content could not be decrypted here to count the iterations of the keys inside (go-pkcs12: %v): not opened; re-export it with openssl pkcs12", err)
+		}
+		if errors.As(chainErr, &ni) {
+			return nil, fmt.Errorf("PKCS#12 keystore: %w", chainErr)
 		}
 		return nil, nil // DER, but not a keystore this reads: no certificate
 	}
