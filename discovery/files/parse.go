@@ -227,6 +227,12 @@ func parseJKS(path string, b []byte, passphrase string) ([]held, error) {
 // makes room for as many as an entry states before reading one.
 const maxChainCerts = 100
 
+// maxKeystoreEntries is the most entries a JKS keystore may state: a
+// trust store of every public root has some 150, a company's a few
+// hundred. keystore-go keeps each in a map, some 500 bytes an entry: a
+// 16 MiB file of 600,000 empty ones took 300 MB.
+const maxKeystoreEntries = 10_000
+
 // jksDigest is the length of the SHA-1 digest that ends a JKS keystore.
 const jksDigest = 20
 
@@ -246,6 +252,9 @@ func checkJKS(b []byte) error {
 	}
 	if version != 1 && version != 2 {
 		return fmt.Errorf("malformed: version %d at byte 4, where JKS has 1 or 2", version)
+	}
+	if count > maxKeystoreEntries {
+		return fmt.Errorf("it states %d entries at byte 8, more than the %d certwatch reads: split it", count, maxKeystoreEntries)
 	}
 	// blob steps over a length and the bytes it states.
 	blob := func(who, what string) error {
