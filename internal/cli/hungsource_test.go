@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,17 +12,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/files"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/cli"
+	"github.com/certwatch/certwatch/internal/kubetest"
 )
 
-// hungFilesConfig writes a configuration whose files source reads a FIFO
-// nobody writes to (opening it never returns) beside a static target,
-// 127.0.0.1 on a loopback listener serving a certificate that expires in
-// 3 days, each source under discoveryTimeout; extra is appended. It
-// returns the configuration's path and the target's address.
-func hungFilesConfig(t *testing.T, discoveryTimeout, extra string) (cfg, target string) {
+// hungSourceConfig writes a configuration of three sources: a static
+// target, 127.0.0.1 on a loopback listener serving a certificate that
+// expires in 3 days; a files source whose glob matches a symlink to a FIFO
+// nobody writes to (which once made opening it hang for good, and is now
+// that source's error); and a Kubernetes cluster whose API server accepts
+// every list and never answers (its request timeout an hour away, so only
+// the source's deadline, discoveryTimeout, ends it). extra is appended. It
+// returns the configuration's path and the API server.
+func hungSourceConfig(t *testing.T, discoveryTimeout, extra string) (cfg string, kube *kubetest.Server) {
 	t.Helper()
 	dir := t.TempDir()
 	now := time.Now()
@@ -43,74 +45,44 @@ func hungFilesConfig(t *testing.T, discoveryTimeout, extra string) (cfg, target 
 	if err := os.Mkdir(certs, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(certs, "stuck.pem")
+	fifo := filepath.Join(dir, "stuck.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	skipUnlessFIFOHangs(t, fifo)
-	target = srv.Addr().String()
+	if err := os.Symlink(fifo, filepath.Join(certs, "stuck.pem")); err != nil {
+		t.Fatal(err)
+	}
+	kube = kubetest.New(t)
+	for _, r := range []string{"secrets", "configmaps", "certificates", "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "apiservices", "customresourcedefinitions"} {
+		kube.Hang(r)
+	}
 	cfg = filepath.Join(dir, "config.yaml")
 	yaml := fmt.Sprintf(`targets: [%q]
 files:
   - paths: [%q]
+kubernetes:
+  - name: stuck
+    kubeconfig: %q
+    context: stuck
+    timeout: 1h
 ca_files: [%q]
 discovery_timeout: %s
 probe:
   timeout: 2s
   retries: 0
-%s`, target, fifo, caFile, discoveryTimeout, extra)
+%s`, srv.Addr().String(), filepath.Join(certs, "*.pem"), kube.Kubeconfig(t, dir, "stuck"), caFile, discoveryTimeout, extra)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return cfg, target
+	return cfg, kube
 }
 
-// skipUnlessFIFOHangs skips the test unless the files source, given the
-// FIFO at path, hangs opening it: these tests reproduce a source stuck in
-// a call no context reaches, and a files source that refuses FIFOs
-// (rather than opening them) no longer gets stuck on one.
-func skipUnlessFIFOHangs(t *testing.T, path string) {
+// waitListing waits until the API server has been asked for more than
+// before lists, so that what the test does next happens while the
+// Kubernetes source waits for an answer that never comes.
+func waitListing(t *testing.T, kube *kubetest.Server, before int) {
 	t.Helper()
-	src, err := files.New(files.Config{Groups: []files.Group{{Globs: []string{path}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = src.Discover(ctx)
-	}()
-	select {
-	case <-done:
-		t.Skip("the files source no longer gets stuck opening a FIFO, which this test needs")
-	case <-time.After(time.Second):
-	}
-	// Release it: a writer that opens and closes gives the reader an
-	// empty file.
-	w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatalf("open the FIFO for writing: %v", err)
-	}
-	w.Close()
-	<-done
-}
-
-// waitOpeningFIFO waits until a thread of process pid is blocked opening
-// a FIFO (the kernel's wait_for_partner), so that what the test does next
-// happens while the files source is stuck.
-func waitOpeningFIFO(t *testing.T, pid int) {
-	t.Helper()
-	eventually(t, "certwatch blocked opening the FIFO", func() bool {
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
-		for _, task := range tasks {
-			if b, err := os.ReadFile(task); err == nil && string(b) == "wait_for_partner" {
-				return true
-			}
-		}
-		return false
-	})
+	eventually(t, "certwatch listing from the API server", func() bool { return len(kube.Requests()) > before })
 }
 
 // scanReport is the part of the JSON report these tests read.
@@ -127,18 +99,19 @@ type scanReport struct {
 	} `json:"findings"`
 }
 
-// TestScanHungFilesSource: `certwatch scan` whose files source is stuck
-// opening a FIFO finishes once the source's deadline (2s) has passed: it
-// probes the static target and reports its expiry, reports the files
-// source as failed (its error, a discovery_failed finding, a line on
-// stderr... the report), and exits 1 for them.
-func TestScanHungFilesSource(t *testing.T) {
+// TestScanHungSource: `certwatch scan` whose Kubernetes source waits for
+// an API server that never answers, beside a files source whose glob
+// matches a FIFO, finishes once the source's deadline (2s) has passed: it
+// probes the static target and reports its expiry, reports the Kubernetes
+// source as failed for its deadline and the files source for the FIFO
+// (their errors, discovery_failed findings), and exits 1 for them.
+func TestScanHungSource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
 	t.Parallel()
 	bin := buildBinary(t)
-	cfg, _ := hungFilesConfig(t, "2s", "")
+	cfg, _ := hungSourceConfig(t, "2s", "")
 	cmd := exec.Command(bin, "scan", "--config", cfg, "--output", "json")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -153,7 +126,7 @@ func TestScanHungFilesSource(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("certwatch scan has not exited 60s after start: the stuck files source stalls it\nstderr:\n%s", stderr.String())
+		t.Fatalf("certwatch scan has not exited 60s after start: a stuck source stalls it\nstderr:\n%s", stderr.String())
 	}
 	took := time.Since(start)
 	t.Logf("certwatch scan exited %v after start", took)
@@ -169,23 +142,28 @@ func TestScanHungFilesSource(t *testing.T) {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
 	const want = "did not finish within its deadline of 2s (discovery_timeout) and was abandoned"
-	var expiring, failed bool
+	const fifo = "not a regular file (named pipe); certwatch reads only regular files"
+	var expiring, kubeFailed, filesFailed bool
 	for _, f := range r.Findings {
 		expiring = expiring || f.Kind == "expiring" && f.Tier == "page"
-		failed = failed || f.Kind == "discovery_failed" && f.Name == "files" && strings.Contains(f.Message, want)
+		kubeFailed = kubeFailed || f.Kind == "discovery_failed" && f.Name == "kubernetes:stuck" && strings.Contains(f.Message, want)
+		filesFailed = filesFailed || f.Kind == "discovery_failed" && f.Name == "files" && strings.Contains(f.Message, fifo)
 	}
-	if !expiring || !failed {
-		t.Errorf("findings = %+v; want the static target's certificate expiring at page and files discovery_failed saying %q", r.Findings, want)
+	if !expiring || !kubeFailed || !filesFailed {
+		t.Errorf("findings = %+v; want the static target's certificate expiring at page, kubernetes:stuck discovery_failed saying %q and files discovery_failed saying %q", r.Findings, want, fifo)
 	}
 	for _, s := range r.Sources {
-		if s.Name == "files" && !strings.Contains(s.Error, want) {
-			t.Errorf("files source error = %q, want %q", s.Error, want)
+		if s.Name == "kubernetes:stuck" && !strings.Contains(s.Error, want) {
+			t.Errorf("kubernetes:stuck source error = %q, want %q", s.Error, want)
+		}
+		if s.Name == "files" && !strings.Contains(s.Error, fifo) {
+			t.Errorf("files source error = %q, want %q", s.Error, fifo)
 		}
 	}
 }
 
-// TestScanSIGTERMDuringHungSource: `certwatch scan` stuck on a files
-// source (its deadline an hour away) exits at once on SIGTERM, non-zero,
+// TestScanSIGTERMDuringHungSource: `certwatch scan` stuck on a Kubernetes
+// source (its deadline and its request timeout an hour away) exits at once on SIGTERM, non-zero,
 // saying it was interrupted.
 func TestScanSIGTERMDuringHungSource(t *testing.T) {
 	if testing.Short() {
@@ -193,9 +171,10 @@ func TestScanSIGTERMDuringHungSource(t *testing.T) {
 	}
 	t.Parallel()
 	bin := buildBinary(t)
-	cfg, _ := hungFilesConfig(t, "1h", "")
+	cfg, kube := hungSourceConfig(t, "1h", "")
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
+			before := len(kube.Requests())
 			cmd := exec.Command(bin, "scan", "--config", cfg)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
@@ -208,7 +187,7 @@ func TestScanSIGTERMDuringHungSource(t *testing.T) {
 				_ = cmd.Process.Kill()
 				<-done
 			})
-			waitOpeningFIFO(t, cmd.Process.Pid)
+			waitListing(t, kube, before)
 
 			sent := time.Now()
 			if err := cmd.Process.Signal(sig); err != nil {
@@ -232,20 +211,21 @@ func TestScanSIGTERMDuringHungSource(t *testing.T) {
 	}
 }
 
-// TestRunHungFilesSource: `certwatch run` whose files source is stuck
-// opening a FIFO probes the static target once the source's deadline
-// (2s) has passed, publishes its expiry, and reports the files source as
-// degraded (the report's finding, /metrics); /readyz is ready, the static
-// target's inventory being probed. SIGTERM, with the source still stuck,
-// ends the process within the grace period.
-func TestRunHungFilesSource(t *testing.T) {
+// TestRunHungSource: `certwatch run` whose Kubernetes source waits for an
+// API server that never answers, beside a files source whose glob matches
+// a FIFO, probes the static target once the source's deadline (2s) has
+// passed, publishes its expiry, and reports both sources as degraded (the
+// report's findings, /metrics); /readyz is ready, the static target's
+// inventory being probed. SIGTERM, with the API server still silent, ends
+// the process within the grace period.
+func TestRunHungSource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg, _ := hungFilesConfig(t, "2s", fmt.Sprintf(`notify:
+	cfg, kube := hungSourceConfig(t, "2s", fmt.Sprintf(`notify:
   state: %q
 daemon:
   listen: 127.0.0.1:0
@@ -270,13 +250,15 @@ daemon:
 		t.Fatalf("report: %v\n%s", err, body)
 	}
 	const want = "did not finish within its deadline of 2s (discovery_timeout) and was abandoned"
-	var expiring, degraded bool
+	const fifo = "not a regular file (named pipe)"
+	var expiring, kubeDegraded, filesDegraded bool
 	for _, f := range r.Findings {
 		expiring = expiring || f.Kind == "expiring" && f.Tier == "page"
-		degraded = degraded || f.Kind == "discovery_degraded" && f.Name == "files" && strings.Contains(f.Message, want)
+		kubeDegraded = kubeDegraded || f.Kind == "discovery_degraded" && f.Name == "kubernetes:stuck" && strings.Contains(f.Message, want)
+		filesDegraded = filesDegraded || f.Kind == "discovery_degraded" && f.Name == "files" && strings.Contains(f.Message, fifo)
 	}
-	if !expiring || !degraded {
-		t.Errorf("findings = %+v; want the static target's certificate expiring at page and files discovery_degraded saying %q", r.Findings, want)
+	if !expiring || !kubeDegraded || !filesDegraded {
+		t.Errorf("findings = %+v; want the static target's certificate expiring at page, kubernetes:stuck discovery_degraded saying %q and files discovery_degraded saying %q", r.Findings, want, fifo)
 	}
 	if code, body := httpGet(t, base+"/readyz"); code != 200 {
 		t.Errorf("/readyz = %d %q, want 200: the static target's inventory is probed", code, body)
@@ -287,7 +269,9 @@ daemon:
 		}
 	}
 
-	waitOpeningFIFO(t, p.cmd.Process.Pid) // still stuck
+	if n := len(kube.Requests()); n == 0 {
+		t.Fatal("the API server was never asked")
+	}
 	sent := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
