@@ -189,7 +189,7 @@ func (e *Evaluator) judgeACM(c *acmcert.Certificate, served bool) verdict {
 		v.tier = Critical
 		advice := "ACM cannot renew an expired certificate: request a new one (aws acm request-certificate) and attach it to every resource listed"
 		if c.Type == acmcert.Imported {
-			advice = "renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn " + c.ARN + "), which every resource using it picks up"
+			advice = "renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn " + shellQuote(c.ARN) + "), which every resource using it picks up"
 		}
 		v.msg = fmt.Sprintf("ACM certificate %s %s and is still %s; clients reject it now: %s", it, ago, use, advice)
 		return v
@@ -205,7 +205,7 @@ func (e *Evaluator) judgeACM(c *acmcert.Certificate, served bool) verdict {
 	}
 	switch {
 	case c.Type == acmcert.Imported:
-		msg := fmt.Sprintf("ACM certificate %s was imported, so ACM never renews it: manual renewal required. It %s and is %s; renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn %s), which every resource using it picks up", it, expires, use, c.ARN)
+		msg := fmt.Sprintf("ACM certificate %s was imported, so ACM never renews it: manual renewal required. It %s and is %s; renew it with its issuing CA and reimport it into the same ARN (aws acm import-certificate --certificate-arn %s), which every resource using it picks up", it, expires, use, shellQuote(c.ARN))
 		if !v.inUse {
 			tier = min(tier, Notice)
 		}

@@ -184,7 +184,8 @@ func (e *Evaluator) overdueClause(is *atrest.Issuance, r *atrest.Certificate) st
 }
 
 // certManagerAdvice says what to do about is: the kubectl commands that
-// say why, and its issuer.
+// say why, and its issuer. A name that is not a valid Kubernetes name
+// gets no command (kubectl).
 func certManagerAdvice(is *atrest.Issuance) string {
 	ns, name, ok := strings.Cut(is.Location.Where, "/")
 	if !ok {
@@ -194,24 +195,39 @@ func certManagerAdvice(is *atrest.Issuance) string {
 	if is.Location.Cluster != "" {
 		ctx = " (cluster " + is.Location.Cluster + ")"
 	}
-	return fmt.Sprintf("kubectl describe certificate -n %s %s%s (its events and CertificateRequests say why), then check its issuer (%s): a missing CA Secret, a failing ACME challenge, an expired issuer credential; cert-manager retries on its own once the cause is fixed",
-		ns, name, ctx, issuerCommand(is.Issuer, ns))
+	describe := "read the Certificate's events and CertificateRequests"
+	if cmd, ok := kubectl("describe", "certificate", ns, name); ok {
+		describe = cmd + ctx + " (its events and CertificateRequests say why)"
+	} else {
+		describe += ctx + " (" + cmd + ")"
+	}
+	return fmt.Sprintf("%s, then check its issuer (%s): a missing CA Secret, a failing ACME challenge, an expired issuer credential; cert-manager retries on its own once the cause is fixed",
+		describe, issuerCommand(is.Issuer, ns))
 }
 
 // issuerCommand is the kubectl command describing issuer, of a
-// Certificate in namespace ns.
+// Certificate in namespace ns, or why there is none.
 func issuerCommand(ref atrest.IssuerRef, ns string) string {
 	if ref.Name == "" {
-		return "kubectl get certificaterequest -n " + ns
+		cmd, _ := kubectl("get", "certificaterequest", ns, "")
+		return cmd
 	}
-	kind := strings.ToLower(cmp.Or(ref.Kind, "Issuer"))
+	kind := cmp.Or(ref.Kind, "Issuer")
+	if !kubeKind.MatchString(kind) {
+		return fmt.Sprintf("the issuer kind %s is not a valid Kubernetes kind, so no kubectl command is given", singleQuote(kind))
+	}
+	resource := strings.ToLower(kind)
 	if ref.Group != "" && ref.Group != "cert-manager.io" {
-		kind += "." + ref.Group
+		if !isKubeSubdomain(ref.Group) {
+			return fmt.Sprintf("the issuer group %s is not a valid Kubernetes API group, so no kubectl command is given", singleQuote(ref.Group))
+		}
+		resource += "." + ref.Group
 	}
-	if strings.Contains(kind, "clusterissuer") {
-		return "kubectl describe " + kind + " " + ref.Name
+	if strings.Contains(resource, "clusterissuer") {
+		ns = "" // cluster-scoped
 	}
-	return fmt.Sprintf("kubectl describe %s -n %s %s", kind, ns, ref.Name)
+	cmd, _ := kubectl("describe", resource, ns, ref.Name)
+	return cmd
 }
 
 // judgeUnattached judges the cert-manager Certificates whose Secret held
@@ -246,12 +262,12 @@ func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap)
 				Locations: []atrest.Location{is.Location}, Message: Printable(msg)})
 			continue
 		}
-		ns, _, _ := strings.Cut(is.Secret.Where, "/")
-		_, sname, _ := strings.Cut(is.Secret.Where, "/")
+		ns, sname, _ := strings.Cut(is.Secret.Where, "/")
+		getSecret, _ := kubectl("get", "secret", ns, sname)
 		gap := Gap{Gap: found.Gap{Reason: found.GapSecretNotRead, Zone: where,
 			Detail: fmt.Sprintf("cert-manager reports %s Ready, but %s, which it writes, held no certificate certwatch read", where, secret),
-			Fix: fmt.Sprintf("check that the Secret exists (kubectl get secret -n %s %s) and that the source's label_selector and secret_types select it (cert-manager writes Secrets of type kubernetes.io/tls)",
-				ns, sname)},
+			Fix: fmt.Sprintf("check that the Secret exists (%s) and that the source's label_selector and secret_types select it (cert-manager writes Secrets of type kubernetes.io/tls)",
+				getSecret)},
 			Tier: e.rules.CoverageUnverified}
 		gaps = append(gaps, gap)
 		if gap.Tier == None {

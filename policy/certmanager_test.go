@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"cmp"
 	"crypto/x509"
 	"slices"
 	"strings"
@@ -174,5 +175,79 @@ func TestCertManagerServed(t *testing.T) {
 	slices.Sort(kinds)
 	if want := []string{string(policy.CertManagerNotReady), string(policy.Expiring)}; !slices.Equal(kinds, want) {
 		t.Errorf("findings %v, want %v: certmanager_not_ready beside the endpoint's expiring", kinds, want)
+	}
+}
+
+// TestCertManagerHostileNames: a Certificate, Secret, namespace or issuer
+// whose name is not a valid Kubernetes name (read from a crafted object)
+// never becomes part of the kubectl command a finding suggests: the
+// command is left out and the text says the name is not valid, in single
+// quotes; valid names still get their command.
+func TestCertManagerHostileNames(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const evil = "x; kubectl delete namespace prod #"
+	tests := []struct {
+		name         string
+		where        string
+		issuer       atrest.IssuerRef
+		secret       string
+		ready        bool
+		want, absent []string
+	}{
+		{name: "issuer name", where: "team/api", issuer: atrest.IssuerRef{Name: evil},
+			want:   []string{"kubectl describe certificate -n team api", `the issuer name 'x; kubectl delete namespace prod #' is not a valid Kubernetes name, so no kubectl command is given`},
+			absent: []string{"kubectl describe issuer"}},
+		{name: "cluster issuer name", where: "team/api", issuer: atrest.IssuerRef{Name: "a$(reboot)", Kind: "ClusterIssuer"},
+			want:   []string{`the clusterissuer name 'a$(reboot)' is not a valid Kubernetes name`},
+			absent: []string{"kubectl describe clusterissuer"}},
+		{name: "issuer name with a quote", where: "team/api", issuer: atrest.IssuerRef{Name: "it's"},
+			want: []string{`the issuer name 'it'\''s' is not a valid Kubernetes name`}},
+		{name: "issuer kind", where: "team/api", issuer: atrest.IssuerRef{Name: "ca", Kind: "Issuer;id"},
+			want:   []string{`the issuer kind 'Issuer;id' is not a valid Kubernetes kind, so no kubectl command is given`},
+			absent: []string{"kubectl describe issuer"}},
+		{name: "issuer group", where: "team/api", issuer: atrest.IssuerRef{Name: "ca", Kind: "AWSPCAIssuer", Group: "x`id`"},
+			want:   []string{"the issuer group 'x`id`' is not a valid Kubernetes API group"},
+			absent: []string{"kubectl describe awspcaissuer"}},
+		{name: "external issuer", where: "team/api", issuer: atrest.IssuerRef{Name: "pca", Kind: "AWSPCAIssuer", Group: "awspca.cert-manager.io"},
+			want: []string{"kubectl describe awspcaissuer.awspca.cert-manager.io -n team pca"}},
+		{name: "certificate name", where: "team/a|b", issuer: atrest.IssuerRef{Name: "ca"},
+			want:   []string{`the certificate name 'a|b' is not a valid Kubernetes name`, "kubectl describe issuer -n team ca"},
+			absent: []string{"kubectl describe certificate"}},
+		{name: "namespace", where: "te am/api", issuer: atrest.IssuerRef{Name: "ca"},
+			want:   []string{`the namespace name 'te am' is not a valid Kubernetes name`},
+			absent: []string{"kubectl describe"}},
+		{name: "no issuer, bad namespace", where: "Team/api",
+			want:   []string{`the namespace name 'Team' is not a valid Kubernetes name`},
+			absent: []string{"kubectl get certificaterequest"}},
+		{name: "secret name", where: "team/api", secret: "team/s;id", issuer: atrest.IssuerRef{Name: "ca"}, ready: true,
+			want:   []string{`the secret name 's;id' is not a valid Kubernetes name`},
+			absent: []string{"kubectl get secret"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			secret := cmp.Or(tt.secret, tt.where+"-tls")
+			is := atrest.Issuance{Location: atrest.Location{Kind: atrest.CertManager, Where: tt.where},
+				Secret: atrest.Location{Kind: atrest.Secret, Where: secret, Key: "tls.crt"}, Issuer: tt.issuer, Ready: tt.ready,
+				Reason: "Failed", Message: "issuer not ready", Since: now.AddDate(0, 0, -1)}
+			ev := policy.NewEvaluator(policy.DefaultRules(), now)
+			ev.AddUnattached(is)
+			res := ev.Result()
+			if len(res.Findings) != 1 {
+				t.Fatalf("%d findings, want 1: %+v", len(res.Findings), res.Findings)
+			}
+			msg := res.Findings[0].Message
+			for _, s := range tt.want {
+				if !strings.Contains(msg, s) {
+					t.Errorf("message lacks %q: %s", s, msg)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(msg, s) {
+					t.Errorf("message holds %q: %s", s, msg)
+				}
+			}
+		})
 	}
 }

@@ -135,12 +135,12 @@ func (e *Evaluator) judgeServerCertificate(c *iamcert.Certificate, cons []Consum
 	case served:
 		use = "served by the endpoints listed"
 	}
-	renew := fmt.Sprintf("get a renewed certificate from its CA, upload it (aws iam upload-server-certificate --server-certificate-name %s-renewed ...), switch every listener using this one to it%s, then delete this one (aws iam delete-server-certificate --server-certificate-name %s); or move to ACM, which renews for you",
-		c.Name, switchAdvice(cons), c.Name)
+	renew := fmt.Sprintf("get a renewed certificate from its CA, upload it (aws iam upload-server-certificate --server-certificate-name %s ...), switch every listener using this one to it%s, then delete this one (aws iam delete-server-certificate --server-certificate-name %s); or move to ACM, which renews for you",
+		shellQuote(c.Name+"-renewed"), switchAdvice(cons), shellQuote(c.Name))
 	if !c.NotAfter.After(e.now) {
 		ago := fmt.Sprintf("expired %s ago (%s)", humanBetween(c.NotAfter, e.now), stamp(c.NotAfter))
 		if !inUse {
-			return Info, fmt.Sprintf("%s %s and is %s; delete it (aws iam delete-server-certificate --server-certificate-name %s) to keep the inventory clean", it, ago, use, c.Name)
+			return Info, fmt.Sprintf("%s %s and is %s; delete it (aws iam delete-server-certificate --server-certificate-name %s) to keep the inventory clean", it, ago, use, shellQuote(c.Name))
 		}
 		return Critical, fmt.Sprintf("%s %s and is still %s; clients reject it now: %s", it, ago, use, renew)
 	}

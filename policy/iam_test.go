@@ -81,3 +81,55 @@ func TestIAMServerCertificates(t *testing.T) {
 		t.Errorf("IAM section = %+v, want three by NotAfter, one with its consumer", res.IAM)
 	}
 }
+
+// TestAWSCommandsQuoted: an IAM certificate name or an ACM ARN read from
+// an AWS API goes into the aws command a finding suggests as one shell
+// word: a name holding shell syntax is single-quoted, so pasting the
+// command runs nothing else; an ordinary name stays bare.
+func TestAWSCommandsQuoted(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	iam := func(name string, notAfter time.Time) iamcert.Certificate {
+		return iamcert.Certificate{ARN: "arn:aws:iam::111111111111:server-certificate/" + name, Name: name, Account: "111111111111",
+			NotBefore: notAfter.AddDate(-1, 0, 0), NotAfter: notAfter, Serial: "01"}
+	}
+	tests := []struct {
+		name string
+		add  func(ev *policy.Evaluator)
+		want []string
+	}{
+		{"iam name with shell syntax", func(ev *policy.Evaluator) { ev.AddIAM(iam("x;reboot", now.AddDate(0, 0, 5))) },
+			[]string{"--server-certificate-name 'x;reboot-renewed' ...", "--server-certificate-name 'x;reboot')"}},
+		{"expired iam name with a quote", func(ev *policy.Evaluator) { ev.AddIAM(iam("it's$(id)", now.AddDate(0, 0, -3))) },
+			[]string{`--server-certificate-name 'it'\''s$(id)')`}},
+		{"plain iam name", func(ev *policy.Evaluator) { ev.AddIAM(iam("web-2030", now.AddDate(0, 0, 5))) },
+			[]string{"--server-certificate-name web-2030-renewed ...", "--server-certificate-name web-2030)"}},
+		{"acm arn with shell syntax", func(ev *policy.Evaluator) {
+			c := acmCert("shop.example", now.AddDate(0, 0, 5), imported)
+			c.ARN += "`id`"
+			ev.AddACM(c)
+		}, []string{"--certificate-arn 'arn:aws:acm:eu-west-1:111111111111:certificate/shop.example`id`')"}},
+		{"expired acm arn", func(ev *policy.Evaluator) {
+			c := acmCert("gone.example", now.AddDate(0, 0, -1), imported)
+			c.ARN += " && id"
+			ev.AddACM(c)
+		}, []string{"--certificate-arn 'arn:aws:acm:eu-west-1:111111111111:certificate/gone.example && id')"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ev := policy.NewEvaluator(policy.DefaultRules(), now)
+			tt.add(ev)
+			var msgs []string
+			for _, f := range ev.Result().Findings {
+				msgs = append(msgs, f.Message)
+			}
+			all := strings.Join(msgs, "\n")
+			for _, s := range tt.want {
+				if !strings.Contains(all, s) {
+					t.Errorf("findings lack %q:\n%s", s, all)
+				}
+			}
+		})
+	}
+}
