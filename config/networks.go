@@ -126,10 +126,22 @@ func (p Port) MarshalYAML() (any, error) {
 }
 
 // ParseCIDR parses a range ("10.0.0.0/24") or a single address, masked.
+// An IPv4-mapped range (::ffff:10.0.0.0/120) is the IPv4 range it maps
+// (10.0.0.0/24), before anything else sees it: a dial to ::ffff:10.0.0.1
+// goes to 10.0.0.1, so the range's rate, the network and broadcast
+// addresses never dialled, and overlaps with other ranges must be those of
+// the IPv4 range. A wider IPv6 range holding the mapped ones is refused.
 func ParseCIDR(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), nil
+		p = p.Masked()
+		switch {
+		case p.Addr().Is4In6() && p.Bits() >= 96:
+			return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96), nil
+		case p.Addr().Is6() && p.Overlaps(ipv4Mapped):
+			return netip.Prefix{}, fmt.Errorf("cidr %s holds the IPv4-mapped addresses (%s), which are IPv4 addresses: give the IPv6 ranges beside them, and the IPv4 ranges as such", p, ipv4Mapped)
+		}
+		return p, nil
 	}
 	if a, err := netip.ParseAddr(s); err == nil {
 		a = a.Unmap()
@@ -137,6 +149,10 @@ func ParseCIDR(s string) (netip.Prefix, error) {
 	}
 	return netip.Prefix{}, fmt.Errorf("invalid cidr %q: want a range such as 10.20.0.0/24 or an address", s)
 }
+
+// ipv4Mapped holds the IPv4-mapped IPv6 addresses (RFC 4291 section
+// 2.5.5.2).
+var ipv4Mapped = netip.MustParsePrefix("::ffff:0:0/96")
 
 // NetworkConfig returns the discovery/networks configuration of n, with
 // c's ports and protocols where n gives none and c's probe limits, or

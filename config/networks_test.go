@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,4 +86,48 @@ func TestNetworkProblems(t *testing.T) {
 			t.Errorf("problems:\n%v\nwant one saying %q", err, want)
 		}
 	}
+}
+
+// TestNetworkIPv4Mapped: a range or exclusion written IPv4-mapped is the
+// IPv4 range it maps, so it overlaps that range written in IPv4 and is
+// sized, named and paced as IPv4; an IPv6 range holding every mapped
+// address is refused.
+func TestNetworkIPv4Mapped(t *testing.T) {
+	t.Parallel()
+	c, err := config.Decode(strings.NewReader(`networks:
+  - cidrs: ["::ffff:10.20.0.0/120"]
+    exclude: ["::ffff:10.20.0.1/128", "::ffff:10.20.0.2"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.NetworkConfig(&c.Networks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := prefixes("10.20.0.0/24"); got.Name != "10.20.0.0/24" || !slices.Equal(got.Prefixes, want) || !slices.Equal(got.Exclude, prefixes("10.20.0.1/32", "10.20.0.2/32")) {
+		t.Errorf("network %s: prefixes %v, exclude %v; want 10.20.0.0/24 less 10.20.0.1/32 and 10.20.0.2/32", got.Name, got.Prefixes, got.Exclude)
+	}
+
+	_, err = config.Decode(strings.NewReader(`networks:
+  - cidrs: ["::ffff:10.20.0.0/120"]
+  - cidrs: [10.20.0.128/25]
+  - cidrs: ["::/80"]
+`))
+	for _, want := range []string{
+		"line 3: network 10.20.0.128/25: 10.20.0.128/25 overlaps 10.20.0.0/24 of networks[0]: list each address in one network",
+		"cidr ::/80 holds the IPv4-mapped addresses (::ffff:0.0.0.0/96), which are IPv4 addresses",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems:\n%v\nwant one saying %q", err, want)
+		}
+	}
+}
+
+func prefixes(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(s))
+	for i, p := range s {
+		out[i] = netip.MustParsePrefix(p)
+	}
+	return out
 }

@@ -174,6 +174,18 @@ func Check(c Config) error {
 	if len(c.Ports) == 0 {
 		errs = append(errs, errors.New("no ports to sweep"))
 	}
+	// An IPv4-mapped range dials IPv4 addresses but would be paced,
+	// skipped and overlapped as IPv6 (config.ParseCIDR maps it).
+	for _, p := range c.Prefixes {
+		if p.Addr().Is4In6() {
+			errs = append(errs, fmt.Errorf("cidr %s is IPv4-mapped: give it as %s", p, unmapped(p)))
+		}
+	}
+	for _, p := range c.Exclude {
+		if p.Addr().Is4In6() {
+			errs = append(errs, fmt.Errorf("exclude %s is IPv4-mapped: give it as %s", p, unmapped(p)))
+		}
+	}
 	for i, a := range c.Prefixes {
 		for _, b := range c.Prefixes[i+1:] {
 			if a.Overlaps(b) {
@@ -202,6 +214,11 @@ func Check(c Config) error {
 		errs = append(errs, errors.New("rate and burst must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// unmapped returns the IPv4 range the IPv4-mapped p maps.
+func unmapped(p netip.Prefix) netip.Prefix {
+	return netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked()
 }
 
 func prefixList(ps []netip.Prefix) string {

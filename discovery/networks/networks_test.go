@@ -156,6 +156,8 @@ func TestCheckBoundsTheRange(t *testing.T) {
 		{"an IPv6 /64", networks.Config{Prefixes: prefixes("2001:db8::/64"), Ports: one}, "is more than 1048576 connections"},
 		{"max_size above the hard bound", networks.Config{Prefixes: prefixes("10.0.0.0/24"), Ports: one, MaxSize: 1 << 24}, "max_size 16777216 is above the most certwatch sweeps"},
 		{"overlap", networks.Config{Prefixes: prefixes("10.0.0.0/24", "10.0.0.128/25"), Ports: one}, "cidrs 10.0.0.0/24 and 10.0.0.128/25 overlap"},
+		{"IPv4-mapped", networks.Config{Prefixes: prefixes("::ffff:127.0.0.0/120"), Ports: one}, "cidr ::ffff:127.0.0.0/120 is IPv4-mapped: give it as 127.0.0.0/24"},
+		{"IPv4-mapped exclude", networks.Config{Prefixes: prefixes("127.0.0.0/24"), Exclude: prefixes("::ffff:127.0.0.1/128"), Ports: one}, "exclude ::ffff:127.0.0.1/128 is IPv4-mapped: give it as 127.0.0.1/32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,10 +3,13 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,5 +96,140 @@ func TestScanNetworkTooLarge(t *testing.T) {
 	_, stderr, code := run(t, "scan", "--network", "10.0.0.0/8,443")
 	if code != cli.ExitUsage || !strings.Contains(stderr, "10.0.0.0/8 addresses × 1 port(s) is more than 1048576 connections, above max_size 65536: split it into the ranges that hold services: certwatch refuses to sweep it whole") {
 		t.Errorf("exit %d, stderr %q; want 2 and the range refused", code, stderr)
+	}
+}
+
+// acceptCounter is a plain TCP listener on one port of each of a range's
+// addresses, recording when each accepted a connection.
+type acceptCounter struct {
+	port int
+	mu   sync.Mutex // guards at
+	at   map[netip.Addr][]time.Time
+}
+
+// listenRange listens on every address of p (an IPv4 range on loopback)
+// on one port, network and broadcast addresses included, and closes what
+// it accepts.
+func listenRange(t *testing.T, p netip.Prefix) *acceptCounter {
+	t.Helper()
+	ac := &acceptCounter{at: map[netip.Addr][]time.Time{}}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	for attempt := 0; ; attempt++ {
+		var lns []net.Listener
+		var err error
+		for a := p.Addr(); p.Contains(a) && err == nil; a = a.Next() {
+			var ln net.Listener
+			ln, err = net.Listen("tcp", netip.AddrPortFrom(a, uint16(ac.port)).String())
+			if err == nil {
+				lns = append(lns, ln)
+				ac.port = ln.Addr().(*net.TCPAddr).Port
+			}
+		}
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			if attempt == 5 {
+				t.Fatal(err)
+			}
+			ac.port = 0 // that port is taken on one address: another
+			continue
+		}
+		for _, ln := range lns {
+			t.Cleanup(func() { ln.Close() })
+			a := netip.MustParseAddrPort(ln.Addr().String()).Addr()
+			wg.Go(func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					ac.mu.Lock()
+					ac.at[a] = append(ac.at[a], time.Now())
+					ac.mu.Unlock()
+					c.Close()
+				}
+			})
+		}
+		return ac
+	}
+}
+
+// accepts returns the connections each address accepted and when all of
+// them did, in order.
+func (ac *acceptCounter) accepts() (map[netip.Addr]int, []time.Time) {
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	per := map[netip.Addr]int{}
+	var all []time.Time
+	for a, ts := range ac.at {
+		per[a] = len(ts)
+		all = append(all, ts...)
+	}
+	slices.SortFunc(all, time.Time.Compare)
+	return per, all
+}
+
+// TestScanNetworkMappedIPv4: a range written IPv4-mapped
+// (::ffff:127.44.9.0/125, in --network or networks[].cidrs) is the IPv4
+// range it maps: its network and broadcast addresses are never dialled, it
+// is named 127.44.9.0/29, it overlaps the same range written in IPv4, and
+// its rate holds for the sweep and the probes together (real listeners
+// count the connections they accept).
+func TestScanNetworkMappedIPv4(t *testing.T) {
+	t.Parallel()
+	ac := listenRange(t, netip.MustParsePrefix("127.44.9.0/29"))
+
+	t.Run("overlap", func(t *testing.T) {
+		_, stderr, code := run(t, "scan", "--network", fmt.Sprintf("::ffff:127.44.9.0/125,%d", ac.port), "--network", fmt.Sprintf("127.44.9.4/30,%d", ac.port))
+		if code != cli.ExitUsage || !strings.Contains(stderr, "127.44.9.4/30 overlaps 127.44.9.0/29 of networks[0]") {
+			t.Errorf("exit %d, stderr %q; want 2 and the overlap refused", code, stderr)
+		}
+		if per, _ := ac.accepts(); len(per) != 0 {
+			t.Errorf("accepted %v before the overlap was refused, want nothing dialled", per)
+		}
+	})
+	ac.mu.Lock()
+	clear(ac.at)
+	ac.mu.Unlock()
+
+	cfg := filepath.Join(t.TempDir(), "certwatch.yaml")
+	const rate = 10.0
+	yaml := fmt.Sprintf("networks:\n  - cidrs: [\"::ffff:127.44.9.0/125\"]\n    ports: [%d]\n    rate: %g\n    burst: 1\n    reverse_dns: false\n", ac.port, rate)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "scan", "--config", cfg, "--timeout", "1s", "--output", "json")
+	if code == cli.ExitUsage {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	var r struct {
+		Networks []struct {
+			Name      string
+			CIDRs     []string
+			Addresses int `json:"addresses_tried"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v; stdout:\n%s", err, stdout)
+	}
+	if len(r.Networks) != 1 || r.Networks[0].Name != "127.44.9.0/29" || !slices.Equal(r.Networks[0].CIDRs, []string{"127.44.9.0/29"}) || r.Networks[0].Addresses != 6 {
+		t.Errorf("networks = %+v, want 127.44.9.0/29 with 6 addresses tried", r.Networks)
+	}
+	per, all := ac.accepts()
+	for a := netip.MustParseAddr("127.44.9.0"); a.Compare(netip.MustParseAddr("127.44.9.7")) <= 0; a = a.Next() {
+		special := a.As4()[3] == 0 || a.As4()[3] == 7
+		if special && per[a] != 0 || !special && per[a] == 0 {
+			t.Errorf("%s accepted %d connection(s); want none at the network and broadcast addresses, some at every other", a, per[a])
+		}
+	}
+	// At rate 10/s with a burst of 1, n connections take at least (n-1)/10 s.
+	if n := len(all); n > 1 {
+		span, least := all[n-1].Sub(all[0]), time.Duration(float64(n-1)/rate*float64(time.Second))
+		if span < least*9/10 {
+			t.Errorf("%d connections in %v, want at least %v at %g a second (sweep and probes together)", n, span, least, rate)
+		}
+		t.Logf("%d connections in %v", n, span)
 	}
 }
