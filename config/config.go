@@ -562,7 +562,7 @@ func (c *Config) problems(pos positions) []error {
 	}
 	if c.Policy.DistrustFile != "" {
 		if _, err := LoadDistrust(c.Policy.DistrustFile); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fieldf("policy.distrust_file", "%v", err))
 		}
 	}
 	errs = append(errs, c.Coverage.problems()...)
