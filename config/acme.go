@@ -3,8 +3,10 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 )
 
 // ACME configures the lookups of ACME Renewal Information (RFC 9773): for
@@ -30,8 +32,17 @@ type ACME struct {
 
 // ACMEDirectory is one ACME CA asked for renewal information.
 type ACMEDirectory struct {
+	// URL is the https URL of its directory, without a user or password;
+	// its query is kept but never printed (probes.RedactURL).
 	URL     string   `yaml:"url"`
 	Issuers []string `yaml:"issuers"`
+}
+
+// MarshalYAML writes d with its URL redacted, as check-config prints it:
+// a token in the URL's query stays out of the output.
+func (d ACMEDirectory) MarshalYAML() (any, error) {
+	type plain ACMEDirectory // without this method
+	return plain{URL: probes.RedactURL(d.URL), Issuers: d.Issuers}, nil
 }
 
 func (a *ACME) applyDefaults() {
@@ -51,11 +62,20 @@ func (a *ACME) validate() []error {
 	}
 	for i, d := range a.Directories {
 		path := fmt.Sprintf("directories[%d]", i)
-		if u, err := url.Parse(d.URL); err != nil || u.Scheme != "https" || u.Host == "" {
-			add(path+".url", "directories[%d]: url %q: want the https URL of an ACME directory", i, shorten(d.URL))
+		shown := probes.RedactURL(d.URL)
+		switch u, err := url.Parse(d.URL); {
+		case err != nil || u.Scheme != "https" || u.Host == "":
+			add(path+".url", "directories[%d]: url %q: want the https URL of an ACME directory", i, shorten(shown))
+		case u.User != nil:
+			add(path+".url", "directories[%d]: url %q: remove the user and password: renewal information is public, asked without credentials (RFC 9773), and the URL is repeated in findings and errors", i, shorten(shown))
 		}
 		if len(d.Issuers) == 0 {
 			add(path+".issuers", "directories[%d]: issuers: required (the issuing certificate's subject organization or common name): a CA is never guessed", i)
+		}
+		for j, is := range d.Issuers {
+			if strings.TrimSpace(is) == "" {
+				add(fmt.Sprintf("%s.issuers[%d]", path, j), "directories[%d]: issuers[%d]: empty: it would match every issuing certificate without an organization or common name; name the issuer", i, j)
+			}
 		}
 	}
 	return errs

@@ -50,6 +50,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"silence of an unknown kind", "silences:\n  - match: {kind: expirng}\n    until: 2000-01-01\n    reason: x\n", []string{"line 2: ", `unknown finding kind "expirng"`}},
 		{"silence with a bad date", "silences:\n  - match: {kind: expiring}\n    until: friday\n    reason: x\n", []string{"line 3", `invalid date "friday"`}},
 		{"silence up to an unknown tier", "silences:\n  - match: {zone: a.example}\n    up_to: loud\n    until: 2000-01-01\n    reason: x\n", []string{"line 3: ", `up_to: unknown tier "loud"`}},
+		{"acme issuer empty", "acme:\n  directories:\n    - url: https://acme.example/directory\n      issuers: [Example CA, \" \"]\n", []string{"line 4: ", "acme: directories[0]: issuers[1]: empty: it would match every issuing certificate without an organization or common name"}},
+		{"acme url with a password", "acme:\n  directories:\n    - url: https://acct:hunter2@acme.example/directory\n      issuers: [Example CA]\n", []string{"line 3: ", `url "https://acme.example/directory": remove the user and password`}},
 		{"silence token from two places", "serve:\n  silence_token_env: A\n  silence_token_file: /b\n", []string{"line 2: ", "set at most one"}},
 		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
 	}

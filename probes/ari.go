@@ -182,7 +182,7 @@ func (a *ariChecker) check(ctx context.Context, leaf, issuer *x509.Certificate) 
 		})
 		switch {
 		case err != nil:
-			failed = &RenewalInfo{Directory: d.URL, Error: err.Error()}
+			failed = &RenewalInfo{Directory: RedactURL(d.URL), Error: err.Error()}
 		case info != nil:
 			return info
 		}
@@ -191,9 +191,10 @@ func (a *ariChecker) check(ctx context.Context, leaf, issuer *x509.Certificate) 
 }
 
 // issuedBy reports whether d lists issuer's organization or common name.
+// An empty name in d matches nothing (not an issuer without one).
 func issuedBy(d ACMEDirectory, issuer *x509.Certificate) bool {
 	return slices.ContainsFunc(d.Issuers, func(want string) bool {
-		return issuer.Subject.CommonName == want || slices.Contains(issuer.Subject.Organization, want)
+		return want != "" && (issuer.Subject.CommonName == want || slices.Contains(issuer.Subject.Organization, want))
 	})
 }
 
@@ -229,13 +230,13 @@ func (a *ariChecker) fetchWindow(ctx context.Context, directory, id string) (*Re
 		ExplanationURL string `json:"explanationURL"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, now.Add(ariFailedRetry), fmt.Errorf("renewal information of serial %x from %s does not parse: %v", serialOf(id), directory, err)
+		return nil, now.Add(ariFailedRetry), fmt.Errorf("renewal information of serial %x from %s does not parse: %v", serialOf(id), RedactURL(directory), err)
 	}
 	s, e := w.SuggestedWindow.Start, w.SuggestedWindow.End
 	if s.IsZero() || e.IsZero() || !e.After(s) {
-		return nil, now.Add(ariFailedRetry), fmt.Errorf("renewal information of serial %x from %s has no valid suggestedWindow (start %v, end %v)", serialOf(id), directory, s, e)
+		return nil, now.Add(ariFailedRetry), fmt.Errorf("renewal information of serial %x from %s has no valid suggestedWindow (start %v, end %v)", serialOf(id), RedactURL(directory), s, e)
 	}
-	info := &RenewalInfo{Directory: directory, Start: s.UTC(), End: e.UTC()}
+	info := &RenewalInfo{Directory: RedactURL(directory), Start: s.UTC(), End: e.UTC()}
 	if u, err := url.Parse(w.ExplanationURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
 		info.ExplanationURL = w.ExplanationURL
 	}
@@ -253,6 +254,9 @@ func clampRetry(d time.Duration) time.Duration {
 // must be https on the directory's own host.
 func (a *ariChecker) readDirectory(ctx context.Context, directory string) (string, error) {
 	body, _, err := a.get(ctx, directory, "application/json")
+	if errors.Is(err, errNotKnown) {
+		return "", fmt.Errorf("ACME directory %s: http status 404: not an ACME directory", RedactURL(directory))
+	}
 	if err != nil {
 		return "", fmt.Errorf("ACME directory: %w", err)
 	}
@@ -260,38 +264,44 @@ func (a *ariChecker) readDirectory(ctx context.Context, directory string) (strin
 		RenewalInfo string `json:"renewalInfo"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil {
-		return "", fmt.Errorf("ACME directory %s does not parse: %v", directory, err)
+		return "", fmt.Errorf("ACME directory %s does not parse: %v", RedactURL(directory), err)
 	}
 	if d.RenewalInfo == "" {
-		return "", fmt.Errorf("ACME directory %s offers no renewalInfo (the CA does not publish renewal information)", directory)
+		return "", fmt.Errorf("ACME directory %s offers no renewalInfo (the CA does not publish renewal information)", RedactURL(directory))
 	}
 	du, _ := url.Parse(directory)
 	ru, err := url.Parse(d.RenewalInfo)
 	if err != nil || ru.Scheme != "https" || du == nil || ru.Host != du.Host {
-		return "", fmt.Errorf("ACME directory %s names renewalInfo %q, not https on its own host: not used", directory, d.RenewalInfo)
+		return "", fmt.Errorf("ACME directory %s names renewalInfo %q, not https on its own host: not used", RedactURL(directory), RedactURL(d.RenewalInfo))
 	}
 	return d.RenewalInfo, nil
 }
 
 // get reads u (https only), capped at maxARIBytes, and returns the body and
-// the Retry-After the server gave. A 404 is errNotKnown.
+// the Retry-After the server gave. A 404 is errNotKnown. Its errors name u
+// redacted (RedactURL).
 func (a *ariChecker) get(ctx context.Context, u, accept string) ([]byte, time.Duration, error) {
+	shown := RedactURL(u)
 	if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" {
-		return nil, 0, fmt.Errorf("%s: not an https URL", u)
+		return nil, 0, fmt.Errorf("%s: not an https URL", shown)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("no answer within %v", a.timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("GET %s: not a valid URL", shown)
 	}
 	req.Header.Set("Accept", accept)
 	resp, err := a.client.Do(req)
 	if err != nil {
+		var ue *url.Error // repeats u whole
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			err = cause
 		}
-		return nil, 0, fmt.Errorf("GET %s: %w", u, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	retry := retryAfterHeader(resp.Header.Get("Retry-After"), a.now())
@@ -300,16 +310,32 @@ func (a *ariChecker) get(ctx context.Context, u, accept string) ([]byte, time.Du
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, retry, fmt.Errorf("GET %s: http status %d", u, resp.StatusCode)
+		return nil, retry, fmt.Errorf("GET %s: http status %d", shown, resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxARIBytes+1))
 	if err != nil {
-		return nil, retry, fmt.Errorf("GET %s: %w", u, err)
+		return nil, retry, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	if len(body) > maxARIBytes {
-		return nil, retry, fmt.Errorf("GET %s: answer larger than %d bytes; not read past it", u, maxARIBytes)
+		return nil, retry, fmt.Errorf("GET %s: answer larger than %d bytes; not read past it", shown, maxARIBytes)
 	}
 	return bytes.TrimSpace(body), retry, nil
+}
+
+// RedactURL returns the URL s for messages, reports and logs: without
+// its user and password, fragment, and query, whose place says
+// "?redacted" (a token a CA takes in the query stays out of findings
+// sent to every channel); "(an unparsable URL)" when s does not parse.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if u.RawQuery != "" || u.ForceQuery {
+		r.RawQuery = "redacted"
+	}
+	return r.String()
 }
 
 // retryAfterHeader parses a Retry-After value: seconds or an HTTP date.

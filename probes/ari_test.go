@@ -225,3 +225,52 @@ func TestARIRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestARIRedactsDirectoryURL: a directory URL carrying a user, password or
+// query (a token some CAs take) is never repeated whole: the observation's
+// directory and every error about it show it without them, whether the
+// directory answers, names a renewalInfo elsewhere, or cannot be reached.
+func TestARIRedactsDirectoryURL(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	l := leaf(t, p.inter, "a.example", now.Add(-60*day), now.Add(30*day))
+	srv := serveSNI(t, map[string]tls.Certificate{"a.example": l.FullChain()})
+	for _, tt := range []struct {
+		name, renewalInfo, path, want string
+	}{
+		{"answers", "", "/directory", ""},
+		{"renewalInfo elsewhere", "https://127.0.0.2:1/renewal-info", "/directory", "not https on its own host"},
+		{"no such directory", "", "/nowhere", "http status 404"},
+		{"unreachable", "", "", "GET https://127.0.0.1:1/directory?redacted:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			acme := newACMEServer(t)
+			acme.renewalInfo = tt.renewalInfo
+			acme.setWindow(t, l.Cert, now.Add(-day), now.Add(day), "")
+			host := strings.TrimPrefix(acme.URL, "https://")
+			if tt.path == "" {
+				host, tt.path = "127.0.0.1:1", "/directory"
+			}
+			dir := "https://acct:hunter2@" + host + tt.path + "?token=s3cret#frag"
+			cfg := testConfig(p.root.Pool())
+			cfg.Revocation.Disabled = true
+			cfg.ARI = probes.ARIConfig{Directories: []probes.ACMEDirectory{{URL: dir, Issuers: []string{"certtest"}}}, Client: acme.Client()}
+			o := probeOne(t, probes.New(cfg), target("a.example", srv))
+			if o.Renewal == nil {
+				t.Fatal("no renewal information, want a window or an error")
+			}
+			if want := "https://" + host + tt.path + "?redacted"; o.Renewal.Directory != want {
+				t.Errorf("Renewal.Directory = %q, want %q", o.Renewal.Directory, want)
+			}
+			if !strings.Contains(o.Renewal.Error, tt.want) || (tt.want == "") != (o.Renewal.Error == "") {
+				t.Errorf("Renewal.Error = %q, want it saying %q", o.Renewal.Error, tt.want)
+			}
+			for _, secret := range []string{"acct", "hunter2", "s3cret", "frag"} {
+				if strings.Contains(o.Renewal.Directory+o.Renewal.Error, secret) {
+					t.Errorf("renewal information repeats %q: directory %q, error %q", secret, o.Renewal.Directory, o.Renewal.Error)
+				}
+			}
+		})
+	}
+}

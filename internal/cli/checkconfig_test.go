@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,5 +42,65 @@ notify:
 	}
 	if got := strings.TrimSpace(stderr); got != strings.Join(want, "\n") {
 		t.Errorf("stderr:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// TestCheckConfigRefuses: check-config refuses what run would refuse, at
+// the key's line, and never repeats a credential from the file: each case
+// is a file, the exit code, what stderr says and what neither output may
+// hold.
+func TestCheckConfigRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		yaml   string
+		code   int
+		stderr []string // "" when valid
+		stdout []string
+		never  []string
+	}{
+		{name: "acme directory with a password and a query",
+			yaml: "acme:\n  directories:\n    - url: \"https://acct:hunter2@acme.example/directory?token=s3cret\"\n      issuers: [Example CA]\n",
+			code: 2, stderr: []string{`line 3: acme: directories[0]: url "https://acme.example/directory?redacted": remove the user and password`},
+			never: []string{"hunter2", "acct", "s3cret"}},
+		{name: "acme directory url not https",
+			yaml: "acme:\n  directories:\n    - url: \"http://acme.example/directory?token=s3cret\"\n      issuers: [Example CA]\n",
+			code: 2, stderr: []string{`line 3: acme: directories[0]: url "http://acme.example/directory?redacted": want the https URL`},
+			never: []string{"s3cret"}},
+		{name: "acme directory with a query",
+			yaml: "acme:\n  directories:\n    - url: \"https://acme.example/directory?token=s3cret\"\n      issuers: [Example CA]\n",
+			code: 0, stdout: []string{"url: https://acme.example/directory?redacted"}, never: []string{"s3cret"}},
+		{name: "acme issuer empty",
+			yaml: "acme:\n  directories:\n    - url: https://acme.example/directory\n      issuers: [\"\"]\n",
+			code: 2, stderr: []string{"line 4: acme: directories[0]: issuers[0]: empty"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			if err := os.WriteFile(file, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := run(t, "check-config", file)
+			if code != tt.code {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			for _, want := range tt.stdout {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			for _, secret := range tt.never {
+				if strings.Contains(stdout+stderr, secret) {
+					t.Errorf("check-config repeated %q:\n%s%s", secret, stdout, stderr)
+				}
+			}
+		})
 	}
 }
