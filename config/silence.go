@@ -156,3 +156,45 @@ func validateSilences(silences []Silence, max time.Duration, now time.Time) []er
 	}
 	return errs
 }
+
+// MinSilenceToken is the fewest bytes serve's silence token may have:
+// with failed attempts limited (serve answers 429 past a few a minute),
+// 16 random bytes are beyond guessing. `openssl rand -hex 16` makes one
+// of 32.
+const MinSilenceToken = 16
+
+// SilenceToken reads the bearer token of serve's silence endpoints from
+// serve.silence_token_file or serve.silence_token_env, as run does at
+// start (surrounding whitespace trimmed); "" when neither is set. A file
+// that cannot be read or is empty, a variable that is not set, and a
+// token shorter than MinSilenceToken bytes are errors (*FieldError)
+// naming the key; the token itself is never in them.
+func (s Serve) SilenceToken() (Secret, error) {
+	key := "serve.silence_token_file"
+	if s.SilenceTokenFile == "" {
+		key = "serve.silence_token_env"
+	}
+	tok, err := ReadSecret(key, "", s.SilenceTokenFile, s.SilenceTokenEnv)
+	if err != nil {
+		return "", &FieldError{Path: key, Err: err}
+	}
+	if n := len(tok.Reveal()); n > 0 && n < MinSilenceToken {
+		return "", fieldf(key, "%s: the token has %d bytes, fewer than the %d required: make a random one (openssl rand -hex 16)", key, n, MinSilenceToken)
+	}
+	return tok, nil
+}
+
+// CheckStart reports what run refuses at start beyond Validate, as
+// check-config does offline: the silence token (Serve.SilenceToken).
+// data is the file c was loaded from, for the line of each problem.
+func CheckStart(c *Config, data []byte) error {
+	var errs []error
+	if _, err := c.Serve.SilenceToken(); err != nil {
+		errs = append(errs, err)
+	}
+	pos := positionsOf(data)
+	for i, e := range errs {
+		errs[i] = pos.locate(e)
+	}
+	return joinSorted(errs)
+}

@@ -132,6 +132,9 @@ type Server struct {
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
+	// authFailures counts failed attempts at the silence token.
+	authFailures authFailures
+
 	// snapMu guards snap, the latest snapshot of the store.
 	snapMu sync.Mutex
 	snap   storeSnapshot

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,16 +66,28 @@ func (s *Server) listSilences(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorized reports whether r carries the silence token, answering it
-// when not. The comparison takes the same time whatever the token given;
-// the token is never logged.
+// when not. The scheme is case-insensitive (RFC 7235 section 2.1). The
+// comparison takes the same time whatever the token given; the token is
+// never logged. Past MaxAuthFailures failures a minute from r's client,
+// it answers 429 with a Retry-After without looking at the token.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if len(s.opts.SilenceToken) == 0 {
 		http.Error(w, "changing silences over HTTP is off: set serve.silence_token_env or serve.silence_token_file, or use 'certwatch silence'", http.StatusForbidden)
 		return false
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	client, now := clientOf(r.RemoteAddr), s.now()
+	if d := s.authFailures.wait(client, now); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(d)))
+		http.Error(w, fmt.Sprintf("too many failed attempts at the silence token: try again in %d seconds", retryAfter(d)), http.StatusTooManyRequests)
+		return false
+	}
+	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	got = strings.TrimLeft(got, " ")
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(s.opts.SilenceToken)
-	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		if s.authFailures.fail(client, now) {
+			s.logger.Warn("silence token failures limited", "client", client.String(), "max_per_minute", MaxAuthFailures)
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="certwatch silences"`)
 		http.Error(w, "a valid bearer token is required (Authorization: Bearer <serve.silence_token>)", http.StatusUnauthorized)
 		return false

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -192,4 +193,89 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// postAuth posts body to url with the Authorization header auth and
+// returns the status and the Retry-After header.
+func postAuth(t *testing.T, url, auth, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// TestSilenceAuthScheme: the authentication scheme is case-insensitive
+// (RFC 7235 section 2.1), so "bearer" and "BEARER" carry the token as
+// "Bearer" does; another scheme does not.
+func TestSilenceAuthScheme(t *testing.T) {
+	t.Parallel()
+	const token = "silence-token-5d1e9a0c"
+	body := `{"match": {"kind": "expiring"}, "for": "1d", "reason": "CHG-7", "author": "alice"}`
+	_, base := newServer(t, serve.Options{Silences: &bookFake{}, SilenceToken: []byte(token)})
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{
+		{"Bearer " + token, http.StatusCreated},
+		{"bearer " + token, http.StatusCreated},
+		{"BEARER " + token, http.StatusCreated},
+		{"Basic " + token, http.StatusUnauthorized},
+		{"Bearer" + token, http.StatusUnauthorized},
+		{token, http.StatusUnauthorized},
+	} {
+		if code, _ := postAuth(t, base+"/api/v1/silences", tt.auth, body); code != tt.want {
+			t.Errorf("POST with Authorization %q = %d, want %d", tt.auth, code, tt.want)
+		}
+	}
+}
+
+// TestSilenceAuthFailuresLimited: past 10 failed
+// attempts within a minute, the silence write routes answer 429 with a
+// Retry-After, even to the right token, so a token cannot be guessed at
+// the speed of the network; once that time has passed the right token
+// works again (no lockout for good), and reading silences is never
+// limited.
+func TestSilenceAuthFailuresLimited(t *testing.T) {
+	t.Parallel()
+	const token = "silence-token-5d1e9a0c"
+	body := `{"match": {"kind": "expiring"}, "for": "1d", "reason": "CHG-7", "author": "alice"}`
+	var mu sync.Mutex
+	clock := now
+	book := &bookFake{}
+	_, base := newServer(t, serve.Options{Silences: book, SilenceToken: []byte(token),
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
+	for i := range serve.MaxAuthFailures {
+		if code, _ := postAuth(t, base+"/api/v1/silences/s-1/expire", fmt.Sprintf("Bearer guess-%d", i), ""); code != http.StatusUnauthorized {
+			t.Fatalf("failed attempt %d = %d, want 401", i+1, code)
+		}
+	}
+	code, retry := postAuth(t, base+"/api/v1/silences", "Bearer guess-next", body)
+	secs, err := strconv.Atoi(retry)
+	if code != http.StatusTooManyRequests || err != nil || secs < 1 || secs > 60 {
+		t.Fatalf("attempt past the limit = %d, Retry-After %q; want 429 and 1 to 60 seconds", code, retry)
+	}
+	if code, _ := postAuth(t, base+"/api/v1/silences", "Bearer "+token, body); code != http.StatusTooManyRequests {
+		t.Errorf("the right token while limited = %d, want 429 (a guess that is right must not be told apart)", code)
+	}
+	if code, _, _ := get(t, base+"/api/v1/silences"); code != http.StatusOK {
+		t.Errorf("GET /api/v1/silences while limited = %d, want 200", code)
+	}
+	mu.Lock()
+	clock = clock.Add(time.Duration(secs) * time.Second)
+	mu.Unlock()
+	if code, _ := postAuth(t, base+"/api/v1/silences", "Bearer "+token, body); code != http.StatusCreated {
+		t.Errorf("the right token after Retry-After = %d, want 201", code)
+	}
+	if len(book.added) != 1 {
+		t.Errorf("%d silences added, want 1", len(book.added))
+	}
 }

@@ -59,6 +59,7 @@ func TestCheckConfigRefuses(t *testing.T) {
 		stderr []string // "" when valid
 		stdout []string
 		never  []string
+		token  string // written to {dir}/token-N when set
 	}{
 		{name: "acme directory with a password and a query",
 			yaml: "acme:\n  directories:\n    - url: \"https://acct:hunter2@acme.example/directory?token=s3cret\"\n      issuers: [Example CA]\n",
@@ -71,6 +72,21 @@ func TestCheckConfigRefuses(t *testing.T) {
 		{name: "acme directory with a query",
 			yaml: "acme:\n  directories:\n    - url: \"https://acme.example/directory?token=s3cret\"\n      issuers: [Example CA]\n",
 			code: 0, stdout: []string{"url: https://acme.example/directory?redacted"}, never: []string{"s3cret"}},
+		{name: "silence token of one byte",
+			yaml: "serve:\n  silence_token_file: {token}\n", token: "Z\n",
+			code: 2, stderr: []string{"line 2: serve.silence_token_file: the token has 1 bytes, fewer than the 16 required: make a random one (openssl rand -hex 16)"}},
+		{name: "silence token file empty",
+			yaml: "serve:\n  silence_token_file: {token}\n", token: " \n",
+			code: 2, stderr: []string{"line 2: serve.silence_token_file: secret file ", "is empty"}},
+		{name: "silence token file missing",
+			yaml: "serve:\n  silence_token_file: /nonexistent/certwatch-token\n",
+			code: 2, stderr: []string{"line 2: serve.silence_token_file: read secret file: open /nonexistent/certwatch-token: no such file or directory"}},
+		{name: "silence token variable not set",
+			yaml: "serve:\n  silence_token_env: CERTWATCH_TEST_UNSET_SILENCE_TOKEN\n",
+			code: 2, stderr: []string{"line 2: serve.silence_token_env: environment variable CERTWATCH_TEST_UNSET_SILENCE_TOKEN is not set"}},
+		{name: "silence token of 16 bytes",
+			yaml: "serve:\n  silence_token_file: {token}\n", token: "0123456789abcdef\n",
+			code: 0, never: []string{"0123456789abcdef"}},
 		{name: "acme issuer empty",
 			yaml: "acme:\n  directories:\n    - url: https://acme.example/directory\n      issuers: [\"\"]\n",
 			code: 2, stderr: []string{"line 4: acme: directories[0]: issuers[0]: empty"}},
@@ -79,6 +95,13 @@ func TestCheckConfigRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			if tt.token != "" {
+				tok := filepath.Join(dir, fmt.Sprintf("token-%d", i))
+				if err := os.WriteFile(tok, []byte(tt.token), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				tt.yaml = strings.ReplaceAll(tt.yaml, "{token}", tok)
+			}
 			if err := os.WriteFile(file, []byte(tt.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -288,14 +288,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 		h.emptyState = stateName(c.Notify.State)
 	}
 	book := newSilenceBook(store, c)
-	var silenceToken []byte
-	if sv := c.Serve; sv.SilenceTokenEnv != "" || sv.SilenceTokenFile != "" {
-		tok, err := config.ReadSecret("serve: silence token", "", sv.SilenceTokenFile, sv.SilenceTokenEnv)
-		if err != nil {
-			return withCode(ExitUsage, err)
-		}
-		silenceToken = []byte(tok.Reveal())
+	tok, err := c.Serve.SilenceToken()
+	if err != nil {
+		return withCode(ExitUsage, err)
 	}
+	silenceToken := []byte(tok.Reveal())
 	srv := serve.New(serve.Options{
 		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),

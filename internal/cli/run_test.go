@@ -615,12 +615,21 @@ func TestRunUsageErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("daemon:\n  schedules:\n    probe: every so often\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	short := filepath.Join(dir, "short.yaml")
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte("notify:\n  state: "+filepath.Join(dir, "state.db")+"\nserve:\n  silence_token_file: "+tokenFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"no config", []string{"run"}, "--config is required"},
+		{"silence token too short", []string{"run", "--config", short}, "serve.silence_token_file: the token has 3 bytes, fewer than the 16 required"},
 		{"invalid schedule", []string{"run", "--config", bad}, "daemon: schedules: probe"},
 		{"missing file", []string{"run", "--config", filepath.Join(dir, "nope.yaml")}, "no such file"},
 	}
