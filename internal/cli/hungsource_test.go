@@ -52,6 +52,9 @@ func hungSourceConfig(t *testing.T, discoveryTimeout, extra string) (cfg string,
 	if err := os.Symlink(fifo, filepath.Join(certs, "stuck.pem")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(certs, "bomb.jks"), crashJKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	kube = kubetest.New(t)
 	for _, r := range []string{"secrets", "configmaps", "certificates", "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "apiservices", "customresourcedefinitions"} {
 		kube.Hang(r)
@@ -70,11 +73,27 @@ discovery_timeout: %s
 probe:
   timeout: 2s
   retries: 0
-%s`, srv.Addr().String(), filepath.Join(certs, "*.pem"), kube.Kubeconfig(t, dir, "stuck"), caFile, discoveryTimeout, extra)
+%s`, srv.Addr().String(), filepath.Join(certs, "*"), kube.Kubeconfig(t, dir, "stuck"), caFile, discoveryTimeout, extra)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, kube
+}
+
+// crashJKS is a JKS keystore of 103 bytes whose private-key entry states
+// 4,294,967,295 certificates: read as stated, it ran the process out of
+// memory at once.
+func crashJKS() []byte {
+	b := []byte{0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 0, 0, 0, 1} // magic, version 2, one entry
+	b = append(b, 0, 0, 0, 1, 0, 6)                             // a private key entry, its alias of 6 bytes
+	b = append(b, "server"...)
+	b = append(b, make([]byte, 8)...)           // its date
+	b = append(b, 0, 0, 0, 4, 1, 2, 3, 4)       // a key of 4 bytes
+	b = append(b, 0xff, 0xff, 0xff, 0xff, 0, 5) // 2^32-1 certificates, the first of type
+	b = append(b, "X.509"...)                   // X.509
+	b = append(b, 0, 0, 0, 16)                  // of 16 bytes
+	b = append(b, make([]byte, 16)...)
+	return append(b, make([]byte, 20)...) // the digest
 }
 
 // waitListing waits until the API server has been asked for more than
@@ -156,8 +175,8 @@ func TestScanHungSource(t *testing.T) {
 		if s.Name == "kubernetes:stuck" && !strings.Contains(s.Error, want) {
 			t.Errorf("kubernetes:stuck source error = %q, want %q", s.Error, want)
 		}
-		if s.Name == "files" && !strings.Contains(s.Error, fifo) {
-			t.Errorf("files source error = %q, want %q", s.Error, fifo)
+		if s.Name == "files" && (!strings.Contains(s.Error, fifo) || !strings.Contains(s.Error, "bomb.jks: JKS keystore: malformed")) {
+			t.Errorf("files source error = %q, want %q and bomb.jks refused as malformed", s.Error, fifo)
 		}
 	}
 }
