@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
@@ -50,10 +49,10 @@ func findingsOf(c cert, now time.Time) []policy.Finding {
 
 func benchNotifier(b *testing.B, store state.Outbox) *notify.Notifier {
 	b.Helper()
-	cfg := config.Notify{
-		Channels: []config.Channel{{Name: "certs", Kind: config.ChannelLog}},
-		Routes:   []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs"}}},
-		Storm:    config.Storm{MaxNewFindings: benchCerts},
+	cfg := notify.Config{
+		Channels: []notify.Channel{{Name: "certs"}},
+		Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}}},
+		Storm:    notify.Storm{MaxNewFindings: benchCerts},
 	}
 	n, err := notify.New(cfg, store, map[string]notify.Sender{"certs": notify.NewLogSender(nil)}, nil)
 	if err != nil {

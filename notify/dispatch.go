@@ -425,7 +425,7 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	n.logger.Warn("delivery failed, will retry", "channel", w.name, "event", note.Event, "key", note.Key,
 		"attempt", attempt, "retry_in", delay.Round(time.Millisecond).String(), "err", err)
 	since := w.retried(rows[0], err, now)
-	if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
+	if now.Sub(since) >= n.cfg.Retry.AlertAfter {
 		n.failing(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
 	}
 	return nil
@@ -456,7 +456,7 @@ func (w *worker) retried(first state.Outbound, err error, now time.Time) time.Ti
 // refusal is logged at Error level when it first appears (again only if it
 // changes). It returns err, for Flush to report.
 func (n *Notifier) down(ctx context.Context, w *worker, rows []state.Outbound, ids []int64, err error, now time.Time) error {
-	delay := time.Duration(n.cfg.Retry.Max)
+	delay := n.cfg.Retry.Max
 	if d, ok := RetryDelay(err); ok {
 		delay = max(delay, min(d, maxRetryAfter))
 	}
@@ -542,8 +542,8 @@ func (n *Notifier) backoff(attempt int, err error) time.Duration {
 		// channels told the same delay do not return in lockstep.
 		return d + time.Duration(n.rand()*0.1*float64(d))
 	}
-	ceiling := time.Duration(n.cfg.Retry.Initial)
-	limit := time.Duration(n.cfg.Retry.Max)
+	ceiling := n.cfg.Retry.Initial
+	limit := n.cfg.Retry.Max
 	for i := 1; i < attempt && ceiling < limit; i++ {
 		ceiling *= 2
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
@@ -31,25 +30,25 @@ type bubble struct {
 	stop  func()
 }
 
-func startBubble(t *testing.T, retry config.Retry) *bubble {
+func startBubble(t *testing.T, retry notify.Retry) *bubble {
 	return startBubbleWith(t, retry, nil, nil)
 }
 
-func startBubbleWith(t *testing.T, retry config.Retry, wrap func(state.Outbox) state.Outbox, logger *slog.Logger) *bubble {
+func startBubbleWith(t *testing.T, retry notify.Retry, wrap func(state.Outbox) state.Outbox, logger *slog.Logger) *bubble {
 	t.Helper()
-	cfg := config.Notify{
-		State: filepath.Join(t.TempDir(), "state.db"),
-		Channels: []config.Channel{
-			{Name: "certs", Kind: config.ChannelLog},
-			{Name: "oncall", Kind: config.ChannelLog},
+	path := filepath.Join(t.TempDir(), "state.db")
+	cfg := notify.Config{
+		Channels: []notify.Channel{
+			{Name: "certs"},
+			{Name: "oncall"},
 		},
-		Routes: []config.Route{
-			{Tiers: []string{"warning"}, Channels: []string{"certs"}},
-			{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}},
+		Routes: []notify.Route{
+			{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}},
+			{Tiers: []policy.Tier{policy.Page, policy.Critical}, Channels: []string{"oncall"}},
 		},
 		Retry: retry,
 	}
-	store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+	store, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ var errServer = errors.New("slack certs chat.postMessage #certs: http 500")
 
 func TestRetriesBackOffAndHonourRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute), AlertAfter: config.Duration(time.Hour)})
+		b := startBubble(t, notify.Retry{Initial: time.Second, Max: time.Minute, AlertAfter: time.Hour})
 		defer b.stop()
 		start := time.Now()
 		b.rec["certs"].fail(errServer, errServer, errServer, notify.RetryAfter(30*time.Second, errors.New("slack certs: rate limited")))
@@ -123,7 +122,7 @@ func TestRetriesBackOffAndHonourRetryAfter(t *testing.T) {
 
 func TestFailingChannelIsReportedOnTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(5 * time.Minute), AlertAfter: config.Duration(15 * time.Minute)})
+		b := startBubble(t, notify.Retry{Initial: time.Second, Max: 5 * time.Minute, AlertAfter: 15 * time.Minute})
 		defer b.stop()
 		start := time.Now()
 		b.rec["certs"].setFailing(errServer)
@@ -168,7 +167,7 @@ func TestFailingChannelIsReportedOnTheOthers(t *testing.T) {
 
 func TestRefusedNotificationDoesNotBlockTheChannel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := startBubble(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute), AlertAfter: config.Duration(time.Hour)})
+		b := startBubble(t, notify.Retry{Initial: time.Second, Max: time.Minute, AlertAfter: time.Hour})
 		defer b.stop()
 		b.rec["certs"].fail(notify.Permanent(errors.New("slack certs chat.postMessage #certs: msg_too_long")))
 		b.apply(t, warning("a.example"), warning("b.example"))
@@ -204,7 +203,7 @@ func TestChannelDownHoldsItsNotifications(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &syncBuffer{}
 		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		b := startBubbleWith(t, config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(5 * time.Minute), AlertAfter: config.Duration(time.Hour)}, nil, logger)
+		b := startBubbleWith(t, notify.Retry{Initial: time.Second, Max: 5 * time.Minute, AlertAfter: time.Hour}, nil, logger)
 		defer b.stop()
 		start := time.Now()
 		refusal := notify.ChannelDown(errors.New("slack certs chat.postMessage #certs: not_in_channel: invite the bot to the channel (/invite @bot)"))
@@ -267,7 +266,7 @@ func TestChannelDownHoldsItsNotifications(t *testing.T) {
 
 func TestRunDeliversWhatApplyWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := startBubble(t, config.Retry{})
+		b := startBubble(t, notify.Retry{})
 		defer b.stop()
 		time.Sleep(10 * time.Second) // Run is idle, waiting
 		start := time.Now()
@@ -301,7 +300,7 @@ func (f flakySettle) Settle(ctx context.Context, ids []int64, s state.Settlement
 func TestUnrecordedDeliveryIsNotSentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fails := 3
-		b := startBubbleWith(t, config.Retry{}, func(s state.Outbox) state.Outbox {
+		b := startBubbleWith(t, notify.Retry{}, func(s state.Outbox) state.Outbox {
 			return flakySettle{Outbox: s, mu: &sync.Mutex{}, fails: &fails}
 		}, nil)
 		defer b.stop()
@@ -342,14 +341,14 @@ func (g *gate) Send(ctx context.Context, n notify.Notification) (string, error) 
 // the daemon is sending; it waits until the daemon has delivered it.
 func TestTwoProcessesDeliverEachNotificationOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := config.Notify{
-			State:    filepath.Join(t.TempDir(), "state.db"),
-			Channels: []config.Channel{{Name: "certs", Kind: config.ChannelLog}},
-			Routes:   []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs"}}},
+		path := filepath.Join(t.TempDir(), "state.db")
+		cfg := notify.Config{
+			Channels: []notify.Channel{{Name: "certs"}},
+			Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}}},
 		}
 		g := &gate{open: make(chan struct{}), sent: map[string]int{}}
 		process := func() *notify.Notifier {
-			store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+			store, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

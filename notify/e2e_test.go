@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/pagerdutytest"
 	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
@@ -55,12 +54,17 @@ func (s *syncBuffer) String() string {
 
 // world is certwatch with Slack (#certs, #incidents) and PagerDuty.
 type world struct {
-	t     *testing.T
-	cfg   config.Notify
-	slack *slacktest.Server
-	pd    *pagerdutytest.Server
-	clock *clock
-	logs  *syncBuffer
+	t   *testing.T
+	cfg notify.Config
+	// state is the state file; slackCh and pdCh are the channels' own
+	// settings, by channel name.
+	state   string
+	slackCh map[string]slack.Config
+	pdCh    map[string]pagerduty.Config
+	slack   *slacktest.Server
+	pd      *pagerdutytest.Server
+	clock   *clock
+	logs    *syncBuffer
 	// wrap, when set, wraps the store of the next process.
 	wrap  func(state.Outbox) state.Outbox
 	store *sqlite.Store
@@ -76,21 +80,25 @@ func newWorld(t *testing.T) *world {
 		clock: newClock(t0),
 		logs:  &syncBuffer{},
 	}
-	w.cfg = config.Notify{
-		State: filepath.Join(t.TempDir(), "state.db"),
-		Channels: []config.Channel{
-			{Name: "certs", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "SLACK_TOKEN", APIURL: w.slack.URL()}},
-			{Name: "incidents", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#incidents", TokenEnv: "SLACK_TOKEN", APIURL: w.slack.URL()}},
-			{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{RoutingKeyFile: "/run/secrets/pd", URL: w.pd.URL()}},
+	w.state = filepath.Join(t.TempDir(), "state.db")
+	w.slackCh = map[string]slack.Config{
+		"certs":     {Name: "certs", Channel: "#certs", Token: slackToken, APIURL: w.slack.URL()},
+		"incidents": {Name: "incidents", Channel: "#incidents", Token: slackToken, APIURL: w.slack.URL()},
+	}
+	w.pdCh = map[string]pagerduty.Config{"oncall": {Name: "oncall", RoutingKey: routingKey, URL: w.pd.URL()}}
+	w.cfg = notify.Config{
+		Channels: []notify.Channel{
+			{Name: "certs", Rate: notify.DefaultSlackRate},
+			{Name: "incidents", Rate: notify.DefaultSlackRate},
+			{Name: "oncall", Rate: notify.DefaultPagerDutyRate, KeepsIncidents: true},
 		},
-		Routes: []config.Route{
-			{Tiers: []string{"notice"}, Channels: []string{"certs"}, Digest: true},
-			{Tiers: []string{"warning"}, Channels: []string{"certs"}},
-			{Tiers: []string{"page"}, Channels: []string{"oncall"}},
-			{Tiers: []string{"critical"}, Channels: []string{"oncall", "incidents"}},
+		Routes: []notify.Route{
+			{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"certs"}, Digest: true},
+			{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}},
+			{Tiers: []policy.Tier{policy.Page}, Channels: []string{"oncall"}},
+			{Tiers: []policy.Tier{policy.Critical}, Channels: []string{"oncall", "incidents"}},
 		},
-		Retry:      config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute), AlertAfter: config.Duration(10 * time.Minute)},
-		RunbookURL: "https://wiki.example/certs",
+		Retry: notify.Retry{Initial: time.Second, Max: time.Minute, AlertAfter: 10 * time.Minute},
 	}
 	t.Cleanup(w.stop)
 	return w
@@ -101,7 +109,7 @@ func (w *world) start() {
 	w.t.Helper()
 	w.stop()
 	logger := slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store, err := sqlite.Open(context.Background(), w.cfg.State, sqlite.Options{})
+	store, err := sqlite.Open(context.Background(), w.state, sqlite.Options{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -109,18 +117,18 @@ func (w *world) start() {
 	senders := map[string]notify.Sender{}
 	var workspace []*slack.Sender
 	for _, c := range w.cfg.Channels {
-		switch c.Kind {
-		case config.ChannelSlack:
-			s, err := slack.New(c, config.Secret(slackToken), nil)
+		if c, ok := w.slackCh[c.Name]; ok {
+			s, err := slack.New(c, nil)
 			if err != nil {
 				w.t.Fatal(err)
 			}
-			s.RunbookURL = w.cfg.RunbookURL
+			s.RunbookURL = "https://wiki.example/certs"
 			s.Now = w.clock.Now
 			senders[c.Name] = s
 			workspace = append(workspace, s)
-		case config.ChannelPagerDuty:
-			s, err := pagerduty.New(c, config.Secret(routingKey), nil)
+		}
+		if c, ok := w.pdCh[c.Name]; ok {
+			s, err := pagerduty.New(c, nil)
 			if err != nil {
 				w.t.Fatal(err)
 			}
@@ -537,7 +545,7 @@ func assertNoSecrets(t *testing.T, w *world) {
 	if logs == "" {
 		t.Error("no logs captured")
 	}
-	db, err := os.ReadFile(w.cfg.State)
+	db, err := os.ReadFile(w.state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,17 +623,17 @@ func BenchmarkDeliveryUnder429(b *testing.B) {
 			inWindow++
 			return slacktest.Response{}, false
 		})
-		cfg := config.Notify{
-			State:    filepath.Join(b.TempDir(), "state.db"),
-			Channels: []config.Channel{{Name: "certs", Kind: config.ChannelSlack, RatePerSecond: 1000, Burst: 1000, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "X", APIURL: api.URL()}}},
-			Routes:   []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs"}}},
-			Storm:    config.Storm{MaxNewFindings: total},
+		path := filepath.Join(b.TempDir(), "state.db")
+		cfg := notify.Config{
+			Channels: []notify.Channel{{Name: "certs", Rate: 1000, Burst: 1000}},
+			Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}}},
+			Storm:    notify.Storm{MaxNewFindings: total},
 		}
-		store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+		store, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, _ := slack.New(cfg.Channels[0], slackToken, nil)
+		s, _ := slack.New(slack.Config{Name: "certs", Channel: "#certs", Token: slackToken, APIURL: api.URL()}, nil)
 		n, err := notify.New(cfg, store, map[string]notify.Sender{"certs": s}, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/pgtest"
 	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 )
@@ -22,11 +22,10 @@ func TestFencedReplicaDeliversNothing(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{})
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
-	cfg := config.Notify{
-		State:    url,
-		Channels: []config.Channel{{Name: "oncall", Kind: config.ChannelLog}},
-		Routes:   []config.Route{{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}}},
-		Retry:    config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute)},
+	cfg := notify.Config{
+		Channels: []notify.Channel{{Name: "oncall"}},
+		Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Page, policy.Critical}, Channels: []string{"oncall"}}},
+		Retry:    notify.Retry{Initial: time.Second, Max: time.Minute},
 	}
 	replica := func(holder string) (*postgres.Store, *notify.Notifier, *recorder) {
 		s, err := postgres.Open(ctx, url, postgres.Options{})

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state/sqlite"
@@ -173,30 +172,37 @@ func openStore(t testing.TB, path string) *sqlite.Store {
 // baseConfig routes as the issue describes: notices to #certs in the daily
 // digest, warnings to #certs, pages to PagerDuty, critical to PagerDuty and
 // #incidents; team-a's zone goes to its own channel instead.
-func baseConfig(dir string) config.Notify {
-	return config.Notify{
+func baseConfig(dir string) testConfig {
+	return testConfig{
 		State: filepath.Join(dir, "state.db"),
-		Channels: []config.Channel{
-			{Name: "certs", Kind: config.ChannelLog},
-			{Name: "incidents", Kind: config.ChannelLog},
-			{Name: "oncall", Kind: config.ChannelLog},
-			{Name: "team-a", Kind: config.ChannelLog},
-		},
-		Routes: []config.Route{
-			{Tiers: []string{"notice"}, Channels: []string{"certs"}, Digest: true},
-			{Tiers: []string{"warning"}, Channels: []string{"certs"}},
-			{Tiers: []string{"page"}, Channels: []string{"oncall"}},
-			{Tiers: []string{"critical"}, Channels: []string{"oncall", "incidents"}},
-			{Tiers: []string{"notice", "warning", "page", "critical"}, Channels: []string{"team-a"}, Match: config.Match{Zones: []string{"team-a.example"}}},
-		},
-		Retry: config.Retry{Initial: config.Duration(time.Second), Max: config.Duration(time.Minute)},
-	}
+		Config: notify.Config{
+			Channels: []notify.Channel{
+				{Name: "certs"},
+				{Name: "incidents"},
+				{Name: "oncall"},
+				{Name: "team-a"},
+			},
+			Routes: []notify.Route{
+				{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"certs"}, Digest: true},
+				{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}},
+				{Tiers: []policy.Tier{policy.Page}, Channels: []string{"oncall"}},
+				{Tiers: []policy.Tier{policy.Critical}, Channels: []string{"oncall", "incidents"}},
+				{Tiers: []policy.Tier{policy.Notice, policy.Warning, policy.Page, policy.Critical}, Channels: []string{"team-a"}, Zones: []string{"team-a.example"}},
+			},
+			Retry: notify.Retry{Initial: time.Second, Max: time.Minute},
+		}}
+}
+
+// testConfig is a Notifier's configuration and the state file it keeps.
+type testConfig struct {
+	notify.Config
+	State string
 }
 
 // harness is a Notifier on a SQLite file with recorders for every channel.
 type harness struct {
 	t     *testing.T
-	cfg   config.Notify
+	cfg   testConfig
 	clock *clock
 	store *sqlite.Store
 	n     *notify.Notifier
@@ -205,7 +211,7 @@ type harness struct {
 	logs *syncBuffer
 }
 
-func newHarness(t *testing.T, cfg config.Notify, c *clock) *harness {
+func newHarness(t *testing.T, cfg testConfig, c *clock) *harness {
 	t.Helper()
 	h := &harness{t: t, cfg: cfg, clock: c, rec: map[string]*recorder{}, logs: &syncBuffer{}}
 	for _, ch := range cfg.Channels {
@@ -228,7 +234,7 @@ func (h *harness) restart() {
 		senders[name] = r
 	}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	n, err := notify.New(h.cfg, h.store, senders, logger)
+	n, err := notify.New(h.cfg.Config, h.store, senders, logger)
 	if err != nil {
 		h.t.Fatal(err)
 	}

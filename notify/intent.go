@@ -80,7 +80,7 @@ func (n *Notifier) intend(ctx context.Context, w *worker, rows []state.Outbound,
 			n.logger.Warn("cannot tell whether an earlier attempt posted this notification, will retry", "channel", w.name,
 				"event", note.Event, "key", note.Key, "retry_in", delay.Round(time.Millisecond).String(), "err", err)
 			// The channel is failing as much as if the post had failed.
-			if since := w.retried(rows[0], err, now); now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
+			if since := w.retried(rows[0], err, now); now.Sub(since) >= n.cfg.Retry.AlertAfter {
 				n.failing(ctx, w, since, fmt.Sprintf("deliveries have failed since %s: %v", since.UTC().Format(time.RFC3339), err))
 			}
 			return true

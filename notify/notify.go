@@ -60,7 +60,6 @@ import (
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -70,7 +69,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
@@ -212,7 +210,7 @@ type Notifier struct {
 	// process; 0 means 30s.
 	Poll time.Duration
 
-	cfg   config.Notify
+	cfg   Config
 	store state.Outbox
 	// holder names this Notifier in delivery leases.
 	holder    string
@@ -243,19 +241,19 @@ const (
 	DefaultBurst    = 5
 )
 
-// New returns a Notifier for cfg (defaults are applied to unset values),
-// keeping state in store and delivering through senders, which must have one
-// Sender per configured channel, by channel name. logger receives delivery
-// problems and one line per Apply; nil discards.
+// New returns a Notifier for cfg (defaults are applied to zero values),
+// keeping state in store and delivering through senders, which must have
+// one Sender per configured channel, by channel name. logger receives
+// delivery problems and one line per Apply; nil discards.
 //
 // store is the whole delivery contract (state.Outbox), not a part found by
 // type assertion: a store wrapped for metrics or retries must carry its
 // leases, intents and fence along to be accepted, so that none is lost
 // silently.
-func New(cfg config.Notify, store state.Outbox, senders map[string]Sender, logger *slog.Logger) (*Notifier, error) {
-	cfg = cfg.Defaults()
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("notify config: %w", errors.Join(errs...))
+func New(cfg Config, store state.Outbox, senders map[string]Sender, logger *slog.Logger) (*Notifier, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("notify config: %w", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -270,13 +268,9 @@ func New(cfg config.Notify, store state.Outbox, senders map[string]Sender, logge
 		holder:    crand.Text(),
 		logger:    logger,
 		router:    r,
-		reminders: map[policy.Tier]time.Duration{},
+		reminders: cfg.Reminders,
 		byName:    map[string]*worker{},
 		written:   newWritten(),
-	}
-	for name, d := range cfg.Reminders {
-		t, _ := policy.ParseTier(name) // validated above
-		n.reminders[t] = time.Duration(d)
 	}
 	for _, c := range cfg.Channels {
 		s, ok := senders[c.Name]
@@ -295,25 +289,17 @@ func New(cfg config.Notify, store state.Outbox, senders map[string]Sender, logge
 	return n, nil
 }
 
-func newLimiter(c config.Channel) *rate.Limiter {
-	r := c.RatePerSecond
-	if r == 0 {
-		switch c.Kind {
-		case config.ChannelSlack:
-			r = DefaultSlackRate
-		case config.ChannelPagerDuty:
-			r = DefaultPagerDutyRate
-		case config.ChannelAlertmanager, config.ChannelWebhook:
-			r = DefaultHTTPRate
-		default:
-			return rate.NewLimiter(rate.Inf, 1)
-		}
+// newLimiter returns the limiter of channel c: its rate and burst, no cap
+// for a zero rate.
+func newLimiter(c Channel) *rate.Limiter {
+	if c.Rate == 0 {
+		return rate.NewLimiter(rate.Inf, 1)
 	}
 	b := c.Burst
 	if b == 0 {
 		b = DefaultBurst
 	}
-	return rate.NewLimiter(rate.Limit(r), b)
+	return rate.NewLimiter(rate.Limit(c.Rate), b)
 }
 
 func (n *Notifier) now() time.Time {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
@@ -72,17 +71,16 @@ func TestSlackWorkspaceRateLimitIsShared(t *testing.T) {
 	api := slacktest.New(t, slackToken, "#certs", "#incidents")
 	storm := &slackStorm{postUntil: map[string]time.Time{}, violations: map[string]int{}}
 	api.SetHook(storm.hook)
-	cfg := config.Notify{
-		State: filepath.Join(t.TempDir(), "state.db"),
-		Channels: []config.Channel{
-			{Name: "certs", Kind: config.ChannelSlack, RatePerSecond: 1000, Burst: 1000, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "X", APIURL: api.URL()}},
-			{Name: "incidents", Kind: config.ChannelSlack, RatePerSecond: 1000, Burst: 1000, Slack: &config.SlackChannel{Channel: "#incidents", TokenEnv: "X", APIURL: api.URL()}},
+	cfg := notify.Config{
+		Channels: []notify.Channel{
+			{Name: "certs", Rate: 1000, Burst: 1000},
+			{Name: "incidents", Rate: 1000, Burst: 1000},
 		},
-		Routes: []config.Route{{Tiers: []string{"warning"}, Channels: []string{"certs", "incidents"}}},
-		Storm:  config.Storm{MaxNewFindings: findings},
-		Retry:  config.Retry{Initial: config.Duration(50 * time.Millisecond), Max: config.Duration(5 * time.Second), AlertAfter: config.Duration(time.Hour)},
-	}.Defaults()
-	store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
+		Routes: []notify.Route{{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs", "incidents"}}},
+		Storm:  notify.Storm{MaxNewFindings: findings},
+		Retry:  notify.Retry{Initial: 50 * time.Millisecond, Max: 5 * time.Second, AlertAfter: time.Hour},
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +88,7 @@ func TestSlackWorkspaceRateLimitIsShared(t *testing.T) {
 	var shared []*slack.Sender
 	senders := map[string]notify.Sender{}
 	for _, c := range cfg.Channels {
-		s, err := slack.New(c, slackToken, nil)
+		s, err := slack.New(slack.Config{Name: c.Name, Channel: "#" + c.Name, Token: slackToken, APIURL: api.URL()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

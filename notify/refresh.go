@@ -137,7 +137,7 @@ func (n *Notifier) refresh(ctx context.Context, w *worker, r Refresher) error {
 	} else {
 		n.logger.Warn("open alerts not re-sent, will retry at the next re-send; the service resolves them at their end time unless one works by then",
 			"channel", w.name, "alerts", len(notes), "retry_in", w.nextRefresh.Sub(now).Round(time.Millisecond).String(), "err", err)
-		if now.Sub(since) >= time.Duration(n.cfg.Retry.AlertAfter) {
+		if now.Sub(since) >= n.cfg.Retry.AlertAfter {
 			n.failing(ctx, w, since, fmt.Sprintf("re-sending its open alerts has failed since %s: %v", since.UTC().Format(time.RFC3339), err))
 		}
 	}

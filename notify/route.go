@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -25,22 +24,19 @@ type route struct {
 	labels   map[string]string
 }
 
-func newRouter(cfg []config.Route) (router, error) {
+func newRouter(cfg []Route) (router, error) {
 	var r router
 	for i, c := range cfg {
-		rt := route{tiers: map[policy.Tier]bool{}, channels: c.Channels, digest: c.Digest, specific: !c.Match.Empty(), labels: c.Match.Labels}
+		rt := route{tiers: map[policy.Tier]bool{}, channels: c.Channels, digest: c.Digest,
+			specific: len(c.Zones)+len(c.Names)+len(c.Labels) > 0, labels: c.Labels}
 		for _, t := range c.Tiers {
-			tier, err := policy.ParseTier(t)
-			if err != nil {
-				return router{}, fmt.Errorf("notify: routes[%d]: %w", i, err)
-			}
-			rt.tiers[tier] = true
+			rt.tiers[t] = true
 		}
-		for _, z := range c.Match.Zones {
+		for _, z := range c.Zones {
 			rt.zones = append(rt.zones, discovery.NormalizeName(z))
 		}
-		if len(c.Match.Names) > 0 {
-			f, err := discovery.NewFilter(c.Match.Names, nil)
+		if len(c.Names) > 0 {
+			f, err := discovery.NewFilter(c.Names, nil)
 			if err != nil {
 				return router{}, fmt.Errorf("notify: routes[%d]: match: names: %w", i, err)
 			}

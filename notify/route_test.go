@@ -5,20 +5,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/policy"
 )
 
 func TestRouterTargets(t *testing.T) {
-	r, err := newRouter([]config.Route{
-		{Tiers: []string{"notice"}, Channels: []string{"certs"}, Digest: true},
-		{Tiers: []string{"warning"}, Channels: []string{"certs"}},
-		{Tiers: []string{"page", "critical"}, Channels: []string{"oncall"}},
-		{Tiers: []string{"critical"}, Channels: []string{"incidents"}},
-		{Tiers: []string{"notice", "warning"}, Channels: []string{"team-a"}, Match: config.Match{Zones: []string{"a.example"}}},
-		{Tiers: []string{"notice"}, Channels: []string{"payments"}, Match: config.Match{Names: []string{"*.pay.*"}}},
-		{Tiers: []string{"notice"}, Channels: []string{"payments"}, Digest: true, Match: config.Match{Names: []string{"checkout.*"}}},
-		{Tiers: []string{"page"}, Channels: []string{"db-oncall"}, Match: config.Match{Labels: map[string]string{"team": "db"}}},
+	r, err := newRouter([]Route{
+		{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"certs"}, Digest: true},
+		{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}},
+		{Tiers: []policy.Tier{policy.Page, policy.Critical}, Channels: []string{"oncall"}},
+		{Tiers: []policy.Tier{policy.Critical}, Channels: []string{"incidents"}},
+		{Tiers: []policy.Tier{policy.Notice, policy.Warning}, Channels: []string{"team-a"}, Zones: []string{"a.example"}},
+		{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"payments"}, Names: []string{"*.pay.*"}},
+		{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"payments"}, Digest: true, Names: []string{"checkout.*"}},
+		{Tiers: []policy.Tier{policy.Page}, Channels: []string{"db-oncall"}, Labels: map[string]string{"team": "db"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +57,7 @@ func TestRouterTargets(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	n := &Notifier{cfg: config.Notify{Retry: config.Retry{Initial: config.Duration(2e9), Max: config.Duration(60e9)}}}
+	n := &Notifier{cfg: Config{Retry: Retry{Initial: 2e9, Max: 60e9}}}
 	n.Rand = func() float64 { return 1 }
 	var got []float64
 	for attempt := 1; attempt <= 7; attempt++ {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
@@ -428,8 +427,8 @@ func summaryKey(now time.Time) string { return "summary:" + now.UTC().Format(tim
 // resolved (PagerDuty, Alertmanager), so that a storm summary sent there
 // must be resolved too.
 func (n *Notifier) keepsIncidents(channel string) bool {
-	c, ok := n.cfg.Channel(channel)
-	return ok && (c.Kind == config.ChannelPagerDuty || c.Kind == config.ChannelAlertmanager)
+	i := slices.IndexFunc(n.cfg.Channels, func(c Channel) bool { return c.Name == channel })
+	return i >= 0 && n.cfg.Channels[i].KeepsIncidents
 }
 
 // openSummary records that summary went to its channel, as an alert that
@@ -682,6 +681,6 @@ func inventory(sw Sweep, now time.Time) []state.Certificate {
 // nextDigest is the next digest time after now: the next multiple of the
 // digest interval since the zero time, which for a day is midnight UTC.
 func (n *Notifier) nextDigest(now time.Time) time.Time {
-	d := time.Duration(n.cfg.DigestInterval)
+	d := n.cfg.DigestInterval
 	return now.UTC().Truncate(d).Add(d)
 }

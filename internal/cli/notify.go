@@ -172,7 +172,7 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 		store.Close()
 		return nil, nil, err
 	}
-	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	n, err := notify.New(notifyConfig(c.Notify), store, senders, logger.With("component", "notify"))
 	if err != nil {
 		store.Close()
 		return nil, nil, withCode(ExitUsage, err)

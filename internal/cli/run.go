@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -151,7 +152,9 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 	case config.ChannelLog:
 		return notify.NewLogSender(logger.With("component", "notify")), nil // each record names its channel, nil
 	case config.ChannelAlertmanager:
-		s, err := alertmanager.New(ch, client)
+		a := ch.Alertmanager
+		every, ends := a.Resend()
+		s, err := alertmanager.New(alertmanager.Config{Name: ch.Name, URL: a.URL, ResendInterval: every, EndsAfter: ends, Timeout: time.Duration(a.Timeout)}, client)
 		if err != nil {
 			return nil, err
 		}
@@ -164,21 +167,24 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 	}
 	switch ch.Kind {
 	case config.ChannelSlack:
-		s, err := slack.New(ch, secret, client)
+		sc := ch.Slack
+		s, err := slack.New(slack.Config{Name: ch.Name, Channel: sc.Channel, Token: secret.Reveal(), APIURL: sc.APIURL, Timeout: time.Duration(sc.Timeout)}, client)
 		if err != nil {
 			return nil, err
 		}
 		s.RunbookURL = c.RunbookURL
 		return s, nil
 	case config.ChannelPagerDuty:
-		s, err := pagerduty.New(ch, secret, client)
+		pc := ch.PagerDuty
+		s, err := pagerduty.New(pagerduty.Config{Name: ch.Name, RoutingKey: secret.Reveal(), URL: pc.URL, Timeout: time.Duration(pc.Timeout)}, client)
 		if err != nil {
 			return nil, err
 		}
 		s.RunbookURL = c.RunbookURL
 		return s, nil
 	case config.ChannelWebhook:
-		s, err := webhook.New(ch, secret, client)
+		wc := ch.Webhook
+		s, err := webhook.New(webhook.Config{Name: ch.Name, URL: wc.URL, Secret: secret.Reveal(), Timeout: time.Duration(wc.Timeout)}, client)
 		if err != nil {
 			return nil, err
 		}
@@ -186,6 +192,49 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 		return s, nil
 	}
 	return nil, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind)
+}
+
+// notifyConfig is what the notifier needs of the checked notify section:
+// each channel's rate (its kind's default when unset) and whether it keeps
+// incidents open, the routes, reminders, and the delivery and storm limits.
+func notifyConfig(n config.Notify) notify.Config {
+	out := notify.Config{
+		Reminders:      map[policy.Tier]time.Duration{},
+		ResolveAfter:   n.ResolveAfter,
+		DigestInterval: time.Duration(n.DigestInterval),
+		Storm:          notify.Storm{MaxNewFindings: n.Storm.MaxNewFindings, MaxFailureShare: n.Storm.MaxFailureShare, Top: n.Storm.Top},
+		Retry: notify.Retry{Initial: time.Duration(n.Retry.Initial), Max: time.Duration(n.Retry.Max),
+			AlertAfter: time.Duration(n.Retry.AlertAfter)},
+	}
+	for _, ch := range n.Channels {
+		c := notify.Channel{Name: ch.Name, Rate: ch.RatePerSecond, Burst: ch.Burst}
+		switch ch.Kind {
+		case config.ChannelSlack:
+			c.Rate = cmp.Or(c.Rate, notify.DefaultSlackRate)
+		case config.ChannelPagerDuty:
+			c.Rate = cmp.Or(c.Rate, notify.DefaultPagerDutyRate)
+			c.KeepsIncidents = true
+		case config.ChannelAlertmanager:
+			c.Rate = cmp.Or(c.Rate, notify.DefaultHTTPRate)
+			c.KeepsIncidents = true
+		case config.ChannelWebhook:
+			c.Rate = cmp.Or(c.Rate, notify.DefaultHTTPRate)
+		}
+		out.Channels = append(out.Channels, c)
+	}
+	for _, r := range n.Routes {
+		route := notify.Route{Channels: r.Channels, Digest: r.Digest, Zones: r.Match.Zones, Names: r.Match.Names, Labels: r.Match.Labels}
+		for _, name := range r.Tiers {
+			t, _ := policy.ParseTier(name) // validated at load
+			route.Tiers = append(route.Tiers, t)
+		}
+		out.Routes = append(out.Routes, route)
+	}
+	for name, d := range n.Reminders {
+		t, _ := policy.ParseTier(name) // validated at load
+		out.Reminders[t] = time.Duration(d)
+	}
+	return out
 }
 
 // runParts are what a configuration builds for the daemon; a reload builds
@@ -206,7 +255,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, 
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)
 	}
-	n, err := notify.New(c.Notify, store, senders, logger.With("component", "notify"))
+	n, err := notify.New(notifyConfig(c.Notify), store, senders, logger.With("component", "notify"))
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)
 	}

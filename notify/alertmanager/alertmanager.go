@@ -38,7 +38,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -79,19 +78,53 @@ type Sender struct {
 	endsAfter time.Duration
 }
 
-// New returns a Sender for channel c (kind alertmanager). client is used
-// for every request; nil means a client with no timeout of its own (each
-// request is bounded by the channel's timeout). The Sender uses a copy of
-// client that follows no redirect and reads at most MaxAnswerBytes of an
-// answer (notify.GuardClient).
-func New(c config.Channel, client *http.Client) (*Sender, error) {
-	if c.Alertmanager == nil || c.Alertmanager.URL == "" {
+// Defaults of Config's zero values.
+const (
+	// DefaultResendInterval is how often open alerts are posted again.
+	DefaultResendInterval = time.Minute
+	// DefaultEndsFactor times the resend interval is the default EndsAfter.
+	DefaultEndsFactor = 4
+)
+
+// Config is an Alertmanager as its Sender needs it: plain values.
+type Config struct {
+	// Name is the certwatch channel's name, for errors and labels.
+	Name string
+	// URL is Alertmanager's base URL (a path prefix is kept).
+	URL string
+	// ResendInterval is how often open alerts are posted again; 0 means
+	// DefaultResendInterval.
+	ResendInterval time.Duration
+	// EndsAfter is how far ahead of each post an open alert's endsAt is;
+	// 0 means DefaultEndsFactor × ResendInterval. It must exceed
+	// ResendInterval, or open alerts resolve between posts.
+	EndsAfter time.Duration
+	// Timeout bounds one request; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// New returns a Sender for channel c. client is used for every request;
+// nil means a client with no timeout of its own (each request is bounded
+// by the channel's timeout). The Sender uses a copy of client that follows
+// no redirect and reads at most MaxAnswerBytes of an answer
+// (notify.GuardClient).
+func New(c Config, client *http.Client) (*Sender, error) {
+	if c.URL == "" {
 		return nil, fmt.Errorf("alertmanager channel %s: no alertmanager url", c.Name)
 	}
-	every, ends := c.Alertmanager.Resend()
+	every, ends := c.ResendInterval, c.EndsAfter
+	if every <= 0 {
+		every = DefaultResendInterval
+	}
+	if ends <= 0 {
+		ends = DefaultEndsFactor * every
+	}
+	if ends <= every {
+		return nil, fmt.Errorf("alertmanager channel %s: ends_after (%v) must be longer than resend_interval (%v), or open alerts resolve between posts", c.Name, ends, every)
+	}
 	s := &Sender{
-		name: c.Name, url: strings.TrimSuffix(c.Alertmanager.URL, "/") + APIPath,
-		client: notify.GuardClient(client, MaxAnswerBytes), timeout: time.Duration(c.Alertmanager.Timeout),
+		name: c.Name, url: strings.TrimSuffix(c.URL, "/") + APIPath,
+		client: notify.GuardClient(client, MaxAnswerBytes), timeout: c.Timeout,
 		every: every, endsAfter: ends,
 	}
 	if s.timeout <= 0 {

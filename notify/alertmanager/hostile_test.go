@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/alertmanager"
 	"github.com/certwatch/certwatch/policy"
@@ -44,7 +43,7 @@ func TestAnswers(t *testing.T) {
 				tt.answer(w, r)
 			}))
 			defer srv.Close()
-			s, err := alertmanager.New(config.Channel{Name: "am", Kind: config.ChannelAlertmanager, Alertmanager: &config.AlertmanagerChannel{URL: srv.URL + "/am/"}}, nil)
+			s, err := alertmanager.New(alertmanager.Config{Name: "am", URL: srv.URL + "/am/"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/alertmanagertest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/alertmanager"
@@ -29,19 +28,28 @@ type process struct {
 	close func()
 }
 
-func start(t *testing.T, cfg config.Notify, path string) process {
+// setup is a notifier's configuration with its one Alertmanager channel.
+type setup struct {
+	notify    notify.Config
+	channel   alertmanager.Config
+	statusURL string
+}
+
+// amChannel is the channel "am" as the notifier sees it.
+var amChannel = notify.Channel{Name: "am", Rate: notify.DefaultHTTPRate, KeepsIncidents: true}
+
+func start(t *testing.T, cfg setup, path string) process {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, _ := cfg.Channel("am")
-	s, err := alertmanager.New(ch, nil)
+	s, err := alertmanager.New(cfg.channel, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.StatusURL = cfg.StatusURL
-	n, err := notify.New(cfg, store, map[string]notify.Sender{"am": s}, nil)
+	s.StatusURL = cfg.statusURL
+	n, err := notify.New(cfg.notify, store, map[string]notify.Sender{"am": s}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,15 +112,15 @@ func flush(t *testing.T, p process) {
 func TestRealAlertmanager(t *testing.T) {
 	am := alertmanagertest.Start(t)
 	path := filepath.Join(t.TempDir(), "state.db")
-	cfg := config.Notify{
-		State:     path,
-		StatusURL: "https://certwatch.example.test/",
-		Channels: []config.Channel{{Name: "am", Kind: config.ChannelAlertmanager, Alertmanager: &config.AlertmanagerChannel{
-			URL: am.URL, ResendInterval: config.Duration(time.Minute), EndsAfter: config.Duration(10 * time.Minute),
-		}}},
-		Routes: []config.Route{{Tiers: []string{"warning", "page", "critical"}, Channels: []string{"am"}}},
-		Retry:  config.Retry{Initial: config.Duration(5 * time.Millisecond), Max: config.Duration(20 * time.Millisecond)},
-	}.Defaults()
+	cfg := setup{
+		statusURL: "https://certwatch.example.test/",
+		channel:   alertmanager.Config{Name: "am", URL: am.URL, ResendInterval: time.Minute, EndsAfter: 10 * time.Minute},
+		notify: notify.Config{
+			Channels: []notify.Channel{amChannel},
+			Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning, policy.Page, policy.Critical}, Channels: []string{"am"}}},
+			Retry:    notify.Retry{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond},
+		},
+	}
 
 	// 1. A page-tier finding: one alert, with its labels.
 	p := start(t, cfg, path)
@@ -138,7 +146,7 @@ func TestRealAlertmanager(t *testing.T) {
 	if got[0].Status.State != "active" || !got[0].EndsAt.After(now.Add(9*time.Minute)) {
 		t.Errorf("alert state %q ends %v, want active and ending about 10m after %v", got[0].Status.State, got[0].EndsAt, now)
 	}
-	if got[0].GeneratorURL != cfg.StatusURL || got[0].Annotations["deadline"] == "" || !strings.Contains(got[0].Annotations["description"], "Renew the certificate") {
+	if got[0].GeneratorURL != cfg.statusURL || got[0].Annotations["deadline"] == "" || !strings.Contains(got[0].Annotations["description"], "Renew the certificate") {
 		t.Errorf("generatorURL %q, annotations %v: want the status page, a deadline and what to do", got[0].GeneratorURL, got[0].Annotations)
 	}
 	first := got[0]
@@ -235,13 +243,13 @@ func TestRealAlertmanager(t *testing.T) {
 func TestRunResendsOpenAlerts(t *testing.T) {
 	am := alertmanagertest.Start(t)
 	path := filepath.Join(t.TempDir(), "state.db")
-	cfg := config.Notify{
-		State: path,
-		Channels: []config.Channel{{Name: "am", Kind: config.ChannelAlertmanager, Alertmanager: &config.AlertmanagerChannel{
-			URL: am.URL, ResendInterval: config.Duration(20 * time.Millisecond), EndsAfter: config.Duration(time.Minute),
-		}}},
-		Routes: []config.Route{{Tiers: []string{"page"}, Channels: []string{"am"}}},
-	}.Defaults()
+	cfg := setup{
+		channel: alertmanager.Config{Name: "am", URL: am.URL, ResendInterval: 20 * time.Millisecond, EndsAfter: time.Minute},
+		notify: notify.Config{
+			Channels: []notify.Channel{amChannel},
+			Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Page}, Channels: []string{"am"}}},
+		},
+	}
 	p := start(t, cfg, path)
 	defer p.close()
 	now := time.Now()

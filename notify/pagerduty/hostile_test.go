@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/pagerduty"
 	"github.com/certwatch/certwatch/policy"
@@ -123,8 +122,8 @@ func TestOversizedAnswerFails(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	ct := &countingTransport{}
-	c := config.Channel{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{RoutingKeyEnv: "X", URL: api.URL}}
-	s, err := pagerduty.New(c, config.Secret(routingKey), &http.Client{Transport: ct})
+	c := pagerduty.Config{Name: "oncall", RoutingKey: routingKey, URL: api.URL}
+	s, err := pagerduty.New(c, &http.Client{Transport: ct})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@
 // identity (kind and certificate), so a retried or repeated trigger folds
 // into the same alert instead of paging twice; an escalation re-triggers it
 // with the higher severity and a resolution resolves it. The routing key is
-// held as a config.Secret and appears in no error or log line.
+// held apart (Config prints without it) and appears in no error or log
+// line.
 //
 // A 400 that names the routing key, and 401, 403 and 404, refuse the whole
 // channel (notify.ChannelDown); any other 400 refuses one event
@@ -21,11 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -55,25 +56,47 @@ type Sender struct {
 
 	name       string
 	url        string
-	routingKey config.Secret
+	routingKey string
 	client     *http.Client
 	timeout    time.Duration
 }
 
-// New returns a Sender for channel c (kind pagerduty) with its routing key.
-// client is used for every request; nil means a client with no timeout of
-// its own (each request is bounded by the channel's timeout). The Sender
-// uses a copy of client that follows no redirect (a 307 or 308 would post
-// the event, routing key included, to wherever it points) and reads at
-// most MaxAnswerBytes of an answer (notify.GuardClient).
-func New(c config.Channel, routingKey config.Secret, client *http.Client) (*Sender, error) {
-	if c.PagerDuty == nil {
-		return nil, fmt.Errorf("pagerduty channel %s: no pagerduty settings", c.Name)
-	}
-	if routingKey == "" {
+// Config is a PagerDuty service as its Sender needs it: plain values, the
+// routing key already read by the caller. It prints and logs without the
+// routing key.
+type Config struct {
+	// Name is the certwatch channel's name, for errors.
+	Name string
+	// RoutingKey is the integration's routing key.
+	RoutingKey string
+	// URL is the enqueue endpoint; "" means DefaultURL.
+	URL string
+	// Timeout bounds one request; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// String describes c without its routing key.
+func (c Config) String() string {
+	return fmt.Sprintf("pagerduty channel %s (routing key <secret>)", c.Name)
+}
+
+// GoString is String, so that %#v does not print the routing key either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue is String, so that a logged Config carries no routing key.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// New returns a Sender for channel c. client is used for every request;
+// nil means a client with no timeout of its own (each request is bounded
+// by the channel's timeout). The Sender uses a copy of client that follows
+// no redirect (a 307 or 308 would post the event, routing key included, to
+// wherever it points) and reads at most MaxAnswerBytes of an answer
+// (notify.GuardClient).
+func New(c Config, client *http.Client) (*Sender, error) {
+	if c.RoutingKey == "" {
 		return nil, fmt.Errorf("pagerduty channel %s: empty routing key (set routing_key_env or routing_key_file)", c.Name)
 	}
-	s := &Sender{name: c.Name, url: c.PagerDuty.URL, routingKey: routingKey, client: notify.GuardClient(client, MaxAnswerBytes), timeout: time.Duration(c.PagerDuty.Timeout)}
+	s := &Sender{name: c.Name, url: c.URL, routingKey: c.RoutingKey, client: notify.GuardClient(client, MaxAnswerBytes), timeout: c.Timeout}
 	if s.url == "" {
 		s.url = DefaultURL
 	}
@@ -260,7 +283,7 @@ func acmDetails(refs []policy.ACMRef) []map[string]any {
 // routing key or URL.
 func (s *Sender) post(ctx context.Context, action string, ev event) error {
 	op := fmt.Sprintf("pagerduty %s %s", s.name, action)
-	ev.RoutingKey = s.routingKey.Reveal()
+	ev.RoutingKey = s.routingKey
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return notify.Permanent(fmt.Errorf("%s: encode event: %w", op, err))
@@ -277,7 +300,7 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 	if errors.As(err, &redirect) {
 		// Every event would be redirected alike: hold the channel.
 		return notify.ChannelDown(fmt.Errorf("%s: %s: check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint, by default %s)",
-			op, strings.ReplaceAll(redirect.Error(), s.routingKey.Reveal(), "<secret>"), DefaultURL))
+			op, strings.ReplaceAll(redirect.Error(), s.routingKey, "<secret>"), DefaultURL))
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -294,7 +317,7 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 		}
 		return nil
 	}
-	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey.Reveal())}
+	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/internal/pagerdutytest"
 	"github.com/certwatch/certwatch/notify"
@@ -22,8 +21,8 @@ var now = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func newSender(t *testing.T, url string) *pagerduty.Sender {
 	t.Helper()
-	c := config.Channel{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{RoutingKeyEnv: "X", URL: url}}
-	s, err := pagerduty.New(c, config.Secret(routingKey), nil)
+	c := pagerduty.Config{Name: "oncall", RoutingKey: routingKey, URL: url}
+	s, err := pagerduty.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +212,8 @@ func TestTestEventTriggersAndResolves(t *testing.T) {
 }
 
 func TestNewNeedsKey(t *testing.T) {
-	c := config.Channel{Name: "oncall", Kind: config.ChannelPagerDuty, PagerDuty: &config.PagerDutyChannel{}}
-	if _, err := pagerduty.New(c, "", nil); err == nil {
+	c := pagerduty.Config{Name: "oncall"}
+	if _, err := pagerduty.New(c, nil); err == nil {
 		t.Error("New with an empty routing key = nil error")
 	}
 	var _ notify.Sender = (*pagerduty.Sender)(nil)

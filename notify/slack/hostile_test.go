@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
 	"github.com/certwatch/certwatch/policy"
@@ -71,8 +70,8 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 				w.WriteHeader(status)
 			}))
 			t.Cleanup(front.Close)
-			c := config.Channel{Name: "certs", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "X", APIURL: front.URL + "/api/"}}
-			s, err := slack.New(c, config.Secret(token), nil)
+			c := slack.Config{Name: "certs", Channel: "#certs", Token: token, APIURL: front.URL + "/api/"}
+			s, err := slack.New(c, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,8 +148,8 @@ func TestOversizedAnswerFails(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	ct := &countingTransport{}
-	c := config.Channel{Name: "certs", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "X", APIURL: api.URL + "/api/"}}
-	s, err := slack.New(c, config.Secret(token), &http.Client{Transport: ct})
+	c := slack.Config{Name: "certs", Channel: "#certs", Token: token, APIURL: api.URL + "/api/"}
+	s, err := slack.New(c, &http.Client{Transport: ct})
 	if err != nil {
 		t.Fatal(err)
 	}

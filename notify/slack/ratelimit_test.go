@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
@@ -119,8 +118,8 @@ func TestRetryAfterHoldsTheToken(t *testing.T) {
 	api.SetHook(fake.hook)
 	var senders []*slack.Sender
 	for _, ch := range []string{"#certs", "#incidents"} {
-		c := config.Channel{Name: strings.TrimPrefix(ch, "#"), Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: ch, TokenEnv: "X", APIURL: api.URL()}}
-		s, err := slack.New(c, config.Secret(token), nil)
+		c := slack.Config{Name: strings.TrimPrefix(ch, "#"), Channel: ch, Token: token, APIURL: api.URL()}
+		s, err := slack.New(c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
@@ -20,8 +19,8 @@ func sharedSenders(t *testing.T, api *slacktest.Server, clock *time.Time, mu *sy
 	t.Helper()
 	var out []*slack.Sender
 	for _, ch := range channels {
-		c := config.Channel{Name: strings.TrimPrefix(ch, "#"), Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: ch, TokenEnv: "X", APIURL: api.URL()}}
-		s, err := slack.New(c, config.Secret(token), nil)
+		c := slack.Config{Name: strings.TrimPrefix(ch, "#"), Channel: ch, Token: token, APIURL: api.URL()}
+		s, err := slack.New(c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,9 +152,9 @@ func TestShareIsPerToken(t *testing.T) {
 	api.SetHook(func(c slacktest.Call) (slacktest.Response, bool) {
 		return slacktest.Response{Status: 429, RetryAfter: "30"}, c.Method == "conversations.list"
 	})
-	mk := func(ch string, tok config.Secret) *slack.Sender {
-		c := config.Channel{Name: strings.TrimPrefix(ch, "#"), Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: ch, TokenEnv: "X", APIURL: api.URL()}}
-		s, err := slack.New(c, tok, nil)
+	mk := func(ch string, tok string) *slack.Sender {
+		c := slack.Config{Name: strings.TrimPrefix(ch, "#"), Channel: ch, Token: tok, APIURL: api.URL()}
+		s, err := slack.New(c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

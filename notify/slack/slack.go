@@ -37,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -46,7 +47,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 )
 
@@ -70,7 +70,7 @@ type Sender struct {
 
 	name    string
 	channel string
-	token   config.Secret
+	token   string
 	apiURL  string
 	api     *slack.Client
 	timeout time.Duration
@@ -129,7 +129,7 @@ func Share(senders ...*Sender) {
 	type key struct{ token, apiURL string }
 	shared := map[key]*workspace{}
 	for _, s := range senders {
-		k := key{s.token.Reveal(), s.apiURL}
+		k := key{s.token, s.apiURL}
 		ws := shared[k]
 		if ws == nil {
 			ws = newWorkspace()
@@ -228,30 +228,54 @@ const findPages = 25
 // direct), as opposed to a name.
 var channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
-// New returns a Sender for channel c (kind slack) with its bot token. client
-// carries every request; nil means a plain http.Client (each request is
-// bounded by the channel's timeout). The Sender uses a copy of client that
-// follows no redirect (the token travels in every request's form body, and
-// a 307 or 308 would post it again to wherever the redirect points) and
-// reads at most MaxAnswerBytes of an answer (notify.GuardClient).
-func New(c config.Channel, token config.Secret, client *http.Client) (*Sender, error) {
-	if c.Slack == nil {
-		return nil, fmt.Errorf("slack channel %s: no slack settings", c.Name)
-	}
-	if token == "" {
+// Config is a Slack channel as its Sender needs it: plain values, the
+// bot token already read by the caller. It prints and logs without the
+// token.
+type Config struct {
+	// Name is the certwatch channel's name, for errors and shared limits.
+	Name string
+	// Channel is the Slack channel's name ("#certs") or ID ("C0123456789").
+	Channel string
+	// Token is the bot token (chat:write scope).
+	Token string
+	// APIURL is the Web API base URL, ending in "/"; "" means Slack's own.
+	APIURL string
+	// Timeout bounds one API request; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// String describes c without its token.
+func (c Config) String() string {
+	return fmt.Sprintf("slack channel %s (%s, token <secret>)", c.Name, c.Channel)
+}
+
+// GoString is String, so that %#v does not print the token either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue is String, so that a logged Config carries no token.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// New returns a Sender for channel c. client carries every request; nil
+// means a plain http.Client (each request is bounded by the channel's
+// timeout). The Sender uses a copy of client that follows no redirect (the
+// token travels in every request's form body, and a 307 or 308 would post
+// it again to wherever the redirect points) and reads at most
+// MaxAnswerBytes of an answer (notify.GuardClient).
+func New(c Config, client *http.Client) (*Sender, error) {
+	if c.Token == "" {
 		return nil, fmt.Errorf("slack channel %s: empty bot token (set token_env or token_file)", c.Name)
 	}
 	opts := []slack.Option{slack.OptionHTTPClient(notify.GuardClient(client, MaxAnswerBytes))}
-	if c.Slack.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(c.Slack.APIURL))
+	if c.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(c.APIURL))
 	}
 	s := &Sender{
 		name:    c.Name,
-		channel: c.Slack.Channel,
-		token:   token,
-		apiURL:  c.Slack.APIURL,
-		api:     slack.New(token.Reveal(), opts...),
-		timeout: time.Duration(c.Slack.Timeout),
+		channel: c.Channel,
+		token:   c.Token,
+		apiURL:  c.APIURL,
+		api:     slack.New(c.Token, opts...),
+		timeout: c.Timeout,
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/internal/slacktest"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/slack"
@@ -27,8 +26,8 @@ var now = time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
 
 func newSender(t *testing.T, api *slacktest.Server) *slack.Sender {
 	t.Helper()
-	c := config.Channel{Name: "certs", Kind: config.ChannelSlack, Slack: &config.SlackChannel{Channel: "#certs", TokenEnv: "X", APIURL: api.URL()}}
-	s, err := slack.New(c, config.Secret(token), nil)
+	c := slack.Config{Name: "certs", Channel: "#certs", Token: token, APIURL: api.URL()}
+	s, err := slack.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,12 +41,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -83,25 +83,50 @@ type Sender struct {
 
 	name    string
 	url     string
-	secret  config.Secret
+	secret  string
 	client  *http.Client
 	timeout time.Duration
 }
 
-// New returns a Sender for channel c (kind webhook) signing with secret.
-// client is used for every request; nil means a client with no timeout of
-// its own (each request is bounded by the channel's timeout). The Sender
-// uses a copy of client that follows no redirect (a redirect is not an
-// acknowledgement, and would carry the body elsewhere) and reads at most
-// MaxAnswerBytes of an answer (notify.GuardClient).
-func New(c config.Channel, secret config.Secret, client *http.Client) (*Sender, error) {
-	if c.Webhook == nil || c.Webhook.URL == "" {
+// Config is a webhook endpoint as its Sender needs it: plain values, the
+// signing secret already read by the caller. It prints and logs without
+// the secret.
+type Config struct {
+	// Name is the certwatch channel's name, for errors and bodies.
+	Name string
+	// URL is where bodies are posted.
+	URL string
+	// Secret is the HMAC-SHA256 signing secret; it is never sent.
+	Secret string
+	// Timeout bounds one request; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// String describes c without its secret.
+func (c Config) String() string {
+	return fmt.Sprintf("webhook channel %s (signing secret <secret>)", c.Name)
+}
+
+// GoString is String, so that %#v does not print the secret either.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue is String, so that a logged Config carries no secret.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// New returns a Sender for channel c. client is used for every request;
+// nil means a client with no timeout of its own (each request is bounded
+// by the channel's timeout). The Sender uses a copy of client that follows
+// no redirect (a redirect is not an acknowledgement, and would carry the
+// body elsewhere) and reads at most MaxAnswerBytes of an answer
+// (notify.GuardClient).
+func New(c Config, client *http.Client) (*Sender, error) {
+	if c.URL == "" {
 		return nil, fmt.Errorf("webhook channel %s: no webhook url", c.Name)
 	}
-	if secret == "" {
+	if c.Secret == "" {
 		return nil, fmt.Errorf("webhook channel %s: empty signing secret (set secret_env or secret_file)", c.Name)
 	}
-	s := &Sender{name: c.Name, url: c.Webhook.URL, secret: secret, client: notify.GuardClient(client, MaxAnswerBytes), timeout: time.Duration(c.Webhook.Timeout)}
+	s := &Sender{name: c.Name, url: c.URL, secret: c.Secret, client: notify.GuardClient(client, MaxAnswerBytes), timeout: c.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -266,7 +291,7 @@ func (s *Sender) post(ctx context.Context, event, key string, body []byte) error
 	req.Header.Set(HeaderEvent, event)
 	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set(HeaderTimestamp, ts)
-	req.Header.Set(HeaderSignature, Sign([]byte(s.secret.Reveal()), ts, body))
+	req.Header.Set(HeaderSignature, Sign([]byte(s.secret), ts, body))
 	resp, err := s.client.Do(req)
 	var redirect *notify.RedirectError
 	if errors.As(err, &redirect) {

@@ -11,14 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/webhook"
 	"github.com/certwatch/certwatch/policy"
@@ -112,22 +110,28 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func setup(t *testing.T, url string) (config.Notify, string) {
+// hookConfig is a notifier's configuration with its one webhook channel, and
+// the state file it keeps.
+type hookConfig struct {
+	State     string
+	StatusURL string
+	channel   webhook.Config
+	notify    notify.Config
+}
+
+func setup(t *testing.T, url string) (hookConfig, string) {
 	t.Helper()
 	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Notify{
+	cfg := hookConfig{
 		State:     filepath.Join(dir, "state.db"),
 		StatusURL: "https://certwatch.example.test/",
-		Channels: []config.Channel{{Name: "hook", Kind: config.ChannelWebhook, Webhook: &config.WebhookChannel{
-			URL: url, SecretFile: secretFile,
-		}}},
-		Routes: []config.Route{{Tiers: []string{"warning", "page", "critical"}, Channels: []string{"hook"}}},
-		Retry:  config.Retry{Initial: config.Duration(time.Millisecond), Max: config.Duration(2 * time.Millisecond)},
-	}.Defaults()
+		channel:   webhook.Config{Name: "hook", URL: url, Secret: secret},
+		notify: notify.Config{
+			Channels: []notify.Channel{{Name: "hook", Rate: notify.DefaultHTTPRate}},
+			Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning, policy.Page, policy.Critical}, Channels: []string{"hook"}}},
+			Retry:    notify.Retry{Initial: time.Millisecond, Max: 2 * time.Millisecond},
+		},
+	}
 	return cfg, cfg.State
 }
 
@@ -136,24 +140,19 @@ type process struct {
 	store *sqlite.Store
 }
 
-func start(t *testing.T, cfg config.Notify) process {
+func start(t *testing.T, cfg hookConfig) process {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), cfg.State, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	ch := cfg.Channels[0]
-	key, err := ch.Secret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := webhook.New(ch, key, nil)
+	s, err := webhook.New(cfg.channel, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.StatusURL = cfg.StatusURL
-	n, err := notify.New(cfg, store, map[string]notify.Sender{"hook": s}, nil)
+	n, err := notify.New(cfg.notify, store, map[string]notify.Sender{"hook": s}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +367,7 @@ func TestReplayWithFreshHeadersIsNotActedOn(t *testing.T) {
 		rcv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	s, err := webhook.New(config.Channel{Name: "hook", Kind: config.ChannelWebhook, Webhook: &config.WebhookChannel{URL: srv.URL}}, config.Secret(secret), nil)
+	s, err := webhook.New(webhook.Config{Name: "hook", URL: srv.URL, Secret: secret}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
