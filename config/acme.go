@@ -27,7 +27,7 @@ type ACME struct {
 	// RenewalSuggested is the tier of renewal_suggested once the CA's
 	// window has ended (notice, then warning, before); "none" turns the
 	// check off.
-	RenewalSuggested string `yaml:"renewal_suggested"`
+	RenewalSuggested policy.Tier `yaml:"renewal_suggested"`
 }
 
 // ACMEDirectory is one ACME CA asked for renewal information.
@@ -46,7 +46,7 @@ func (d ACMEDirectory) MarshalYAML() (any, error) {
 }
 
 func (a *ACME) applyDefaults() {
-	*a = ACME{Enabled: true, BuiltinDirectories: true, Timeout: Duration(10e9), RenewalSuggested: "page"}
+	*a = ACME{Enabled: true, BuiltinDirectories: true, Timeout: Duration(10e9), RenewalSuggested: policy.Page}
 }
 
 func (a *ACME) validate() []error {
@@ -56,9 +56,6 @@ func (a *ACME) validate() []error {
 	}
 	if a.Timeout <= 0 {
 		add("timeout", "timeout must be positive, got %v", a.Timeout)
-	}
-	if _, err := policy.ParseTier(a.RenewalSuggested); err != nil {
-		add("renewal_suggested", "renewal_suggested: %v", err)
 	}
 	for i, d := range a.Directories {
 		path := fmt.Sprintf("directories[%d]", i)

@@ -73,7 +73,7 @@ type Config struct {
 	// Output is the report format of `certwatch scan`: table or json.
 	Output string `yaml:"output"`
 	// FailOn is the lowest tier that makes `certwatch scan` exit 1.
-	FailOn string `yaml:"fail_on"`
+	FailOn policy.Tier `yaml:"fail_on"`
 	// AWS configures Route53 and ACM discovery.
 	AWS AWS `yaml:"aws,omitempty"`
 	// Kubernetes lists the clusters whose certificates at rest are read.
@@ -240,46 +240,46 @@ type Policy struct {
 	Tiers Tiers `yaml:"tiers"`
 	// Broken is the tier of broken-now problems: chain_untrusted,
 	// self_signed, hostname_mismatch.
-	Broken string `yaml:"broken"`
+	Broken policy.Tier `yaml:"broken"`
 	// Inconsistent is the tier of inconsistent_deployment.
-	Inconsistent string `yaml:"inconsistent"`
+	Inconsistent policy.Tier `yaml:"inconsistent"`
 	// Unreachable is the tier of unreachable explicit targets.
-	Unreachable string `yaml:"unreachable"`
+	Unreachable policy.Tier `yaml:"unreachable"`
 	// TLSBroken is the tier of tls_broken: a discovered name that accepts
 	// connections and then fails TLS. "none" turns the check off.
-	TLSBroken string `yaml:"tls_broken"`
+	TLSBroken policy.Tier `yaml:"tls_broken"`
 	// WeakKey, WeakSignature and LongValidity are the tiers of the crypto
 	// policy: weak_key (RSA below 2048 bits, EC below P-256),
 	// weak_signature (SHA-1 or MD5 below the root) and long_validity (a
 	// publicly trusted leaf valid longer than the CA/Browser Forum
 	// allowed when it was issued). "none" turns a check off.
-	WeakKey       string `yaml:"weak_key"`
-	WeakSignature string `yaml:"weak_signature"`
-	LongValidity  string `yaml:"long_validity"`
+	WeakKey       policy.Tier `yaml:"weak_key"`
+	WeakSignature policy.Tier `yaml:"weak_signature"`
+	LongValidity  policy.Tier `yaml:"long_validity"`
 	// DistrustedCA is the tier of distrusted_ca: a leaf whose every
 	// verified path runs through a CA that browsers distrust for leaves
 	// dated as it is. "none" turns the check off. BuiltinDistrust keeps
 	// certwatch's table of public distrust events; DistrustFile adds the
 	// entries of a YAML file (see DistrustEntry).
-	DistrustedCA    string `yaml:"distrusted_ca"`
-	BuiltinDistrust bool   `yaml:"builtin_distrust"`
-	DistrustFile    string `yaml:"distrust_file,omitempty"`
+	DistrustedCA    policy.Tier `yaml:"distrusted_ca"`
+	BuiltinDistrust bool        `yaml:"builtin_distrust"`
+	DistrustFile    string      `yaml:"distrust_file,omitempty"`
 	// CoverageDelegation, CoverageNames and CoverageUnverified are the
 	// tiers of coverage_gap findings: a delegated zone that could not be
 	// transferred (or was beyond a bound), names on certificates under a
 	// zone no source watches, and an ACM or IAM certificate in use that no
 	// probed endpoint serves (or a cert-manager Certificate whose Secret
 	// was not read). "none" turns one off.
-	CoverageDelegation string `yaml:"coverage_delegation"`
-	CoverageNames      string `yaml:"coverage_names"`
-	CoverageUnverified string `yaml:"coverage_unverified"`
+	CoverageDelegation policy.Tier `yaml:"coverage_delegation"`
+	CoverageNames      policy.Tier `yaml:"coverage_names"`
+	CoverageUnverified policy.Tier `yaml:"coverage_unverified"`
 	// RenewalMissed is the tier renewal_missed rises to once the
 	// certificate is in the most urgent expiry tier (warning before, never
 	// above it): the newest certificate for a name has passed its expected
 	// renewal (a third of its lifetime left, or the largest
 	// lifetime_fraction of the tiers) and no newer one appeared anywhere.
 	// "none" turns the check off.
-	RenewalMissed string `yaml:"renewal_missed"`
+	RenewalMissed policy.Tier `yaml:"renewal_missed"`
 }
 
 // Bounds of values that would otherwise be accepted however absurd:
@@ -314,26 +314,26 @@ func Default() Config {
 				"page":     {Within: Duration(7 * day)},
 				"critical": {Within: Duration(2 * day)},
 			},
-			Broken:        "page",
-			Inconsistent:  "warning",
-			Unreachable:   "warning",
-			TLSBroken:     "warning",
-			WeakKey:       "warning",
-			WeakSignature: "warning",
-			LongValidity:  "notice",
+			Broken:        policy.Page,
+			Inconsistent:  policy.Warning,
+			Unreachable:   policy.Warning,
+			TLSBroken:     policy.Warning,
+			WeakKey:       policy.Warning,
+			WeakSignature: policy.Warning,
+			LongValidity:  policy.Notice,
 
-			DistrustedCA:    "page",
+			DistrustedCA:    policy.Page,
 			BuiltinDistrust: true,
 
-			CoverageDelegation: "warning",
-			CoverageNames:      "notice",
-			CoverageUnverified: "warning",
+			CoverageDelegation: policy.Warning,
+			CoverageNames:      policy.Notice,
+			CoverageUnverified: policy.Warning,
 
-			RenewalMissed: "page",
+			RenewalMissed: policy.Page,
 		},
 		Coverage: Coverage{MaxDelegationDepth: 3, MaxDelegations: 50, DelegationPort: 53},
 		Output:   "table",
-		FailOn:   "page",
+		FailOn:   policy.Page,
 	}
 	c.AWS.applyDefaults()
 	c.Notify.applyDefaults()
@@ -379,12 +379,19 @@ func Decode(r io.Reader) (Config, error) {
 		if err := secondDocument(data); err != nil {
 			errs = append(errs, err)
 		}
+		// A tier that names none would stop the decoder: it is reported
+		// here and blanked in the text decoded.
+		tierErrs, decodable, ok := tierText(&root, data)
+		if !ok {
+			return Config{}, joinSorted(append(errs, tierErrs...))
+		}
+		errs = append(errs, tierErrs...)
 		// Decoding over Default keeps defaults for keys the file omits; a
 		// tier given in the file replaces that tier's default rule whole.
 		// A type error (an unknown key, a bad duration) leaves that value
 		// at its default and the rest decoded, so the checks below still
 		// run and every problem is reported at once.
-		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec := yaml.NewDecoder(bytes.NewReader(decodable))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil {
 			var te *yaml.TypeError
@@ -552,14 +559,6 @@ func (c *Config) problems(pos positions) []error {
 		}
 	}
 	errs = append(errs, c.Policy.Tiers.checkOrder()...)
-	for key, v := range map[string]string{"policy: broken": c.Policy.Broken, "policy: inconsistent": c.Policy.Inconsistent, "policy: unreachable": c.Policy.Unreachable, "policy: tls_broken": c.Policy.TLSBroken, "fail_on": c.FailOn,
-		"policy: weak_key": c.Policy.WeakKey, "policy: weak_signature": c.Policy.WeakSignature, "policy: long_validity": c.Policy.LongValidity, "policy: distrusted_ca": c.Policy.DistrustedCA,
-		"policy: coverage_delegation": c.Policy.CoverageDelegation, "policy: coverage_names": c.Policy.CoverageNames, "policy: coverage_unverified": c.Policy.CoverageUnverified,
-		"policy: renewal_missed": c.Policy.RenewalMissed} {
-		if _, err := policy.ParseTier(v); err != nil {
-			add(strings.ReplaceAll(key, ": ", "."), "%s: %v", key, err)
-		}
-	}
 	if c.Policy.DistrustFile != "" {
 		if _, err := LoadDistrust(c.Policy.DistrustFile); err != nil {
 			errs = append(errs, fieldf("policy.distrust_file", "%v", err))

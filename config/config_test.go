@@ -53,6 +53,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"acme issuer empty", "acme:\n  directories:\n    - url: https://acme.example/directory\n      issuers: [Example CA, \" \"]\n", []string{"line 4: ", "acme: directories[0]: issuers[1]: empty: it would match every issuing certificate without an organization or common name"}},
 		{"acme url with a password", "acme:\n  directories:\n    - url: https://acct:hunter2@acme.example/directory\n      issuers: [Example CA]\n", []string{"line 3: ", `url "https://acme.example/directory": remove the user and password`}},
 		{"silence token from two places", "serve:\n  silence_token_env: A\n  silence_token_file: /b\n", []string{"line 2: ", "set at most one"}},
+		{"tiers quoted, listed and beside other problems", "policy:\n  broken: \"fatal\"\n  weak_key: 'nope'\nrevocation: {stale: page, revoked: loud}\nnotify:\n  channels: [{name: x, kind: log}]\n  routes:\n    - tiers:\n        - page\n        - urgent\n      channels: [x]\nsilences:\n  - {match: {zone: a.example}, up_to: info, until: 2000-01-01, reason: x}\nprobe: {concurrency: 0, colour: blue}\n",
+			[]string{`line 2: policy: broken: unknown tier "fatal" (want one of none`, `line 3: policy: weak_key: unknown tier "nope"`, `line 4: revocation: revoked: unknown tier "loud"`,
+				"line 4: revocation: stale: at most warning, got page", `line 10: notify: routes[0]: tiers: unknown tier "urgent" (want notice, warning, page or critical)`,
+				`line 13: silences[0]: up_to: unknown tier "info"`, "line 14: field colour is not a known key", "line 14: probe: concurrency must be 1"}},
+		{"empty tier", "fail_on:\n", []string{`line 1: fail_on: unknown tier ""`}},
 		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
 	}
 	for _, tt := range tests {
@@ -118,7 +123,7 @@ func TestDecodeDefaultsAndOverrides(t *testing.T) {
 	if got, want := time.Duration(c.Policy.Tiers["notice"].Within), 30*24*time.Hour; got != want {
 		t.Errorf("notice within kept from defaults = %v, want %v", got, want)
 	}
-	if c.Probe.Concurrency != 100 || c.FailOn != "page" || len(c.Ports) != 2 {
+	if c.Probe.Concurrency != 100 || c.FailOn != policy.Page || len(c.Ports) != 2 {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/policy"
 )
 
 func TestCryptoPolicyKeys(t *testing.T) {
@@ -12,7 +13,7 @@ func TestCryptoPolicyKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Policy.WeakKey != "warning" || c.Policy.WeakSignature != "page" || c.Policy.LongValidity != "none" {
+	if c.Policy.WeakKey != policy.Warning || c.Policy.WeakSignature != policy.Page || c.Policy.LongValidity != policy.None {
 		t.Errorf("weak_key, weak_signature, long_validity = %q, %q, %q; want warning (default), page, none", c.Policy.WeakKey, c.Policy.WeakSignature, c.Policy.LongValidity)
 	}
 	_, err = config.Decode(strings.NewReader("policy:\n  weak_key: loud\n"))
@@ -27,7 +28,7 @@ func TestRevocationKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Revocation
-	if !r.Enabled || r.Stale != "warning" || r.Revoked != "critical" || r.RevokedIntermediate != "page" || r.Unavailable != "info" {
+	if !r.Enabled || r.Stale != policy.Warning || r.Revoked != policy.Critical || r.RevokedIntermediate != policy.Page || r.Unavailable != policy.Info {
 		t.Errorf("revocation = %+v; want enabled, stale warning, defaults kept", r)
 	}
 	if c, err := config.Decode(strings.NewReader("revocation:\n  enabled: false\n")); err != nil || c.Revocation.Enabled {

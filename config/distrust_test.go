@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/policy"
 )
 
 func TestDistrustFile(t *testing.T) {
@@ -31,7 +32,7 @@ func TestDistrustFile(t *testing.T) {
 		t.Fatalf("LoadDistrust(good) = %+v, %v", entries, err)
 	}
 	c, err := config.Decode(strings.NewReader("policy:\n  distrust_file: " + good + "\n  distrusted_ca: critical\n"))
-	if err != nil || c.Policy.DistrustFile != good || c.Policy.DistrustedCA != "critical" || !c.Policy.BuiltinDistrust {
+	if err != nil || c.Policy.DistrustFile != good || c.Policy.DistrustedCA != policy.Critical || !c.Policy.BuiltinDistrust {
 		t.Fatalf("Decode = %+v, %v", c.Policy, err)
 	}
 

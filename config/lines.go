@@ -124,17 +124,7 @@ func join(path, key string) string {
 // yamlFields maps the YAML keys of struct type t to their field types.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	m := map[string]reflect.Type{}
-	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
+	for name, f := range yamlStructFields(t) {
 		m[name] = f.Type
 	}
 	return m

@@ -187,7 +187,7 @@ func (a AlertmanagerChannel) Resend() (every, endsAfter time.Duration) {
 // Route sends findings at some tiers to some channels.
 type Route struct {
 	// Tiers the route applies to: notice, warning, page, critical.
-	Tiers []string `yaml:"tiers"`
+	Tiers []policy.Tier `yaml:"tiers" tier:"alert"`
 	// Channels are channel names.
 	Channels []string `yaml:"channels"`
 	// Digest collects the route's notifications into one message per
@@ -341,6 +341,18 @@ func (n *Notify) applyDefaults() {
 	}
 }
 
+// ReminderTiers returns the reminder intervals by tier. Load has checked
+// every name.
+func (n Notify) ReminderTiers() map[policy.Tier]time.Duration {
+	out := make(map[policy.Tier]time.Duration, len(n.Reminders))
+	for name, d := range n.Reminders {
+		if t, err := policy.ParseTier(name); err == nil {
+			out[t] = time.Duration(d)
+		}
+	}
+	return out
+}
+
 // Defaults returns n with every unset value replaced by its default, for
 // callers that build a Notify by hand rather than through Load.
 func (n Notify) Defaults() Notify {
@@ -401,7 +413,7 @@ func (n *Notify) validate() []error {
 			add(at("tiers"), "%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
 		}
 		for _, t := range r.Tiers {
-			if tier, err := policy.ParseTier(t); err != nil || tier < policy.Notice {
+			if t < policy.Notice || t > policy.Critical {
 				add(at("tiers"), "%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
 			}
 		}

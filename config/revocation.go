@@ -20,13 +20,13 @@ type Revocation struct {
 	RetryAfter Duration `yaml:"retry_after"`
 	// Revoked is the tier of a revoked leaf, RevokedIntermediate of a
 	// revoked intermediate.
-	Revoked             string `yaml:"revoked"`
-	RevokedIntermediate string `yaml:"revoked_intermediate"`
+	Revoked             policy.Tier `yaml:"revoked"`
+	RevokedIntermediate policy.Tier `yaml:"revoked_intermediate"`
 	// Stale is the tier of revocation information past its next update
 	// (info, or up to warning); Unavailable of revocation that could not
 	// be checked (none or info: an unreachable CRL host never pages).
-	Stale       string `yaml:"stale"`
-	Unavailable string `yaml:"unavailable"`
+	Stale       policy.Tier `yaml:"stale"`
+	Unavailable policy.Tier `yaml:"unavailable"`
 }
 
 func (r *Revocation) applyDefaults() {
@@ -35,10 +35,10 @@ func (r *Revocation) applyDefaults() {
 		Timeout:             Duration(5e9),
 		MaxCRLBytes:         10 << 20,
 		RetryAfter:          Duration(600e9),
-		Revoked:             "critical",
-		RevokedIntermediate: "page",
-		Stale:               "info",
-		Unavailable:         "info",
+		Revoked:             policy.Critical,
+		RevokedIntermediate: policy.Page,
+		Stale:               policy.Info,
+		Unavailable:         policy.Info,
 	}
 }
 
@@ -56,11 +56,8 @@ func (r *Revocation) validate() []error {
 	if r.RetryAfter <= 0 {
 		add("retry_after", "retry_after must be positive, got %v", r.RetryAfter)
 	}
-	tier := func(key, v string, most policy.Tier) {
-		t, err := policy.ParseTier(v)
-		if err != nil {
-			add(key, "%s: %v", key, err)
-		} else if t > most {
+	tier := func(key string, t, most policy.Tier) {
+		if t > most {
 			add(key, "%s: at most %s, got %s", key, most, t)
 		}
 	}

@@ -18,9 +18,9 @@ import (
 type Silence struct {
 	// Match selects the findings; at least one matcher is required.
 	Match SilenceMatch `yaml:"match"`
-	// UpTo is the highest tier it covers; a matching finding above it is
-	// announced. Empty means page.
-	UpTo string `yaml:"up_to,omitempty"`
+	// UpTo is the highest tier it covers (notice to critical); a matching
+	// finding above it is announced. Nil means page.
+	UpTo *policy.Tier `yaml:"up_to,omitempty" tier:"alert"`
 	// Until is when it ends: a date (2030-05-01, midnight UTC at its
 	// start) or an RFC 3339 time. At most notify.silence_max from when
 	// the file is loaded.
@@ -94,11 +94,10 @@ func (d Date) MarshalYAML() (any, error) {
 
 // UpToTier is the tier the silence covers up to: UpTo, page when empty.
 func (s Silence) UpToTier() policy.Tier {
-	if s.UpTo == "" {
+	if s.UpTo == nil {
 		return policy.Page
 	}
-	t, _ := policy.ParseTier(s.UpTo) // validated
-	return t
+	return *s.UpTo
 }
 
 // validateSilences checks the silences of c against now: a silence may
@@ -138,10 +137,8 @@ func validateSilences(silences []Silence, max time.Duration, now time.Time) []er
 				add("match.certificate", "match: certificate: want a SHA-256 fingerprint in hex, or at least its first 8 digits")
 			}
 		}
-		if s.UpTo != "" {
-			if t, err := policy.ParseTier(s.UpTo); err != nil || t < policy.Notice {
-				add("up_to", "up_to: unknown tier %q (want notice, warning, page or critical)", s.UpTo)
-			}
+		if t := s.UpTo; t != nil && (*t < policy.Notice || *t > policy.Critical) {
+			add("up_to", "up_to: unknown tier %q (want notice, warning, page or critical)", *t)
 		}
 		if strings.TrimSpace(s.Reason) == "" {
 			add("reason", "reason: required: say why the findings may stay unannounced (a ticket, a date)")

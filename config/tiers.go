@@ -12,6 +12,17 @@ import (
 // Tiers maps notice, warning, page and critical to when each starts.
 type Tiers map[string]TierRule
 
+// ByTier returns the rules of t by tier. Load has checked every name.
+func (t Tiers) ByTier() map[policy.Tier]TierRule {
+	out := make(map[policy.Tier]TierRule, len(t))
+	for name, r := range t {
+		if tier, err := policy.ParseTier(name); err == nil {
+			out[tier] = r
+		}
+	}
+	return out
+}
+
 // ordered returns the names of t's known tiers from least to most urgent,
 // then any unknown names alphabetically.
 func (t Tiers) ordered() []string {

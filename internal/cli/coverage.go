@@ -92,7 +92,7 @@ func (e *env) runCoverage(ctx context.Context, c config.Config, logger *slog.Log
 	if err != nil {
 		return err
 	}
-	failOn, _ := policy.ParseTier(c.FailOn)
+	failOn := c.FailOn
 	n := 0
 	for _, g := range cov.Gaps {
 		if failOn != policy.None && g.Tier >= failOn {

@@ -16,7 +16,7 @@ func TestRulesRenewalMissed(t *testing.T) {
 	if err != nil || r.RenewalMissed != policy.Page {
 		t.Errorf("default renewal_missed = %v, %v; want page", r.RenewalMissed, err)
 	}
-	c.Policy.RenewalMissed = "none"
+	c.Policy.RenewalMissed = policy.None
 	if r, err := rules(c.Policy); err != nil || r.RenewalMissed != policy.None {
 		t.Errorf("renewal_missed: none = %v, %v; want none", r.RenewalMissed, err)
 	}

@@ -199,7 +199,7 @@ func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *
 // incidents open, the routes, reminders, and the delivery and storm limits.
 func notifyConfig(n config.Notify) notify.Config {
 	out := notify.Config{
-		Reminders:      map[policy.Tier]time.Duration{},
+		Reminders:      n.ReminderTiers(),
 		ResolveAfter:   n.ResolveAfter,
 		DigestInterval: time.Duration(n.DigestInterval),
 		Storm:          notify.Storm{MaxNewFindings: n.Storm.MaxNewFindings, MaxFailureShare: n.Storm.MaxFailureShare, Top: n.Storm.Top},
@@ -223,16 +223,8 @@ func notifyConfig(n config.Notify) notify.Config {
 		out.Channels = append(out.Channels, c)
 	}
 	for _, r := range n.Routes {
-		route := notify.Route{Channels: r.Channels, Digest: r.Digest, Zones: r.Match.Zones, Names: r.Match.Names, Labels: r.Match.Labels}
-		for _, name := range r.Tiers {
-			t, _ := policy.ParseTier(name) // validated at load
-			route.Tiers = append(route.Tiers, t)
-		}
-		out.Routes = append(out.Routes, route)
-	}
-	for name, d := range n.Reminders {
-		t, _ := policy.ParseTier(name) // validated at load
-		out.Reminders[t] = time.Duration(d)
+		out.Routes = append(out.Routes, notify.Route{Tiers: r.Tiers, Channels: r.Channels, Digest: r.Digest,
+			Zones: r.Match.Zones, Names: r.Match.Names, Labels: r.Match.Labels})
 	}
 	return out
 }

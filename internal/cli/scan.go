@@ -116,7 +116,7 @@ type scanFlags struct {
 	concurrency int
 	breakAfter  int
 	output      string
-	failOn      string
+	failOn      policy.Tier
 	include     listFlag
 	exclude     listFlag
 	verbose     bool
@@ -164,7 +164,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.DurationVar(&f.notifyWait, "notify-timeout", 0, "with --notify, how long to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
 	f.procs.register(fs)
-	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
+	fs.TextVar(&f.failOn, "fail-on", policy.None, "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
 }
 
 // effectiveConfig loads --config (or defaults) and lays the flags that were
@@ -471,7 +471,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if err := unverified(c, report); err != nil {
 		return withCode(ExitUnverified, err)
 	}
-	failOn, _ := policy.ParseTier(c.FailOn)
+	failOn := c.FailOn
 	n := 0
 	for _, f := range report.Findings {
 		if failOn != policy.None && f.Tier >= failOn { // none: report only, never exit 1
@@ -531,7 +531,7 @@ func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
-	r.RenewalSuggested, _ = policy.ParseTier(c.ACME.RenewalSuggested) // validated at load
+	r.RenewalSuggested = c.ACME.RenewalSuggested
 	var zones scan.ZoneFinder
 	if c.Resolver != "" {
 		zf, err := dnszone.NewZoneFinder(string(c.Resolver), time.Duration(c.Probe.Timeout), nil)
@@ -769,27 +769,18 @@ func coverageRules(r policy.Rules, c config.Coverage) policy.Rules {
 
 // revocationRules sets the tiers of the revocation kinds of c on r.
 func revocationRules(r policy.Rules, c config.Revocation) policy.Rules {
-	r.Revoked, _ = policy.ParseTier(c.Revoked) // validated at load
-	r.RevokedIntermediate, _ = policy.ParseTier(c.RevokedIntermediate)
-	r.RevocationStale, _ = policy.ParseTier(c.Stale)
-	r.RevocationUnavailable, _ = policy.ParseTier(c.Unavailable)
+	r.Revoked, r.RevokedIntermediate = c.Revoked, c.RevokedIntermediate
+	r.RevocationStale, r.RevocationUnavailable = c.Stale, c.Unavailable
 	return r
 }
 
 func rules(p config.Policy) (policy.Rules, error) {
 	r := policy.Rules{}
-	for name, tr := range p.Tiers {
-		t, _ := policy.ParseTier(name) // validated at load
+	for t, tr := range p.Tiers.ByTier() {
 		r.Tiers = append(r.Tiers, policy.TierRule{Tier: t, Within: time.Duration(tr.Within), LifetimeFraction: tr.LifetimeFraction})
 	}
-	r.Broken, _ = policy.ParseTier(p.Broken)
-	r.Inconsistent, _ = policy.ParseTier(p.Inconsistent)
-	r.Unreachable, _ = policy.ParseTier(p.Unreachable)
-	r.TLSBroken, _ = policy.ParseTier(p.TLSBroken)
-	r.WeakKey, _ = policy.ParseTier(p.WeakKey)
-	r.WeakSignature, _ = policy.ParseTier(p.WeakSignature)
-	r.LongValidity, _ = policy.ParseTier(p.LongValidity)
-	r.DistrustedCA, _ = policy.ParseTier(p.DistrustedCA)
+	r.Broken, r.Inconsistent, r.Unreachable, r.TLSBroken = p.Broken, p.Inconsistent, p.Unreachable, p.TLSBroken
+	r.WeakKey, r.WeakSignature, r.LongValidity, r.DistrustedCA = p.WeakKey, p.WeakSignature, p.LongValidity, p.DistrustedCA
 	if p.BuiltinDistrust {
 		r.Distrust = policy.BuiltinDistrust()
 	}
@@ -804,10 +795,8 @@ func rules(p config.Policy) (policy.Rules, error) {
 				Rule: policy.DistrustRule(e.Rule), After: after, Reference: e.Reference})
 		}
 	}
-	r.CoverageDelegation, _ = policy.ParseTier(p.CoverageDelegation)
-	r.CoverageNames, _ = policy.ParseTier(p.CoverageNames)
-	r.CoverageUnverified, _ = policy.ParseTier(p.CoverageUnverified)
-	r.RenewalMissed, _ = policy.ParseTier(p.RenewalMissed)
+	r.CoverageDelegation, r.CoverageNames, r.CoverageUnverified = p.CoverageDelegation, p.CoverageNames, p.CoverageUnverified
+	r.RenewalMissed = p.RenewalMissed
 	return r, nil
 }
 
