@@ -87,6 +87,11 @@ type Config struct {
 	// Silences keep the findings they match from being announced until
 	// they end (see Silence); `certwatch silence` keeps more in the state.
 	Silences []Silence `yaml:"silences,omitempty"`
+
+	// lines are the lines of the settings in the file c was decoded
+	// from, for Validate and Report to point at; nil for a config built
+	// in code.
+	lines positions
 }
 
 // Serve configures the HTTP API of `certwatch run` beyond its address
@@ -402,7 +407,8 @@ func Decode(r io.Reader) (Config, error) {
 		}
 		errs = append(errs, wholeNumbers(&root)...)
 	}
-	errs = append(errs, c.problems(positionsOf(data))...)
+	c.lines = positionsOf(data)
+	errs = append(errs, c.problems(c.lines)...)
 	if err := joinSorted(errs); err != nil {
 		return Config{}, err
 	}
@@ -424,8 +430,23 @@ func cleanYAMLError(err error) error {
 	return err
 }
 
-// Validate reports every problem in c at once, joined.
-func (c *Config) Validate() error { return joinSorted(c.problems(nil)) }
+// Validate reports every problem in c at once, joined, each at its line
+// in the file c was decoded from where it has one.
+func (c *Config) Validate() error { return joinSorted(c.problems(c.lines)) }
+
+// Report joins problems found with c (EnvironmentProblems, and the
+// *FieldError of a part built from it) as Validate does: each at the line
+// of its setting in the file c was decoded from, in file order, once
+// each. It returns nil when errs holds none.
+func (c *Config) Report(errs []error) error {
+	var all []error
+	for _, e := range errs {
+		for _, e := range splitJoined(e) {
+			all = append(all, c.lines.locate(e))
+		}
+	}
+	return joinSorted(all)
+}
 
 // Warnings lists settings that are valid but unsafe, one line each, for
 // check-config to print and run to log (see Notify.Warnings).
@@ -590,12 +611,20 @@ func (c *Config) problems(pos positions) []error {
 // ReadSecret returns a secret from exactly one of: a file (trailing
 // newline trimmed), an environment variable, or an inline value. what names
 // the secret in errors, e.g. "zone internal.example: tsig".
+// EnvironmentProblems reads every secret of a configuration the same way.
 func ReadSecret(what string, inline Secret, file, env string) (Secret, error) {
+	return readSecret(os.Getenv, what, inline, file, env)
+}
+
+func readSecret(getenv func(string) string, what string, inline Secret, file, env string) (Secret, error) {
 	switch {
 	case file != "":
+		if err := readableFile(file); err != nil {
+			return "", fmt.Errorf("%s: secret file %w", what, err)
+		}
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("%s: read secret file: %w", what, err)
+			return "", fmt.Errorf("%s: secret file %w", what, fileError(file, err))
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "" {
@@ -603,9 +632,9 @@ func ReadSecret(what string, inline Secret, file, env string) (Secret, error) {
 		}
 		return Secret(s), nil
 	case env != "":
-		s, ok := os.LookupEnv(env)
-		if !ok || s == "" {
-			return "", fmt.Errorf("%s: environment variable %s is not set", what, env)
+		s := getenv(env)
+		if s == "" {
+			return "", fmt.Errorf("%s: environment variable %s is not set (or is empty)", what, env)
 		}
 		return Secret(s), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -611,16 +612,11 @@ func (c *Channel) validate(path, where string) []error {
 // variable or file named in the configuration. Log and Alertmanager
 // channels have none and return "".
 func (c Channel) Secret() (Secret, error) {
-	what := "channel " + c.Name
-	switch {
-	case c.Kind == ChannelSlack && c.Slack != nil:
-		return ReadSecret(what+": slack token", "", c.Slack.TokenFile, c.Slack.TokenEnv)
-	case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
-		return ReadSecret(what+": pagerduty routing key", "", c.PagerDuty.RoutingKeyFile, c.PagerDuty.RoutingKeyEnv)
-	case c.Kind == ChannelWebhook && c.Webhook != nil:
-		return ReadSecret(what+": webhook secret", "", c.Webhook.SecretFile, c.Webhook.SecretEnv)
+	ref, ok := c.secretRef("")
+	if !ok {
+		return "", nil
 	}
-	return "", nil
+	return readSecret(os.Getenv, ref.what, "", ref.file, ref.env)
 }
 
 // ChannelNames returns the configured channel names in order.

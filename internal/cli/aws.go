@@ -131,7 +131,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		ac.MaxAttempts = a.MaxAttempts
 		cfg, err := awsaccount.Load(ctx, ac)
 		if err != nil {
-			return nil, fmt.Errorf("aws account %s: %w", cmpOr(ac.Label(), "(default credentials)"), err)
+			return nil, &config.FieldError{Path: "aws", Err: fmt.Errorf("aws account %s: %w", cmpOr(ac.Label(), "(default credentials)"), err)}
 		}
 		if a.Route53 {
 			s, err := route53.New(route53.Config{

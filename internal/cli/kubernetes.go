@@ -24,7 +24,7 @@ func newKubernetesSources(c config.Config, logger *slog.Logger) ([]scan.Source, 
 		return nil, err
 	}
 	out := make([]scan.Source, 0, len(c.Kubernetes))
-	for _, k := range c.Kubernetes {
+	for i, k := range c.Kubernetes {
 		kc := kubernetes.Config{
 			Name: k.ClusterName(), Kubeconfig: k.Kubeconfig, Context: k.Context,
 			Namespaces: k.Namespaces.Include, ExcludeNamespaces: k.Namespaces.Exclude, LabelSelector: k.LabelSelector,
@@ -36,7 +36,9 @@ func newKubernetesSources(c config.Config, logger *slog.Logger) ([]scan.Source, 
 		}
 		s, err := kubernetes.New(kc, logger)
 		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			// The kubeconfig, its context or the pod's service account:
+			// reported at the cluster's entry by check-config too.
+			return nil, &config.FieldError{Path: fmt.Sprintf("kubernetes[%d]", i), Err: fmt.Errorf("config: %w", err)}
 		}
 		out = append(out, s)
 	}

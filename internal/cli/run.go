@@ -237,12 +237,16 @@ type runParts struct {
 	notifier runNotifier
 }
 
+// buildRun builds the parts of c. It reads files and variables and dials
+// nothing; a pass without a source is left to the caller (requireSources).
 func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
-	pass, err := newPassWithAWS(ctx, c, logger, logger)
+	pass, err := buildPassWithAWS(ctx, c, logger, logger)
 	if err != nil {
 		return runParts{}, err
 	}
-	pass.OnObservation = srv.ObserveProbe
+	if srv != nil {
+		pass.OnObservation = srv.ObserveProbe
+	}
 	senders, err := newSenders(c.Notify, client, logger)
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)
@@ -303,6 +307,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	// What check-config refuses, before the state is touched.
+	if err := e.checkStart(ctx, c); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("config %s: %w", *configFile, err))
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -357,6 +365,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 	client := h.client
 	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
+		return err
+	}
+	if err := requireSources(parts.pass); err != nil {
 		return err
 	}
 	current.Store(parts.notifier.n)
@@ -424,6 +435,9 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkStart(ctx, c); err != nil {
+		return nil, err
+	}
 	keep := func(key string, changed bool) {
 		if changed {
 			logger.Warn("config reload: this setting takes effect at the next start; the running value stays", "key", key)
@@ -445,6 +459,9 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	c.Daemon.ShardSize, c.Daemon.SiteStaleAfter = cur.Daemon.ShardSize, cur.Daemon.SiteStaleAfter
 	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
+		return nil, err
+	}
+	if err := requireSources(parts.pass); err != nil {
 		return nil, err
 	}
 	if err := d.Reload(parts.cfg, parts.pass, parts.notifier); err != nil {

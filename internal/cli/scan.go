@@ -495,28 +495,44 @@ func (f *findingsError) Error() string {
 	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
 }
 
-// newPassWithAWS is newPass with the AWS accounts of c as extra sources.
-// awsLogger logs setting them up, logger the pass; an AWS setting that
-// cannot be used is a usage error.
+// newPassWithAWS is buildPass with the AWS accounts of c as extra
+// sources, refusing a pass without a source. awsLogger logs setting them
+// up, logger the pass; an AWS setting that cannot be used is a usage
+// error.
 func newPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slog.Logger) (*scan.Pass, error) {
+	pass, err := buildPassWithAWS(ctx, c, awsLogger, logger)
+	if err != nil {
+		return nil, err
+	}
+	return pass, requireSources(pass)
+}
+
+// buildPassWithAWS is newPassWithAWS without the demand for a source:
+// what check-config builds from a file that flags may add sources to.
+func buildPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slog.Logger) (*scan.Pass, error) {
 	aws, err := newAWSSources(ctx, c, awsLogger)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
-	return newPass(c, logger, aws...)
+	return buildPass(c, logger, aws...)
 }
 
-// newPass wires sources, prober and rules from c, with extra sources (see
+// requireSources refuses a pass with nothing to scan.
+func requireSources(pass *scan.Pass) error {
+	if len(pass.Sources) == 0 {
+		return usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks, aws or kubernetes (try 'certwatch demo' for a local lab)")
+	}
+	return nil
+}
+
+// buildPass wires sources, prober and rules from c, with extra sources (see
 // newAWSSources) besides the zones and targets of c.
-func newPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
+func buildPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
 	sources, longer, err := newSources(c, logger)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
 	sources = append(sources, extra...)
-	if len(sources) == 0 {
-		return nil, usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks, aws or kubernetes (try 'certwatch demo' for a local lab)")
-	}
 	var nets []*networks.Source
 	for _, s := range sources {
 		if n, ok := s.(*networks.Source); ok {
@@ -750,12 +766,8 @@ func trustedRoots(files []string) (*x509.CertPool, error) {
 		pool = x509.NewCertPool()
 	}
 	for _, f := range files {
-		pem, err := os.ReadFile(f)
-		if err != nil {
+		if err := config.AppendCAFile(pool, f); err != nil {
 			return nil, fmt.Errorf("ca file: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca file %s: no PEM certificate found; want one or more -----BEGIN CERTIFICATE----- blocks", f)
 		}
 	}
 	return pool, nil
