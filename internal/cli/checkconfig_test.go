@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/certwatch/certwatch/internal/cli"
 )
 
 // TestCheckConfigWarnsPlainHTTPSecrets: a channel whose URL is plain
@@ -15,7 +17,10 @@ import (
 // of too; an Alertmanager URL, which carries neither a secret nor leaves
 // the cluster as a rule, is not.
 func TestCheckConfigWarnsPlainHTTPSecrets(t *testing.T) {
-	t.Parallel()
+	// The secrets must be there: check-config reads them as run does.
+	for _, v := range []string{"SLACK_TOKEN", "PD_KEY", "HOOK_SECRET"} {
+		t.Setenv(v, "a-secret")
+	}
 	file := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(file, []byte(`zones: [{name: internal.example}]
 notify:
@@ -125,5 +130,213 @@ func TestCheckConfigRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckConfigRefusesWhatRunRefuses: every configuration `certwatch
+// run` refuses at start for a variable, a file or a secret is refused by
+// check-config too, with the same line naming the key, and run refuses it
+// before it creates the state file.
+func TestCheckConfigRefusesWhatRunRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty-secret", "\n")
+	notBase64 := write("tsig-not-base64", "!!not base64!!\n")
+	notPEM := write("not-a-ca.pem", "hello\n")
+	slack := `  channels:
+    - {name: certs, kind: slack, slack: {channel: "#certs", %s}}
+  routes:
+    - {tiers: [warning], channels: [certs]}
+`
+	tests := []struct {
+		name string
+		body string // after "notify:\n  state: STATE\n" and a zone
+		want string
+	}{
+		{"ca_files entry missing", "ca_files: [/nonexistent/root.pem]\n",
+			"line 7: ca_files: /nonexistent/root.pem does not exist"},
+		{"ca_files entry without a certificate", "ca_files: [" + notPEM + "]\n",
+			"line 7: ca_files: " + notPEM + ": no PEM certificate found"},
+		{"token_env unset", "notify:\n" + fmt.Sprintf(slack, "token_env: CW_CHECKCFG_UNSET_TOKEN"),
+			"line 8: notify: channel certs: slack token: environment variable CW_CHECKCFG_UNSET_TOKEN is not set"},
+		{"token_file empty", "notify:\n" + fmt.Sprintf(slack, "token_file: "+empty),
+			"line 8: notify: channel certs: slack token: secret file " + empty + " is empty"},
+		{"routing_key_file missing", `notify:
+  channels:
+    - name: oncall
+      kind: pagerduty
+      pagerduty:
+        routing_key_file: /nonexistent/pd-key
+  routes:
+    - {tiers: [page], channels: [oncall]}
+`, "line 11: notify: channel oncall: pagerduty routing key: secret file /nonexistent/pd-key does not exist"},
+		{"webhook secret_env unset", `notify:
+  channels:
+    - {name: hooks, kind: webhook, webhook: {url: "https://hooks.example/certwatch", secret_env: CW_CHECKCFG_UNSET_HOOK}}
+  routes:
+    - {tiers: [page], channels: [hooks]}
+`, "line 8: notify: channel hooks: webhook secret: environment variable CW_CHECKCFG_UNSET_HOOK is not set"},
+		{"tsig secret_file missing", `zones:
+  - name: signed.example
+    nameserver: 127.0.0.1:53
+    tsig:
+      name: transfer-key
+      algorithm: hmac-sha256
+      secret_file: /nonexistent/tsig
+`, "line 13: zone signed.example: tsig: secret file /nonexistent/tsig does not exist"},
+		{"tsig secret_file not base64", `zones:
+  - name: signed.example
+    nameserver: 127.0.0.1:53
+    tsig: {name: transfer-key, algorithm: hmac-sha256, secret_file: ` + notBase64 + `}
+`, "line 10: zone signed.example: secret_file " + notBase64 + ": tsig key transfer-key: secret is not valid base64"},
+		{"tsig secret_env unset", `zones:
+  - name: signed.example
+    nameserver: 127.0.0.1:53
+    tsig: {name: transfer-key, algorithm: hmac-sha256, secret_env: CW_CHECKCFG_UNSET_TSIG}
+`, "line 10: zone signed.example: tsig: environment variable CW_CHECKCFG_UNSET_TSIG is not set"},
+		{"files passphrase_env unset", `files:
+  - paths: ["/nonexistent/*.p12"]
+    passphrase_env: CW_CHECKCFG_UNSET_PASS
+`, "line 9: files[0]: passphrase: environment variable CW_CHECKCFG_UNSET_PASS is not set"},
+		{"kubeconfig missing", `kubernetes:
+  - name: prod
+    kubeconfig: /nonexistent/prod.kubeconfig
+    context: prod
+`, "line 9: kubernetes prod: kubeconfig: /nonexistent/prod.kubeconfig does not exist"},
+		{"kubeconfig without the context", `kubernetes:
+  - name: prod
+    kubeconfig: ` + write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n") + `
+    context: prod
+`, "line 8: config: kubernetes prod: kubeconfig"},
+		{"heartbeat url_env unset", "daemon:\n  heartbeat: {url_env: CW_CHECKCFG_UNSET_BEAT}\n",
+			"line 8: daemon: heartbeat: url: environment variable CW_CHECKCFG_UNSET_BEAT is not set"},
+		{"state directory missing", "notify:\n  state: /nonexistent/certwatch/state.db\n",
+			"line 7: notify: state: directory /nonexistent/certwatch does not exist"},
+		{"silence token file missing", "serve:\n  silence_token_file: /nonexistent/token\n",
+			"line 8: serve: silence token: secret file /nonexistent/token does not exist"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			state := filepath.Join(dir, fmt.Sprintf("state-%d", i), "state.db")
+			os.Mkdir(filepath.Dir(state), 0o700)
+			// The target is a source, so that run gets as far as it can;
+			// a body with notify: adds its channels to the same section.
+			// Either way the body starts at line 7.
+			head := fmt.Sprintf("targets: [127.0.0.1:1]\nnotify:\n  state: %q\n", state)
+			body := tt.body
+			if strings.HasPrefix(body, "notify:\n  state: ") {
+				head = "targets: [127.0.0.1:1]\nnotify:\n  # the state is the case's\n"
+			}
+			if rest, ok := strings.CutPrefix(body, "notify:\n"); ok {
+				body = rest
+			}
+			cfg := write(fmt.Sprintf("case-%d.yaml", i), head+"\n\n\n"+strings.TrimPrefix(body, "\n"))
+			_, stderr, code := run(t, "check-config", cfg)
+			if code != cli.ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("check-config: exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr, tt.want)
+			}
+			_, runErr, code := run(t, "run", "--config", cfg)
+			if code != cli.ExitUsage || !strings.Contains(runErr, tt.want) {
+				t.Errorf("run: exit %d, stderr:\n%s\nwant exit 2 and %q", code, runErr, tt.want)
+			}
+			if _, err := os.Stat(state); err == nil {
+				t.Errorf("run created the state %s before refusing the configuration", state)
+			}
+		})
+	}
+}
+
+// exampleSecrets are the secrets config.example.yaml reads outside
+// itself: the key that names each, and where.
+var exampleSecrets = []string{
+	"token_env: SLACK_BOT_TOKEN ",
+	"slack: {channel: \"#incidents\", token_env: SLACK_BOT_TOKEN}",
+	"routing_key_file: /run/secrets/pagerduty-routing-key",
+	"secret_file: /run/secrets/certwatch-webhook-secret",
+}
+
+// exampleLine returns the line of config.example.yaml holding s.
+func exampleLine(t *testing.T, example, s string) int {
+	t.Helper()
+	before, _, ok := strings.Cut(example, s)
+	if !ok {
+		t.Fatalf("config.example.yaml no longer holds %q", s)
+	}
+	return strings.Count(before, "\n") + 1
+}
+
+// TestCheckConfigExampleWithoutSecrets: config.example.yaml, in an
+// environment without its secrets, is refused by check-config with each
+// missing secret at its line, as run refuses it.
+func TestCheckConfigExampleWithoutSecrets(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	example := string(data)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml") // notify.state is relative: a file beside it
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("line %d: notify: channel certs: slack token: environment variable SLACK_BOT_TOKEN is not set", exampleLine(t, example, exampleSecrets[0])),
+		fmt.Sprintf("line %d: notify: channel incidents: slack token: environment variable SLACK_BOT_TOKEN is not set", exampleLine(t, example, exampleSecrets[1])),
+		fmt.Sprintf("line %d: notify: channel oncall: pagerduty routing key: secret file /run/secrets/pagerduty-routing-key does not exist", exampleLine(t, example, exampleSecrets[2])),
+		fmt.Sprintf("line %d: notify: channel hooks: webhook secret: secret file /run/secrets/certwatch-webhook-secret does not exist", exampleLine(t, example, exampleSecrets[3])),
+	}
+	for _, args := range [][]string{{"check-config", cfg}, {"run", "--config", cfg}} {
+		_, stderr, code := run(t, args...)
+		if code != cli.ExitUsage {
+			t.Errorf("%s: exit %d, want 2; stderr:\n%s", args[0], code, stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", args[0], w, stderr)
+			}
+		}
+		if n := strings.Count(stderr, "\n"); n != len(want) {
+			t.Errorf("%s: %d lines of stderr, want the %d missing secrets only:\n%s", args[0], n, len(want), stderr)
+		}
+	}
+}
+
+// TestCheckConfigExampleWithSecrets: config.example.yaml passes
+// check-config once its secrets are there: the variable set, the files
+// (moved to a temporary directory) written.
+func TestCheckConfigExampleWithSecrets(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	example := string(data)
+	for _, f := range []string{"/run/secrets/pagerduty-routing-key", "/run/secrets/certwatch-webhook-secret"} {
+		local := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(local, []byte("a-secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		example = strings.ReplaceAll(example, f, local)
+	}
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-example")
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "check-config", cfg)
+	if code != 0 || !strings.Contains(stdout, "is valid") {
+		t.Errorf("check-config of config.example.yaml with its secrets: exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, "a-secret") || strings.Contains(stdout+stderr, "xoxb-example") {
+		t.Errorf("check-config printed a secret:\n%s%s", stdout, stderr)
 	}
 }
