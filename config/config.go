@@ -35,8 +35,10 @@ type Config struct {
 	// to, at a bounded rate.
 	Networks []Network `yaml:"networks,omitempty"`
 	// Ports are probed on every A/AAAA/CNAME name of a zone and on targets
-	// given without a port. SRV records carry their own port.
-	Ports []int `yaml:"ports,omitempty"`
+	// given without a port. SRV records carry their own port. An entry
+	// PORT/PROTOCOL ("6432/postgres") also sets the port's protocol, as
+	// --ports does.
+	Ports PortList `yaml:"ports,omitempty"`
 	// Protocols says how ports reach TLS where the well-known protocol of
 	// the port is not the one spoken (see discovery.PortProtocols): e.g.
 	// {6432: postgres, 2525: smtp, 25: tls}. Zones may override it.
@@ -133,8 +135,9 @@ type Zone struct {
 	// TSIG signs the transfer, when the server requires it; with File,
 	// the transfers of the delegated child zones.
 	TSIG *TSIG `yaml:"tsig,omitempty"`
-	// Ports overrides the top-level ports for this zone.
-	Ports []int `yaml:"ports,omitempty"`
+	// Ports overrides the top-level ports for this zone; PORT/PROTOCOL
+	// entries set the protocol for this zone's names.
+	Ports PortList `yaml:"ports,omitempty"`
 	// Protocols overrides the top-level protocols of ports for this
 	// zone's names, port by port.
 	Protocols map[int]Protocol `yaml:"protocols,omitempty"`
@@ -304,7 +307,7 @@ const DefaultDiscoveryTimeout = 10 * time.Minute
 // Default returns the configuration every file is laid over.
 func Default() Config {
 	c := Config{
-		Ports: []int{443},
+		Ports: PortList{{Number: 443}},
 		Probe: Probe{
 			Timeout:     Duration(5e9),
 			Concurrency: 100,
@@ -471,7 +474,7 @@ func (c *Config) problems(pos positions) []error {
 	var errs []error
 	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
 
-	for _, p := range c.Ports {
+	for _, p := range c.Ports.Numbers() {
 		if p < 1 || p > 65535 {
 			add("ports", "ports: invalid port %d: want 1 to 65535", p)
 		}
@@ -518,7 +521,7 @@ func (c *Config) problems(pos positions) []error {
 			add(zp, "%s: listed twice", where)
 		}
 		seen[name] = true
-		for _, p := range z.Ports {
+		for _, p := range z.Ports.Numbers() {
 			if p < 1 || p > 65535 {
 				add(zp+".ports", "%s: ports: invalid port %d: want 1 to 65535", where, p)
 			}
@@ -642,19 +645,20 @@ func readSecret(getenv func(string) string, what string, inline Secret, file, en
 }
 
 // PortProtocols returns the port -> protocol overrides for the names of
-// zone z (nil: for the static targets): the top-level protocols with the
-// zone's own laid over them.
+// zone z (nil: for the static targets): the top-level protocols and the
+// protocols of the top-level ports (6432/postgres), with the zone's own
+// laid over them in the same order.
 func (c *Config) PortProtocols(z *Zone) discovery.PortProtocols {
-	var zone map[int]Protocol
+	layers := []map[int]Protocol{c.Protocols, c.Ports.protocols()}
 	if z != nil {
-		zone = z.Protocols
+		layers = append(layers, z.Protocols, z.Ports.protocols())
 	}
-	if len(c.Protocols)+len(zone) == 0 {
-		return nil
-	}
-	out := make(discovery.PortProtocols, len(c.Protocols)+len(zone))
-	for _, m := range []map[int]Protocol{c.Protocols, zone} {
+	var out discovery.PortProtocols
+	for _, m := range layers {
 		for p, v := range m {
+			if out == nil {
+				out = discovery.PortProtocols{}
+			}
 			out[p] = discovery.Protocol(v)
 		}
 	}

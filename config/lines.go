@@ -80,6 +80,9 @@ func wholeNumbers(root *yaml.Node) []error {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
+		if t == reflect.TypeFor[Port]() {
+			t = reflect.TypeFor[int]() // a number, or PORT/PROTOCOL: a string
+		}
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -76,23 +77,111 @@ func ParsePortSpec(s string) (Port, error) {
 	return p, nil
 }
 
-// ParsePortList parses a comma-separated list of PORT or PORT/PROTOCOL. A
-// port named twice with two protocols is an error.
-func ParsePortList(s string) ([]Port, error) {
-	var out []Port
+// ParsePortList parses a comma-separated list of PORT or PORT/PROTOCOL, as
+// --ports takes it. A port named twice with two protocols is an error.
+func ParsePortList(s string) (PortList, error) {
+	var out PortList
 	for f := range strings.SplitSeq(s, ",") {
 		p, err := ParsePortSpec(f)
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range out {
-			if q.Number == p.Number && q.Named && p.Named && q.Protocol != p.Protocol {
-				return nil, fmt.Errorf("port %d is given twice, as %v and %v: give each port one protocol", p.Number, q, p)
-			}
+		if err := out.add(p); err != nil {
+			return nil, err
 		}
-		out = append(out, p)
 	}
 	return out, nil
+}
+
+// PortList is the ports probed on names (ports, zones[].ports): in YAML a
+// list of numbers or PORT/PROTOCOL strings, [443, 6432/postgres], as
+// --ports takes them (ParsePortList).
+type PortList []Port
+
+// add appends p, refusing a port named twice with two protocols.
+func (l *PortList) add(p Port) error {
+	for _, q := range *l {
+		if q.Number == p.Number && q.Named && p.Named && q.Protocol != p.Protocol {
+			return fmt.Errorf("port %d is given twice, as %v and %v: give each port one protocol", p.Number, q, p)
+		}
+	}
+	*l = append(*l, p)
+	return nil
+}
+
+// Numbers returns the port numbers.
+func (l PortList) Numbers() []int {
+	if l == nil {
+		return nil
+	}
+	out := make([]int, len(l))
+	for i, p := range l {
+		out[i] = p.Number
+	}
+	return out
+}
+
+// protocols returns the protocols the list names, by port.
+func (l PortList) protocols() map[int]Protocol {
+	var out map[int]Protocol
+	for _, p := range l {
+		if p.Named {
+			if out == nil {
+				out = map[int]Protocol{}
+			}
+			out[p.Number] = p.Protocol
+		}
+	}
+	return out
+}
+
+// UnmarshalYAML parses each entry as ParsePortSpec does, reporting the
+// line of the entry at fault. A whole number out of range is kept for
+// the section's validation, which names the section.
+func (l *PortList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return lineError(n, errors.New("ports: want a list of PORT or PORT/PROTOCOL, e.g. [443, 6432/postgres]"))
+	}
+	var out PortList
+	var errs []string
+	for _, e := range n.Content {
+		if e.ShortTag() == "!!float" {
+			continue // wholeNumbers reports it, at its path
+		}
+		p, err := listedPort(e)
+		if err == nil {
+			err = out.add(p)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("line %d: ports: %v", e.Line, err))
+		}
+	}
+	if len(errs) > 0 {
+		return &yaml.TypeError{Errors: errs}
+	}
+	*l = out
+	return nil
+}
+
+// listedPort parses one entry of a PortList.
+func listedPort(n *yaml.Node) (Port, error) {
+	if n.Kind != yaml.ScalarNode {
+		return Port{}, errors.New("want PORT or PORT/PROTOCOL, e.g. 443 or 6432/postgres")
+	}
+	num, name, named := strings.Cut(strings.TrimSpace(n.Value), "/")
+	v, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || (v >= 1 && v <= 65535) {
+		return ParsePortSpec(n.Value)
+	}
+	p, err := ParsePortSpec("1/" + name) // the protocol alone
+	if !named {
+		p, err = Port{}, nil
+	}
+	if err != nil {
+		return Port{}, err
+	}
+	p.Number = v
+	return p, nil
 }
 
 // String returns "443" or "6432/postgres".
@@ -186,7 +275,7 @@ func (c *Config) NetworkConfig(n *Network) (networks.Config, error) {
 	}
 	protocols := c.PortProtocols(nil)
 	if len(n.Ports) == 0 {
-		for _, p := range c.Ports {
+		for _, p := range c.Ports.Numbers() {
 			nc.Ports = append(nc.Ports, networks.Port{Number: p, Protocol: protocols.ProtocolFor(p)})
 		}
 	}

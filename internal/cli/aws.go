@@ -135,7 +135,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 		}
 		if a.Route53 {
 			s, err := route53.New(route53.Config{
-				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports, Protocols: c.PortProtocols(nil),
+				Account: ac.Label(), Endpoint: a.Endpoints.Route53, Zones: zones, Filter: names, Ports: c.Ports.Numbers(), Protocols: c.PortProtocols(nil),
 				RateLimit: a.Route53RateLimit, Timeout: time.Duration(a.Timeout), Resolvers: resolvers, Delegations: follow,
 			}, cfg, logger)
 			if err != nil {
@@ -157,7 +157,7 @@ func newAWSSources(ctx context.Context, c config.Config, logger *slog.Logger) ([
 					Concurrency: a.ACMConcurrency, Timeout: time.Duration(a.Timeout)}, cfg, logger))
 			}
 			if !a.SkipConsumers {
-				cs, err := consumers.New(consumers.Config{Regions: a.Regions, Account: ac.Label(), Ports: c.Ports, RateLimit: a.ACMRateLimit, Timeout: time.Duration(a.Timeout),
+				cs, err := consumers.New(consumers.Config{Regions: a.Regions, Account: ac.Label(), Ports: c.Ports.Numbers(), RateLimit: a.ACMRateLimit, Timeout: time.Duration(a.Timeout),
 					Endpoints: consumers.Endpoints{ELBv2: a.Endpoints.ELBv2, ELB: a.Endpoints.ELB, CloudFront: a.Endpoints.CloudFront, APIGateway: a.Endpoints.APIGateway}}, cfg, logger)
 				if err != nil {
 					return nil, err

@@ -63,7 +63,7 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	c.Targets = []config.Target{{Spec: l.Unreachable}}
 	noReverse := false // the lab's addresses have no reverse zone: ask no resolver
 	c.Networks = []config.Network{{Name: "lab-oob", CIDRs: []string{l.Network}, ReverseDNS: &noReverse}}
-	c.Ports = []int{l.Port}
+	c.Ports = config.PortList{{Number: l.Port}}
 	c.CAFiles = []string{l.CAFile}
 	c.Files = []config.Files{{Paths: []string{filepath.Join(l.AtRestDir, "**")}}}
 	c.Probe.Timeout = config.Duration(time.Second)

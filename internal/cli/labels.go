@@ -46,7 +46,7 @@ func targetLabels(c *config.Config) map[string]map[string]string {
 		if len(t.Labels) == 0 {
 			continue
 		}
-		s, err := static.New([]string{t.Spec}, c.Ports, nil)
+		s, err := static.New([]string{t.Spec}, c.Ports.Numbers(), nil)
 		if err != nil {
 			continue // validated at load
 		}

@@ -16,7 +16,7 @@ func TestFindingLabels(t *testing.T) {
 	}, map[string]map[string]string{
 		"*.vpc1.aws.example": {"team": "platform"},
 		"shop.example":       {"team": "shop", "cloud": "aws"},
-	}, targetLabels(&config.Config{Ports: []int{443, 8443}, Targets: []config.Target{
+	}, targetLabels(&config.Config{Ports: config.PortList{{Number: 443}, {Number: 8443}}, Targets: []config.Target{
 		{Spec: "vault.internal.example:8200", Labels: map[string]string{"team": "security"}},
 		{Spec: "db.other.example/postgres", Labels: map[string]string{"team": "data"}},
 		{Spec: "[2001:DB8::7]", Labels: map[string]string{"site": "v6"}},

@@ -181,21 +181,11 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
 	if set["ports"] {
-		specs, err := config.ParsePortList(f.ports)
+		ports, err := config.ParsePortList(f.ports)
 		if err != nil {
 			return c, usageError("--ports: %v", err)
 		}
-		var ports []int
-		for _, p := range specs {
-			ports = append(ports, p.Number)
-			if p.Named {
-				if c.Protocols == nil {
-					c.Protocols = map[int]config.Protocol{}
-				}
-				c.Protocols[p.Number] = p.Protocol
-			}
-		}
-		c.Ports = ports
+		c.Ports = ports // PORT/PROTOCOL sets the protocol, as in the file
 	}
 	if set["network"] {
 		c.Networks = nil
@@ -607,7 +597,7 @@ func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer
 		for i, t := range c.Targets {
 			targets[i] = t.Spec
 		}
-		s, err := static.New(targets, c.Ports, c.PortProtocols(nil))
+		s, err := static.New(targets, c.Ports.Numbers(), c.PortProtocols(nil))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -637,7 +627,7 @@ func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer
 			Zone:              z.Name,
 			Nameserver:        string(z.Nameserver),
 			File:              z.File,
-			Ports:             c.Ports,
+			Ports:             c.Ports.Numbers(),
 			Protocols:         c.PortProtocols(&z),
 			Timeout:           time.Duration(z.Timeout),
 			Resolver:          string(c.Resolver),
@@ -650,7 +640,7 @@ func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer
 			OutOfScope:        c.Coverage.OutOfScopeZones(),
 		}
 		if len(z.Ports) > 0 {
-			zc.Ports = z.Ports
+			zc.Ports = z.Ports.Numbers()
 		}
 		filter, err := discovery.NewFilter(z.Include, z.Exclude)
 		if err != nil {
