@@ -406,7 +406,7 @@ func Decode(r io.Reader) (Config, error) {
 			if !errors.As(err, &te) {
 				return Config{}, shortenQuoted(syntaxError(data, err))
 			}
-			errs = append(errs, splitJoined(cleanYAMLError(err))...)
+			errs = append(errs, splitJoined(cleanYAMLError(err, &root))...)
 		}
 		errs = append(errs, wholeNumbers(&root)...)
 	}
@@ -419,13 +419,18 @@ func Decode(r io.Reader) (Config, error) {
 }
 
 // cleanYAMLError turns yaml.v3's multi-line type error into one error per
-// problem, so errors.Join prints one per line.
-func cleanYAMLError(err error) error {
+// problem, so errors.Join prints one per line, each in the user's words
+// (userWords); root is the Config document decoded, nil for another.
+func cleanYAMLError(err error, root *yaml.Node) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		errs := make([]error, 0, len(te.Errors))
 		for _, e := range te.Errors {
-			e = strings.Replace(e, "not found in type config.", "is not a known key in ", 1)
+			if root == nil { // not a Config: a distrust file
+				e = strings.Replace(e, "not found in type config.", "is not a known key in ", 1)
+			} else {
+				e = userWords(e, root)
+			}
 			errs = append(errs, errors.New(e))
 		}
 		return errors.Join(errs...)

@@ -50,7 +50,7 @@ func LoadDistrust(path string) ([]DistrustEntry, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("policy: distrust_file %s: empty (%s)", path, want)
 		}
-		return nil, fmt.Errorf("policy: distrust_file %s: %v (%s)", path, cleanYAMLError(err), want)
+		return nil, fmt.Errorf("policy: distrust_file %s: %v (%s)", path, cleanYAMLError(err, nil), want)
 	}
 	// A second document would be read by no one: refuse it rather than
 	// leave entries unchecked and unused.

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -42,5 +43,50 @@ func TestPortsTakeTheFlagsForm(t *testing.T) {
 	_, err = config.Decode(strings.NewReader("ports: [443, 6432/oracle]\n"))
 	if err == nil || flagErr == nil || !strings.Contains(err.Error(), flagErr.Error()) || !strings.HasPrefix(err.Error(), "line 1: ports") {
 		t.Errorf("ports: [443, 6432/oracle]: error %v, want line 1, the key and the words of --ports: %v", err, flagErr)
+	}
+}
+
+// goTypeRe matches what names a Go or YAML type in a message.
+var goTypeRe = regexp.MustCompile(`config\.[A-Z]|!!|unmarshal|\[\]|map\[`)
+
+// TestDecodeErrorsInTheUsersWords: an unknown key suggests the key meant,
+// and a value of the wrong type names its key path and the form wanted,
+// never a Go type.
+func TestDecodeErrorsInTheUsersWords(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"misspelt key", "zones:\n  - name: a.example\n    namesever: 127.0.0.1:53\n",
+			"line 3: zones[0]: namesever is not a known key; did you mean nameserver?"},
+		{"misspelt top-level key", "zone:\n  - name: a.example\n",
+			"line 1: zone is not a known key; did you mean zones?"},
+		{"misspelt nested key", "probe:\n  concurency: 3\n",
+			"line 2: probe: concurency is not a known key; did you mean concurrency?"},
+		{"unknown key, nothing close", "probe:\n  flux_capacitor: 3\n",
+			"line 2: probe: flux_capacitor is not a known key (see config.example.yaml for the keys of probe)"},
+		{"mapping for a list", "zones:\n  name: a.example\n",
+			`line 2: zones: want a list, each entry on its own line starting with "- ", got a mapping`},
+		{"list for a mapping", "probe:\n  - timeout: 5s\n",
+			"line 2: probe: want a mapping, each KEY: VALUE on its own line indented under probe:, got a list"},
+		{"word for a number", "probe:\n  concurrency: lots\n",
+			"line 2: probe.concurrency: want a whole number, e.g. 10, got \"lots\""},
+		{"word for a switch", "probe:\n  post_quantum: sometimes\n",
+			"line 2: probe.post_quantum: want true or false, got \"sometimes\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Decode(strings.NewReader(tt.yaml))
+			if err == nil {
+				t.Fatalf("Decode accepted %q", tt.yaml)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tt.want)
+			}
+			if goWord := goTypeRe.FindString(err.Error()); goWord != "" {
+				t.Errorf("error names a Go or YAML type (%q):\n%v", goWord, err)
+			}
+		})
 	}
 }
