@@ -72,6 +72,8 @@ func TestDecodeErrorsInTheUsersWords(t *testing.T) {
 			"line 2: probe: want a mapping, each KEY: VALUE on its own line indented under probe:, got a list"},
 		{"word for a number", "probe:\n  concurrency: lots\n",
 			"line 2: probe.concurrency: want a whole number, e.g. 10, got \"lots\""},
+		{"duration without a unit", "probe:\n  timeout: 5\n",
+			`line 2: "5": a duration needs a unit, e.g. 5s`},
 		{"word for a switch", "probe:\n  post_quantum: sometimes\n",
 			"line 2: probe.post_quantum: want true or false, got \"sometimes\""},
 	}

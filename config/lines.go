@@ -149,6 +149,19 @@ func (e *FieldError) Error() string { return e.Err.Error() }
 // Unwrap returns the problem.
 func (e *FieldError) Unwrap() error { return e.Err }
 
+// Problem is the message without the setting it starts with, for a
+// caller that names the setting its own way (a flag): "must be 1 to
+// 10000, got 0" of probe.concurrency's "probe: concurrency must be 1 to
+// 10000, got 0". A message that does not start with its path, written
+// "probe: concurrency", is returned whole.
+func (e *FieldError) Problem() string {
+	msg := e.Err.Error()
+	if rest, ok := strings.CutPrefix(msg, strings.ReplaceAll(e.Path, ".", ": ")); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
+		return strings.TrimLeft(rest, ": ")
+	}
+	return msg
+}
+
 // fieldf returns a *FieldError at path whose message format makes.
 func fieldf(path, format string, args ...any) error {
 	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}

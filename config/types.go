@@ -70,6 +70,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && f != 0 {
+			return 0, fmt.Errorf("a duration needs a unit, e.g. %ss", s)
+		}
 		return 0, fmt.Errorf("invalid duration %q (want e.g. 30s, 5m, 12h, 30d)", s)
 	}
 	return d, nil
@@ -79,7 +82,22 @@ func ParseDuration(s string) (time.Duration, error) {
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil {
+		if !strings.Contains(err.Error(), strconv.Quote(n.Value)) {
+			err = fmt.Errorf("%s: %w", shorten(strconv.Quote(n.Value)), err)
+		}
 		return lineError(n, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Set parses the duration as ParseDuration does: Duration is the
+// flag.Value of duration flags (--timeout), so a flag and the file take
+// the same forms and fail in the same words.
+func (d *Duration) Set(s string) error {
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
 	}
 	*d = Duration(v)
 	return nil

@@ -340,3 +340,33 @@ func TestCheckConfigExampleWithSecrets(t *testing.T) {
 		t.Errorf("check-config printed a secret:\n%s%s", stdout, stderr)
 	}
 }
+
+// TestFlagErrorsNameTheFlag: a run given by flags alone is told about the
+// flag at fault, as it was written, never about a configuration key it
+// did not write; a duration without a unit says so.
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+		not  string
+	}{
+		{[]string{"--timeout", "5"}, "scan: --timeout 5: a duration needs a unit, e.g. 5s", "parse error"},
+		{[]string{"--timeout", "0s"}, "--timeout 0s: must be above 0 and at most 2m0s, got 0s", "probe"},
+		{[]string{"--timeout", "10m"}, "--timeout 10m: must be above 0 and at most 2m0s, got 10m0s", "probe"},
+		{[]string{"--concurrency", "0"}, "--concurrency 0: must be 1 to 10000, got 0", "probe"},
+		{[]string{"--fail-on", "loud"}, `--fail-on loud: unknown tier "loud"`, "fail_on"},
+		{[]string{"--output", "xml"}, `--output xml: unknown format "xml" (want table or json)`, "output:"},
+		{[]string{"--delegation-port", "0"}, "--delegation-port 0: invalid port 0: want 1 to 65535", "delegation_port"},
+		{[]string{"--notify-timeout", "2h"}, "--notify-timeout 2h: must be above 0 and at most 1h, got 2h0m0s", "flush_timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := run(t, append([]string{"scan", "--target", "127.0.0.1:1"}, tt.args...)...)
+			if code != cli.ExitUsage || !strings.Contains(stderr, tt.want) || strings.Contains(stderr, tt.not) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2, %q and no %q", code, stderr, tt.want, tt.not)
+			}
+		})
+	}
+}

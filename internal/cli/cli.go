@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -189,7 +190,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
-		return usageError("%s: %v (see 'certwatch %s --help')", fs.Name(), err, fs.Name())
+		return usageError("%s: %v (see 'certwatch %s --help')", fs.Name(), flagWords(err), fs.Name())
 	}
 	if fs.NArg() > 0 && fs.Name() != "check-config" {
 		return usageError("%s: unexpected argument %q (see 'certwatch %s --help')", fs.Name(), fs.Arg(0), fs.Name())
@@ -198,6 +199,19 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 var errHelp = errors.New("help requested")
+
+// badValueRe matches the flag package's complaint about a value.
+var badValueRe = regexp.MustCompile(`^invalid value "(.*)" for flag -([\w-]+): (.*)$`)
+
+// flagWords restates the flag package's complaint about a value as the
+// flag is written: "--timeout 5: a duration needs a unit, e.g. 5s".
+func flagWords(err error) string {
+	m := badValueRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %s: %s", m[2], m[1], m[3])
+}
 
 // printUsage writes the command's help text and every flag's description.
 func printUsage(w io.Writer, fs *flag.FlagSet, head string) {

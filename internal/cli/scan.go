@@ -112,7 +112,7 @@ type scanFlags struct {
 	ports       string
 	caFiles     listFlag
 	resolver    string
-	timeout     time.Duration
+	timeout     durationFlag
 	concurrency int
 	breakAfter  int
 	output      string
@@ -121,7 +121,7 @@ type scanFlags struct {
 	exclude     listFlag
 	verbose     bool
 	notify      bool
-	notifyWait  time.Duration
+	notifyWait  durationFlag
 	allowEmpty  bool
 	postQuantum bool
 	allowLoop   bool
@@ -155,13 +155,13 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	}
 	fs.Var(&f.files, "file", "also read the certificates held in the files this `GLOB` matches (\"**\" spans directories): PEM bundles, DER, PKCS#12 and JKS keystores (passphrase \"\" or \"changeit\"; others in --config files), kubeconfigs; judged like served ones and merged with them; repeatable, replaces files in --config")
 	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
-	fs.DurationVar(&f.timeout, "timeout", 0, "deadline for each TCP dial and each TLS handshake (default 5s)")
+	fs.Var(&f.timeout, "timeout", "deadline for each TCP dial and each TLS handshake, a `duration` (30s, 1m; default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
 	fs.BoolVar(&f.allowLoop, "allow-loopback", false, "probe loopback addresses (127.0.0.0/8, ::1) that zones and resolvers name (probe.allow_loopback); without it only --target and targets: may point at this host")
 	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
 	fs.BoolVar(&f.postQuantum, "post-quantum", false, "offer the X25519MLKEM768 post-quantum hybrid key exchange first, so the report says which endpoints take it (key_exchange, post_quantum; probe.post_quantum); costs client CPU on every handshake")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
-	fs.DurationVar(&f.notifyWait, "notify-timeout", 0, "with --notify, how long to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
+	fs.Var(&f.notifyWait, "notify-timeout", "with --notify, how long (a `duration`) to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
 	f.procs.register(fs)
 	fs.TextVar(&f.failOn, "fail-on", policy.None, "exit 1 when a finding is at or above this `tier`: info, notice, warning, page (default) or critical; none never exits 1 for findings")
@@ -269,7 +269,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		c.Coverage.DelegationPort = f.delegPort
 	}
 	if set["timeout"] {
-		c.Probe.Timeout = config.Duration(f.timeout)
+		c.Probe.Timeout = f.timeout.Duration
 	}
 	if set["concurrency"] {
 		c.Probe.Concurrency = f.concurrency
@@ -290,15 +290,72 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 		c.FailOn = f.failOn
 	}
 	if set["notify-timeout"] {
-		c.Notify.FlushTimeout = config.Duration(f.notifyWait)
+		c.Notify.FlushTimeout = f.notifyWait.Duration
 	}
 	if err := f.aws.apply(&c, set); err != nil {
 		return c, err
 	}
 	if err := c.Validate(); err != nil {
-		return c, withCode(ExitUsage, err)
+		return c, withCode(ExitUsage, inFlagWords(err, fs, set, f.configFile == ""))
 	}
 	return c, nil
+}
+
+// flagKeys are the flags of scan and inventory that set one setting, and
+// its key path.
+var flagKeys = map[string]string{
+	"timeout": "probe.timeout", "concurrency": "probe.concurrency", "break-after": "probe.break_after",
+	"output": "output", "fail-on": "fail_on", "notify-timeout": "notify.flush_timeout",
+	"delegation-port": "coverage.delegation_port", "region": "aws.regions", "role-arn": "aws.roles",
+}
+
+// inFlagWords restates each problem of err with a setting a flag in set
+// gave as that flag, as written ("--timeout 0s: must be above 0 …"): who
+// gave the flag may have no file, and wrote no key. Without a file
+// (flagsOnly), the daemon section's problems are dropped: they are the
+// defaults' under the flags' values, and scan runs no daemon.
+func inFlagWords(err error, fs *flag.FlagSet, set map[string]bool, flagsOnly bool) error {
+	var out []error
+	for _, e := range splitJoined(err) {
+		var fe *config.FieldError
+		if errors.As(e, &fe) {
+			if flagsOnly && (fe.Path == "daemon" || strings.HasPrefix(fe.Path, "daemon.")) {
+				continue
+			}
+			for name, key := range flagKeys {
+				if set[name] && (fe.Path == key || strings.HasPrefix(fe.Path, key+".") || strings.HasPrefix(fe.Path, key+"[")) {
+					e = fmt.Errorf("--%s %s: %s", name, fs.Lookup(name).Value, fe.Problem())
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// durationFlag is a duration flag parsed as the file's durations are
+// (config.ParseDuration: 30s, 5m, 2d), which prints as it was written.
+type durationFlag struct {
+	config.Duration
+	written string
+}
+
+func (d *durationFlag) String() string { return d.written }
+
+func (d *durationFlag) Set(s string) error {
+	if err := d.Duration.Set(s); err != nil {
+		return err
+	}
+	d.written = s
+	return nil
+}
+
+// splitJoined returns the errors joined in err, or err itself.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // setZones replaces the zones of c by those of --zone and --zone-file, in
