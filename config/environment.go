@@ -81,8 +81,12 @@ func (c *Config) EnvironmentProblems(getenv func(string) string) []error {
 		}
 	}
 	if sv := c.Serve; sv.SilenceTokenFile != "" || sv.SilenceTokenEnv != "" {
-		secret(secretRef{path: "serve", what: "serve: silence token",
+		key := "serve." + cmpKey(sv.SilenceTokenFile != "", "silence_token_file", "silence_token_env")
+		tok := secret(secretRef{path: "serve", what: key,
 			file: sv.SilenceTokenFile, fileKey: "silence_token_file", env: sv.SilenceTokenEnv, envKey: "silence_token_env"})
+		if n := len(tok.Reveal()); n > 0 && n < MinSilenceToken {
+			errs = append(errs, fieldf(key, "%s: the token has %d bytes, fewer than the %d required: make a random one (openssl rand -hex 16)", key, n, MinSilenceToken))
+		}
 	}
 	return errs
 }

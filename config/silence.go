@@ -180,18 +180,3 @@ func (s Serve) SilenceToken() (Secret, error) {
 	}
 	return tok, nil
 }
-
-// CheckStart reports what run refuses at start beyond Validate, as
-// check-config does offline: the silence token (Serve.SilenceToken).
-// data is the file c was loaded from, for the line of each problem.
-func CheckStart(c *Config, data []byte) error {
-	var errs []error
-	if _, err := c.Serve.SilenceToken(); err != nil {
-		errs = append(errs, err)
-	}
-	pos := positionsOf(data)
-	for i, e := range errs {
-		errs[i] = pos.locate(e)
-	}
-	return joinSorted(errs)
-}

@@ -50,9 +50,6 @@ func (e *env) checkConfig(args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("config: %w", err))
 	}
-	if err := config.CheckStart(&c, data); err != nil {
-		return withCode(ExitUsage, err)
-	}
 	doc, err := config.Effective(c, data)
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)

@@ -85,7 +85,7 @@ func TestCheckConfigRefuses(t *testing.T) {
 			code: 2, stderr: []string{"line 2: serve.silence_token_file: secret file ", "is empty"}},
 		{name: "silence token file missing",
 			yaml: "serve:\n  silence_token_file: /nonexistent/certwatch-token\n",
-			code: 2, stderr: []string{"line 2: serve.silence_token_file: read secret file: open /nonexistent/certwatch-token: no such file or directory"}},
+			code: 2, stderr: []string{"line 2: serve.silence_token_file: secret file /nonexistent/certwatch-token does not exist"}},
 		{name: "silence token variable not set",
 			yaml: "serve:\n  silence_token_env: CERTWATCH_TEST_UNSET_SILENCE_TOKEN\n",
 			code: 2, stderr: []string{"line 2: serve.silence_token_env: environment variable CERTWATCH_TEST_UNSET_SILENCE_TOKEN is not set"}},
@@ -220,7 +220,7 @@ func TestCheckConfigRefusesWhatRunRefuses(t *testing.T) {
 		{"state directory missing", "notify:\n  state: /nonexistent/certwatch/state.db\n",
 			"line 7: notify: state: directory /nonexistent/certwatch does not exist"},
 		{"silence token file missing", "serve:\n  silence_token_file: /nonexistent/token\n",
-			"line 8: serve: silence token: secret file /nonexistent/token does not exist"},
+			"line 8: serve.silence_token_file: secret file /nonexistent/token does not exist"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
