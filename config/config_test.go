@@ -56,7 +56,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"tiers quoted, listed and beside other problems", "policy:\n  broken: \"fatal\"\n  weak_key: 'nope'\nrevocation: {stale: page, revoked: loud}\nnotify:\n  channels: [{name: x, kind: log}]\n  routes:\n    - tiers:\n        - page\n        - urgent\n      channels: [x]\nsilences:\n  - {match: {zone: a.example}, up_to: info, until: 2000-01-01, reason: x}\nprobe: {concurrency: 0, colour: blue}\n",
 			[]string{`line 2: policy: broken: unknown tier "fatal" (want one of none`, `line 3: policy: weak_key: unknown tier "nope"`, `line 4: revocation: revoked: unknown tier "loud"`,
 				"line 4: revocation: stale: at most warning, got page", `line 10: notify: routes[0]: tiers: unknown tier "urgent" (want notice, warning, page or critical)`,
-				`line 13: silences[0]: up_to: unknown tier "info"`, "line 14: field colour is not a known key", "line 14: probe: concurrency must be 1"}},
+				`line 13: silences[0]: up_to: unknown tier "info"`, "line 14: probe: colour is not a known key", "line 14: probe: concurrency must be 1"}},
 		{"empty tier", "fail_on:\n", []string{`line 1: fail_on: unknown tier ""`}},
 		{"tsig secret not base64", "zones:\n  - name: a.example\n    tsig:\n      name: k\n      algorithm: hmac-sha256\n      secret: not-base64!\n", []string{"line 3: ", "secret is not valid base64"}},
 	}
