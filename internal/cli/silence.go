@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os/user"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -48,7 +50,7 @@ Matchers (every one given must match; at least one):
 
 --up-to is the highest tier covered: by default the tier of the finding's
 open alert with --id, else page. A silence lasts at most notify.silence_max
-(default 90d). The author is --author, else $USER.
+(default 90d). The author is --author, else $USER, else the operating system's user.
 `
 
 // silenceBook adds, lists and expires silences for `certwatch silence`
@@ -270,7 +272,7 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 	until := fs.String("until", "", "when the silence ends: a `date` (2030-05-01, midnight UTC at its start) or an RFC 3339 time")
 	upTo := fs.String("up-to", "", "the highest `tier` covered (default: the finding's tier with --id, else page)")
 	fs.StringVar(&s.Reason, "reason", "", "why the findings may stay unannounced (required)")
-	author := fs.String("author", "", "who silences (default $USER)")
+	author := fs.String("author", "", "who silences (default $USER, else the operating system's user)")
 	output := fs.String("output", "table", "`table` or json")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, errHelp) {
@@ -288,10 +290,6 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 	}
 	if len(labels) > 0 {
 		s.Match.Labels = labels
-	}
-	s.Author = cmpOr(*author, e.getenv("USER"))
-	if s.Author == "" {
-		return usageError("silence add: --author is required ($USER is not set)")
 	}
 	switch {
 	case *forFlag != "" && *until != "":
@@ -317,6 +315,9 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 			return usageError("silence add: --up-to: %v", err)
 		}
 		s.UpTo = t
+	}
+	if s.Author = silenceAuthor(*author, e.getenv); s.Author == "" {
+		return usageError("silence add: say who silences with --author NAME ($USER is not set and the operating system names no user)")
 	}
 	b, closeStore, err := e.openBook(ctx, *configFile)
 	if err != nil {
@@ -346,6 +347,20 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 	fmt.Fprintf(e.stdout, "Silence %s added: up to %s, until %s, by %s; it takes effect at the next probe run. It matches %s.\n",
 		added.ID, added.UpTo, added.Until.UTC().Format(time.RFC3339), added.Author, countAlerts(matching))
 	return nil
+}
+
+// silenceAuthor is who adds a silence: --author, else $USER, else the
+// operating system's user (containers often leave $USER unset); "" when
+// none names anyone.
+func silenceAuthor(flagValue string, getenv func(string) string) string {
+	if a := cmp.Or(strings.TrimSpace(flagValue), strings.TrimSpace(getenv("USER"))); a != "" {
+		return a
+	}
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return cmp.Or(strings.TrimSpace(u.Username), strings.TrimSpace(u.Name))
 }
 
 func countAlerts(n int) string {

@@ -275,3 +275,26 @@ func TestReplicasHonourOneSilence(t *testing.T) {
 		}
 	}
 }
+
+// TestSilenceAddWithoutUser runs `certwatch silence add` where $USER is
+// unset, as in many containers: a missing --for is reported as such, not
+// as a missing $USER, and a complete command succeeds with the author
+// taken from the operating system's user.
+func TestSilenceAddWithoutUser(t *testing.T) {
+	t.Setenv("USER", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	text := fmt.Sprintf("zones: [{name: example.com, nameserver: 127.0.0.1:53}]\nnotify:\n  state: %s\n  channels: [{name: log, kind: log}]\n  routes: [{tiers: [page], channels: [log]}]\n", filepath.Join(dir, "state.db"))
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, "silence", "add", "--config", cfg, "--kind", "expiring", "--reason", "r")
+	if code != 2 || !strings.Contains(stderr, "--for 7d or --until") || strings.Contains(stderr, "USER") {
+		t.Errorf("silence add without --for and $USER: exit %d, %q; want 2 asking for --for", code, stderr)
+	}
+	stdout, stderr, code := run(t, "silence", "add", "--config", cfg, "--kind", "expiring", "--for", "1d", "--reason", "r", "--output", "json")
+	var s state.Silence
+	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s.Author == "" {
+		t.Errorf("silence add without $USER: exit %d, author %q, %v; want the OS user as author\n%s", code, s.Author, err, stderr)
+	}
+}
