@@ -99,9 +99,14 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  certwatch inventory --zone %s --nameserver %s --ports %d --allow-loopback\n  %s\n"+
+	// inventory probes nothing: it takes the flags that say where to
+	// discover, the delegation port and loopback among them, or it would
+	// not follow the lab's delegated zones.
+	inventory := fmt.Sprintf("certwatch inventory --zone %s --nameserver %s --ports %d --target %s --network %s --allow-loopback --delegation-port %d",
+		lab.Zone, l.DNS, l.Port, l.Unreachable, l.Network, l.DelegationPort)
+	fmt.Fprintf(e.stderr, "\nLab running until Ctrl-C. Try:\n  %s\n  %s\n  %s\n"+
 		"or run the daemon against it (status page on http://%s/, findings logged):\n  certwatch run --config %s\n",
-		cmdline, lab.Zone, l.DNS, l.Port, strings.Replace(cmdline, "certwatch scan", "certwatch coverage", 1), listen, runConfig)
+		cmdline, inventory, strings.Replace(cmdline, "certwatch scan", "certwatch coverage", 1), listen, runConfig)
 	<-ctx.Done()
 	return nil
 }

@@ -145,6 +145,7 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.exclude, "exclude", "drop zone names matching this `glob`; repeatable")
 	fs.IntVar(&f.delegPort, "delegation-port", 0, "ask the name servers of delegated child zones on this `port` (default 53, coverage.delegation_port)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress and per-source detail to stderr")
+	fs.BoolVar(&f.allowLoop, "allow-loopback", false, "probe loopback addresses (127.0.0.0/8, ::1) that zones and resolvers name, and follow delegations to name servers there (probe.allow_loopback); without it only --target and targets: may point at this host")
 	f.aws.register(fs)
 	if !inventory {
 		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept zones with no name to probe (allow_empty: on a zone in --config); without it such a zone exits 3")
@@ -157,7 +158,6 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.Var(&f.caFiles, "ca-file", "also trust the roots in this PEM `file` (e.g. a private CA); system roots stay trusted; repeatable")
 	fs.Var(&f.timeout, "timeout", "deadline for each TCP dial and each TLS handshake, a `duration` (30s, 1m; default 5s)")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "connections in flight at once (default 100; at most 2 per address)")
-	fs.BoolVar(&f.allowLoop, "allow-loopback", false, "probe loopback addresses (127.0.0.0/8, ::1) that zones and resolvers name (probe.allow_loopback); without it only --target and targets: may point at this host")
 	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
 	fs.BoolVar(&f.postQuantum, "post-quantum", false, "offer the X25519MLKEM768 post-quantum hybrid key exchange first, so the report says which endpoints take it (key_exchange, post_quantum; probe.post_quantum); costs client CPU on every handshake")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
