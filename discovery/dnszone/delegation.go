@@ -522,6 +522,10 @@ func (s *Source) delegationGap(d Delegation, parent string, r childResult, cov *
 	switch {
 	case errors.As(r.err, &te) && (te.Rcode == dns.RcodeRefused || te.Rcode == dns.RcodeNotAuth):
 		g.Reason = found.GapDelegationRefused
+		// The gap says once what to do, in its fix: the transfer's own
+		// advice (set tsig:, which a followed child has no entry for)
+		// is not repeated before it.
+		g.Detail = te.Problem()
 	case errors.Is(r.err, context.DeadlineExceeded):
 		g.Reason = found.GapDelegationTimeout
 	case errors.Is(r.err, ErrIncomplete) || errors.Is(r.err, ErrBadTransfer) || errors.Is(r.err, ErrBadSignature):

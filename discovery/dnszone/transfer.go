@@ -67,6 +67,10 @@ func (e *TransferError) Error() string {
 	return msg
 }
 
+// Problem is what failed, without the advice Error appends ("zone x: AXFR
+// refused by 192.0.2.1:53 (REFUSED)"), for a caller that gives its own.
+func (e *TransferError) Problem() string { return "zone " + e.Zone + ": " + e.what }
+
 // Unwrap returns the underlying cause, if any.
 func (e *TransferError) Unwrap() error { return e.Err }
 
