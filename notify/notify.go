@@ -96,13 +96,10 @@ const (
 	EventTest Event = "test"
 )
 
-// AlertID is the identity of a finding's alert: its ID, except that an
-// expired certificate continues the alert of its expiry (the same problem,
-// now past its deadline), so expiry does not page anew.
+// AlertID is the identity of a finding's alert: its ID (policy.Finding.ID),
+// the one every view shows. An expired certificate shares it with its
+// expiry, so its alert continues and expiry does not page anew.
 func AlertID(f policy.Finding) string {
-	if f.Kind == policy.Expired && f.Certificate != "" {
-		f.Kind = policy.Expiring
-	}
 	return f.ID()
 }
 

@@ -74,7 +74,7 @@ func silencesAt(all []state.Silence, now time.Time) silenceSet {
 // must not let them through.
 func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 	mt := m.s.Match
-	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != AlertID(f) && mt.FindingID != expiryID(f) {
+	if mt.FindingID != "" && mt.FindingID != f.ID() && mt.FindingID != expiryID(f) && !legacyExpiredID(mt.FindingID, f) {
 		return false
 	}
 	if mt.Kind != "" && mt.Kind != f.Kind && (mt.Kind != policy.Expiring || !besideExpiry(f)) {
@@ -96,6 +96,13 @@ func (m *matcher) matches(f policy.Finding, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// legacyExpiredID reports whether id is what an expired certificate's
+// finding was called before it kept its expiry's ID ("expired:<sha256>"),
+// so that a silence added by that ID still holds.
+func legacyExpiredID(id string, f policy.Finding) bool {
+	return f.Kind == policy.Expired && f.Certificate != "" && id == string(policy.Expired)+":"+f.Certificate
 }
 
 // besideExpiry reports whether f is a finding about a certificate not

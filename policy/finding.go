@@ -7,6 +7,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -265,9 +266,32 @@ type Silenced struct {
 }
 
 // ID identifies the finding across runs: its kind and the certificate (or
-// name) it is about. Notification state and dedup keys are derived from it.
+// name) it is about, "expiring:<sha256>". It is the one ID every view shows
+// (the JSON report's "id", the status page, `certwatch alerts`), the one
+// `certwatch silence add --id` takes, and the identity of the finding's
+// alert, from which notification state and dedup keys are derived. An
+// expired certificate keeps the ID of its expiry ("expiring:<sha256>"):
+// it is the same problem past its deadline, so its alert goes on (expiry
+// does not page anew) and a silence of the expiry holds on.
 func (f Finding) ID() string {
-	return string(f.Kind) + ":" + f.subjectOfID()
+	kind := f.Kind
+	if kind == Expired && f.Certificate != "" {
+		kind = Expiring
+	}
+	return string(kind) + ":" + f.subjectOfID()
+}
+
+// findingJSON is a Finding without its MarshalJSON.
+type findingJSON Finding
+
+// MarshalJSON encodes the finding with its ID first, as "id": what every
+// JSON view (the report, /api/v1/report, alerts, notifications' payloads)
+// carries so that a finding can be silenced by what is shown.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID string `json:"id"`
+		findingJSON
+	}{f.ID(), findingJSON(f)})
 }
 
 // subjectOfID is what ID says the finding is about: its certificate, or
