@@ -214,6 +214,11 @@ type Report struct {
 
 	// Coverage says what the pass watched and what not (coverage gaps).
 	Coverage *Coverage `json:"coverage,omitempty"`
+
+	// Summary is what the report adds up to (NewSummary), set by Run and
+	// by whoever publishes a report it changed (the daemon's, through
+	// serve): the counts every view renders.
+	Summary Summary `json:"summary"`
 }
 
 func (p *Pass) now() time.Time {
@@ -450,6 +455,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 		}
 	}
 	policy.SortFindings(r.Findings)
+	r.Summary = NewSummary(r)
 	if ctx.Err() != nil {
 		return r, fmt.Errorf("scan interrupted: %w", context.Cause(ctx))
 	}

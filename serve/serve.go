@@ -353,6 +353,12 @@ func (s *Server) RecordDiscovery(results []scan.SourceResult, inventory int) {
 // RecordReport makes r the report shown by the status page, the API and
 // the metrics. r must not be modified afterwards.
 func (s *Server) RecordReport(r *scan.Report) {
+	// The summary of the report as published (the daemon adds findings
+	// and marks silences after the pass summed it up): what the page, the
+	// API and the metrics all render.
+	published := *r
+	published.Summary = scan.NewSummary(r)
+	r = &published
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")

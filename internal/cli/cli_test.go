@@ -205,7 +205,7 @@ func TestScanTableOutput(t *testing.T) {
 	if code != cli.ExitFindings {
 		t.Errorf("exit code = %d, want 1 (an expired certificate is critical)", code)
 	}
-	for _, want := range []string{"TIER", "CRITICAL", "expired." + lab.Zone, "served by 4 endpoint(s)", "Scanned"} {
+	for _, want := range []string{"TIER", "critical", "expired." + lab.Zone, "served by 4 endpoint(s)", "Scanned"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table output lacks %q:\n%s", want, stdout)
 		}
@@ -466,11 +466,11 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit code = %d; stderr: %s", code, stderr)
 	}
-	for _, want := range []string{"certwatch demo: lab of zone internal.example", "CRITICAL", "would exit 1", "revoked.internal.example",
+	for _, want := range []string{"certwatch demo: lab of zone internal.example", "critical", "would exit 1", "revoked.internal.example",
 		// The certificates at rest: the wildcard renewed in a file while
 		// its endpoints still serve the old one, and a client keystore.
-		"PAGE stale_deployment \"*.internal.example\"", "renewed in file ", "wildcard.internal.example.pem on ", "still serve the old one (serial ", "which expires in 5 days",
-		"WARNING expiring \"billing-client\"", "held at rest in 1 place(s): keystore ", "4 held at rest"} {
+		"page stale_deployment \"*.internal.example\"", "renewed in file ", "wildcard.internal.example.pem on ", "still serve the old one (serial ", "which expires in 5 days",
+		"warning expiring \"billing-client\"", "held at rest in 1 place(s): keystore ", "4 held at rest"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -82,11 +80,12 @@ func (e *env) runCoverage(ctx context.Context, c config.Config, logger *slog.Log
 	if cov == nil {
 		cov = &scan.Coverage{}
 	}
+	sum := scan.SummaryOf(report)
 	if c.Output == "json" {
-		if werr := writeJSON(e.stdout, cov); werr != nil {
+		if werr := writeJSON(e.stdout, coverageReport{Coverage: *cov, Summary: sum}); werr != nil {
 			return fmt.Errorf("write coverage: %w", werr)
 		}
-	} else if werr := writeCoverage(e.stdout, cov, columnsFrom(e.getenv)); werr != nil {
+	} else if werr := writeCoverage(e.stdout, cov, sum, columnsFrom(e.getenv)); werr != nil {
 		return fmt.Errorf("write coverage: %w", werr)
 	}
 	if err != nil {
@@ -105,14 +104,22 @@ func (e *env) runCoverage(ctx context.Context, c config.Config, logger *slog.Log
 	return nil
 }
 
+// coverageReport is the JSON shape of `certwatch coverage --output json`:
+// the coverage, and the summary of the report it comes from.
+type coverageReport struct {
+	scan.Coverage
+	Summary scan.Summary `json:"summary"`
+}
+
 // writeCoverage writes the coverage as tables of sources, zones and
-// certificates held at rest, then every gap, then one summary line.
-func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
+// certificates held at rest, then every gap, then one summary line that
+// renders the report's summary: the counts `certwatch scan` gives.
+func writeCoverage(w io.Writer, c *scan.Coverage, sum scan.Summary, width int) error {
 	src := table{rows: [][]string{{"SOURCE", "TARGETS", "NAMES", "ENDPOINTS", "CERTIFICATES", "ERROR"}}, shrink: []int{5, 0}}
-	names, endpoints, certs := 0, 0, 0
+	names := 0
 	for _, s := range c.Sources {
 		src.rows = append(src.rows, []string{policy.Printable(s.Name), strconv.Itoa(s.Targets), strconv.Itoa(s.Names), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Certificates), orDash(policy.Printable(s.Error))})
-		names, endpoints, certs = names+s.Names, endpoints+s.Endpoints, certs+s.Certificates
+		names += s.Names
 	}
 	if err := src.write(w, width); err != nil {
 		return err
@@ -140,12 +147,12 @@ func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
 		if err := at.write(w, width); err != nil {
 			return err
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%d certificate(s) held at rest; one held in two kinds of place counts under each.\n\n", sum.Certificates.AtRest)
 	}
 	if len(c.Gaps) > 0 {
 		fmt.Fprintf(w, "Not watched (%d):\n", len(c.Gaps))
 		for i, g := range c.Gaps {
-			fmt.Fprintf(w, "%d. %s %s %s\n", i+1, strings.ToUpper(g.Tier.String()), g.Reason, policy.Printable(g.Zone))
+			fmt.Fprintf(w, "%d. %s %s %s\n", i+1, g.Tier, g.Reason, policy.Printable(g.Zone))
 			if g.Parent != "" {
 				fmt.Fprintf(w, "   delegated by %s to %s\n", g.Parent, cmpOr(strings.Join(g.Nameservers, ", "), "-"))
 			}
@@ -159,16 +166,8 @@ func writeCoverage(w io.Writer, c *scan.Coverage, width int) error {
 		}
 		fmt.Fprintln(w)
 	}
-	gaps := "no coverage gaps"
-	if len(c.Gaps) > 0 {
-		var parts []string
-		for _, r := range slices.Sorted(maps.Keys(c.GapsByReason)) {
-			parts = append(parts, fmt.Sprintf("%d %s", c.GapsByReason[r], r))
-		}
-		gaps = fmt.Sprintf("%d coverage gap(s): %s", len(c.Gaps), strings.Join(parts, ", "))
-	}
-	fmt.Fprintf(w, "Watching %d zone(s) (%d followed from delegations) through %d source(s): %d name(s), %d endpoint(s) probed, %d certificate(s); %s.\n",
-		len(c.Zones), followed, len(c.Sources), names, endpoints, certs, gaps)
+	fmt.Fprintf(w, "Watching %d zone(s) (%d followed from delegations) through %d source(s): %d name(s), %d endpoint(s) probed, %s; %s.\n",
+		len(c.Zones), followed, sum.Sources, names, sum.Endpoints.Total, sum.CertificatesText(), sum.GapsText())
 	return nil
 }
 

@@ -140,10 +140,10 @@ coverage: {delegation_port: %s}
 	for _, want := range []string{
 		"dnszone:corp.example",
 		"svc.corp.example  delegation  corp.example",
-		"WARNING delegation_refused closed.corp.example",
-		"NOTICE unmonitored_zone partner.example",
+		"warning delegation_refused closed.corp.example",
+		"notice unmonitored_zone partner.example",
 		"fix: allow transfers from this host, or add the zone with its own nameserver/tsig",
-		"Watching 2 zone(s) (1 followed from delegations) through 1 source(s): 3 name(s), 3 endpoint(s) probed, 1 certificate(s); 2 coverage gap(s): 1 delegation_refused, 1 unmonitored_zone.",
+		"Watching 2 zone(s) (1 followed from delegations) through 1 source(s): 3 name(s), 3 endpoint(s) probed, 1 certificate(s) (1 served, 0 held at rest, 0 both); 2 coverage gap(s): 1 delegation_refused, 1 unmonitored_zone.",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("coverage table lacks %q:\n%s", want, stdout)
@@ -478,8 +478,8 @@ kubernetes:
 	for _, want := range []string{
 		"HELD AT REST  CERTIFICATES  LOCATIONS  SERVED",
 		"secret        1             1          0",
-		"NOTICE unmonitored_zone other.example",
-		"WARNING secret_not_read certificate payments/hidden",
+		"notice unmonitored_zone other.example",
+		"warning secret_not_read certificate payments/hidden",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("coverage table lacks %q:\n%s", want, stdout)

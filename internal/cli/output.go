@@ -78,7 +78,7 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 		tb := table{rows: [][]string{{"TIER", "DEADLINE", "LEFT", "KIND", "SUBJECT", "ENDPOINTS", "WHERE"}}, shrink: []int{6, 4}, drop: []int{6, 5, 1}}
 		for _, f := range r.Findings {
 			tb.rows = append(tb.rows, []string{
-				paint(f.Tier, strings.ToUpper(f.Tier.String())),
+				paint(f.Tier, f.Tier.String()),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
 				left(f.Deadline, now),
 				string(f.Kind), policy.Printable(orDash(f.Subject)), strconv.Itoa(len(f.Endpoints)), policy.Printable(firstNames(f, 3))})
@@ -92,14 +92,14 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			certs[r.Certificates[i].SHA256] = &r.Certificates[i]
 		}
 		for i, f := range r.Findings {
-			fmt.Fprintf(w, "%d. %s %s", i+1, paint(f.Tier, strings.ToUpper(f.Tier.String())), f.Kind)
+			fmt.Fprintf(w, "%d. %s %s", i+1, paint(f.Tier, f.Tier.String()), f.Kind)
 			if f.Subject != "" {
 				fmt.Fprintf(w, " %q", f.Subject)
 			}
 			if f.Certificate != "" {
 				fmt.Fprintf(w, " (sha256 %s…)", f.Certificate[:min(16, len(f.Certificate))])
 			}
-			fmt.Fprintf(w, "\n   %s\n", policy.Printable(f.Message))
+			fmt.Fprintf(w, "\n   %s\n   id: %s\n", policy.Printable(f.Message), policy.Printable(f.ID()))
 			if n := len(f.Endpoints); n > 0 {
 				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, policy.Printable(endpointList(f.Endpoints, 8)))
 			}
@@ -134,41 +134,15 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 }
 
 func writeSummary(w io.Writer, r *scan.Report) {
-	byTier := map[policy.Tier]int{}
-	for _, f := range r.Findings {
-		byTier[f.Tier]++
-	}
-	var tiers []string
-	for t := policy.Critical; t >= policy.Info; t-- {
-		if byTier[t] > 0 {
-			tiers = append(tiers, fmt.Sprintf("%d %s", byTier[t], t))
-		}
-	}
-	findings := "no findings"
-	if len(r.Findings) > 0 {
-		findings = fmt.Sprintf("%d finding(s): %s", len(r.Findings), strings.Join(tiers, ", "))
-	}
-	failures := map[string]int{}
-	ok := 0
-	for _, ep := range r.Endpoints {
-		if ep.Certificate != "" {
-			ok++
-		} else {
-			failures[cmpOr(ep.Failure, "error")]++
-		}
-	}
-	atRest := ""
-	if len(r.AtRest) > 0 {
-		atRest = fmt.Sprintf(", %d held at rest", len(r.AtRest))
-	}
-	fmt.Fprintf(w, "Scanned %d target(s): %d endpoint(s), %d with TLS, %d certificate(s)%s; %s.\n",
-		r.Targets, len(r.Endpoints), ok, len(r.Certificates), atRest, findings)
-	if len(failures) > 0 {
+	s := scan.SummaryOf(r)
+	fmt.Fprintf(w, "Scanned %d target(s): %d endpoint(s), %d with TLS; %s; %s; %s.\n",
+		s.Targets, s.Endpoints.Total, s.Endpoints.TLS, s.CertificatesText(), s.TiersText(), s.GapsText())
+	if n := s.Endpoints.Total - s.Endpoints.TLS; n > 0 {
 		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(failures)) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, failures[k]))
+		for _, k := range slices.Sorted(maps.Keys(s.Endpoints.Failures)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.Endpoints.Failures[k]))
 		}
-		fmt.Fprintf(w, "No certificate from %d endpoint(s) (%s); see --output json for each.\n", len(r.Endpoints)-ok, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "No certificate from %d endpoint(s) (%s); see --output json for each.\n", n, strings.Join(parts, ", "))
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), policy.Printable(r.Skipped[0].Key()), r.Skipped[0].Skip)

@@ -95,7 +95,7 @@ func TestTableAtRest(t *testing.T) {
 	if err := writeTable(&out, r, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"0          secret mtls/client tls.crt and 1 more\n", "held at rest in 2 place(s): secret mtls/client tls.crt, file /etc/ssl/client.pem", "0 certificate(s), 1 held at rest;"} {
+	for _, s := range []string{"0          secret mtls/client tls.crt and 1 more\n", "held at rest in 2 place(s): secret mtls/client tls.crt, file /etc/ssl/client.pem", "1 certificate(s) (0 served, 1 held at rest, 0 both);"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, out.String())
 		}
