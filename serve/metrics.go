@@ -190,16 +190,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.probeSuccess, ok, e.name, e.port, e.address)
 			gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
 		}
-		for k, n := range v.findings {
-			gauge(m.findings, float64(n), k.kind, k.tier)
+		for _, k := range v.summary.ByKind {
+			gauge(m.findings, float64(k.Count), string(k.Kind), k.Tier.String())
+			if k.Unverified > 0 {
+				gauge(m.unverified, float64(k.Unverified), string(k.Kind), k.Tier.String())
+			}
+			if k.Silenced > 0 {
+				gauge(m.silenced, float64(k.Silenced), string(k.Kind), k.Tier.String())
+			}
 		}
-		for k, n := range v.unverified {
-			gauge(m.unverified, float64(n), k.kind, k.tier)
+		if n := v.summary.Endpoints.TLS; n > 0 {
+			gauge(m.endpoints, float64(n), "ok")
 		}
-		for k, n := range v.silenced {
-			gauge(m.silenced, float64(n), k.kind, k.tier)
-		}
-		for result, n := range v.endpoints {
+		for result, n := range v.summary.Endpoints.Failures {
 			gauge(m.endpoints, float64(n), result)
 		}
 		if c := v.coverage; c != nil {

@@ -37,7 +37,7 @@ func newPageRenderer() *pageRenderer {
 		"join": strings.Join,
 		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"kind": func(k policy.Kind) string { return strings.ReplaceAll(string(k), "_", " ") },
+		"kind": func(k policy.Kind) string { return string(k) }, // the machine name, as every view spells it
 		"num":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	}
 	return &pageRenderer{tmpl: template.Must(template.New("status.html").Funcs(funcs).ParseFS(assets, "templates/status.html"))}
@@ -124,9 +124,9 @@ type pageData struct {
 	Banners   []banner
 	Jobs      []jobLine
 	Counts    []option // findings by tier; Label: tier, Value: count
-	// Findings and Certificates are the report's totals.
+	// Findings and Certificates are the report's totals (scan.Summary).
 	Findings     int
-	Certificates int
+	Certificates scan.CertificateCount
 	// Timeline is the chart of deadlines in the next 90 days; nil when
 	// none is due.
 	Timeline  *timeline
@@ -164,7 +164,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	stateErr := s.storeView(r.Context()).stateErr
 
 	s.mu.RLock()
-	v, rep := s.view, s.report
+	v := s.view
 	jobs := make(map[string]runInfo, len(s.lastRun))
 	for k, ri := range s.lastRun {
 		jobs[k] = ri
@@ -177,7 +177,6 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		d.HasReport = true
 		d.Generated = v.generated
 		d.Total = len(v.rows)
-		d.Targets, d.Endpoints = rep.Targets, len(rep.Endpoints)
 		truncate := len(v.rows) > PageLimit
 		for i := range v.rows {
 			rw := &v.rows[i]
@@ -196,14 +195,13 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			pr.MoreLocations = len(rw.Locations) - len(pr.ShownLocations)
 			d.Rows = append(d.Rows, pr)
 		}
-		// Findings by tier, counted as `certwatch scan` counts them.
-		for t := policy.Critical; t >= policy.Info; t-- {
-			if n := v.byTier[t]; n > 0 {
-				d.Counts = append(d.Counts, option{Label: tierName(t), Value: fmt.Sprint(n)})
-				d.Findings += n
-			}
+		// The report's summary, as `certwatch scan` gives it.
+		sum := v.summary
+		for _, t := range sum.ByTier {
+			d.Counts = append(d.Counts, option{Label: tierName(t.Tier), Value: fmt.Sprint(t.Count)})
 		}
-		d.Certificates = len(rep.Certificates)
+		d.Findings, d.Certificates = sum.Findings, sum.Certificates
+		d.Targets, d.Endpoints = sum.Targets, sum.Endpoints.Total
 		groups := slices.Collect(maps.Keys(v.keyExchange))
 		slices.SortFunc(groups, func(a, b string) int {
 			return cmp.Or(cmp.Compare(v.keyExchange[b], v.keyExchange[a]), strings.Compare(a, b))
@@ -230,7 +228,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Timeline = buildTimeline(v.rows, now)
 		for _, k := range v.kinds {
-			d.Kinds = append(d.Kinds, option{Value: k, Label: strings.ReplaceAll(k, "_", " "), Selected: k == f.Kind})
+			d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == f.Kind})
 		}
 		for _, src := range v.sources {
 			d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == f.Source})
@@ -261,18 +259,10 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		d.Banners = append(d.Banners, banner{"error", "The state store is failing, so alerts are neither recorded nor sent: " + stateErr.Error()})
 	}
 	if v != nil {
-		n := 0
-		for _, c := range v.unverified {
-			n += c
-		}
-		if n > 0 {
+		if n := v.summary.Unverified; n > 0 {
 			d.Banners = append(d.Banners, banner{"warning", fmt.Sprintf("%d findings are unverified: their endpoints stopped answering, so they are shown as last observed.", n)})
 		}
-		silenced := 0
-		for _, c := range v.silenced {
-			silenced += c
-		}
-		if silenced > 0 {
+		if silenced := v.summary.Silenced; silenced > 0 {
 			d.Banners = append(d.Banners, banner{"info", fmt.Sprintf("%d findings are silenced: they are not announced until their silence ends or they rise above it (certwatch silence list).", silenced)})
 		}
 	}

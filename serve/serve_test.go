@@ -442,7 +442,7 @@ func TestStatusPageInTierOrder(t *testing.T) {
 		`<g class="bar"><title>due now or overdue: 1 critical, 1 warning</title>`,
 		`<g class="bar"><title>week of 2030-01-01: 1 page, 1 warning</title>`,
 		`<g class="bar"><title>week of 2030-01-08</title>`,
-		`<option value="discovery_degraded">discovery degraded`, // kind filter
+		`<option value="discovery_degraded">discovery_degraded`, // kind filter, by the name every view gives it
 		// Key exchange of the endpoints that answered: the hybrid was
 		// offered to one, the others' probes predate the field.
 		`Key exchange (post-quantum hybrid offered): <span class="mono">RSA key transport</span> 3, <span class="mono">X25519MLKEM768</span> 1`,

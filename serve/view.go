@@ -32,17 +32,9 @@ type view struct {
 	// restSeries are the places certificates are held at rest.
 	restSeries  []restSeries
 	restDropped int
-	findings    map[findingKey]int
-	// byTier counts the report's findings by tier, as the CLI's summary
-	// does.
-	byTier map[policy.Tier]int
-	// unverified counts findings kept from an earlier run because their
-	// endpoints did not answer (policy.Finding.UnverifiedSince).
-	unverified map[findingKey]int
-	// silenced counts findings a silence keeps unannounced
-	// (policy.Finding.Silenced).
-	silenced  map[findingKey]int
-	endpoints map[string]int // by result: ok or the failure class
+	// summary is the report's (scan.Summary): every count the page and
+	// the metrics show, as `certwatch scan` gives them.
+	summary scan.Summary
 	// keyExchange counts the endpoints that completed a handshake by the
 	// key exchange group negotiated ("" for none: RSA key transport), and
 	// hybridOffered those whose probe offered the post-quantum hybrid.
@@ -56,7 +48,6 @@ type view struct {
 	coverage *scan.Coverage
 }
 
-type findingKey struct{ kind, tier string }
 
 // row is one line of the status page: a certificate with every finding
 // about it, or a finding about no certificate (an unreachable target, a
@@ -121,7 +112,7 @@ type endpointSeries struct {
 // buildView derives the status page rows and the metric series from r and
 // the per-endpoint probe results of the run that produced it.
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
-	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, findings: map[findingKey]int{}, byTier: map[policy.Tier]int{}, unverified: map[findingKey]int{}, silenced: map[findingKey]int{}, endpoints: map[string]int{}, keyExchange: map[string]int{},
+	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, summary: scan.SummaryOf(r), keyExchange: map[string]int{},
 		coverage: r.Coverage}
 
 	// Where each certificate is served, and through which sources.
@@ -149,11 +140,6 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 				sources[c][s] = true
 			}
 		}
-		result := "ok"
-		if ep.Certificate == "" {
-			result = cmp.Or(ep.Failure, "error")
-		}
-		v.endpoints[result]++
 		if ep.Certificate != "" {
 			v.keyExchange[ep.KeyExchange.String()]++
 			if ep.PostQuantum != nil {
@@ -183,13 +169,6 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		known[c.SHA256] = true
 	}
 	for _, f := range r.Findings {
-		v.findings[findingKey{string(f.Kind), f.Tier.String()}]++
-		if !f.UnverifiedSince.IsZero() {
-			v.unverified[findingKey{string(f.Kind), f.Tier.String()}]++
-		}
-		if f.Silenced != nil {
-			v.silenced[findingKey{string(f.Kind), f.Tier.String()}]++
-		}
 		if f.Certificate != "" && known[f.Certificate] {
 			byCert[f.Certificate] = append(byCert[f.Certificate], f)
 		} else {
@@ -341,9 +320,6 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		allSources[policy.Printable(s.Name)] = true
 	}
 	v.kinds, v.sources = sortedKeys(allKinds), sortedKeys(allSources)
-	for _, f := range r.Findings {
-		v.byTier[f.Tier]++
-	}
 
 	// Most urgent certificates and failing endpoints first, so the cap
 	// drops the least interesting series.
