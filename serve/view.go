@@ -48,7 +48,6 @@ type view struct {
 	coverage *scan.Coverage
 }
 
-
 // row is one line of the status page: a certificate with every finding
 // about it, or a finding about no certificate (an unreachable target, a
 // degraded discovery source).
