@@ -114,7 +114,7 @@ Exit codes:
   1  findings at or above --fail-on, or a runtime failure
   2  usage or config error, or every discovery source failed
   3  scan checked nothing it can vouch for: a zone with no name to probe
-     (see --allow-empty), or no endpoint answered, or more than
+     (see --allow-empty), or no certificate from any endpoint, or more than
      notify.storm.max_failure_share of them failed (in a scan of 10 or more)
 `
 

@@ -22,7 +22,7 @@ func TestScanWithoutNetwork(t *testing.T) {
 	ln.Close() // nothing answers there now
 	_, stderr, code := run(t, "scan", "--target", "app.example.com:443", "--target", "db.example.com:5432/postgres",
 		"--resolver", gone, "--timeout", "1s")
-	const want = "certwatch: none of the 2 endpoints answered (2 resolve), so nothing was checked: likely a network problem on this host"
+	const want = "certwatch: no certificate from any of the 2 endpoint(s) (2 resolve), so nothing was checked: likely a network problem on this host"
 	if code != cli.ExitUnverified || !strings.HasPrefix(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("exit %d, stderr %q; want %d and one line starting %q", code, stderr, cli.ExitUnverified, want)
 	}

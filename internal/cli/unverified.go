@@ -73,7 +73,9 @@ func unverified(c config.Config, r *scan.Report) error {
 		if classes[string(probes.FailAddressSkipped)] == total {
 			why = "every address discovery named is one certwatch does not dial (address_skipped: loopback, link-local, unspecified, multicast or broadcast; probe.allow_loopback or --allow-loopback allows loopback)"
 		}
-		return fmt.Errorf("none of the %d endpoints answered (%s), so nothing was checked: %s", total, tally(classes), why)
+		// Worded as the table's "No certificate from" line: a refused
+		// port is an answer (policy.Unanswered), but not a certificate.
+		return fmt.Errorf("no certificate from any of the %d endpoint(s) (%s), so nothing was checked: %s", total, tally(classes), why)
 	case policy.FailureShareExceeded(failed, unanswered, total, share):
 		return fmt.Errorf("%d of %d endpoints (%.0f%%) went unanswered (%s), more than notify.storm.max_failure_share (%g): likely a network problem on this host or an outage, and the report cannot vouch for them",
 			unanswered, total, 100*float64(unanswered)/float64(total), tally(classes), share)

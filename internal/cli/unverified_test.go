@@ -94,15 +94,15 @@ notify:
 	}{
 		{
 			name: "every endpoint refused", args: []string{"--zone", "refused.example"}, code: cli.ExitUnverified,
-			line: "certwatch: none of the 3 endpoints answered (3 refused), so nothing was checked: " + network + ", or the services are down",
+			line: "certwatch: no certificate from any of the 3 endpoint(s) (3 refused), so nothing was checked: " + network + ", or the services are down",
 		},
 		{
 			name: "every endpoint timed out", args: []string{"--target", tarpit.Addr().String(), "--timeout", "200ms"}, code: cli.ExitUnverified,
-			line: "certwatch: none of the 1 endpoints answered (1 timeout), so nothing was checked",
+			line: "certwatch: no certificate from any of the 1 endpoint(s) (1 timeout), so nothing was checked",
 		},
 		{
 			name: "every endpoint answered, none with TLS", args: []string{"--target", garbage.Addr().String()}, code: cli.ExitUnverified,
-			line: "certwatch: none of the 1 endpoints answered (1 not_tls), so nothing was checked: the servers answered, but no TLS handshake completed",
+			line: "certwatch: no certificate from any of the 1 endpoint(s) (1 not_tls), so nothing was checked: the servers answered, but no TLS handshake completed",
 		},
 		{
 			// A refused port is an answer: most names of a zone scanned
