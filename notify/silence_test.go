@@ -175,6 +175,8 @@ func TestSilenceMatches(t *testing.T) {
 		{"finding ID", state.Matchers{FindingID: f.ID()}, true},
 		{"alert ID of an expired certificate", state.Matchers{FindingID: "expiring:" + f.Certificate}, true},
 		{"other finding ID", state.Matchers{FindingID: "expiring:cd"}, false},
+		{"former ID of an expired certificate, in a silence added before", state.Matchers{FindingID: "expired:" + f.Certificate}, true},
+		{"former ID of another expired certificate", state.Matchers{FindingID: "expired:" + strings.Repeat("cd", 32)}, false},
 		{"kind", state.Matchers{Kind: policy.Expired}, true},
 		{"other kind", state.Matchers{Kind: policy.TLSBroken}, false},
 		{"name glob", state.Matchers{Name: "*.pay.example.com"}, true},
