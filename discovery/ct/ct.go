@@ -84,6 +84,11 @@ type Position struct {
 	// set, the next read checks that the log's new tree extends this one.
 	Size int64
 	Root [32]byte
+	// Back, with Next FromTreeSize, starts a first read that many entries
+	// before the end of the log's current tree (at its first entry when
+	// the tree is smaller), so that a first read sees what was logged
+	// lately.
+	Back int64
 }
 
 // FromTreeSize, as Position.Next, starts a first read at the log's current
@@ -132,6 +137,10 @@ type Issuer struct {
 	// entry names. KeySHA256 is always set for a precertificate.
 	SHA256    string
 	KeySHA256 string
+	// Organization and CommonName are the issuer name's O and CN, as the
+	// certificate states them.
+	Organization []string
+	CommonName   string
 }
 
 // Reader reads Static CT logs. Its fields are set before the first Read and

@@ -126,6 +126,9 @@ func TestReadReportsWatchedEntriesOfTheWholeLog(t *testing.T) {
 		Name:      p.issuing.Cert.Subject.String(),
 		SHA256:    sha256Hex(p.issuing.Cert.Raw),
 		KeySHA256: sha256Hex(p.issuing.Cert.RawSubjectPublicKeyInfo),
+
+		Organization: p.issuing.Cert.Subject.Organization,
+		CommonName:   p.issuing.Cert.Subject.CommonName,
 	}
 	want := []ct.Entry{
 		{Index: 5, Names: []string{"www.example.com"}, Serial: www.Cert.SerialNumber.Text(16), SHA256: sha256Hex(www.Cert.Raw)},

@@ -137,7 +137,7 @@ func (r *Reader) parseCandidate(origin string, index int64, l *tileLeaf) (*candi
 			Timestamp: time.UnixMilli(int64(l.timestamp)).UTC(),
 			Precert:   l.precert,
 			Serial:    cert.SerialNumber.Text(16),
-			Issuer:    Issuer{Name: cert.Issuer.String()},
+			Issuer:    Issuer{Name: cert.Issuer.String(), Organization: cert.Issuer.Organization, CommonName: cert.Issuer.CommonName},
 			Names:     names,
 			NotBefore: cert.NotBefore,
 			NotAfter:  cert.NotAfter,

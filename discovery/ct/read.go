@@ -43,7 +43,8 @@ func (r *Reader) read(ctx context.Context, l Log, res *Result, found func(Entry)
 	}
 	res.Checkpoint = cp.timestamp
 	if res.Position.Next == FromTreeSize {
-		res.Position.Next = cp.tree.N
+		res.Position.Next = max(cp.tree.N-max(res.Position.Back, 0), 0)
+		res.Position.Back = 0
 	}
 	from := res.Position
 	if from.Next < 0 || from.Next > cp.tree.N {
