@@ -22,6 +22,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 )
@@ -145,6 +146,9 @@ type Inventory struct {
 	// Networks are the address ranges swept (discovery/networks), with
 	// what each sweep saw.
 	Networks []Network `json:"networks,omitempty"`
+	// CT are the certificates Certificate Transparency logs show for the
+	// watched domains (discovery/ct), one per issuance.
+	CT []ctcert.Certificate `json:"ct,omitempty"`
 }
 
 // NetworkSourcePrefix starts the source name of every address range
@@ -296,7 +300,7 @@ type Gap struct {
 // Records is how many inventory records inv holds: certificates and the
 // resources serving them (zones are not counted).
 func (inv *Inventory) Records() int {
-	return len(inv.ACM) + len(inv.IAM) + len(inv.Consumers) + len(inv.AtRest)
+	return len(inv.ACM) + len(inv.IAM) + len(inv.Consumers) + len(inv.AtRest) + len(inv.CT)
 }
 
 // Append appends the records of other to inv. Certificates at rest (a
@@ -317,4 +321,5 @@ func (inv *Inventory) Append(other Inventory) {
 	inv.Watched = append(inv.Watched, other.Watched...)
 	inv.Gaps = append(inv.Gaps, other.Gaps...)
 	inv.Networks = append(inv.Networks, other.Networks...)
+	inv.CT = append(inv.CT, other.CT...)
 }

@@ -1,0 +1,303 @@
+package ct
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
+	"github.com/certwatch/certwatch/discovery/found"
+)
+
+// Memory keeps small documents between runs, by key: what the daemon's
+// state store keeps (state.Memory). The Source keeps each log's position
+// and the certificates it has seen there.
+type Memory interface {
+	Memo(ctx context.Context, key string) ([]byte, error)
+	SetMemo(ctx context.Context, key string, value []byte) error
+}
+
+// MemoKey is the memo under which a Source with Memory keeps its logs'
+// positions and the certificates it has seen.
+const MemoKey = "ct/logs"
+
+// memoTimeout bounds writing the memo.
+const memoTimeout = 15 * time.Second
+
+// DefaultMaxCertificates bounds the certificates a Source keeps when
+// SourceConfig.MaxCertificates is zero.
+const DefaultMaxCertificates = 20000
+
+// SourceConfig configures a Source.
+type SourceConfig struct {
+	// Logs are the logs read, each from where the last read of it ended.
+	Logs []Log
+	// Reader reads them; its Domains say which certificates are kept.
+	Reader *Reader
+	// Start is where a log without a saved position is first read from:
+	// this many entries before the end of its tree (0: only what is logged
+	// from then on).
+	Start int64
+	// ProbeNames makes every watched, non-wildcard name of a certificate
+	// still valid a target, on each of Ports.
+	ProbeNames bool
+	Ports      []int
+	// Protocols says how each port reaches TLS.
+	Protocols discovery.PortProtocols
+	// MaxCertificates bounds the certificates kept between reads (those
+	// expiring first are dropped); zero means DefaultMaxCertificates.
+	MaxCertificates int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives a line per log read; nil discards.
+	Logger *slog.Logger
+}
+
+// Source is the CT discovery source (scan.Source): each Discover reads
+// every log from where the previous one ended, and yields every
+// certificate seen so far that has not expired (found.Inventory.CT) and,
+// with ProbeNames, their names as targets. Without Memory, positions and
+// certificates last as long as the Source (a one-off scan reads from
+// Start); with it, they are kept in MemoKey and read back by the first
+// Discover, so a restart resumes where the last read ended. Discover
+// calls are serialised.
+type Source struct {
+	cfg SourceConfig
+	// Memory, when set before the first Discover, keeps positions and
+	// certificates across restarts.
+	Memory Memory
+
+	mu        sync.Mutex
+	loaded    bool
+	positions map[string]Position
+	certs     map[string]*ctcert.Certificate // by ID
+}
+
+// NewSource returns a Source reading cfg's logs.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	if cfg.Reader == nil {
+		return nil, errors.New("ct source: no reader")
+	}
+	if len(cfg.Logs) == 0 {
+		return nil, errors.New("ct source: no log to read")
+	}
+	if cfg.Start < 0 {
+		return nil, fmt.Errorf("ct source: start %d is negative", cfg.Start)
+	}
+	return &Source{cfg: cfg, positions: map[string]Position{}, certs: map[string]*ctcert.Certificate{}}, nil
+}
+
+// Name returns "ct".
+func (s *Source) Name() string { return ctcert.Source }
+
+func (s *Source) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
+}
+
+func (s *Source) logger() *slog.Logger {
+	if s.cfg.Logger != nil {
+		return s.cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// logKey identifies a log's position: its origin and URL.
+func logKey(l Log) string { return l.Origin + " " + l.URL }
+
+// savedLogs is the memo a Source keeps.
+type savedLogs struct {
+	Positions    map[string]savedPosition `json:"positions"`
+	Certificates []ctcert.Certificate     `json:"certificates"`
+}
+
+type savedPosition struct {
+	Next int64    `json:"next"`
+	Size int64    `json:"size"`
+	Root [32]byte `json:"root"`
+}
+
+// Discover reads every log from its position and yields the certificates
+// seen and not expired. A log that cannot be read, or whose data does not
+// verify (ErrVerification), is the error, named by its URL; the others
+// are read all the same, and what was read before the failure is kept.
+func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.loaded {
+		if err := s.load(ctx); err != nil {
+			return found.Yield{}, err
+		}
+		s.loaded = true
+	}
+	var errs []error
+	for _, l := range s.cfg.Logs {
+		if err := s.readLog(ctx, l); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.prune()
+	if err := s.save(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return s.yield(), errors.Join(errs...)
+}
+
+// readLog reads one log from its position and keeps the position reached,
+// also when the read failed partway.
+func (s *Source) readLog(ctx context.Context, l Log) error {
+	key := logKey(l)
+	from, ok := s.positions[key]
+	if !ok {
+		from = Position{Next: FromTreeSize, Back: s.cfg.Start}
+	}
+	kept := 0
+	res, err := s.cfg.Reader.Read(ctx, l, from, func(e Entry) error {
+		s.add(e)
+		kept++
+		return nil
+	})
+	if res.Position.Next != FromTreeSize {
+		s.positions[key] = res.Position
+	}
+	s.logger().Info("ct log read", "log", l.URL, "from", from.Next, "next", res.Position.Next, "entries", res.Entries, "watched", kept, "unparsed", res.Unparsed)
+	return err
+}
+
+// add folds an entry into the certificate of its issuance.
+func (s *Source) add(e Entry) {
+	c := s.certs[e.ID]
+	if c == nil {
+		c = &ctcert.Certificate{
+			ID: e.ID, Serial: e.Serial, Names: e.Names, NotBefore: e.NotBefore.UTC(), NotAfter: e.NotAfter.UTC(),
+			Issuer: ctcert.Issuer{Name: e.Issuer.Name, Organization: e.Issuer.Organization, CommonName: e.Issuer.CommonName},
+		}
+		s.certs[e.ID] = c
+	}
+	c.Issuer.KeySHA256 = cmp.Or(c.Issuer.KeySHA256, e.Issuer.KeySHA256)
+	c.SHA256 = cmp.Or(c.SHA256, e.SHA256)
+	c.AddEntry(ctcert.Entry{Log: e.Log, Index: e.Index, Timestamp: e.Timestamp.UTC(), Precert: e.Precert})
+}
+
+// prune drops the certificates that have expired, and those expiring
+// first beyond MaxCertificates.
+func (s *Source) prune() {
+	now := s.now()
+	for id, c := range s.certs {
+		if !c.NotAfter.After(now) {
+			delete(s.certs, id)
+		}
+	}
+	limit := cmp.Or(s.cfg.MaxCertificates, DefaultMaxCertificates)
+	if len(s.certs) <= limit {
+		return
+	}
+	all := s.sorted()
+	slices.SortStableFunc(all, func(a, b *ctcert.Certificate) int { return b.NotAfter.Compare(a.NotAfter) })
+	for _, c := range all[limit:] {
+		delete(s.certs, c.ID)
+	}
+	s.logger().Warn("more certificates in the CT logs for the watched domains than are kept; those expiring first are dropped",
+		"kept", limit, "dropped", len(all)-limit)
+}
+
+// sorted returns the certificates by first logging time and ID.
+func (s *Source) sorted() []*ctcert.Certificate {
+	out := make([]*ctcert.Certificate, 0, len(s.certs))
+	for _, c := range s.certs {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *ctcert.Certificate) int {
+		return cmp.Or(a.Issued().Compare(b.Issued()), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// yield is what the source found: the certificates, and with ProbeNames
+// their watched names as targets.
+func (s *Source) yield() found.Yield {
+	var y found.Yield
+	now := s.now()
+	var targets []discovery.Target
+	for _, c := range s.sorted() {
+		y.Inventory.CT = append(y.Inventory.CT, *c)
+		if !s.cfg.ProbeNames || !c.NotAfter.After(now) {
+			continue
+		}
+		for _, n := range c.Names {
+			name := discovery.NormalizeName(n)
+			if strings.HasPrefix(name, "*.") || !s.cfg.Reader.Domains.Match(name) {
+				continue
+			}
+			for _, p := range s.cfg.Ports {
+				targets = append(targets, discovery.Target{Name: name, Port: p, Protocol: s.cfg.Protocols.ProtocolFor(p), Sources: []string{ctcert.Source}})
+			}
+		}
+	}
+	if len(targets) > 0 {
+		y.Targets = discovery.Merge(targets)
+	}
+	return y
+}
+
+// load reads back the memo, when there is Memory.
+func (s *Source) load(ctx context.Context) error {
+	if s.Memory == nil {
+		return nil
+	}
+	b, err := s.Memory.Memo(ctx, MemoKey)
+	if err != nil {
+		return fmt.Errorf("read the CT logs' positions from the state: %w", err)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	var saved savedLogs
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return fmt.Errorf("read the CT logs' positions from the state: memo %s does not decode: %w", MemoKey, err)
+	}
+	for k, p := range saved.Positions {
+		s.positions[k] = Position{Next: p.Next, Size: p.Size, Root: p.Root}
+	}
+	for i := range saved.Certificates {
+		c := saved.Certificates[i]
+		s.certs[c.ID] = &c
+	}
+	s.logger().Info("ct positions restored from the state", "logs", len(saved.Positions), "certificates", len(saved.Certificates))
+	return nil
+}
+
+// save keeps positions and certificates in the memo, when there is Memory.
+func (s *Source) save(ctx context.Context) error {
+	if s.Memory == nil {
+		return nil
+	}
+	saved := savedLogs{Positions: make(map[string]savedPosition, len(s.positions)), Certificates: []ctcert.Certificate{}}
+	for k, p := range s.positions {
+		saved.Positions[k] = savedPosition{Next: p.Next, Size: p.Size, Root: p.Root}
+	}
+	for _, c := range s.sorted() {
+		saved.Certificates = append(saved.Certificates, *c)
+	}
+	b, err := json.Marshal(saved)
+	if err != nil {
+		return fmt.Errorf("encode the CT logs' positions: %w", err)
+	}
+	// Written even when ctx has ended: the position reached is kept.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoTimeout)
+	defer cancel()
+	if err := s.Memory.SetMemo(ctx, MemoKey, b); err != nil {
+		return fmt.Errorf("keep the CT logs' positions in the state (the next start reads them again from ct.start): %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package ct_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/discovery/ct"
+	"github.com/certwatch/certwatch/internal/cttest"
+)
+
+// memory is a state.Memory in a map.
+type memory struct {
+	mu    sync.Mutex
+	memos map[string][]byte
+}
+
+func (m *memory) Memo(_ context.Context, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.memos[key], nil
+}
+
+func (m *memory) SetMemo(_ context.Context, key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.memos == nil {
+		m.memos = map[string][]byte{}
+	}
+	m.memos[key] = slices.Clone(value)
+	return nil
+}
+
+func newSource(t *testing.T, log *cttest.Log, mem ct.Memory, start int64) *ct.Source {
+	t.Helper()
+	s, err := ct.NewSource(ct.SourceConfig{Logs: []ct.Log{config(t, log)}, Reader: reader(t, "example.com"), Start: start,
+		ProbeNames: true, Ports: []int{443}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Memory = mem
+	return s
+}
+
+func dataTiles(reqs []string) []string {
+	var out []string
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "tile/data/") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A source given the state's memory resumes, after a restart (a new
+// Source on the same memory), where the last read ended: the tiles read
+// before are not fetched again, and the certificates seen before are still
+// yielded, a precertificate and its certificate as one.
+func TestSourceResumesFromTheSavedPosition(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	www := p.leaf(t, "www.example.com")
+	appendEntries(t, log, p.precert(t, www), p.entry(www))
+	fill(t, log, p, 300)
+	mem := &memory{}
+
+	y, err := newSource(t, log, mem, 1000).Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(y.Inventory.CT) != 1 || len(y.Inventory.CT[0].Logged) != 2 || y.Inventory.CT[0].SHA256 != sha256Hex(www.Cert.Raw) {
+		t.Fatalf("first read yielded %+v, want www's issuance once with its two entries", y.Inventory.CT)
+	}
+	if len(y.Targets) != 1 || y.Targets[0].Key() != "www.example.com:443" {
+		t.Errorf("targets %+v, want www.example.com:443", y.Targets)
+	}
+
+	api := p.leaf(t, "api.example.com")
+	appendEntries(t, log, p.entry(api))
+	before := len(log.Requests())
+	y, err = newSource(t, log, mem, 1000).Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dataTiles(log.Requests()[before:]); !slices.Equal(got, []string{"tile/data/001.p/47"}) {
+		t.Errorf("after a restart the source fetched %v, want the one partial tile holding what was logged since", got)
+	}
+	if len(y.Inventory.CT) != 2 {
+		t.Errorf("after a restart the source yields %d certificates, want www's, kept, and api's", len(y.Inventory.CT))
+	}
+}
+
+// Without memory (a one-off scan), every Discover of a new Source reads
+// from Start.
+func TestSourceWithoutMemoryReadsFromStart(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	appendEntries(t, log, p.entry(p.leaf(t, "www.example.com")))
+	fill(t, log, p, 10)
+	y, err := newSource(t, log, nil, 0).Discover(context.Background())
+	if err != nil || len(y.Inventory.CT) != 0 {
+		t.Errorf("start at the end yielded %d certificates (err %v), want none", len(y.Inventory.CT), err)
+	}
+	y, err = newSource(t, log, nil, 11).Discover(context.Background())
+	if err != nil || len(y.Inventory.CT) != 1 {
+		t.Errorf("start 11 back yielded %d certificates (err %v), want 1", len(y.Inventory.CT), err)
+	}
+}
+
+// A log whose checkpoint does not verify is the source's error, naming
+// the log and matching ErrVerification.
+func TestSourceFailsOnABadCheckpoint(t *testing.T) {
+	t.Parallel()
+	log := cttest.Start(t)
+	log.SetFault(cttest.BadSignature)
+	_, err := newSource(t, log, nil, 10).Discover(context.Background())
+	if !errors.Is(err, ct.ErrVerification) || !strings.Contains(err.Error(), log.URL) {
+		t.Errorf("error %v, want ErrVerification naming %s", err, log.URL)
+	}
+}
