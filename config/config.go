@@ -80,6 +80,8 @@ type Config struct {
 	AWS AWS `yaml:"aws,omitempty"`
 	// Kubernetes lists the clusters whose certificates at rest are read.
 	Kubernetes []Kubernetes `yaml:"kubernetes,omitempty"`
+	// CT reads Certificate Transparency logs for the watched domains.
+	CT CT `yaml:"ct"`
 	// Notify configures state, channels and routing of alerts.
 	Notify Notify `yaml:"notify,omitempty"`
 	// Daemon configures `certwatch run`.
@@ -348,6 +350,7 @@ func Default() Config {
 	c.Daemon.applyDefaults()
 	c.Revocation.applyDefaults()
 	c.ACME.applyDefaults()
+	c.CT.applyDefaults()
 	return c
 }
 
@@ -603,6 +606,7 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Daemon.validate()...)
 	errs = append(errs, c.Revocation.validate()...)
 	errs = append(errs, c.ACME.validate()...)
+	errs = append(errs, c.ctProblems()...)
 	// A silence is measured against the clock when the file is loaded:
 	// one that ends further than notify.silence_max from now is refused.
 	errs = append(errs, validateSilences(c.Silences, time.Duration(c.Notify.SilenceMax), time.Now())...)
