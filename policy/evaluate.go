@@ -99,6 +99,8 @@ type Evaluator struct {
 	// history is what the state remembers of each certificate name, by
 	// name (SetHistory); nil when none was given.
 	history map[string]*NameHistory
+	// ct is what Certificate Transparency shows (AddCT), judged in Result.
+	ct ctInventory
 }
 
 // findingKey identifies a finding while evaluating: its kind and the
@@ -171,6 +173,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	if leaf == nil {
 		e.countSources(o.Sources, "")
 		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
+		e.noteCTOnly(o.Sources)
 		switch {
 		case o.Failure == probes.FailNotProbed:
 			// A cut-short sweep did not reach the endpoint (or gave up on
@@ -207,6 +210,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
+	e.noteCTOnly(o.Sources)
 
 	switch o.Trust {
 	case probes.TrustSelfSigned:
@@ -343,6 +347,7 @@ func (e *Evaluator) Result() Result {
 	out.Findings, out.ACM = e.judgeInventory(fs)
 	out.Findings, out.IAM = e.judgeIAM(out.Findings)
 	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
+	out.Findings = e.judgeCT(out.Findings)
 	out.Findings = e.judgeCadence(out.Findings, out.ACM, out.IAM)
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
 	out.Findings, out.Gaps = e.judgeUnattached(out.Findings, out.Gaps)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -240,6 +241,11 @@ type Finding struct {
 	// serves. Sorted; shared with the report's at_rest list, not to be
 	// modified.
 	Locations []atrest.Location `json:"locations,omitempty"`
+	// CTLogged are the Certificate Transparency log entries the finding
+	// rests on (log, index, when logged): the renewal a stale deployment
+	// has not rolled out, the certificate of an unexpected issuer, the
+	// certificate naming what no source lists.
+	CTLogged []ctcert.Entry `json:"ct_logged,omitempty"`
 	// UnverifiedSince is set on a finding a report carries over from an
 	// earlier run because every endpoint of its blast radius failed to
 	// answer since (an outage, a cut-short run): it is when the finding

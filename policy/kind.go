@@ -113,6 +113,7 @@ var kinds = map[Kind]KindInfo{
 	RenewalMissed:             {Problem: "renewal overdue: no newer certificate has appeared; it expires " + When, Deadline: true, Origin: OriginEvaluation, Renewal: true},
 	StaleDeployment:           {Problem: "an old certificate is still deployed; it expires " + When, Deadline: true, Origin: OriginEvaluation},
 	CoverageGap:               {Problem: "part of the estate is not watched", Origin: OriginEvaluation},
+	UnexpectedIssuer:          {Problem: "certificate issued by an unexpected CA", Origin: OriginEvaluation},
 
 	// The Deadline of these five is the time of the run that raised them;
 	// notifications have always shown it as their deadline.

@@ -70,6 +70,9 @@ type Rules struct {
 	// in the most urgent expiry tier (warning before, never above this);
 	// None turns the check off.
 	RenewalMissed Tier
+	// CT are the rules of the reconciliation with Certificate
+	// Transparency (AddCT).
+	CT CTRules
 }
 
 const day = 24 * time.Hour

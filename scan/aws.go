@@ -51,5 +51,8 @@ func addInventory(ev *policy.Evaluator, invs ...*Inventory) {
 		if len(inv.Unattached) > 0 {
 			ev.AddUnattached(inv.Unattached...)
 		}
+		if len(inv.CT) > 0 {
+			ev.AddCT(inv.CT...)
+		}
 	}
 }

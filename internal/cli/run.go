@@ -247,6 +247,7 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, 
 	if srv != nil {
 		pass.OnObservation = srv.ObserveProbe
 	}
+	withCTMemory(pass, store)
 	senders, err := newSenders(c.Notify, client, logger)
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)

@@ -607,7 +607,7 @@ func buildPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*sca
 		Zones:       zones,
 		Sources:     sources,
 		Prober:      prober,
-		Rules:       coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage),
+		Rules:       ctRules(coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage), c),
 		Parallelism: c.Probe.Concurrency,
 		// Each source runs under its own deadline: one stuck never
 		// stalls the others.
@@ -648,6 +648,11 @@ func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer
 	if err != nil {
 		return nil, nil, err
 	}
+	cts, err := newCTSources(c, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, cts...)
 	var fileGroups []files.Group
 	if len(c.Targets) > 0 {
 		targets := make([]string, len(c.Targets))
