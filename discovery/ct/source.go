@@ -170,8 +170,13 @@ func (s *Source) readLog(ctx context.Context, l Log) error {
 	if res.Position.Next != FromTreeSize {
 		s.positions[key] = res.Position
 	}
+	if err != nil {
+		// The pass logs the source's error; this says how far it got.
+		s.logger().Debug("ct log read failed", "log", l.URL, "from", from.Next, "next", res.Position.Next, "entries", res.Entries, "err", err)
+		return err
+	}
 	s.logger().Info("ct log read", "log", l.URL, "from", from.Next, "next", res.Position.Next, "entries", res.Entries, "watched", kept, "unparsed", res.Unparsed)
-	return err
+	return nil
 }
 
 // add folds an entry into the certificate of its issuance.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,5 +230,61 @@ func TestScanCTCheckpointThatDoesNotVerifyIsLoud(t *testing.T) {
 	}
 	if len(findingsOf(r, policy.StaleDeployment))+len(findingsOf(r, policy.UnexpectedIssuer)) > 0 {
 		t.Errorf("findings from a log that does not verify:\n%s", stdout)
+	}
+}
+
+// certwatch run keeps each log's position in the state: after a restart it
+// reads only what was logged since (no tile it read before is fetched
+// again), and still knows the certificates it saw before.
+func TestRunResumesCTLogsFromTheSavedPosition(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	e := startCTEstate(t)
+	now := time.Now()
+	other := e.issuing.MustLeaf(certtest.LeafOptions{DNSNames: []string{"www.other.example.org"}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(90 * 24 * time.Hour)})
+	filler := cttest.Entry{Cert: other.Cert.Raw, Chain: [][]byte{e.issuing.Cert.Raw, e.root.Cert.Raw}, Timestamp: now}
+	if err := e.log.AppendFunc(300, func(int64) cttest.Entry { return filler }); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config(t, fmt.Sprintf(`notify:
+  state: %q
+daemon:
+  listen: 127.0.0.1:0
+  schedules:
+    discovery: "@every 1h"
+    probe: "@every 1h"
+  jitter: 10ms
+  grace_period: 5s
+`, filepath.Join(e.dir, "state.db")))
+	ctRead := func(l map[string]any) bool { return l["msg"] == "ct log read" }
+
+	p := startRun(t, bin, cfg)
+	first := p.waitLog(t, "the first read of the log", 1, ctRead)
+	if first["from"] != float64(-1) || first["next"] != float64(e.log.Size()) {
+		t.Fatalf("first read %v, want from the end (-1, start entries back) to %d", first, e.log.Size())
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.waitExit(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+
+	later := e.issuing.MustLeaf(certtest.LeafOptions{DNSNames: []string{"later." + ctZone}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(90 * 24 * time.Hour)})
+	if err := e.log.Append(cttest.Entry{Cert: later.Cert.Raw, Chain: [][]byte{e.issuing.Cert.Raw, e.root.Cert.Raw}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.log.Requests())
+	p = startRun(t, bin, cfg)
+	restored := p.waitLog(t, "the positions restored", 1, msg("ct positions restored from the state"))
+	if restored["certificates"] != float64(4) {
+		t.Errorf("restored %v, want the 4 issuances seen before the restart", restored)
+	}
+	second := p.waitLog(t, "the read after the restart", 1, ctRead)
+	if second["from"] != first["next"] || second["entries"] != float64(1) || second["watched"] != float64(1) {
+		t.Errorf("read after the restart %v, want from %v, the one entry logged since", second, first["next"])
+	}
+	for _, r := range e.log.Requests()[before:] {
+		if strings.HasPrefix(r, "tile/data/000") {
+			t.Errorf("after the restart the log was read again from its start: %s", r)
+		}
 	}
 }
