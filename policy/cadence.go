@@ -276,6 +276,12 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 			managed[r.SHA256] = true
 		}
 	}
+	// A renewal Certificate Transparency shows is one, deployed or not
+	// (stale_deployment says when its rollout is late).
+	for i := range e.ct.certs {
+		c := &e.ct.certs[i]
+		cad.add(c.Names, cadenceCand{fp: cmp.Or(c.SHA256, "ct:"+c.ID), notBefore: c.NotBefore, notAfter: c.NotAfter})
+	}
 	sv := e.servedIndex()
 	for i := range e.certs {
 		c := &e.certs[i]
