@@ -43,7 +43,7 @@ type CT struct {
 	Grace Duration `yaml:"grace"`
 	// UnexpectedIssuer is the tier of unexpected_issuer; "none" turns
 	// the check off.
-	UnexpectedIssuer string `yaml:"unexpected_issuer"`
+	UnexpectedIssuer policy.Tier `yaml:"unexpected_issuer"`
 	// Timeout bounds each request to a log; Parallelism is how many data
 	// tiles of a log are fetched at once.
 	Timeout     Duration `yaml:"timeout"`
@@ -74,7 +74,7 @@ func (c *CT) applyDefaults() {
 	*c = CT{
 		Start:            strconv.Itoa(DefaultCTStart),
 		Grace:            Duration(DefaultCTGrace),
-		UnexpectedIssuer: "page",
+		UnexpectedIssuer: policy.Page,
 		Timeout:          Duration(ct.DefaultTimeout),
 		Parallelism:      ct.DefaultParallelism,
 	}
@@ -197,9 +197,6 @@ func (c *Config) ctProblems() []error {
 	}
 	if t.Parallelism < 1 || t.Parallelism > MaxCTParallelism {
 		add("parallelism", "parallelism must be 1 to %d, got %d", MaxCTParallelism, t.Parallelism)
-	}
-	if _, err := policy.ParseTier(t.UnexpectedIssuer); err != nil {
-		add("unexpected_issuer", "unexpected_issuer: %v", err)
 	}
 	return errs
 }

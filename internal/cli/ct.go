@@ -36,7 +36,7 @@ func newCTSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 			Logger: l},
 		Start:      c.CT.StartBack(),
 		ProbeNames: c.CT.ProbeNames,
-		Ports:      c.Ports,
+		Ports:      c.Ports.Numbers(),
 		Protocols:  c.PortProtocols(nil),
 		Logger:     l,
 	})
@@ -64,6 +64,6 @@ func ctRules(r policy.Rules, c config.Config) policy.Rules {
 		ExpectedIssuers: c.CT.ExpectedIssuers,
 		Domains:         c.CTDomains(),
 	}
-	r.CT.UnexpectedIssuer, _ = policy.ParseTier(c.CT.UnexpectedIssuer) // validated at load
+	r.CT.UnexpectedIssuer = c.CT.UnexpectedIssuer
 	return r
 }
