@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"html"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -96,33 +93,7 @@ func TestStatusPageLayoutInChromium(t *testing.T) {
 		s.ObserveProbe(&obs[i])
 	}
 	s.RecordReport(r)
-	h := s.Handler()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /test/layout-check.js", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		io.WriteString(w, layoutCheck)
-	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v // the page's own Content-Security-Policy,
-		}
-		// except that the test's frame may hold it.
-		csp := rec.Header().Get("Content-Security-Policy")
-		w.Header().Set("Content-Security-Policy", strings.Replace(csp, "frame-ancestors 'none'", "frame-ancestors 'self'", 1))
-		body := strings.Replace(rec.Body.String(), "</body>", `<script src="/test/layout-check.js"></script></body>`, 1)
-		w.WriteHeader(rec.Code)
-		io.WriteString(w, body)
-	})
-	// Headless Chromium will not make a window narrower than 500 px, so
-	// the page is laid out in a frame exactly as wide as the screen tested.
-	mux.HandleFunc("GET /test/frame", func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html><body style="margin:0"><iframe src="/" style="border:0;width:%spx;height:2500px"></iframe></body></html>`, html.EscapeString(req.URL.Query().Get("w")))
-	})
-	mux.Handle("/", h)
-	hs := httptest.NewServer(mux)
+	hs := httptest.NewServer(chromiumHarness(s.Handler(), layoutCheck))
 	defer hs.Close()
 
 	for _, width := range []string{"390", "1001", "1280"} {
