@@ -115,7 +115,7 @@ type coverageReport struct {
 // certificates held at rest, then every gap, then one summary line that
 // renders the report's summary: the counts `certwatch scan` gives.
 func writeCoverage(w io.Writer, c *scan.Coverage, sum scan.Summary, width int) error {
-	src := table{rows: [][]string{{"SOURCE", "TARGETS", "NAMES", "ENDPOINTS", "CERTIFICATES", "ERROR"}}, shrink: []int{5, 0}}
+	src := table{rows: [][]string{{"SOURCE", "TARGETS", "NAMES", "ENDPOINTS", "CERTIFICATES", "ERROR"}}, steps: []step{shrink(5), shrink(0)}}
 	names := 0
 	for _, s := range c.Sources {
 		src.rows = append(src.rows, []string{policy.Printable(s.Name), strconv.Itoa(s.Targets), strconv.Itoa(s.Names), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Certificates), orDash(policy.Printable(s.Error))})
@@ -127,7 +127,7 @@ func writeCoverage(w io.Writer, c *scan.Coverage, sum scan.Summary, width int) e
 	fmt.Fprintln(w)
 	followed := 0
 	if len(c.Zones) > 0 {
-		zt := table{rows: [][]string{{"ZONE", "VIA", "FROM", "TARGETS", "NAME SERVERS"}}, shrink: []int{4, 0}}
+		zt := table{rows: [][]string{{"ZONE", "VIA", "FROM", "TARGETS", "NAME SERVERS"}}, steps: []step{shrink(4), shrink(0)}}
 		for _, z := range c.Zones {
 			if z.Via == "delegation" {
 				followed++

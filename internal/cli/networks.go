@@ -18,7 +18,7 @@ func writeNetworks(w io.Writer, nets []scan.NetworkReport, now time.Time, width 
 	if len(nets) == 0 {
 		return nil
 	}
-	tb := table{rows: [][]string{{"NETWORK", "CIDRS", "PORTS", "TRIED", "ANSWERED", "TLS", "CERTIFICATES", "ADDRESS-ONLY"}}, shrink: []int{1, 0}, drop: []int{2, 1}}
+	tb := table{rows: [][]string{{"NETWORK", "CIDRS", "PORTS", "TRIED", "ANSWERED", "TLS", "CERTIFICATES", "ADDRESS-ONLY"}}, steps: []step{shrink(1), shrink(0), drop(2), drop(1)}}
 	for _, n := range nets {
 		tb.rows = append(tb.rows, []string{policy.Printable(n.Name), strings.Join(n.CIDRs, ","), strings.Join(n.Ports, ","),
 			strconv.Itoa(n.Addresses), strconv.Itoa(len(n.Answered)), strconv.Itoa(n.TLSEndpoints),

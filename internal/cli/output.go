@@ -72,16 +72,20 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 		return tierColor[t] + s + "\x1b[0m"
 	}
 	if len(r.Findings) > 0 {
-		// WHERE and the endpoint count are in each finding's details too,
-		// and LEFT says what DEADLINE does: those go first on a narrow
-		// terminal.
-		tb := table{rows: [][]string{{"TIER", "DEADLINE", "LEFT", "KIND", "SUBJECT", "ENDPOINTS", "WHERE"}}, shrink: []int{6, 4}, drop: []int{6, 5, 1}}
+		// On a narrow terminal SUBJECT keeps the room: DEADLINE loses its
+		// time of day; WHERE and the endpoint count, in each finding's
+		// details too, go; then DEADLINE, whose LEFT says as much; KIND,
+		// a machine name to grep for, is cut last.
+		tb := table{rows: [][]string{{"TIER", "DEADLINE", "LEFT", "KIND", "SUBJECT", "ENDPOINTS", "WHERE"}},
+			short: map[int][]string{1: {"DEADLINE"}},
+			steps: []step{shorten(1), shrink(6), drop(6), drop(5), shrinkTo(4, 24), drop(1), shrinkTo(4, 12), shrink(3), shrink(4)}}
 		for _, f := range r.Findings {
 			tb.rows = append(tb.rows, []string{
 				paint(f.Tier, f.Tier.String()),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
 				left(f.Deadline, now),
 				string(f.Kind), policy.Printable(orDash(f.Subject)), strconv.Itoa(len(f.Endpoints)), policy.Printable(firstNames(f, 3))})
+			tb.short[1] = append(tb.short[1], f.Deadline.UTC().Format(time.DateOnly))
 		}
 		if err := tb.write(w, width); err != nil {
 			return err

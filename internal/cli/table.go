@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -84,65 +83,68 @@ func cut(s string, w int) string {
 // table is rows of cells laid out in columns two cells apart.
 type table struct {
 	rows [][]string
-	// shrink lists the columns that give up cells, first to last, when the
-	// table is wider than its width; each keeps at least minShrunk.
-	shrink []int
-	// drop lists the columns left out, first to last, while the table
-	// does not fit even shrunk.
-	drop []int
+	// short holds, by column, a shorter form of every row's cell (the
+	// header's first), shown once a step shortens that column.
+	short map[int][]string
+	// steps are how the table gives up cells, first to last, while it is
+	// wider than its width.
+	steps []step
 }
+
+// step is one way a table gives up cells: show a column's short form,
+// leave a column out, or shrink a column, cutting its cells, down to keep
+// cells.
+type step struct {
+	col           int
+	shorten, drop bool
+	keep          int
+}
+
+// shrinkTo shrinks col down to keep cells, only as far as the table needs.
+func shrinkTo(col, keep int) step { return step{col: col, keep: keep} }
+
+// shrink shrinks col down to minShrunk cells.
+func shrink(col int) step { return shrinkTo(col, minShrunk) }
+
+// drop leaves col out.
+func drop(col int) step { return step{col: col, drop: true} }
+
+// shorten shows col's short form (table.short).
+func shorten(col int) step { return step{col: col, shorten: true} }
 
 const minShrunk = 8
 
-// write lays t out within limit cells (0: no limit).
+// write lays t out within limit cells (0: no limit): with the fewest of
+// its steps that make it fit, or all of them.
 func (t *table) write(w io.Writer, limit int) error {
 	if len(t.rows) == 0 {
 		return nil
 	}
-	full := make([]int, len(t.rows[0]))
-	for _, row := range t.rows {
-		for i, c := range row {
-			full[i] = max(full[i], cells(c))
+	n := 0
+	if limit > 0 {
+		for n < len(t.steps) && !t.layout(t.steps[:n], limit).fits {
+			n++
 		}
 	}
-	dropped := map[int]bool{}
-	widths := slices.Clone(full)
-	for d := 0; limit > 0; d++ {
-		widths = slices.Clone(full)
-		total := -2
-		for i, wd := range widths {
-			if !dropped[i] {
-				total += wd + 2
-			}
-		}
-		for _, col := range t.shrink {
-			if total <= limit || dropped[col] {
-				continue
-			}
-			give := min(total-limit, widths[col]-min(widths[col], minShrunk))
-			widths[col] -= give
-			total -= give
-		}
-		if total <= limit || d == len(t.drop) {
-			break
-		}
-		dropped[t.drop[d]] = true
-	}
+	l := t.layout(t.steps[:n], limit)
 	var b strings.Builder
-	for _, row := range t.rows {
+	for r, row := range t.rows {
 		b.Reset()
 		last := len(row) - 1
-		for last > 0 && dropped[last] {
+		for last > 0 && l.dropped[last] {
 			last--
 		}
 		for i, c := range row {
-			if dropped[i] {
+			if l.dropped[i] {
 				continue
 			}
-			c = cut(c, widths[i])
+			if l.shortened[i] {
+				c = t.short[i][r]
+			}
+			c = cut(c, l.widths[i])
 			b.WriteString(c)
 			if i < last {
-				b.WriteString(strings.Repeat(" ", widths[i]-cells(c)+2))
+				b.WriteString(strings.Repeat(" ", l.widths[i]-cells(c)+2))
 			}
 		}
 		b.WriteByte('\n')
@@ -151,6 +153,48 @@ func (t *table) write(w io.Writer, limit int) error {
 		}
 	}
 	return nil
+}
+
+// tableLayout is the columns' widths after some steps, and whether the
+// table then fits.
+type tableLayout struct {
+	widths             []int
+	dropped, shortened map[int]bool
+	fits               bool
+}
+
+// layout applies steps: short forms and dropped columns first, then each
+// shrink in order, each taking only the cells still wanting.
+func (t *table) layout(steps []step, limit int) tableLayout {
+	l := tableLayout{widths: make([]int, len(t.rows[0])), dropped: map[int]bool{}, shortened: map[int]bool{}}
+	for _, s := range steps {
+		l.dropped[s.col] = l.dropped[s.col] || s.drop
+		l.shortened[s.col] = l.shortened[s.col] || s.shorten
+	}
+	for r, row := range t.rows {
+		for i, c := range row {
+			if l.shortened[i] {
+				c = t.short[i][r]
+			}
+			l.widths[i] = max(l.widths[i], cells(c))
+		}
+	}
+	total := -2
+	for i, wd := range l.widths {
+		if !l.dropped[i] {
+			total += wd + 2
+		}
+	}
+	for _, s := range steps {
+		if s.drop || s.shorten || l.dropped[s.col] || total <= limit {
+			continue
+		}
+		give := min(total-limit, l.widths[s.col]-min(l.widths[s.col], s.keep))
+		l.widths[s.col] -= give
+		total -= give
+	}
+	l.fits = limit <= 0 || total <= limit
+	return l
 }
 
 // wrap breaks text into lines of at most limit cells, each starting with
