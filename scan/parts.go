@@ -37,7 +37,13 @@ type Part struct {
 func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes.Observation {
 	var out []probes.Observation
 	next := 0 // guarded by the schedule
-	p.sweep(ctx, len(targets), func() (*discovery.Target, bool) {
+	n := 0
+	for i := range targets {
+		if targets[i].Skip == "" {
+			n++
+		}
+	}
+	p.sweep(ctx, n, func() (*discovery.Target, bool) {
 		for ; next < len(targets); next++ {
 			if t := &targets[next]; t.Skip == "" {
 				next++

@@ -127,6 +127,9 @@ type Pass struct {
 	// abandoned are the sources' calls abandoned at their deadline that
 	// have not returned yet, by source name.
 	abandoned map[string]pendingCall
+
+	// progress counts how far the running stages have gone (Progress).
+	progress progress
 }
 
 // SetHistory gives the pass what the state remembers of each certificate
@@ -244,12 +247,15 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	results := make([]SourceResult, len(p.Sources))
 	yields := make([]found.Yield, len(p.Sources))
 	abandoned := make([]bool, len(p.Sources)) // the error does not name the source
+	p.discoveryStarted(len(p.Sources))
+	defer p.discoveryEnded()
 	var g errgroup.Group
 	// Many zones often share one primary: transfer a few at a time.
 	g.SetLimit(cmp.Or(p.DiscoveryParallelism, 4))
 	for i, s := range p.Sources {
 		g.Go(func() error {
 			y, err := bounded(ctx, p, s.Name(), s.Discover)
+			p.sourceDone()
 			yields[i] = y
 			if err != nil {
 				results[i].Error = err.Error()
@@ -412,11 +418,14 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 	start := p.now()
 	var r *Report
 	if ss, ok := p.streaming(); ok {
+		p.discoveryStarted(1)
 		st, err := bounded(ctx, p, ss.Name(), func(ctx context.Context) (stream, error) {
 			seq, n, inv, err := ss.Stream(ctx)
 			return stream{seq, n, inv}, err
 		})
 		seq, n, inv := st.seq, st.n, st.inv
+		p.sourceDone()
+		p.discoveryEnded()
 		p.keep(ss.Name(), inv)
 		if ctx.Err() != nil {
 			return nil, interrupted(ctx)
@@ -506,7 +515,7 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 		}
 	}
 	next := 0 // guarded by the schedule
-	p.probeAll(ctx, r, ev, len(targets), func() (*discovery.Target, bool) {
+	p.probeAll(ctx, r, ev, len(targets)-len(r.Skipped), func() (*discovery.Target, bool) {
 		for ; next < len(targets); next++ {
 			if t := &targets[next]; t.Skip == "" {
 				next++
@@ -533,6 +542,7 @@ func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], 
 			}
 			if t.Skip != "" {
 				r.Skipped = append(r.Skipped, t)
+				p.targetDone(0) // of the n counted, passed over
 				continue
 			}
 			t.Addresses = slices.Clone(t.Addresses) // the sequence reuses them
@@ -636,6 +646,8 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 		probe, perAddr = sweep.Probe, sweep.PerAddress()
 	}
 	workers := min(cmp.Or(p.Parallelism, 100), n)
+	p.sweepStarted(n)
+	defer p.sweepEnded()
 	s := newSchedule(perAddr, workers, pull)
 	defer s.stopOn(ctx)()
 	var mu sync.Mutex // serialises emit
@@ -649,6 +661,7 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 				}
 				obs := probe(ctx, *t)
 				s.done(t)
+				p.targetDone(len(obs))
 				mu.Lock()
 				emit(obs)
 				mu.Unlock()

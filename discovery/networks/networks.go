@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -146,6 +147,17 @@ type Source struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	prefixs []netip.Prefix // Prefixes, masked and sorted
+	// passed counts the connections (address × port) of the latest
+	// sweep tried or passed over, of total (Progress).
+	passed, total atomic.Int64
+}
+
+// Progress says how far the latest sweep has gone: the connections
+// (address × port) tried or passed over (excluded, special or given-up
+// addresses), of those its ranges hold. Safe for concurrent use; two
+// sweeps of one Source at once count together.
+func (s *Source) Progress() (done, total int) {
+	return int(s.passed.Load()), int(s.total.Load())
 }
 
 // Size returns the addresses of prefixes (before exclusions) times ports,
@@ -338,8 +350,10 @@ func (s *Source) addresses(skipped, excluded *int) iter.Seq[netip.Addr] {
 				case a.Is4() && p.Bits() <= 30 && (a == first || a == last),
 					a.IsMulticast(), a.IsUnspecified(), a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 					*skipped++
+					s.passed.Add(int64(len(s.c.Ports)))
 				case slices.ContainsFunc(s.c.Exclude, func(x netip.Prefix) bool { return x.Contains(a) }):
 					*excluded++
+					s.passed.Add(int64(len(s.c.Ports)))
 				default:
 					if !yield(a) {
 						return
@@ -394,6 +408,8 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	for _, x := range s.c.Exclude {
 		n.Exclude = append(n.Exclude, x.String())
 	}
+	s.passed.Store(0)
+	s.total.Store(int64(s.size * len(s.c.Ports)))
 
 	var (
 		mu       sync.Mutex // guards n's counts and open
@@ -434,6 +450,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 					if streak < breakAfter {
 						o = s.connect(ctx, netip.AddrPortFrom(a, uint16(p.Number)), dialTO)
 					}
+					s.passed.Add(1)
 					counts[o]++
 					switch o {
 					case answered:

@@ -137,6 +137,11 @@ func TestSweepSkipsSpecialAndExcluded(t *testing.T) {
 	if diff := cmp.Diff(n.Ports, []string{fmt.Sprint(port), "6432/postgres"}); diff != "" {
 		t.Errorf("ports (-got +want):\n%s", diff)
 	}
+	// Its progress counts every address × port of the range, the
+	// skipped and excluded ones passed over.
+	if done, total := src.Progress(); done != 32 || total != 32 {
+		t.Errorf("progress after the sweep = %d of %d connections, want 32 of 32 (16 addresses × 2 ports)", done, total)
+	}
 }
 
 func TestCheckBoundsTheRange(t *testing.T) {

@@ -85,7 +85,7 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	err = e.runScan(ctx, c, newLogger(e.stderr, level), false)
+	err = e.runScan(ctx, c, newLogger(e.stderr, level), false, false)
 	if fe := (*findingsError)(nil); errors.As(err, &fe) {
 		if *output == "table" {
 			fmt.Fprintf(e.stdout, "\n'certwatch scan' would exit 1 here (%v); the demo exits 0.\n", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -120,6 +121,8 @@ type scanFlags struct {
 	include     listFlag
 	exclude     listFlag
 	verbose     bool
+	progress    bool
+	noProgress  bool
 	notify      bool
 	notifyWait  durationFlag
 	allowEmpty  bool
@@ -161,6 +164,8 @@ func (f *scanFlags) register(fs *flag.FlagSet, inventory bool) {
 	fs.IntVar(&f.breakAfter, "break-after", 0, "give up on an address after this many of its endpoints in a row timed out: the rest fail fast as timeout without connecting (default 3; 0 never gives up)")
 	fs.BoolVar(&f.postQuantum, "post-quantum", false, "offer the X25519MLKEM768 post-quantum hybrid key exchange first, so the report says which endpoints take it (key_exchange, post_quantum; probe.post_quantum); costs client CPU on every handshake")
 	fs.StringVar(&f.output, "output", "", "report format: `table` (default) or json")
+	fs.BoolVar(&f.progress, "progress", false, "show how far discovery and probing have gone on stderr (sources read, connections swept, targets probed, rate, time left) even when stderr is not a terminal; the default shows it on a terminal only, and never with -v")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "never show progress on stderr")
 	fs.Var(&f.notifyWait, "notify-timeout", "with --notify, how long (a `duration`) to wait for the notifications to be delivered before exiting 1 (default 2m, notify.flush_timeout); the rest goes out on the next run")
 	fs.BoolVar(&f.notify, "notify", false, "send findings through the channels in --config's notify section (state kept in notify.state: each tier announced once, fixes resolved); without it, scan never notifies")
 	f.procs.register(fs)
@@ -474,13 +479,27 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 		return err
 	}
 	defer restore()
-	return e.runScan(ctx, c, logger, f.notify)
+	return e.runScan(ctx, c, logger, f.notify, f.showProgress(e.stderr))
+}
+
+// showProgress says whether scan shows its progress on stderr: when asked
+// to (--progress), else on a terminal unless -v logs there or
+// --no-progress says not to.
+func (f *scanFlags) showProgress(stderr io.Writer) bool {
+	switch {
+	case f.noProgress:
+		return false
+	case f.progress:
+		return true
+	}
+	return !f.verbose && isTerminal(stderr)
 }
 
 // runScan is the one code path behind `certwatch scan` and `certwatch demo`.
 // With notify set, the report's findings also go through the configured
-// channels, after the report is printed.
-func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify bool) error {
+// channels, after the report is printed; with progress set, stderr shows
+// how far the pass has gone while it runs (showProgress).
+func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify, progress bool) error {
 	if notify {
 		// Before probing: a scan that may not notify need not probe.
 		unlock, err := lockState(c, "certwatch scan --notify")
@@ -493,7 +512,12 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
+	stopProgress := func() {}
+	if progress {
+		stopProgress = showProgress(e.stderr, isTerminal(e.stderr), terminalWidth(e.stderr), pass.Progress)
+	}
 	report, err := pass.Run(ctx)
+	stopProgress()
 	if errors.Is(err, scan.ErrNoSource) {
 		return withCode(ExitUsage, err)
 	}
@@ -745,6 +769,10 @@ func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer
 	}
 	return out, longer, nil
 }
+
+// A network sweep says how far it has gone, for scan's progress line and
+// the daemon's progress log.
+var _ scan.Counter = (*networks.Source)(nil)
 
 // configuredZones returns the zones of c, normalised: a delegation to one
 // is left to its own source.
