@@ -128,6 +128,11 @@ type Config struct {
 	// DropThreshold: a source returning fewer than this share of its last
 	// good run's targets is degraded. 0 disables the check.
 	DropThreshold float64
+	// ProgressEvery is how often a running discovery or probe run logs
+	// how far it has got (at Info), so that a long sweep is not silent
+	// until it ends; 0 means DefaultProgressEvery, negative never. Only
+	// a Scanner that counts (scan.Pass) says.
+	ProgressEvery time.Duration
 	// HeartbeatURL, when set, gets a GET after every successful probe run;
 	// HeartbeatTimeout bounds it (0 means 10s). The URL is never logged.
 	HeartbeatURL     string

@@ -41,7 +41,9 @@ func (d *Daemon) discover(ctx context.Context) error {
 	s := d.scanner
 	d.mu.Unlock()
 	start := d.now()
+	stopProgress := d.logProgress(s, false)
 	targets, results, err := s.Discover(ctx)
+	stopProgress()
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
 	}

@@ -47,11 +47,13 @@ func (d *Daemon) probe(ctx context.Context) error {
 	var seen *scan.Report // what this site probed, for the failure share
 	pe, shared := s.(PartEvaluator)
 	shared = shared && d.Sharing != nil && loaded
+	stopProgress := d.logProgress(s, true)
 	switch {
 	case shared:
 		var err error
 		r, seen, cut, err = d.probeShared(ctx, pe, inventory, results, degraded, start)
 		if err != nil {
+			stopProgress()
 			return err
 		}
 	case loaded:
@@ -59,6 +61,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 	default:
 		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
 	}
+	stopProgress()
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {
