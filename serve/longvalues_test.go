@@ -195,9 +195,13 @@ func TestStatusPageLongValuesInChromium(t *testing.T) {
 			if width < 1280 {
 				return
 			}
+			// 360 px: the generated messages run to several lines, and
+			// each finding carries its ID (what silence add takes) on a
+			// line of its own; the page before the fixed layout had rows
+			// of 500 to 1,600 px.
 			for _, r := range got.Rows {
-				if r.Height > 300 {
-					t.Errorf("at %d px a row is %d px tall, want at most 300 (its %s is the tallest): %s", width, r.Height, r.Tallest, r.Text)
+				if r.Height > 360 {
+					t.Errorf("at %d px a row is %d px tall, want at most 360 (its %s is the tallest): %s", width, r.Height, r.Tallest, r.Text)
 				}
 			}
 		})
