@@ -36,6 +36,15 @@ type Target struct {
 	// Resolve is the name whose A/AAAA records are looked up when Addresses is
 	// empty: the end of a CNAME chain that leaves the zone. Empty means Name.
 	Resolve string `json:"resolve,omitempty"`
+	// Via, when set, is the DNS name of the AWS resource (a load
+	// balancer, a distribution) the target is probed at, presenting Name
+	// as SNI: a name of a certificate attached to one of its listeners,
+	// which it serves only to clients that ask for that name. Its
+	// addresses are looked up when Addresses and Resolve are empty
+	// (ResolveName), and it is part of the target's identity (Key): the
+	// same name probed at two resources, or where its own DNS leads, are
+	// different targets.
+	Via string `json:"via,omitempty"`
 	// Sources says where the target was found, e.g. "dnszone:internal.example"
 	// or "static". Sorted, without duplicates after Merge.
 	Sources []string `json:"sources"`
@@ -55,15 +64,24 @@ type Target struct {
 }
 
 // Key identifies the endpoint as "name:port", or "[address]:port" when the
-// name is an IPv6 literal, so that it reads (and parses) as an address.
+// name is an IPv6 literal, so that it reads (and parses) as an address;
+// a target probed at a resource (Via) is "name:port via resource".
 func (t Target) Key() string {
-	return net.JoinHostPort(t.Name, strconv.Itoa(t.Port))
+	k := net.JoinHostPort(t.Name, strconv.Itoa(t.Port))
+	if t.Via != "" {
+		k += " via " + t.Via
+	}
+	return k
 }
 
-// ResolveName is the name whose addresses should be looked up for t.
+// ResolveName is the name whose addresses should be looked up for t:
+// Resolve, else Via, else Name.
 func (t Target) ResolveName() string {
-	if t.Resolve != "" {
+	switch {
+	case t.Resolve != "":
 		return t.Resolve
+	case t.Via != "":
+		return t.Via
 	}
 	return t.Name
 }
@@ -75,10 +93,11 @@ func NormalizeName(name string) string {
 }
 
 // Merge combines targets from any number of sources into one list with a
-// single entry per (name, port): addresses and sources are unioned, Explicit
+// single entry per (name, port, via) (see Key): addresses and sources are unioned, Explicit
 // is set if any source set it, and Skip is kept only if every source skipped
 // the target. The protocol of an explicit target wins; between others, a
-// STARTTLS protocol (named by a record) wins over TLS. The result is sorted by name, then port. Inputs are not
+// STARTTLS protocol (named by a record) wins over TLS. The result is
+// sorted by name, then port, then via (none first). Inputs are not
 // modified.
 func Merge(lists ...[]Target) []Target {
 	byKey := make(map[string]int)
@@ -120,9 +139,15 @@ func Merge(lists ...[]Target) []Target {
 		out[i].Sources = slices.Compact(out[i].Sources)
 	}
 	slices.SortFunc(out, func(a, b Target) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port))
+		return Compare(&a, &b)
 	})
 	return out
+}
+
+// Compare orders targets as Merge sorts them: by name, then port, then
+// via (none first).
+func Compare(a, b *Target) int {
+	return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Via, b.Via))
 }
 
 // InZone reports whether name is zone's apex or lies below it. Both must be

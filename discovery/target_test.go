@@ -19,6 +19,7 @@ func TestKey(t *testing.T) {
 		{"host name", discovery.Target{Name: "www.example", Port: 443}, "www.example:443"},
 		{"IPv4 literal", discovery.Target{Name: "192.0.2.7", Port: 8443}, "192.0.2.7:8443"},
 		{"IPv6 literal", discovery.Target{Name: "2001:db8::7", Port: 8443}, "[2001:db8::7]:8443"},
+		{"asked at a load balancer", discovery.Target{Name: "shop.example", Port: 443, Via: "web-1.eu-west-1.elb.amazonaws.com"}, "shop.example:443 via web-1.eu-west-1.elb.amazonaws.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +57,31 @@ func TestMerge(t *testing.T) {
 	}
 	if zone[0].Name != "WWW.example." || len(static[0].Sources) != 1 {
 		t.Errorf("Merge modified its inputs: %+v %+v", zone[0], static[0])
+	}
+}
+
+// TestMergeVia: a name asked at a load balancer (Via) is a target of its
+// own, apart from the name probed where its DNS leads and from the same
+// name asked at another load balancer, and it is looked up by the load
+// balancer's name.
+func TestMergeVia(t *testing.T) {
+	static := []discovery.Target{{Name: "shop.example", Port: 443, Sources: []string{"static"}, Explicit: true}}
+	lbs := []discovery.Target{
+		{Name: "shop.example", Port: 443, Via: "web-2.elb.example", Sources: []string{"aws-lb:elbv2:1/web-2"}},
+		{Name: "shop.example", Port: 443, Via: "web-1.elb.example", Sources: []string{"aws-lb:elbv2:1/web-1"}},
+		{Name: "shop.example", Port: 443, Via: "web-1.elb.example", Sources: []string{"aws-lb:elbv2:1/web-1"}},
+	}
+	got := discovery.Merge(lbs, static)
+	want := []discovery.Target{
+		{Name: "shop.example", Port: 443, Sources: []string{"static"}, Explicit: true},
+		{Name: "shop.example", Port: 443, Via: "web-1.elb.example", Sources: []string{"aws-lb:elbv2:1/web-1"}},
+		{Name: "shop.example", Port: 443, Via: "web-2.elb.example", Sources: []string{"aws-lb:elbv2:1/web-2"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Merge (-want +got):\n%s", diff)
+	}
+	if got[0].ResolveName() != "shop.example" || got[1].ResolveName() != "web-1.elb.example" {
+		t.Errorf("ResolveName = %q, %q; want the name itself, then the load balancer's", got[0].ResolveName(), got[1].ResolveName())
 	}
 }
 

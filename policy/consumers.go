@@ -22,6 +22,12 @@ type ConsumerRef struct {
 	Names []string `json:"names,omitempty"`
 	// Ports are the TLS listener ports that serve the certificate.
 	Ports []int `json:"ports"`
+	// Verified are the ports among Ports where the certificate was seen
+	// served: asked for one of its names at the resource's own addresses
+	// (Endpoint.Via), or reached through its DNS name or a name pointing
+	// at it. A port of Ports not listed served another certificate, or
+	// was not probed.
+	Verified []int `json:"verified_ports,omitempty"`
 }
 
 // AddConsumers adds the AWS resources that serve certificates. Result
@@ -50,8 +56,9 @@ func (e *Evaluator) reachingNames(k *certconsumer.Consumer) []string {
 	return slices.Compact(names)
 }
 
-// consumersOf lists the consumers serving the certificate arn.
-func (e *Evaluator) consumersOf(arn string) []ConsumerRef {
+// consumersOf lists the consumers serving the certificate arn, each with
+// the ports where one of served (the endpoints seen serving it) reached it.
+func (e *Evaluator) consumersOf(arn string, served []Endpoint) []ConsumerRef {
 	var out []ConsumerRef
 	for i := range e.inv.consumers {
 		k := &e.inv.consumers[i]
@@ -65,9 +72,53 @@ func (e *Evaluator) consumersOf(arn string) []ConsumerRef {
 			continue
 		}
 		slices.Sort(ports)
-		out = append(out, ConsumerRef{ARN: k.ARN, Kind: k.Kind, DNSName: k.DNSName, Names: e.reachingNames(k), Ports: ports})
+		names := e.reachingNames(k)
+		var verified []int
+		for _, p := range ports {
+			if slices.ContainsFunc(served, func(ep Endpoint) bool { return ep.Port == p && reaches(k, names, ep) }) {
+				verified = append(verified, p)
+			}
+		}
+		out = append(out, ConsumerRef{ARN: k.ARN, Kind: k.Kind, DNSName: k.DNSName, Names: names, Ports: ports, Verified: verified})
 	}
 	return out
+}
+
+// reaches reports whether endpoint ep was probed at consumer k, whose
+// reaching names are names: asked at its own addresses (Via), or under its
+// DNS name or one of names.
+func reaches(k *certconsumer.Consumer, names []string, ep Endpoint) bool {
+	if ep.Via != "" {
+		return strings.TrimPrefix(ep.Via, "dualstack.") == k.DNSName
+	}
+	return ep.Name == k.DNSName || slices.Contains(names, ep.Name)
+}
+
+// servedInstead describes what the listeners of consumers (a certificate's,
+// whose names are names) served when asked for one of names at their own
+// addresses (Endpoint.Via) and not serving the certificate: each such
+// endpoint, and the leaf it served ("" when none did).
+func (e *Evaluator) servedInstead(consumers []ConsumerRef, names []string) ([]Endpoint, string) {
+	var eps []Endpoint
+	var leaves []string
+	for i := range e.probed {
+		p := &e.probed[i]
+		if p.Via == "" || p.Certificate == "" || !slices.ContainsFunc(names, func(n string) bool { return nameCovers(discovery.NormalizeName(n), p.Name) }) {
+			continue
+		}
+		if !slices.ContainsFunc(consumers, func(k ConsumerRef) bool {
+			return strings.TrimPrefix(p.Via, "dualstack.") == k.DNSName && slices.Contains(k.Ports, p.Port)
+		}) {
+			continue
+		}
+		eps = append(eps, p.endpoint())
+		if c := e.cert(p.Certificate); c != nil {
+			if d := fmt.Sprintf("%q (sha256 %s…, not after %s)", c.Subject, c.SHA256[:12], stamp(c.NotAfter)); !slices.Contains(leaves, d) {
+				leaves = append(leaves, d)
+			}
+		}
+	}
+	return eps, listNames(leaves, 3)
 }
 
 // directNote completes the message of a finding merged from an ACM

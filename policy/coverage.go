@@ -156,7 +156,9 @@ func (e *Evaluator) uncoveredNames() []uncovered {
 	e.mergeAtRest()
 	probed := map[string]bool{}
 	for i := range e.probed {
-		probed[e.probed[i].Name] = true
+		if e.probed[i].Via == "" { // a name asked of a resource: its DNS is not watched
+			probed[e.probed[i].Name] = true
+		}
 	}
 	byName := map[string][]string{}
 	consider := func(name, cert string) {
@@ -326,7 +328,7 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 	if len(e.inv.consumers) == 0 {
 		return fs, gaps
 	}
-	raise := func(arn, fp, subject string, users []string, names []string) {
+	raise := func(arn, fp, subject string, users []string, names []string, consumers []ConsumerRef) {
 		if len(names) > 0 && e.outOfScope(strings.TrimPrefix(discovery.NormalizeName(names[0]), "*.")) {
 			return
 		}
@@ -334,13 +336,26 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 			Detail: fmt.Sprintf("%s is in use by %s, and no probed endpoint serves it", arn, listNames(users, 5)),
 			Fix:    "probe the names that reach those resources (targets:, or the zones or Route 53 accounts holding them), or reach them from where certwatch runs"},
 			Certificates: []string{arn}, Names: clip(names), Tier: e.rules.CoverageUnverified}
+		msg := fmt.Sprintf("certificate %q (%s) is in use by %s, but no endpoint certwatch probed serves it: the copy those resources serve is unverified (an internal load balancer certwatch cannot reach, a distribution not probed); %s",
+			subject, arn, listNames(users, 5), gap.Fix)
+		eps, instead := e.servedInstead(consumers, names)
+		if len(eps) > 0 {
+			// The listener was asked for the certificate's names at its
+			// own addresses and answered with another.
+			gap.Detail += fmt.Sprintf("; asked for its names, %s served another certificate: %s", endpointList(eps, 3), instead)
+			gap.Fix = "check the certificates attached to that listener (aws elbv2 describe-listener-certificates): another one covering these names is chosen over this one, or this one is no longer attached; detach the certificate served instead, or attach this one"
+			msg = fmt.Sprintf("certificate %q (%s) is attached to %s, but asked for its names there, %s served another certificate: %s. Clients asking for these names get that one, not this; %s",
+				subject, arn, listNames(users, 5), endpointList(eps, 3), instead, gap.Fix)
+		}
 		gaps = append(gaps, gap)
 		if gap.Tier == None {
 			return
 		}
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: arn, Certificate: fp, Subject: subject, Deadline: e.now, Endpoints: []Endpoint{},
-			Message: Printable(fmt.Sprintf("certificate %q (%s) is in use by %s, but no endpoint certwatch probed serves it: the copy those resources serve is unverified (an internal load balancer certwatch cannot reach, a distribution not probed); %s",
-				subject, arn, listNames(users, 5), gap.Fix))})
+		if eps == nil {
+			eps = []Endpoint{}
+		}
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: arn, Certificate: fp, Subject: subject, Deadline: e.now, Endpoints: eps,
+			Message: Printable(msg)})
 	}
 	for i := range acm {
 		c := &acm[i]
@@ -351,7 +366,7 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 			}
 		}
 		if len(users) > 0 && len(c.Endpoints) == 0 {
-			raise(c.ARN, c.SHA256, cmp.Or(c.Subject, c.DomainName), users, append([]string{c.DomainName}, c.SubjectAlternativeNames...))
+			raise(c.ARN, c.SHA256, cmp.Or(c.Subject, c.DomainName), users, append([]string{c.DomainName}, c.SubjectAlternativeNames...), c.Consumers)
 		}
 	}
 	for i := range iam {
@@ -361,7 +376,7 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 			users = append(users, k.ARN)
 		}
 		if len(users) > 0 && len(c.Endpoints) == 0 {
-			raise(c.ARN, c.SHA256, c.Name, users, c.DNSNames)
+			raise(c.ARN, c.SHA256, c.Name, users, c.DNSNames, c.Consumers)
 		}
 	}
 	return fs, gaps

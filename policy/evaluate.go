@@ -165,14 +165,14 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 // Add folds one observation into the result: the endpoint joins Result's
 // Endpoints, and its certificate is judged.
 func (e *Evaluator) Add(o *probes.Observation) {
-	ep := Endpoint{Name: o.Name, Port: o.Port}
+	ep := Endpoint{Name: o.Name, Port: o.Port, Via: o.Via}
 	if o.Address.IsValid() {
 		ep.Address = o.Address.String()
 	}
 	leaf := o.Leaf()
 	if leaf == nil {
 		e.countSources(o.Sources, "")
-		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
+		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
 		e.noteCTOnly(o.Sources)
 		switch {
 		case o.Failure == probes.FailNotProbed:
@@ -208,7 +208,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	e.countSources(o.Sources, e.certs[e.certIdx[fp]].SHA256)
 	// A handshake that completed has no error to report.
-	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Protocol: o.Protocol, Certificate: fp,
+	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
 	e.noteCTOnly(o.Sources)
 
@@ -225,8 +225,12 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	// A target given as an IP address has no name to match: the operator
 	// asked about the certificate, not about a name.
 	// Nor does an AWS load balancer probed under its own DNS name, which
-	// serves its default certificate, made for the names pointing at it.
-	if !o.NameMatch && !isIPLiteral(o.Name) && !awsResourceName(o.Sources) {
+	// serves its default certificate, made for the names pointing at it,
+	// nor one asked for a certificate's name at its own address (Via),
+	// which no client reaches unless that name's DNS leads there: whether
+	// it served the certificate attached for the name is the listener's
+	// verdict (judgeUnverified).
+	if !o.NameMatch && !isIPLiteral(o.Name) && !awsResourceName(o.Sources) && o.Via == "" {
 		e.add(HostnameMismatch, e.rules.Broken, fp, fp, e.now, ep, func() string {
 			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", subjectOf(leaf), namesOf(leaf), o.Name, o.Name)
 		})
@@ -324,7 +328,7 @@ func onAnyPath(c *x509.Certificate, paths [][]*x509.Certificate) bool {
 // the last Add.
 func (e *Evaluator) Result() Result {
 	slices.SortFunc(e.probed, func(a, b Probed) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address), strings.Compare(a.Via, b.Via))
 	})
 	if e.rules.Inconsistent != None {
 		for _, run := range e.nameRuns() {
@@ -457,6 +461,11 @@ func nameKeyOf(ep Endpoint) string { return net.JoinHostPort(ep.Name, strconv.It
 // sorted by address) serve different leaves. Addresses that served none do
 // not count.
 func (e *Evaluator) inconsistent(run []Probed) {
+	// An address asked for the name at a resource (Via) is judged by its
+	// listener (judgeUnverified), not against where the name's DNS leads.
+	if slices.ContainsFunc(run, func(p Probed) bool { return p.Via != "" }) {
+		run = slices.DeleteFunc(slices.Clone(run), func(p Probed) bool { return p.Via != "" })
+	}
 	first := slices.IndexFunc(run, func(p Probed) bool { return p.Certificate != "" })
 	if first < 0 || !slices.ContainsFunc(run[first+1:], func(p Probed) bool { return p.Certificate != "" && p.Certificate != run[first].Certificate }) {
 		return
@@ -508,7 +517,7 @@ func SortFindings(fs []Finding) {
 
 func sortEndpoints(eps []Endpoint) {
 	slices.SortFunc(eps, func(a, b Endpoint) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address), strings.Compare(a.Via, b.Via))
 	})
 }
 

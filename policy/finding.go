@@ -7,6 +7,7 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -112,12 +113,20 @@ type Endpoint struct {
 	Name    string `json:"name"`
 	Port    int    `json:"port"`
 	Address string `json:"address"`
+	// Via is the AWS resource (a load balancer's DNS name) whose address
+	// Address is, asked for Name as SNI (discovery.Target.Via): the
+	// certificate it serves for Name, wherever Name's own DNS leads.
+	Via string `json:"via,omitempty"`
 }
 
-// String returns "name:port (address)".
+// String returns "name:port (address)", or "name:port (address via
+// resource)".
 func (e Endpoint) String() string {
 	hp := net.JoinHostPort(e.Name, strconv.Itoa(e.Port)) // [2001:db8::7]:443 for IPv6 literals
-	if e.Address == "" || e.Address == e.Name {
+	switch {
+	case e.Via != "":
+		return fmt.Sprintf("%s (%s via %s)", hp, cmp.Or(e.Address, "no address"), e.Via)
+	case e.Address == "" || e.Address == e.Name:
 		return hp
 	}
 	return fmt.Sprintf("%s (%s)", hp, e.Address)
@@ -129,6 +138,8 @@ type Probed struct {
 	Name    string `json:"name"`
 	Port    int    `json:"port"`
 	Address string `json:"address"`
+	// Via is the AWS resource asked for Name at Address (Endpoint.Via).
+	Via string `json:"via,omitempty"`
 	// Protocol is how the port was reached: tls, or the STARTTLS
 	// protocol whose dialogue came first.
 	Protocol discovery.Protocol `json:"protocol"`
@@ -155,7 +166,9 @@ type Probed struct {
 	Failure string `json:"failure,omitempty"`
 }
 
-func (p *Probed) endpoint() Endpoint { return Endpoint{Name: p.Name, Port: p.Port, Address: p.Address} }
+func (p *Probed) endpoint() Endpoint {
+	return Endpoint{Name: p.Name, Port: p.Port, Address: p.Address, Via: p.Via}
+}
 
 // Certificate describes one certificate seen during a scan.
 type Certificate struct {

@@ -77,8 +77,8 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 				}
 			}
 		}
-		cons := append(e.consumersOf(c.ARN), e.consumersOf(certconsumer.IAMCertificateID+c.ID)...)
 		eps := sv.endpoints(fp)
+		cons := append(e.consumersOf(c.ARN, eps), e.consumersOf(certconsumer.IAMCertificateID+c.ID, eps)...)
 		report[i] = IAMCertificate{Certificate: *c, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: eps, Consumers: cons}
 		ref := IAMRef{ARN: c.ARN, ID: c.ID, Name: c.Name, Account: c.Account}
 		for j := range fs {

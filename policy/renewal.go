@@ -138,8 +138,9 @@ func (j *inventoryJudgement) judgeACM() {
 		}
 		v := e.judgeACM(c, fp != "")
 		j.verdicts[i] = v
-		j.report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: j.sv.endpoints(fp),
-			Consumers: e.consumersOf(c.ARN)}
+		eps := j.sv.endpoints(fp)
+		j.report[i] = ACMCertificate{Certificate: *c, Renewal: v.state, RenewBy: v.renewBy, SHA256: cmp.Or(fp, c.Fingerprint), Endpoints: eps,
+			Consumers: e.consumersOf(c.ARN, eps)}
 		j.servedFP[i] = fp
 		key := "arn:" + c.ARN
 		if c.Serial != "" {

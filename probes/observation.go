@@ -93,6 +93,10 @@ type Observation struct {
 	Name    string     `json:"name"`
 	Port    int        `json:"port"`
 	Address netip.Addr `json:"address"`
+	// Via is copied from the target: the AWS resource whose address this
+	// is, asked for Name as SNI (discovery.Target.Via); empty when Name
+	// was looked up itself.
+	Via string `json:"via,omitempty"`
 	// Protocol is copied from the target: how the port reaches TLS.
 	Protocol discovery.Protocol `json:"protocol"`
 	// Sources and Explicit are copied from the discovery target.

@@ -252,7 +252,7 @@ func (p *Prober) probe(ctx context.Context, t discovery.Target, b *breaker) []Ob
 		var err error
 		addrs, err = p.resolve(ctx, t.ResolveName())
 		if err != nil {
-			o := Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit,
+			o := Observation{Name: t.Name, Port: t.Port, Via: t.Via, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit,
 				At: at, Failure: FailResolve, Error: err.Error()}
 			if ctx.Err() != nil {
 				o.Failure, o.Error = FailNotProbed, notProbed(ctx, &o, "")
@@ -277,7 +277,7 @@ func (p *Prober) probe(ctx context.Context, t discovery.Target, b *breaker) []Ob
 // probeAddr fills o with the outcome of probing one address of t, and
 // counts it towards the address's breaker b (nil: none).
 func (p *Prober) probeAddr(ctx context.Context, t discovery.Target, addr netip.Addr, o *Observation, b *breaker) {
-	*o = Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
+	*o = Observation{Name: t.Name, Port: t.Port, Via: t.Via, Protocol: t.Protocol, Address: addr, Sources: t.Sources, Explicit: t.Explicit}
 	if !t.Explicit && !t.FromRange {
 		// An address an operator wrote by hand, or in a range they
 		// configured, is their intent; one a zone or a resolver handed

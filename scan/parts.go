@@ -53,7 +53,7 @@ func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes
 		return nil, false
 	}, func(obs []probes.Observation) { out = append(out, obs...) })
 	slices.SortStableFunc(out, func(a, b probes.Observation) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), a.Address.Compare(b.Address))
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), a.Address.Compare(b.Address), strings.Compare(a.Via, b.Via))
 	})
 	return out
 }

@@ -18,7 +18,6 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -267,6 +266,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	}
 	_ = g.Wait() // every func returns nil: a failed source is a result
 	p.follow(ctx, yields, results)
+	addListenerTargets(yields)
 	lists := make([][]discovery.Target, len(p.Sources))
 	for i, s := range p.Sources {
 		y := &yields[i]
@@ -374,7 +374,7 @@ func merge(lists [][]discovery.Target) []discovery.Target {
 }
 
 // merged reports whether ts is in the form discovery.Merge returns:
-// normalised names, sorted by name and port without duplicates, addresses
+// normalised names, sorted by name, port and via without duplicates, addresses
 // and sources sorted without duplicates.
 func merged(ts []discovery.Target) bool {
 	for i := range ts {
@@ -382,7 +382,7 @@ func merged(ts []discovery.Target) bool {
 		if discovery.NormalizeName(t.Name) != t.Name {
 			return false
 		}
-		if i > 0 && cmp.Or(strings.Compare(ts[i-1].Name, t.Name), cmp.Compare(ts[i-1].Port, t.Port)) >= 0 {
+		if i > 0 && discovery.Compare(&ts[i-1], t) >= 0 {
 			return false
 		}
 		for j := 1; j < len(t.Addresses); j++ {
@@ -722,7 +722,7 @@ func NotProbed(targets []discovery.Target, at time.Time, cause error) []probes.O
 }
 
 func appendNotProbed(obs []probes.Observation, t *discovery.Target, at time.Time, cause error) []probes.Observation {
-	o := probes.Observation{Name: t.Name, Port: t.Port, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit, At: at,
+	o := probes.Observation{Name: t.Name, Port: t.Port, Via: t.Via, Protocol: t.Protocol, Sources: t.Sources, Explicit: t.Explicit, At: at,
 		Failure: probes.FailNotProbed, Error: fmt.Sprintf("not probed: %v", cause)}
 	if len(t.Addresses) == 0 {
 		return append(obs, o)

@@ -156,10 +156,9 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 	}
 	var out []discovery.Target
 	for _, c := range cs {
-		src := []string{"aws:" + c.Kind + ":" + cmp.Or(c.Account+"/", "") + c.Name}
+		src := []string{c.Source()}
 		switch c.Kind {
 		case certconsumer.KindELBv2, certconsumer.KindELB:
-			src := []string{certconsumer.LoadBalancerSource + c.Kind + ":" + cmp.Or(c.Account+"/", "") + c.Name}
 			for _, l := range c.Listeners {
 				out = append(out, discovery.Target{Name: c.DNSName, Port: l.Port, Sources: src})
 			}

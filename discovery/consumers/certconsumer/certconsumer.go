@@ -71,6 +71,17 @@ func (c Consumer) Uses(arn string) bool {
 	return false
 }
 
+// Source is the Sources entry of the targets that probe c:
+// "aws-lb:<kind>:<account>/<name>" for a load balancer (see
+// LoadBalancerSource), "aws:<kind>:<account>/<name>" for the others.
+func (c Consumer) Source() string {
+	prefix := "aws:"
+	if c.Kind == KindELBv2 || c.Kind == KindELB {
+		prefix = LoadBalancerSource
+	}
+	return prefix + c.Kind + ":" + c.Account + "/" + c.Name
+}
+
 // LoadBalancerSource starts the Sources entry of a load balancer probed
 // under its own DNS name ("aws-lb:elbv2:<account>/<name>"): it serves its
 // default certificate, whose names are its sites', not that DNS name, so
