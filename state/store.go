@@ -195,12 +195,27 @@ type Sites interface {
 	Sites(ctx context.Context) ([]SiteResult, error)
 }
 
+// Rates paces the connections of every replica sharing the store to one
+// network together, so that a network's rate is the fleet's, not each
+// replica's: one token bucket per key, kept in the store (a generic cell
+// rate algorithm: the store holds when the bucket is next empty).
+type Rates interface {
+	// ReserveSlots reserves n connection slots of key's bucket, which
+	// refills rate slots a second and holds burst, and returns when each
+	// may be used, by this process's clock, in order; a slot in the past
+	// may be used at once. Over any span of time d, the slots handed out
+	// to all callers together start no more than burst + rate×d times.
+	// A slot not used is lost, never handed out again.
+	ReserveSlots(ctx context.Context, key string, rate float64, burst, n int) ([]time.Time, error)
+}
+
 // Shared is what a store shared by replicas adds to Store: leader
-// election with fencing, shared probing, and sites.
+// election with fencing, shared probing, sites, and fleet-wide rates.
 type Shared interface {
 	Store
 	Elector
 	Shards
 	Claimer
 	Sites
+	Rates
 }

@@ -8,7 +8,9 @@
 //
 // Never a herd: every connection to a network's addresses, the sweep's and
 // the prober's (Throttle), waits for the network's token bucket (Rate
-// connections a second, Burst at once); one address gets one connection at
+// connections a second, Burst at once): the process's own, or, for
+// replicas sharing a PostgreSQL state, one bucket in the state that every
+// replica draws from (ShareRate), so the rate holds for the fleet; one address gets one connection at
 // a time from the sweep, and an address whose ports time out BreakAfter
 // times in a row is given up on for the rest of the sweep; the size of a
 // network (addresses × ports) is bounded (MaxSize), and a range beyond
@@ -142,6 +144,7 @@ type Source struct {
 	c       Config
 	name    string
 	lim     *rate.Limiter
+	shared  *sharedBucket // set by ShareRate: the rate is the fleet's
 	dial    func(ctx context.Context, network, address string) (net.Conn, error)
 	size    int // addresses in Prefixes, before exclusions
 	logger  *slog.Logger
@@ -292,9 +295,18 @@ func (s *Source) Contains(addr netip.Addr) bool {
 }
 
 // Wait waits for the network's next connection token, or for ctx to end
-// (its error). Unlike rate.Limiter.Wait it waits past a deadline it cannot
-// meet instead of failing at once, so a cut is always ctx's.
+// (its error): a slot of the fleet's bucket after ShareRate, else a token
+// of the process's own. Unlike rate.Limiter.Wait it waits past a deadline
+// it cannot meet instead of failing at once, so a cut is always ctx's.
 func (s *Source) Wait(ctx context.Context) error {
+	if s.shared != nil {
+		return s.shared.wait(ctx, s.waitLocal)
+	}
+	return s.waitLocal(ctx)
+}
+
+// waitLocal waits for a token of the process's own bucket.
+func (s *Source) waitLocal(ctx context.Context) error {
 	r := s.lim.Reserve()
 	d := r.Delay()
 	if d == 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/discovery/networks"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/notify/alertmanager"
 	"github.com/certwatch/certwatch/notify/pagerduty"
@@ -248,6 +249,15 @@ func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, 
 		pass.OnObservation = srv.ObserveProbe
 	}
 	withCTMemory(pass, store)
+	if rates, ok := store.(state.Rates); ok {
+		// Replicas share each network's rate: N of them probing one
+		// network still connect at most its rate together.
+		for _, s := range pass.Sources {
+			if n, ok := s.(*networks.Source); ok {
+				n.ShareRate(rates)
+			}
+		}
+	}
 	senders, err := newSenders(c.Notify, client, logger)
 	if err != nil {
 		return runParts{}, withCode(ExitUsage, err)

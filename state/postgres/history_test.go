@@ -29,8 +29,8 @@ func TestNameHistoryMigration(t *testing.T) {
 	exec(t, url, `INSERT INTO silences (id, matchers, up_to, reason, author, created_at, until) VALUES ('s-1', '{"kind":"expiring"}', 3, 'known', 'alice', 1, 2)`)
 
 	s := open(t, url, postgres.Options{})
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 8 || postgres.Migrations() < 8 {
-		t.Fatalf("schema version = %d, %v; want 8 (migrations known: %d)", v, err, postgres.Migrations())
+	if v, err := s.SchemaVersion(ctx); err != nil || v != postgres.Migrations() || postgres.Migrations() < 8 {
+		t.Fatalf("schema version = %d, %v; want the latest, at least 8 (migrations known: %d)", v, err, postgres.Migrations())
 	}
 	if si, err := s.Silences(ctx); err != nil || len(si) != 1 {
 		t.Errorf("silences after migration = %+v, %v; want the version 7 silence kept", si, err)

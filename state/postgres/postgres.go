@@ -506,6 +506,15 @@ CREATE TABLE name_history (
 );
 CREATE INDEX name_history_last_seen ON name_history(last_seen);
 `,
+	// 9: fleet-wide connection rates (ReserveSlots): per key (a network),
+	// the theoretical arrival time of its next slot, by the database's
+	// clock. One row per network.
+	`
+CREATE TABLE rate_buckets (
+	key TEXT PRIMARY KEY,
+	tat TIMESTAMPTZ NOT NULL
+);
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds
