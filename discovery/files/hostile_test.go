@@ -126,9 +126,9 @@ func TestHostileJKS(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".jks")
 			write(t, path, tc.b)
-			took, allocated, err := hostile(t, files.Config{Groups: []files.Group{{Globs: []string{path}}}}, 10*time.Second)
+			took, allocated, err := hostile(t, files.Config{Groups: []files.Group{{Globs: []string{path}}}}, slowdown*10*time.Second)
 			wantRefused(t, err, path, append([]string{"JKS keystore: "}, tc.says...)...)
-			if took > time.Second || allocated > 1<<20 {
+			if took > slowdown*time.Second || allocated > 1<<20 {
 				t.Errorf("refusing it took %v and %d bytes, want under a second and a MiB", took, allocated)
 			}
 		})

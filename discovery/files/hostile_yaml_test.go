@@ -37,9 +37,9 @@ func TestHostileKubeconfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name+".yaml")
 			write(t, path, tc.b)
-			took, allocated, err := hostile(t, files.Config{Groups: []files.Group{{Globs: []string{path}}}}, 30*time.Second)
+			took, allocated, err := hostile(t, files.Config{Groups: []files.Group{{Globs: []string{path}}}}, slowdown*30*time.Second)
 			wantRefused(t, err, path, tc.says...)
-			if took > 5*time.Second || allocated > 256<<20 {
+			if took > slowdown*5*time.Second || allocated > 256<<20 {
 				t.Errorf("refusing it took %v and %d bytes, want under 5 s and 256 MiB", took, allocated)
 			}
 		})
