@@ -68,7 +68,7 @@ func TestScanBreakAfter(t *testing.T) {
 			t.Errorf("%s: %d endpoints, %d timeouts, %d given up on; want 6, 6, %d or more\nstderr: %s", tt.name, len(r.Endpoints), timeouts, givenUp, tt.givenUp, stderr)
 		}
 	}
-	if _, stderr, code := run(t, append(args, "--break-after", "-1")...); code != 2 || !strings.Contains(stderr, "probe: break_after must be 0 (never give up on an address) to 1000, got -1") {
+	if _, stderr, code := run(t, append(args, "--break-after", "-1")...); code != 2 || !strings.Contains(stderr, "--break-after -1: must be 0 (never give up on an address) to 1000, got -1") {
 		t.Errorf("--break-after -1: exit %d, stderr %q; want 2 and the bound", code, stderr)
 	}
 }
