@@ -83,7 +83,7 @@ ok A 127.0.21.7
 		Prober: probes.New(probes.Config{
 			AllowLoopback: true,
 			Roots:         ca.Pool(), Attempts: 1,
-			DialTimeout: 2 * time.Second, HandshakeTimeout: 500 * time.Millisecond,
+			DialTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second, // a stall costs it; the huge chain needs the time under the race detector
 		}),
 		Rules: policy.DefaultRules(),
 		Now:   func() time.Time { return now },
@@ -103,7 +103,7 @@ ok A 127.0.21.7
 		name("handshake"): {probes.FailHandshake, []string{"127.0.21.2"}, "tls handshake with 127.0.21.2"},
 		name("garbage"):   {probes.FailNotTLS, []string{"127.0.21.3"}, "plain HTTP"},
 		name("huge"):      {probes.FailHandshake, []string{"127.0.21.4"}, "exceeds maximum"},
-		name("stall"):     {probes.FailTimeout, []string{"127.0.21.5"}, "no answer within 500ms"},
+		name("stall"):     {probes.FailTimeout, []string{"127.0.21.5"}, "no answer within 2s"},
 	}
 	got := map[string]policy.Finding{}
 	for _, f := range r.Findings {
