@@ -1,4 +1,4 @@
-// Package cttest is a local Static CT log for tests
+// Package cttest is a local Static CT log for tests and the demo's lab
 // (https://c2sp.org/static-ct-api): on a loopback port it serves a
 // checkpoint signed with the log's ECDSA P-256 key as RFC 6962 requires,
 // Merkle hash tiles (full and partial), data tiles of TileLeaf entries and
@@ -19,12 +19,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -77,8 +77,10 @@ type Log struct {
 	// the first Append.
 	Now func() time.Time
 
-	server  *httptest.Server
-	release chan struct{}
+	server    *http.Server
+	base      string // "http://127.0.0.1:port"
+	release   chan struct{}
+	closeOnce sync.Once
 
 	mu         sync.Mutex
 	size       int64             // entries logged
@@ -94,13 +96,37 @@ type Log struct {
 	requests   []string
 }
 
+// TB is what Start needs of a test: testing.TB has it. It is declared
+// here so that a program (certwatch demo's lab) can start a log with New
+// without linking package testing.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
 // Start starts a log with no entries (and a checkpoint of size 0) on a
 // loopback port; it is closed when the test ends.
-func Start(tb testing.TB) *Log {
+func Start(tb TB) *Log {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	l, err := New()
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l
+}
+
+// New starts a log with no entries (and a checkpoint of size 0) on a
+// loopback port. Close stops it.
+func New() (*Log, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("cttest: log key: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("cttest: listen: %w", err)
 	}
 	l := &Log{
 		Key:      key,
@@ -111,20 +137,32 @@ func Start(tb testing.TB) *Log {
 		hung:     make(map[int64]bool),
 		explicit: make(map[int64][]byte),
 		tbs:      make(map[string][]byte),
+		server:   &http.Server{ReadHeaderTimeout: 10 * time.Second},
+		base:     "http://" + ln.Addr().String(),
 	}
-	l.server = httptest.NewServer(http.HandlerFunc(l.serve))
-	tb.Cleanup(func() {
-		close(l.release)
-		l.server.Close()
-	})
-	l.URL = l.server.URL + "/logs/test2026h1/"
-	l.Origin = strings.TrimPrefix(l.server.URL, "http://") + "/logs/test2026h1"
+	l.server.Handler = http.HandlerFunc(l.serve)
+	go l.server.Serve(ln)
+	l.URL = l.base + "/logs/test2026h1/"
+	l.Origin = ln.Addr().String() + "/logs/test2026h1"
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sign(); err != nil {
-		tb.Fatal(err)
+		l.server.Close()
+		return nil, err
 	}
-	return l
+	return l, nil
+}
+
+// Close stops the log: requests left hanging (Hang) end unanswered.
+func (l *Log) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.release)
+		if err = l.server.Close(); errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	})
+	return err
 }
 
 // PublicKey returns the log's public key as CT log lists publish it: the
@@ -426,7 +464,7 @@ func timestampedEntry(leaf []byte) ([]byte, error) {
 }
 
 func (l *Log) serve(w http.ResponseWriter, r *http.Request) {
-	prefix := strings.TrimPrefix(l.URL, l.server.URL)
+	prefix := strings.TrimPrefix(l.URL, l.base)
 	path, ok := strings.CutPrefix(r.URL.Path, prefix)
 	l.mu.Lock()
 	l.requests = append(l.requests, path)
