@@ -470,7 +470,11 @@ func TestDemo(t *testing.T) {
 		// The certificates at rest: the wildcard renewed in a file while
 		// its endpoints still serve the old one, and a client keystore.
 		"page stale_deployment \"*.internal.example\"", "renewed in file ", "wildcard.internal.example.pem on ", "still serve the old one (serial ", "which expires in 5 days",
-		"warning expiring \"billing-client\"", "held at rest in 1 place(s): keystore ", "4 held at rest"} {
+		"warning expiring \"billing-client\"", "held at rest in 1 place(s): keystore ", "4 held at rest",
+		// The CT log: www's renewal, logged 5 days ago and deployed
+		// nowhere, and a certificate for www from a CA not the lab's.
+		"warning stale_deployment \"www.internal.example\"", "a renewal for the same names was issued 5 days ago", "/logs/test2026h1 at index 0 on ",
+		"page unexpected_issuer \"www.internal.example\"", "issued by \"CN=Elsewhere Issuing CA", "/logs/test2026h1 at index 2 on "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -27,10 +27,11 @@ intermediate, a self-signed certificate, a half-finished rollout, an SRV
 service on its own port, SMTP behind STARTTLS found through a _submission
 SRV record, an IMAP server that offers no STARTTLS, a silent port, an
 expired cross-sign in a bundle, and a service no name points to, found by
-sweeping its address range), and two child zones delegated to their own
+sweeping its address range), two child zones delegated to their own
 name servers: svc.internal.example, followed and scanned as part of the
 zone, and partners.internal.example, which refuses transfers (a coverage
-gap).
+gap), and a Certificate Transparency log holding a renewal that was never
+deployed and a certificate from a CA that is not the lab's.
 Then scan it through exactly the code path of 'certwatch scan' and print
 the report. Nothing leaves the machine.
 
@@ -52,13 +53,22 @@ func (e *env) demo(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	l, err := lab.StartWith(time.Now(), lab.Options{Delegations: true})
+	l, err := lab.StartWith(time.Now(), lab.Options{Delegations: true, CT: true})
 	if err != nil {
 		return fmt.Errorf("demo: start lab: %w", err)
 	}
 	defer l.Close()
 
-	c := config.Default()
+	// The CT log is set in a file, which the printed command lines take
+	// too: no flag names a log.
+	ctConfig, err := writeCTConfig(l)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	c, err := config.Load(ctConfig)
+	if err != nil {
+		return fmt.Errorf("demo: the CT configuration for the lab does not load: %w", err)
+	}
 	c.Zones = []config.Zone{{Name: lab.Zone, Nameserver: config.HostPort(l.DNS)}}
 	c.Targets = []config.Target{{Spec: l.Unreachable}}
 	noReverse := false // the lab's addresses have no reverse zone: ask no resolver
@@ -75,8 +85,8 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	if err := c.Validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
-	cmdline := fmt.Sprintf("certwatch scan --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s --allow-loopback --delegation-port %d",
-		lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.DelegationPort)
+	cmdline := fmt.Sprintf("certwatch scan --config %s --zone %s --nameserver %s --ports %d --ca-file %s --target %s --file '%s' --network %s --timeout 1s --allow-loopback --delegation-port %d",
+		ctConfig, lab.Zone, l.DNS, l.Port, l.CAFile, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.DelegationPort)
 	if *output == "table" {
 		fmt.Fprintf(e.stdout, "certwatch demo: lab of zone %s served by %s (AXFR), TLS on port %d:\n  %s\n\nScanning as: %s\n\n",
 			lab.Zone, l.DNS, l.Port, strings.Join(l.Planted, "\n  "), cmdline)
@@ -111,6 +121,29 @@ func (e *env) demo(ctx context.Context, args []string) error {
 	return nil
 }
 
+// ctSection is the ct: section of a configuration for the lab's CT log.
+func ctSection(l *lab.Lab) string {
+	return fmt.Sprintf(`ct:
+  logs:
+    - url: %s
+      origin: %s
+      key: %s
+  domains: [%s]
+  expected_issuers: [%q]
+`, l.CT.URL, l.CT.Origin, l.CT.Key, lab.Zone, strings.Join(l.CT.ExpectedIssuers, `", "`))
+}
+
+// writeCTConfig writes the configuration of the lab's CT log next to its
+// CA file (removed with the lab), and returns its path.
+func writeCTConfig(l *lab.Lab) (string, error) {
+	path := filepath.Join(filepath.Dir(l.CAFile), "ct.yaml")
+	text := "# The Certificate Transparency log of the lab of 'certwatch demo'.\n" + ctSection(l)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return "", fmt.Errorf("write the CT configuration: %w", err)
+	}
+	return path, nil
+}
+
 // writeRunConfig writes a `certwatch run` configuration for the lab next
 // to its CA file (removed with the lab), checks that it loads, and returns
 // its path and the address it serves HTTP on.
@@ -142,7 +175,7 @@ probe:
   allow_loopback: true # the lab's zone names loopback addresses
 coverage:
   delegation_port: %d
-notify:
+%snotify:
   state: %q
   channels:
     - name: log        # one log line per notification, on stderr
@@ -156,7 +189,7 @@ daemon:
     discovery: "@every 5m"
     probe: "@every 1m"
   jitter: 5s
-`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, l.DelegationPort, filepath.Join(dir, "state.db"), listen)
+`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, l.DelegationPort, ctSection(l), filepath.Join(dir, "state.db"), listen)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", "", fmt.Errorf("write the run configuration: %w", err)
 	}

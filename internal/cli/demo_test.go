@@ -48,7 +48,8 @@ func waitFor(t *testing.T, what string, s *syncBuffer, re *regexp.Regexp) []stri
 
 // TestDemoKeepWritesRunConfig runs `certwatch demo --keep`, then the
 // `certwatch run` command it prints, and finds the lab's expired
-// certificate in the daemon's report, and the renewal it holds at rest.
+// certificate in the daemon's report, the renewal it holds at rest, and
+// the certificate from an unexpected issuer in its CT log.
 func TestDemoKeepWritesRunConfig(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,6 +79,10 @@ func TestDemoKeepWritesRunConfig(t *testing.T) {
 	// The daemon reads the lab's files too: the wildcard renewed at rest.
 	if !strings.Contains(string(body), "stale_deployment") || !strings.Contains(string(body), "wildcard.internal.example.pem") {
 		t.Errorf("the daemon's report lacks the stale deployment naming the renewed wildcard's file:\n%.500s", body)
+	}
+	// And the lab's CT log: the certificate from a CA not the lab's.
+	if !strings.Contains(string(body), `"unexpected_issuer"`) || !strings.Contains(string(body), "Elsewhere Issuing CA") {
+		t.Errorf("the daemon's report lacks the unexpected issuer the lab's CT log holds:\n%.500s", body)
 	}
 
 	stopRun()
@@ -129,7 +134,8 @@ func shellWords(t *testing.T, line string) []string {
 // lab, as a user copying them would: none is refused for its flags, and
 // each sees the zone delegated from the lab's zone and transferred
 // (svc.internal.example); scan and coverage the one refusing transfers
-// (partners.internal.example) too.
+// (partners.internal.example) too, and the lab's CT log: scan its
+// undeployed renewal and its certificate from an unexpected issuer.
 func TestDemoKeepCommandsRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -161,6 +167,19 @@ func TestDemoKeepCommandsRun(t *testing.T) {
 			}
 			if !strings.Contains(stdout, zone) {
 				t.Errorf("%s: the output does not name %s (a delegated zone of the lab):\n%s", args[0], zone, stdout)
+			}
+		}
+		// scan and coverage read the lab's CT log as the demo does.
+		switch args[0] {
+		case "scan":
+			for _, want := range []string{"stale_deployment \"www.internal.example\"", "unexpected_issuer \"www.internal.example\"", "/logs/test2026h1 at index 0 on "} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("%s: the output lacks %q (the lab's CT log):\n%s", line, want, stdout)
+				}
+			}
+		case "coverage":
+			if !regexp.MustCompile(`(?m)^ct +0 +0 +0 +2 +-$`).MatchString(stdout) {
+				t.Errorf("%s: coverage lists no ct source with the log's 2 certificates:\n%s", line, stdout)
 			}
 		}
 	}

@@ -1,7 +1,8 @@
 // Package lab starts a small, self-contained certificate estate on loopback:
 // an authoritative DNS server serving a zone over AXFR, and TLS endpoints on
 // 127.0.0.x addresses with planted problems, two of them STARTTLS services
-// found through SRV records. `certwatch demo` scans it, and
+// found through SRV records, and optionally a Certificate Transparency log
+// of the lab's issuances. `certwatch demo` scans it, and
 // end-to-end tests use it as their target. Certificates are minted at start,
 // relative to the given time; nothing here reaches beyond loopback.
 package lab
@@ -21,6 +22,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/internal/certtest"
+	"github.com/certwatch/certwatch/internal/cttest"
 	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/internal/starttlstest"
 )
@@ -64,12 +66,26 @@ type Lab struct {
 	// DelegationPort is the port the name servers of the delegated child
 	// zones answer on (Options.Delegations); 0 without them.
 	DelegationPort int
+	// CT is the lab's Certificate Transparency log (Options.CT); its URL
+	// is empty without it.
+	CT CTLog
 
 	dns      *dnstest.Server
 	children []*dnstest.Server // the delegated zones' name servers
 	servers  []*certtest.Server
 	crl      *certtest.RevocationServer
+	ctLog    *cttest.Log
 	dir      string
+}
+
+// CTLog is the lab's Static CT log, as a ct: configuration names it.
+type CTLog struct {
+	// URL is its monitoring prefix, Origin its checkpoint origin, Key
+	// the base64 of its DER public key.
+	URL, Origin, Key string
+	// ExpectedIssuers are the lab's own issuing CAs (ct.expected_issuers):
+	// the log holds a certificate from another one.
+	ExpectedIssuers []string
 }
 
 // Close stops the servers and removes the CA file.
@@ -86,6 +102,9 @@ func (l *Lab) Close() error {
 	}
 	if l.crl != nil {
 		errs = append(errs, l.crl.Close())
+	}
+	if l.ctLog != nil {
+		errs = append(errs, l.ctLog.Close())
 	}
 	if l.dir != "" {
 		errs = append(errs, os.RemoveAll(l.dir))
@@ -122,6 +141,11 @@ type Options struct {
 	// wildcard certificate expires in 9 days, and
 	// partners.internal.example, which refuses transfers.
 	Delegations bool
+	// CT starts a Static CT log on loopback (Lab.CT) holding a renewal of
+	// the certificate of www and portal, logged 5 days ago and deployed
+	// nowhere, and a certificate for www logged an hour ago by a CA that
+	// is not the lab's.
+	CT bool
 }
 
 // Start builds the lab at time now, without Options. It picks a free TCP
@@ -344,7 +368,63 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 	if err := l.writeAtRest(now, root, issuing); err != nil {
 		return nil, err
 	}
+	if o.CT {
+		if err := l.startCT(now, root, issuing, healthy); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
+}
+
+// startCT starts the lab's CT log: the renewal of served (the certificate
+// of www and portal) logged 5 days ago as a CA logs it, precertificate
+// then certificate, and deployed nowhere; and the precertificate of a
+// certificate for www that another CA issued an hour ago.
+func (l *Lab) startCT(now time.Time, root, issuing *certtest.CA, served *certtest.Leaf) error {
+	day := 24 * time.Hour
+	renewal, err := issuing.Leaf(certtest.LeafOptions{DNSNames: served.Cert.DNSNames, NotBefore: now.Add(-5 * day), NotAfter: now.Add(360 * day)})
+	if err != nil {
+		return err
+	}
+	otherRoot, err := certtest.NewCA("Elsewhere Trust Root", now.Add(-3*365*day), now.Add(10*365*day))
+	if err != nil {
+		return err
+	}
+	other, err := otherRoot.Intermediate("Elsewhere Issuing CA", now.Add(-365*day), now.Add(3*365*day))
+	if err != nil {
+		return err
+	}
+	rogue, err := other.Leaf(certtest.LeafOptions{DNSNames: []string{"www." + Zone}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(90 * day)})
+	if err != nil {
+		return err
+	}
+	renewalPre, err := cttest.Precert(issuing, renewal.Cert)
+	if err != nil {
+		return err
+	}
+	roguePre, err := cttest.Precert(other, rogue.Cert)
+	if err != nil {
+		return err
+	}
+	if l.ctLog, err = cttest.New(); err != nil {
+		return fmt.Errorf("lab ct log: %w", err)
+	}
+	ours, theirs := [][]byte{issuing.Cert.Raw, root.Cert.Raw}, [][]byte{other.Cert.Raw, otherRoot.Cert.Raw}
+	if err := l.ctLog.Append(
+		cttest.Entry{Cert: renewalPre, Precert: true, Chain: ours, Timestamp: now.Add(-5 * day)},
+		cttest.Entry{Cert: renewal.Cert.Raw, Chain: ours, Timestamp: now.Add(-5 * day)},
+		cttest.Entry{Cert: roguePre, Precert: true, Chain: theirs, Timestamp: now.Add(-time.Hour)},
+	); err != nil {
+		return fmt.Errorf("lab ct log: %w", err)
+	}
+	l.CT = CTLog{URL: l.ctLog.URL, Origin: l.ctLog.Origin, Key: l.ctLog.PublicKey(),
+		ExpectedIssuers: []string{issuing.Cert.Subject.CommonName}}
+	host, _, _ := strings.Cut(l.ctLog.Origin, "/")
+	l.Planted = append(l.Planted,
+		fmt.Sprintf("%-28s %-22s %s", "(ct log)", host, "Static CT log "+l.ctLog.Origin),
+		fmt.Sprintf("%-51s %s", "(ct log) entries 0 and 1", "www and portal renewed 5 days ago, not deployed"),
+		fmt.Sprintf("%-51s %s", "(ct log) entry 2", "a certificate for www from \"Elsewhere Issuing CA\", not the lab's CA"))
+	return nil
 }
 
 // writeAtRest writes the lab's certificates held at rest into AtRestDir.
