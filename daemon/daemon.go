@@ -53,6 +53,10 @@ var errNoInventory = errors.New("no inventory yet: the first discovery has not f
 var errAwaitDiscovery = errors.New("waiting for the first discovery with the reloaded configuration")
 
 // Scanner discovers targets and probes them. Implemented by *scan.Pass.
+// Discover says which targets each source gave in its result's Found:
+// the daemon keeps each source's last good targets by that, not by the
+// targets' Sources labels (a source's targets may name what they came
+// from rather than the source: a hosted zone, a load balancer).
 type Scanner interface {
 	Discover(ctx context.Context) ([]discovery.Target, []scan.SourceResult, error)
 	Probe(ctx context.Context, targets []discovery.Target, now time.Time) *scan.Report

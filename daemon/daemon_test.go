@@ -70,7 +70,7 @@ func (f *fakeScanner) Discover(ctx context.Context) ([]discovery.Target, []scan.
 			ts = append(ts, discovery.Target{Name: fmt.Sprintf("h%d.%s.example", i, name), Port: 443, Sources: []string{name}})
 		}
 		lists = append(lists, ts)
-		results = append(results, scan.SourceResult{Name: name, Targets: n})
+		results = append(results, scan.SourceResult{Name: name, Targets: n, Found: ts})
 	}
 	var err error
 	if failed == len(results) {
@@ -978,5 +978,5 @@ func (p *partialScanner) Discover(context.Context) ([]discovery.Target, []scan.S
 		{Name: "a.example", Port: 443, Sources: []string{"route53"}},
 		{Name: "b.example", Port: 443, Sources: []string{"route53"}},
 	}
-	return ts, []scan.SourceResult{{Name: "route53", Targets: 2, Certificates: 5, Error: "zone Z2: throttled"}}, nil
+	return ts, []scan.SourceResult{{Name: "route53", Targets: 2, Certificates: 5, Error: "zone Z2: throttled", Found: ts}}, nil
 }

@@ -42,12 +42,12 @@ func (d *Daemon) discover(ctx context.Context) error {
 	d.mu.Unlock()
 	start := d.now()
 	stopProgress := d.logProgress(s, false)
-	targets, results, err := s.Discover(ctx)
+	_, results, err := s.Discover(ctx)
 	stopProgress()
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
 	}
-	inventory, degraded, stale := d.judge(s, targets, results, start)
+	inventory, degraded, stale := d.judge(s, results, start)
 	d.rememberInventory(ctx)
 	if d.Recorder != nil {
 		d.Recorder.RecordDiscovery(slices.Clone(results), inventory)
@@ -140,11 +140,12 @@ func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]
 	return discovery.Merge(lists...)
 }
 
-// judge updates each source's last good run and discovery_degraded
-// finding from one discovery's results, rebuilds the inventory and returns
-// its size, the number of degraded sources and of delegated child zones
-// whose last targets were kept (keepChildren).
-func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.SourceResult, start time.Time) (inventory, degraded, stale int) {
+// judge updates each source's last good run (the targets it found,
+// SourceResult.Found) and discovery_degraded finding from one discovery's
+// results, rebuilds the inventory and returns its size, the number of
+// degraded sources and of delegated child zones whose last targets were
+// kept (keepChildren).
+func (d *Daemon) judge(s Scanner, results []scan.SourceResult, start time.Time) (inventory, degraded, stale int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s == d.scanner {
@@ -159,13 +160,14 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 	for _, r := range results {
 		current[r.Name] = true
 		last, hasLast := d.sources[r.Name]
-		got := fromSource(targets, r.Name)
+		got := r.Found
 		n := r.Targets + r.Certificates
 		kept := 0 // targets of failed child zones kept (keepChildren)
 		if r.Error == "" && hasLast && len(failures) > 0 {
 			// r.Targets leaves a failed child's targets out; they are
 			// kept, so they count: a large child must not make its
 			// source look shrunk (the drop a reload would accept).
+			got = discovery.Merge(got)
 			all := d.keepChildren(got, last.list, failures, start, children)
 			kept = len(all) - len(got)
 			n += kept
@@ -234,6 +236,9 @@ func (d *Daemon) judge(s Scanner, targets []discovery.Target, results []scan.Sou
 	}
 	d.children = children
 	d.rebuildInventory()
+	for i := range results {
+		results[i].Found = nil // kept in d.sources; reports list none
+	}
 	d.results = results
 	if failed == len(results) && len(results) > 0 {
 		// Seeing nothing at all is the worst failure of a monitor.
@@ -270,35 +275,4 @@ func (d *Daemon) raise(source string, at time.Time, msg string) {
 	f.Tier = policy.Warning
 	f.Message = msg
 	d.degraded[source] = f
-}
-
-// fromSource returns the targets that source reported: those whose
-// Sources name it, or one of its Route 53 zones (reported).
-func fromSource(targets []discovery.Target, source string) []discovery.Target {
-	var out []discovery.Target
-	for _, t := range targets {
-		if slices.ContainsFunc(t.Sources, func(s string) bool { return reported(source, s) }) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// reported reports whether a target whose Sources hold s was reported by
-// the source named source: s is source, or a hosted zone of that Route 53
-// source, as its targets name it ("route53:<account>/<zone>" of source
-// "route53:<account>", "route53:<zone>" of the default account's
-// "route53").
-func reported(source, s string) bool {
-	switch {
-	case s == source:
-		return true
-	case !found.IsRoute53Source(source):
-		return false
-	case source == found.Route53Source:
-		zone, ok := strings.CutPrefix(s, found.Route53Source+":")
-		return ok && !strings.Contains(zone, "/")
-	default:
-		return strings.HasPrefix(s, source+"/")
-	}
 }

@@ -175,7 +175,7 @@ func TestYield(t *testing.T) {
 	if len(targets) != 1 || targets[0].Name != target.Name {
 		t.Errorf("targets = %+v, want %s", targets, target.Name)
 	}
-	want := []scan.SourceResult{{Name: "mixed", Targets: 1, Names: 1, Certificates: 1}, {Name: "failing", Error: "denied"}}
+	want := []scan.SourceResult{{Name: "mixed", Targets: 1, Names: 1, Certificates: 1, Found: []discovery.Target{target}}, {Name: "failing", Error: "denied"}}
 	if diff := cmp.Diff(want, results); diff != "" {
 		t.Errorf("source results (-want +got):\n%s", diff)
 	}

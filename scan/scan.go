@@ -157,6 +157,12 @@ type SourceResult struct {
 	// (found.Yield.Empty).
 	Empty int    `json:"empty,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Found are the targets the source gave (Discover's; those of the
+	// delegated zones it followed, and of the listeners of the resources
+	// it lists, among them), before they were merged with the other
+	// sources': what `certwatch run` keeps of it, whatever the targets'
+	// Sources labels say.
+	Found []discovery.Target `json:"-"`
 }
 
 // Endpoint is one probed (name, port, address) in the report: the list the
@@ -270,7 +276,8 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 	lists := make([][]discovery.Target, len(p.Sources))
 	for i, s := range p.Sources {
 		y := &yields[i]
-		results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty, Error: results[i].Error}
+		results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty, Error: results[i].Error,
+			Found: y.Targets}
 		lists[i] = y.Targets
 		p.keep(s.Name(), y.Inventory)
 	}
@@ -449,6 +456,9 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 		r = p.Probe(ctx, targets, start)
+		for i := range sources {
+			sources[i].Found = nil // the report lists the targets once, merged
+		}
 		r.Sources = sources
 	}
 	r.Coverage.AddSources(r.Sources)
