@@ -587,3 +587,41 @@ func TestLeaseOfADeadProcessIsWaitedOut(t *testing.T) {
 		t.Errorf("the log says %d times %q, want once:\n%s", n, wait, h.logs.String())
 	}
 }
+
+// An endpoint asked for its name at a load balancer (Via) is not the
+// endpoint of that name at the same address: when the name's own endpoint
+// does not answer while the load balancer serves another certificate for
+// it, the alert about the certificate the name served stays open (it was
+// not seen, not replaced) rather than resolve as "replaced on" the
+// endpoint that did not answer.
+func TestViaEndpointDoesNotReplaceThePlainOne(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	h := newHarness(t, baseConfig(t.TempDir()), c)
+	old := cert{subject: "shop.example.com", notAfter: t0.Add(5 * day), eps: eps("shop.example.com")}
+	h.run(t0, sweep(t0, old))
+	h.took()
+
+	at := t0.Add(time.Hour)
+	other := cert{subject: "www.example.com", notAfter: t0.Add(300 * day)}
+	via := old.eps[0]
+	via.Via = "web-1.eu-west-1.elb.amazonaws.com"
+	sw := notify.Sweep{
+		Certificates: []policy.Certificate{{SHA256: other.sha(), Subject: other.subject, Issuer: "Example Test CA", NotAfter: other.notAfter}},
+		Endpoints: []notify.Served{
+			{Endpoint: old.eps[0], Failed: true, Unanswered: true},
+			{Endpoint: via, Certificate: other.sha()},
+		},
+	}
+	h.run(at, sw)
+	if got := h.took(); len(got) != 0 {
+		t.Errorf("notifications %v, want none: the endpoint that served the certificate did not answer", got)
+	}
+	alerts, err := h.store.Alerts(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 1 || !alerts[0].Open() {
+		t.Errorf("alerts = %+v, want the one about shop.example.com still open", alerts)
+	}
+}

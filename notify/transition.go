@@ -575,14 +575,19 @@ func outage(sw Sweep, share float64) (bool, string) {
 		unanswered, total, 100*float64(unanswered)/float64(total))
 }
 
+// endpointKey is an endpoint as a sweep and a finding name it: an
+// endpoint asked for its name at a resource (Via) is not the endpoint of
+// that name at the same address.
 type endpointKey struct {
 	name    string
 	port    int
 	address string
+	via     string
 }
 
 // servedBy maps endpoints to the certificate each served in the sweep, by
-// (name, port, address) and by (name, port) with an empty address.
+// (name, port, address, via) and by (name, port, via) with an empty
+// address.
 func servedBy(sw Sweep) map[endpointKey]string {
 	m := map[endpointKey]string{}
 	for _, s := range sw.Endpoints {
@@ -590,19 +595,19 @@ func servedBy(sw Sweep) map[endpointKey]string {
 			continue
 		}
 		e := s.Endpoint
-		m[endpointKey{e.Name, e.Port, e.Address}] = s.Certificate
-		m[endpointKey{e.Name, e.Port, ""}] = s.Certificate
+		m[endpointKey{e.Name, e.Port, e.Address, e.Via}] = s.Certificate
+		m[endpointKey{e.Name, e.Port, "", e.Via}] = s.Certificate
 	}
 	return m
 }
 
 // failedIn is the set of endpoints whose probe failed in the sweep, by
-// (name, port, address).
+// (name, port, address, via).
 func failedIn(sw Sweep) map[endpointKey]bool {
 	m := map[endpointKey]bool{}
 	for _, s := range sw.Endpoints {
 		if s.Failed {
-			m[endpointKey{s.Endpoint.Name, s.Endpoint.Port, s.Endpoint.Address}] = true
+			m[endpointKey{s.Endpoint.Name, s.Endpoint.Port, s.Endpoint.Address, s.Endpoint.Via}] = true
 		}
 	}
 	return m
@@ -618,7 +623,7 @@ func unseen(f policy.Finding, failed map[endpointKey]bool) bool {
 		return false
 	}
 	for _, e := range f.Endpoints {
-		if !failed[endpointKey{e.Name, e.Port, e.Address}] {
+		if !failed[endpointKey{e.Name, e.Port, e.Address, e.Via}] {
 			return false
 		}
 	}
@@ -637,7 +642,7 @@ func replacedBy(f policy.Finding, served map[endpointKey]string, certs []policy.
 		}
 	}
 	for _, e := range f.Endpoints {
-		c, ok := served[endpointKey{e.Name, e.Port, e.Address}]
+		c, ok := served[endpointKey{e.Name, e.Port, e.Address, e.Via}]
 		if !ok || c == f.Certificate {
 			continue
 		}

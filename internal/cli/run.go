@@ -114,7 +114,7 @@ func sweepOf(r *scan.Report) notify.Sweep {
 	sw := notify.Sweep{Findings: r.Findings, Certificates: r.Certificates, Endpoints: make([]notify.Served, 0, len(r.Endpoints))}
 	for _, ep := range r.Endpoints {
 		sw.Endpoints = append(sw.Endpoints, notify.Served{
-			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address},
+			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via},
 			Certificate: ep.Certificate,
 			Failed:      ep.Certificate == "",
 			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Failure),
