@@ -163,9 +163,9 @@ func TestCheck(t *testing.T) {
 // logs the figures and compares them with baseline.json (or, with
 // CERTWATCH_GUARD_UPDATE=1, writes them there).
 //
-// CERTWATCH_GUARD_BALLAST_MIB=N builds certwatch with one more file, kept
+// CERTWATCH_GUARD_BALLAST_KIB=N builds certwatch with one more file, kept
 // in the test's temporary directory (go build -overlay), that allocates and
-// holds N MiB from start-up: a synthetic memory regression, to see the
+// holds N KiB from start-up: a synthetic memory regression, to see the
 // guard fail.
 func TestGuard(t *testing.T) {
 	if os.Getenv("CERTWATCH_GUARD") != "1" {
@@ -249,7 +249,7 @@ func TestGuard(t *testing.T) {
 }
 
 // build builds certwatch, bench/floor and bench/farm into dir/bin, with
-// CERTWATCH_GUARD_BALLAST_MIB's extra file if it is set.
+// CERTWATCH_GUARD_BALLAST_KIB's extra file if it is set.
 func build(t *testing.T, dir string) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -258,13 +258,13 @@ func build(t *testing.T, dir string) string {
 	}
 	bin := filepath.Join(dir, "bin")
 	args := []string{"build"}
-	if s := os.Getenv("CERTWATCH_GUARD_BALLAST_MIB"); s != "" {
+	if s := os.Getenv("CERTWATCH_GUARD_BALLAST_KIB"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("CERTWATCH_GUARD_BALLAST_MIB=%q: want a number of MiB", s)
+			t.Fatalf("CERTWATCH_GUARD_BALLAST_KIB=%q: want a number of KiB", s)
 		}
 		args = append(args, "-overlay", ballastOverlay(t, dir, root, n))
-		t.Logf("certwatch is built to hold %d MiB more from start-up (CERTWATCH_GUARD_BALLAST_MIB)", n)
+		t.Logf("certwatch is built to hold %d KiB more from start-up (CERTWATCH_GUARD_BALLAST_KIB)", n)
 	}
 	cmd := exec.Command("go", append(args, "-o", bin+string(filepath.Separator), "./cmd/certwatch", "./bench/floor", "./bench/farm")...)
 	cmd.Dir = root
@@ -275,12 +275,12 @@ func build(t *testing.T, dir string) string {
 }
 
 // ballastOverlay writes a file for package main of cmd/certwatch that
-// allocates n MiB, writes to every page and keeps them to the end, and an
+// allocates n KiB, writes to every page and keeps them to the end, and an
 // overlay that adds it to the build; it returns the overlay's path.
 func ballastOverlay(t *testing.T, dir, root string, n int) string {
 	t.Helper()
 	src := filepath.Join(dir, "ballast.go")
-	code := fmt.Sprintf("package main\n\nvar guardBallast = func() []byte {\n\tb := make([]byte, %d<<20)\n\tfor i := range b {\n\t\tb[i] = 1\n\t}\n\treturn b\n}()\n", n)
+	code := fmt.Sprintf("package main\n\nvar guardBallast = func() []byte {\n\tb := make([]byte, %d<<10)\n\tfor i := range b {\n\t\tb[i] = 1\n\t}\n\treturn b\n}()\n", n)
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, "cmd", "certwatch", "guard_ballast.go"): src}})
 	if err != nil {
 		t.Fatal(err)
