@@ -1,6 +1,10 @@
 # Developer targets. CI does not run the benchmark: it needs root (for a
 # private network namespace) and takes minutes. See docs/performance.md.
-.PHONY: bench bench-go
+.PHONY: build bench bench-go
+
+# The release binary: no symbol table or DWARF, no build paths.
+build:
+	go build -trimpath -ldflags="-s -w" -o certwatch ./cmd/certwatch
 
 # Scans of a loopback TLS farm at 1k, 10k and 100k endpoints and a
 # million-record zone transfer; prints one table. BENCH_FLAGS go to
