@@ -21,6 +21,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 )
 
 // Config is the whole configuration file.
@@ -311,10 +312,10 @@ func Default() Config {
 	c := Config{
 		Ports: PortList{{Number: 443}},
 		Probe: Probe{
-			Timeout:     Duration(5e9),
-			Concurrency: 100,
-			PerAddress:  2,
-			Retries:     2,
+			Timeout:     Duration(probes.DefaultTimeout),
+			Concurrency: probes.DefaultConcurrency,
+			PerAddress:  probes.DefaultPerAddress,
+			Retries:     probes.DefaultAttempts - 1,
 			BreakAfter:  3,
 		},
 		Policy: Policy{

@@ -28,9 +28,12 @@ import (
 
 // Defaults for zero Config fields.
 const (
-	DefaultDialTimeout      = 5 * time.Second
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultResolveTimeout   = 5 * time.Second
+	// DefaultTimeout is probe.timeout's default (config.Default), and
+	// each of the three deadlines below it bounds.
+	DefaultTimeout          = 5 * time.Second
+	DefaultDialTimeout      = DefaultTimeout
+	DefaultHandshakeTimeout = DefaultTimeout
+	DefaultResolveTimeout   = DefaultTimeout
 	DefaultConcurrency      = 100
 	DefaultPerAddress       = 2
 	DefaultAttempts         = 3
@@ -71,12 +74,12 @@ type Config struct {
 	// barredAddress).
 	AllowLoopback bool
 
-	// ResolveTimeout bounds one name lookup (default 5s).
+	// ResolveTimeout bounds one name lookup (default DefaultTimeout).
 	ResolveTimeout time.Duration
-	// DialTimeout bounds one TCP connect (default 5s).
+	// DialTimeout bounds one TCP connect (default DefaultTimeout).
 	DialTimeout time.Duration
 	// HandshakeTimeout bounds one TLS handshake, after the connect
-	// (default 5s).
+	// (default DefaultTimeout).
 	HandshakeTimeout time.Duration
 
 	// Concurrency is the most connections in flight at once across all
