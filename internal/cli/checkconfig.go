@@ -5,14 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
-	"github.com/certwatch/certwatch/daemon"
 )
 
 const checkConfigUsage = `Usage:
@@ -43,7 +41,7 @@ func (e *env) checkConfig(args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	if err := e.checkStart(context.Background(), c); err != nil {
+	if err := assemble.Check(context.Background(), c, e.getenv); err != nil {
 		return withCode(ExitUsage, fmt.Errorf("config %s: %w", fs.Arg(0), err))
 	}
 	data, err := os.ReadFile(fs.Arg(0))
@@ -64,38 +62,4 @@ func (e *env) checkConfig(args []string) error {
 		return fmt.Errorf("print config: %w", err)
 	}
 	return enc.Close()
-}
-
-// checkStart reports what `certwatch run` refuses at start in c, beyond
-// what config.Load refused: the environment step (variables, secret files,
-// CA files, kubeconfigs, the state's directory) and then, when that
-// passes, every part run builds from c (sources, prober, rules, channels,
-// notifier, schedules) built and dropped. Nothing is written, dialled or
-// resolved. check-config and run (at start and on reload) call it, so
-// what one passes the other cannot refuse; each problem is at its key's
-// line where the file has one. A file without a source passes: scan's
-// flags may add them.
-func (e *env) checkStart(ctx context.Context, c config.Config) error {
-	errs := c.EnvironmentProblems(e.getenv)
-	if len(errs) == 0 {
-		discard := slog.New(slog.DiscardHandler)
-		parts, err := e.buildRun(ctx, c, nil, nil, &http.Client{}, discard)
-		if err == nil {
-			_, err = daemon.New(parts.cfg, parts.pass, parts.notifier, discard)
-		}
-		if err != nil {
-			errs = append(errs, unwrapExit(err))
-		}
-	}
-	return c.Report(errs)
-}
-
-// unwrapExit returns the error an *exitError carries, so that the errors
-// joined in it can be reported one by one.
-func unwrapExit(err error) error {
-	var x *exitError
-	if errors.As(err, &x) {
-		return x.err
-	}
-	return err
 }

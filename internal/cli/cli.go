@@ -1,6 +1,7 @@
 // Package cli implements certwatch's command line: subcommands, flags and
-// the wiring of concrete sources, probers and senders. It is the one
-// package that knows every concrete part.
+// rendering. The parts a command runs (sources, prober, rules, channels,
+// notifier, store, silences) are built from the checked configuration by
+// package assemble.
 package cli
 
 import (

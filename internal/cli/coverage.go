@@ -65,7 +65,7 @@ func (e *env) coverage(ctx context.Context, args []string) error {
 }
 
 func (e *env) runCoverage(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	pass, err := newPassWithAWS(ctx, c, logger, logger)
+	pass, err := newPass(ctx, c, logger)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 )
 
 func (e *env) runInventory(ctx context.Context, c config.Config, logger *slog.Logger) error {
-	pass, err := newPassWithAWS(ctx, c, logger, logger)
+	pass, err := newPass(ctx, c, logger)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/scan"
@@ -66,7 +67,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 		return writeJSON(e.stdout, alerts)
 	}
 	if len(alerts) == 0 {
-		fmt.Fprintf(e.stdout, "No alerts in %s.\n", stateName(c.Notify.State))
+		fmt.Fprintf(e.stdout, "No alerts in %s.\n", assemble.StateName(c.Notify.State))
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -116,7 +117,7 @@ func (e *env) notifyCmd(ctx context.Context, args []string) error {
 	// Only this channel's secret is read: another channel's missing token
 	// must not stop this one from being tested.
 	ch, _ := c.Notify.Channel(*channel)
-	sender, err := newSender(c.Notify, ch, &http.Client{}, newLogger(e.stderr, slog.LevelWarn))
+	sender, err := assemble.Sender(c.Notify, ch, &http.Client{}, newLogger(e.stderr, slog.LevelWarn))
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -140,7 +141,7 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 		return err
 	}
 	defer closeStore()
-	rep, err := n.Apply(ctx, sweepOf(r), r.GeneratedAt)
+	rep, err := n.Apply(ctx, assemble.Sweep(r), r.GeneratedAt)
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
@@ -160,7 +161,7 @@ func (e *env) notifyReport(ctx context.Context, c config.Config, r *scan.Report,
 // openNotifier builds the configured senders and a notifier on the state
 // file; the caller closes the store with the returned func.
 func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*notify.Notifier, func(), error) {
-	senders, err := newSenders(c.Notify, &http.Client{}, logger)
+	senders, err := assemble.Senders(c.Notify, &http.Client{}, logger)
 	if err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
@@ -172,14 +173,23 @@ func openNotifier(ctx context.Context, c config.Config, logger *slog.Logger) (*n
 		store.Close()
 		return nil, nil, err
 	}
-	n, err := notify.New(notifyConfig(c.Notify), store, senders, logger.With("component", "notify"))
+	n, err := assemble.Notifier(c, store, senders, logger)
 	if err != nil {
 		store.Close()
 		return nil, nil, withCode(ExitUsage, err)
 	}
-	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
-	n.Silences = configSilences(c)
 	return n, func() { store.Close() }, nil
+}
+
+// openState opens the state of c (assemble.Store); a password it cannot
+// read is a usage error.
+func openState(ctx context.Context, c config.Config) (state.Store, error) {
+	store, err := assemble.Store(ctx, c)
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		return nil, withCode(ExitUsage, err)
+	}
+	return store, err
 }
 
 func loadConfigFlag(path string) (config.Config, error) {

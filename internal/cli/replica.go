@@ -12,15 +12,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/daemon"
-	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
-)
-
-var (
-	_ daemon.Collector      = (*scan.Pass)(nil)
-	_ daemon.PartEvaluator  = (*scan.Pass)(nil)
-	_ daemon.HistoryScanner = (*scan.Pass)(nil)
 )
 
 // daemons builds the daemon of `certwatch run` and hands it reloaded

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,15 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
-	"github.com/certwatch/certwatch/discovery/networks"
 	"github.com/certwatch/certwatch/notify"
-	"github.com/certwatch/certwatch/notify/alertmanager"
-	"github.com/certwatch/certwatch/notify/pagerduty"
-	"github.com/certwatch/certwatch/notify/slack"
-	"github.com/certwatch/certwatch/notify/webhook"
-	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
@@ -69,224 +63,18 @@ docs/operations.md, "Running more than one".
 Logs are JSON on stderr unless stderr is a terminal.
 `
 
-// runNotifier hands the daemon's reports to a notify.Notifier, lets the
-// daemon run its outbox dispatcher, and marks the silenced findings of the
-// reports it publishes with the silences kept in silences.
-type runNotifier struct {
-	n        *notify.Notifier
-	silences state.Silences
-}
+var _ daemon.Recorder = (*serve.Server)(nil)
 
-var (
-	_ daemon.Notifier   = runNotifier{}
-	_ daemon.Dispatcher = runNotifier{}
-	_ daemon.Silencer   = runNotifier{}
-	_ daemon.Recorder   = (*serve.Server)(nil)
-	_ daemon.Scanner    = (*scan.Pass)(nil)
-	_ notify.Sender     = (*slack.Sender)(nil)
-	_ notify.Sender     = (*pagerduty.Sender)(nil)
-	_ notify.Refresher  = (*alertmanager.Sender)(nil)
-	_ notify.Sender     = (*webhook.Sender)(nil)
-)
-
-// Notify applies the report's findings at the time the report was made.
-func (r runNotifier) Notify(ctx context.Context, rep *scan.Report) error {
-	_, err := r.n.Apply(ctx, sweepOf(rep), rep.GeneratedAt)
-	return err
-}
-
-// MarkSilenced marks the report's findings that the silences in force
-// when it was made keep from being announced, as Apply decides.
-func (r runNotifier) MarkSilenced(ctx context.Context, rep *scan.Report) error {
-	stored, err := r.silences.Silences(ctx)
+// buildRun builds the daemon's parts of c on store (assemble.Run), its
+// probes recorded by srv; a setting that cannot be built is a usage error.
+// A pass without a source is left to the caller (requireSources).
+func buildRun(ctx context.Context, c config.Config, store state.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (assemble.Daemon, error) {
+	parts, err := assemble.Run(ctx, c, store, client, logger)
 	if err != nil {
-		return err
+		return assemble.Daemon{}, withCode(ExitUsage, err)
 	}
-	r.n.MarkSilenced(rep.Findings, stored, rep.GeneratedAt)
-	return nil
-}
-
-func (r runNotifier) Run(ctx context.Context) error   { return r.n.Run(ctx) }
-func (r runNotifier) Flush(ctx context.Context) error { return r.n.Flush(ctx) }
-
-// sweepOf is what notification needs from a report.
-func sweepOf(r *scan.Report) notify.Sweep {
-	sw := notify.Sweep{Findings: r.Findings, Certificates: r.Certificates, Endpoints: make([]notify.Served, 0, len(r.Endpoints))}
-	for _, ep := range r.Endpoints {
-		sw.Endpoints = append(sw.Endpoints, notify.Served{
-			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via},
-			Certificate: ep.Certificate,
-			Failed:      ep.Certificate == "",
-			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Failure),
-		})
-	}
-	return sw
-}
-
-// newSenders builds one sender per configured channel, reading each
-// channel's secret from its file or environment variable. The Slack
-// senders of one bot token share its rate limits and channel IDs.
-func newSenders(c config.Notify, client *http.Client, logger *slog.Logger) (map[string]notify.Sender, error) {
-	senders := map[string]notify.Sender{}
-	var workspace []*slack.Sender
-	var errs []error
-	for _, ch := range c.Channels {
-		s, err := newSender(c, ch, client, logger)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		senders[ch.Name] = s
-		if s, ok := s.(*slack.Sender); ok {
-			workspace = append(workspace, s)
-		}
-	}
-	// Slack limits most methods per bot token, not per channel.
-	slack.Share(workspace...)
-	return senders, errors.Join(errs...)
-}
-
-// newSender builds the sender of channel ch of c, reading its secret (and
-// no other channel's) from its file or environment variable.
-func newSender(c config.Notify, ch config.Channel, client *http.Client, logger *slog.Logger) (notify.Sender, error) {
-	switch ch.Kind {
-	case config.ChannelLog:
-		return notify.NewLogSender(logger.With("component", "notify")), nil // each record names its channel, nil
-	case config.ChannelAlertmanager:
-		a := ch.Alertmanager
-		every, ends := a.Resend()
-		s, err := alertmanager.New(alertmanager.Config{Name: ch.Name, URL: a.URL, ResendInterval: every, EndsAfter: ends, Timeout: time.Duration(a.Timeout)}, client)
-		if err != nil {
-			return nil, err
-		}
-		s.StatusURL, s.RunbookURL = c.StatusURL, c.RunbookURL
-		return s, nil
-	}
-	secret, err := ch.Secret()
-	if err != nil {
-		return nil, err
-	}
-	switch ch.Kind {
-	case config.ChannelSlack:
-		sc := ch.Slack
-		s, err := slack.New(slack.Config{Name: ch.Name, Channel: sc.Channel, Token: secret.Reveal(), APIURL: sc.APIURL, Timeout: time.Duration(sc.Timeout)}, client)
-		if err != nil {
-			return nil, err
-		}
-		s.RunbookURL = c.RunbookURL
-		return s, nil
-	case config.ChannelPagerDuty:
-		pc := ch.PagerDuty
-		s, err := pagerduty.New(pagerduty.Config{Name: ch.Name, RoutingKey: secret.Reveal(), URL: pc.URL, Timeout: time.Duration(pc.Timeout)}, client)
-		if err != nil {
-			return nil, err
-		}
-		s.RunbookURL = c.RunbookURL
-		return s, nil
-	case config.ChannelWebhook:
-		wc := ch.Webhook
-		s, err := webhook.New(webhook.Config{Name: ch.Name, URL: wc.URL, Secret: secret.Reveal(), Timeout: time.Duration(wc.Timeout)}, client)
-		if err != nil {
-			return nil, err
-		}
-		s.StatusURL, s.RunbookURL = c.StatusURL, c.RunbookURL
-		return s, nil
-	}
-	return nil, fmt.Errorf("notify: channel %s: unknown kind %q", ch.Name, ch.Kind)
-}
-
-// notifyConfig is what the notifier needs of the checked notify section:
-// each channel's rate (its kind's default when unset) and whether it keeps
-// incidents open, the routes, reminders, and the delivery and storm limits.
-func notifyConfig(n config.Notify) notify.Config {
-	out := notify.Config{
-		Reminders:      n.ReminderTiers(),
-		ResolveAfter:   n.ResolveAfter,
-		DigestInterval: time.Duration(n.DigestInterval),
-		Storm:          notify.Storm{MaxNewFindings: n.Storm.MaxNewFindings, MaxFailureShare: n.Storm.MaxFailureShare, Top: n.Storm.Top},
-		Retry: notify.Retry{Initial: time.Duration(n.Retry.Initial), Max: time.Duration(n.Retry.Max),
-			AlertAfter: time.Duration(n.Retry.AlertAfter)},
-	}
-	for _, ch := range n.Channels {
-		c := notify.Channel{Name: ch.Name, Rate: ch.RatePerSecond, Burst: ch.Burst}
-		switch ch.Kind {
-		case config.ChannelSlack:
-			c.Rate = cmp.Or(c.Rate, notify.DefaultSlackRate)
-		case config.ChannelPagerDuty:
-			c.Rate = cmp.Or(c.Rate, notify.DefaultPagerDutyRate)
-			c.KeepsIncidents = true
-		case config.ChannelAlertmanager:
-			c.Rate = cmp.Or(c.Rate, notify.DefaultHTTPRate)
-			c.KeepsIncidents = true
-		case config.ChannelWebhook:
-			c.Rate = cmp.Or(c.Rate, notify.DefaultHTTPRate)
-		}
-		out.Channels = append(out.Channels, c)
-	}
-	for _, r := range n.Routes {
-		out.Routes = append(out.Routes, notify.Route{Tiers: r.Tiers, Channels: r.Channels, Digest: r.Digest,
-			Zones: r.Match.Zones, Names: r.Match.Names, Labels: r.Match.Labels})
-	}
-	return out
-}
-
-// runParts are what a configuration builds for the daemon; a reload builds
-// them afresh.
-type runParts struct {
-	cfg      daemon.Config
-	pass     *scan.Pass
-	notifier runNotifier
-}
-
-// buildRun builds the parts of c. It reads files and variables and dials
-// nothing; a pass without a source is left to the caller (requireSources).
-func (e *env) buildRun(ctx context.Context, c config.Config, store state.Store, srv *serve.Server, client *http.Client, logger *slog.Logger) (runParts, error) {
-	pass, err := buildPassWithAWS(ctx, c, logger, logger)
-	if err != nil {
-		return runParts{}, err
-	}
-	if srv != nil {
-		pass.OnObservation = srv.ObserveProbe
-	}
-	withCTMemory(pass, store)
-	if rates, ok := store.(state.Rates); ok {
-		// Replicas share each network's rate: N of them probing one
-		// network still connect at most its rate together.
-		for _, s := range pass.Sources {
-			if n, ok := s.(*networks.Source); ok {
-				n.ShareRate(rates)
-			}
-		}
-	}
-	senders, err := newSenders(c.Notify, client, logger)
-	if err != nil {
-		return runParts{}, withCode(ExitUsage, err)
-	}
-	n, err := notify.New(notifyConfig(c.Notify), store, senders, logger.With("component", "notify"))
-	if err != nil {
-		return runParts{}, withCode(ExitUsage, err)
-	}
-	n.Labels = findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
-	n.Silences = configSilences(c)
-	d := c.Daemon
-	dc := daemon.Config{
-		Discovery:        d.Schedules.Discovery,
-		Probe:            d.Schedules.Probe,
-		Jitter:           time.Duration(d.Jitter),
-		SweepTimeout:     time.Duration(d.SweepTimeout),
-		GracePeriod:      time.Duration(d.GracePeriod),
-		DropThreshold:    d.DropThreshold,
-		HeartbeatTimeout: time.Duration(d.Heartbeat.Timeout),
-		MaxFailureShare:  c.Notify.Storm.MaxFailureShare,
-	}
-	if d.Heartbeat.Enabled() {
-		u, err := config.ReadSecret("daemon: heartbeat: url", d.Heartbeat.URL, d.Heartbeat.URLFile, d.Heartbeat.URLEnv)
-		if err != nil {
-			return runParts{}, withCode(ExitUsage, err)
-		}
-		dc.HeartbeatURL = u.Reveal()
-	}
-	return runParts{cfg: dc, pass: pass, notifier: runNotifier{n: n, silences: store}}, nil
+	parts.Pass.OnObservation = srv.ObserveProbe
+	return parts, nil
 }
 
 func (e *env) run(ctx context.Context, args []string) error {
@@ -319,7 +107,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		return withCode(ExitUsage, err)
 	}
 	// What check-config refuses, before the state is touched.
-	if err := e.checkStart(ctx, c); err != nil {
+	if err := assemble.Check(ctx, c, e.getenv); err != nil {
 		return withCode(ExitUsage, fmt.Errorf("config %s: %w", *configFile, err))
 	}
 	level := slog.LevelInfo
@@ -328,7 +116,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	logger := newLogger(e.stderr, level)
 
-	unlock, err := lockState(c, "certwatch run")
+	unlock, err := assemble.Lock(c, "certwatch run")
 	if err != nil {
 		return err
 	}
@@ -343,11 +131,11 @@ func (e *env) run(ctx context.Context, args []string) error {
 	notes := &startupNotes{logger: logger}
 	notes.channels(c.Notify)
 	h := &daemons{client: &http.Client{}, memory: store, history: store, recorder: notes, logger: logger,
-		stateCheck: store.Check, stateName: stateName(c.Notify.State)}
+		stateCheck: store.Check, stateName: assemble.StateName(c.Notify.State)}
 	if store.Created() {
-		h.emptyState = stateName(c.Notify.State)
+		h.emptyState = assemble.StateName(c.Notify.State)
 	}
-	book := newSilenceBook(store, c)
+	book := assemble.NewSilenceBook(store, c)
 	tok, err := c.Serve.SilenceToken()
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -369,20 +157,20 @@ func (e *env) run(ctx context.Context, args []string) error {
 		Pprof:    c.Daemon.Pprof,
 		Version:  version(),
 
-		Silences:     silenceAPI{book},
+		Silences:     assemble.SilenceAPI{Book: book},
 		SilenceToken: silenceToken,
 	})
 	h.srv = srv
 	client := h.client
-	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
+	parts, err := buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return err
 	}
-	if err := requireSources(parts.pass); err != nil {
+	if err := requireSources(parts.Pass); err != nil {
 		return err
 	}
-	current.Store(parts.notifier.n)
-	h.cfg, h.scanner, h.notifier = parts.cfg, parts.pass, parts.notifier
+	current.Store(parts.Notify)
+	h.cfg, h.scanner, h.notifier = parts.Config, parts.Pass, parts.Notifier
 	// A configuration the daemon refuses fails now, not at the first term.
 	if _, err := daemon.New(h.cfg, h.scanner, h.notifier, logger); err != nil {
 		return withCode(ExitUsage, err)
@@ -394,7 +182,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s (daemon.listen): %w", c.Daemon.Listen, err)
 	}
 	logger.Info("certwatch running", "version", version(), "config", *configFile, "listen", ln.Addr().String(),
-		"state", stateName(c.Notify.State), "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
+		"state", assemble.StateName(c.Notify.State), "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
 
 	// HTTP stays up until the daemon has stopped, so the status page and
 	// metrics cover the shutdown.
@@ -416,7 +204,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 				}
 				current.Store(n)
 				notes.channels(c.Notify)
-				book.configure(c)
+				book.Configure(c)
 			}
 		}
 	})
@@ -446,7 +234,7 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkStart(ctx, c); err != nil {
+	if err := assemble.Check(ctx, c, e.getenv); err != nil {
 		return nil, err
 	}
 	keep := func(key string, changed bool) {
@@ -468,19 +256,19 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	c.Daemon.Pprof, c.Daemon.MetricsSeriesLimit = cur.Daemon.Pprof, cur.Daemon.MetricsSeriesLimit
 	c.Daemon.LeaderLease, c.Daemon.Site = cur.Daemon.LeaderLease, cur.Daemon.Site
 	c.Daemon.ShardSize, c.Daemon.SiteStaleAfter = cur.Daemon.ShardSize, cur.Daemon.SiteStaleAfter
-	parts, err := e.buildRun(ctx, c, store, srv, client, logger)
+	parts, err := buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return nil, err
 	}
-	if err := requireSources(parts.pass); err != nil {
+	if err := requireSources(parts.Pass); err != nil {
 		return nil, err
 	}
-	if err := d.Reload(parts.cfg, parts.pass, parts.notifier); err != nil {
+	if err := d.Reload(parts.Config, parts.Pass, parts.Notifier); err != nil {
 		return nil, err
 	}
 	*cur = c
 	logger.Info("config reloaded", "config", path, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
-	return parts.notifier.n, nil
+	return parts.Notify, nil
 }
 
 // channelStats is the delivery health of n's channels for metrics and the

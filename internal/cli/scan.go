@@ -1,28 +1,21 @@
 package cli
 
 import (
-	"cmp"
 	"context"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
-	"github.com/certwatch/certwatch/discovery/files"
-	"github.com/certwatch/certwatch/discovery/networks"
-	"github.com/certwatch/certwatch/discovery/static"
 	"github.com/certwatch/certwatch/policy"
-	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -502,13 +495,13 @@ func (f *scanFlags) showProgress(stderr io.Writer) bool {
 func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger, notify, progress bool) error {
 	if notify {
 		// Before probing: a scan that may not notify need not probe.
-		unlock, err := lockState(c, "certwatch scan --notify")
+		unlock, err := assemble.Lock(c, "certwatch scan --notify")
 		if err != nil {
 			return err
 		}
 		defer unlock()
 	}
-	pass, err := newPassWithAWS(ctx, c, logger, logger)
+	pass, err := newPass(ctx, c, logger)
 	if err != nil {
 		return err
 	}
@@ -566,26 +559,14 @@ func (f *findingsError) Error() string {
 	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
 }
 
-// newPassWithAWS is buildPass with the AWS accounts of c as extra
-// sources, refusing a pass without a source. awsLogger logs setting them
-// up, logger the pass; an AWS setting that cannot be used is a usage
-// error.
-func newPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slog.Logger) (*scan.Pass, error) {
-	pass, err := buildPassWithAWS(ctx, c, awsLogger, logger)
-	if err != nil {
-		return nil, err
-	}
-	return pass, requireSources(pass)
-}
-
-// buildPassWithAWS is newPassWithAWS without the demand for a source:
-// what check-config builds from a file that flags may add sources to.
-func buildPassWithAWS(ctx context.Context, c config.Config, awsLogger, logger *slog.Logger) (*scan.Pass, error) {
-	aws, err := newAWSSources(ctx, c, awsLogger)
+// newPass builds the pass of c (assemble.Pass), refusing one without a
+// source; a setting that cannot be built is a usage error.
+func newPass(ctx context.Context, c config.Config, logger *slog.Logger) (*scan.Pass, error) {
+	pass, err := assemble.Pass(ctx, c, logger)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
-	return buildPass(c, logger, aws...)
+	return pass, requireSources(pass)
 }
 
 // requireSources refuses a pass with nothing to scan.
@@ -594,316 +575,4 @@ func requireSources(pass *scan.Pass) error {
 		return usageError("nothing to scan: give --zone, --target, --file, --network, --route53, --acm or a --config with zones, targets, files, networks, aws or kubernetes (try 'certwatch demo' for a local lab)")
 	}
 	return nil
-}
-
-// buildPass wires sources, prober and rules from c, with extra sources (see
-// newAWSSources) besides the zones and targets of c.
-func buildPass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pass, error) {
-	sources, longer, err := newSources(c, logger)
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
-	sources = append(sources, extra...)
-	var nets []*networks.Source
-	for _, s := range sources {
-		if n, ok := s.(*networks.Source); ok {
-			nets = append(nets, n)
-		}
-	}
-	prober, err := newProber(c, logger, networks.NewThrottle(nets...))
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
-	r, err := rules(c.Policy)
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
-	r.RenewalSuggested = c.ACME.RenewalSuggested
-	var zones scan.ZoneFinder
-	if c.Resolver != "" {
-		zf, err := dnszone.NewZoneFinder(string(c.Resolver), time.Duration(c.Probe.Timeout), nil)
-		if err != nil {
-			return nil, withCode(ExitUsage, err)
-		}
-		zones = zf
-	}
-	return &scan.Pass{
-		Zones:       zones,
-		Sources:     sources,
-		Prober:      prober,
-		Rules:       ctRules(coverageRules(revocationRules(renewalRules(r, c.AWS), c.Revocation), c.Coverage), c),
-		Parallelism: c.Probe.Concurrency,
-		// Each source runs under its own deadline: one stuck never
-		// stalls the others.
-		SourceTimeout:  discoveryTimeout(c),
-		SourceTimeouts: longer,
-		// Each part adds its own component: sources, the prober, the pass.
-		Logger: logger.With("component", "scan"),
-	}, nil
-}
-
-var (
-	_ scan.StreamingSource = (*dnszone.Source)(nil)
-	_ scan.Follower        = (*dnszone.Source)(nil)
-	_ scan.Source          = (*static.Source)(nil)
-	_ scan.Source          = (*files.Source)(nil)
-	_ scan.Source          = (*networks.Source)(nil)
-	_ scan.Prober          = (*probes.Prober)(nil)
-)
-
-// discoveryTimeout is each source's deadline of c (discovery_timeout).
-func discoveryTimeout(c config.Config) time.Duration {
-	return cmp.Or(time.Duration(c.DiscoveryTimeout), config.DefaultDiscoveryTimeout)
-}
-
-// newSources returns the sources of c besides the AWS accounts', and the
-// deadlines of those whose own settings need longer than
-// discovery_timeout, by name: a zone twice its transfer timeout (its
-// transfer, then its children's), a network twice the time its sweep
-// takes at its rate.
-func newSources(c config.Config, logger *slog.Logger) (out []scan.Source, longer map[string]time.Duration, err error) {
-	longer = map[string]time.Duration{}
-	atLeast := func(name string, d time.Duration) {
-		if d > discoveryTimeout(c) {
-			longer[name] = d
-		}
-	}
-	out, err = newKubernetesSources(c, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	cts, err := newCTSources(c, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	out = append(out, cts...)
-	var fileGroups []files.Group
-	if len(c.Targets) > 0 {
-		targets := make([]string, len(c.Targets))
-		for i, t := range c.Targets {
-			targets[i] = t.Spec
-		}
-		s, err := static.New(targets, c.Ports.Numbers(), c.PortProtocols(nil))
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, s)
-	}
-	configured := configuredZones(c)
-	for i, fc := range c.Files {
-		passphrase, err := config.ReadSecret(fmt.Sprintf("files[%d]: passphrase", i), "", fc.PassphraseFile, fc.PassphraseEnv)
-		if err != nil {
-			return nil, nil, err
-		}
-		fileGroups = append(fileGroups, files.Group{Globs: fc.Paths, Passphrase: passphrase.Reveal()})
-	}
-	if len(fileGroups) > 0 {
-		roots, err := trustedRoots(c.CAFiles)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := files.New(files.Config{Groups: fileGroups, Roots: roots, Logger: logger.With("component", "files")})
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, s)
-	}
-	for _, z := range c.Zones {
-		zc := dnszone.Config{
-			Zone:              z.Name,
-			Nameserver:        string(z.Nameserver),
-			File:              z.File,
-			Ports:             c.Ports.Numbers(),
-			Protocols:         c.PortProtocols(&z),
-			Timeout:           time.Duration(z.Timeout),
-			Resolver:          string(c.Resolver),
-			FollowDelegations: z.Follows(),
-			AllowLoopback:     c.Probe.AllowLoopback,
-			MaxDepth:          c.Coverage.MaxDelegationDepth,
-			MaxDelegations:    c.Coverage.MaxDelegations,
-			DelegationPort:    c.Coverage.DelegationPort,
-			Configured:        configured,
-			OutOfScope:        c.Coverage.OutOfScopeZones(),
-		}
-		if len(z.Ports) > 0 {
-			zc.Ports = z.Ports.Numbers()
-		}
-		filter, err := discovery.NewFilter(z.Include, z.Exclude)
-		if err != nil {
-			return nil, nil, fmt.Errorf("zone %s: %w", z.Name, err)
-		}
-		zc.Filter = filter
-		if z.TSIG != nil {
-			secret, err := config.ReadSecret("zone "+z.Name+": tsig", z.TSIG.Secret, z.TSIG.SecretFile, z.TSIG.SecretEnv)
-			if err != nil {
-				return nil, nil, err
-			}
-			zc.TSIG = &dnszone.TSIG{Name: z.TSIG.Name, Algorithm: z.TSIG.Algorithm, Secret: secret.Reveal()}
-		}
-		s, err := dnszone.New(zc, logger) // it adds component and zone
-		if err != nil {
-			return nil, nil, err
-		}
-		atLeast(s.Name(), 2*cmp.Or(zc.Timeout, dnszone.DefaultTimeout))
-		out = append(out, s)
-	}
-	for i := range c.Networks {
-		n := &c.Networks[i]
-		nc, err := c.NetworkConfig(n)
-		if err != nil {
-			return nil, nil, fmt.Errorf("network %s: %w", nc.Name, err)
-		}
-		if n.Reverse() {
-			nc.Reverse = net.DefaultResolver
-			if c.Resolver != "" {
-				nc.Reverse = probes.NewResolver(string(c.Resolver), networks.DefaultReverseTimeout)
-			}
-		}
-		s, err := networks.New(nc, logger) // it adds component and network
-		if err != nil {
-			return nil, nil, err
-		}
-		sweep := float64(networks.Size(nc.Prefixes, len(nc.Ports))) / cmp.Or(nc.Rate, networks.DefaultRate)
-		atLeast(s.Name(), 2*time.Duration(sweep*float64(time.Second)))
-		out = append(out, s)
-	}
-	return out, longer, nil
-}
-
-// A network sweep says how far it has gone, for scan's progress line and
-// the daemon's progress log.
-var _ scan.Counter = (*networks.Source)(nil)
-
-// configuredZones returns the zones of c, normalised: a delegation to one
-// is left to its own source.
-func configuredZones(c config.Config) []string {
-	out := make([]string, len(c.Zones))
-	for i, z := range c.Zones {
-		out[i] = discovery.NormalizeName(z.Name)
-	}
-	return out
-}
-
-// newProber wires the prober of c; throttle holds the connection rates of
-// its networks.
-func newProber(c config.Config, logger *slog.Logger, throttle *networks.Throttle) (*probes.Prober, error) {
-	roots, err := trustedRoots(c.CAFiles)
-	if err != nil {
-		return nil, err
-	}
-	pc := probes.Config{
-		Roots:            roots,
-		PublicRoots:      publicRoots(),
-		DialTimeout:      time.Duration(c.Probe.Timeout),
-		HandshakeTimeout: time.Duration(c.Probe.Timeout),
-		Concurrency:      c.Probe.Concurrency,
-		PerAddress:       c.Probe.PerAddress,
-		Attempts:         c.Probe.Retries + 1,
-		BreakAfter:       breakAfter(c.Probe.BreakAfter),
-		PostQuantum:      c.Probe.PostQuantum,
-		ARI:              ariConfig(c.ACME),
-		AllowLoopback:    c.Probe.AllowLoopback,
-		Revocation: probes.RevocationConfig{
-			Disabled:    !c.Revocation.Enabled,
-			Timeout:     time.Duration(c.Revocation.Timeout),
-			MaxCRLBytes: c.Revocation.MaxCRLBytes,
-			RetryAfter:  time.Duration(c.Revocation.RetryAfter),
-		},
-		Logger: logger.With("component", "probes"),
-	}
-	if len(c.Networks) > 0 {
-		pc.Throttle = throttle.Wait
-	}
-	if c.Resolver != "" {
-		pc.Resolver = probes.NewResolver(string(c.Resolver), time.Duration(c.Probe.Timeout))
-	}
-	return probes.New(pc), nil
-}
-
-// breakAfter maps probe.break_after, where 0 never gives up on an address,
-// to probes.Config.BreakAfter, where 0 is the default and negative never.
-func breakAfter(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-// publicRoots returns the system roots, whose leaves the CA/Browser
-// Forum's lifetime limits bind (long_validity); nil when there are none.
-func publicRoots() *x509.CertPool {
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		return nil
-	}
-	return pool
-}
-
-// trustedRoots returns the system roots plus every certificate in files.
-func trustedRoots(files []string) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	for _, f := range files {
-		if err := config.AppendCAFile(pool, f); err != nil {
-			return nil, fmt.Errorf("ca file: %w", err)
-		}
-	}
-	return pool, nil
-}
-
-// coverageRules sets the zones out of scope of c on r.
-func coverageRules(r policy.Rules, c config.Coverage) policy.Rules {
-	r.OutOfScope = c.OutOfScopeZones()
-	return r
-}
-
-// revocationRules sets the tiers of the revocation kinds of c on r.
-func revocationRules(r policy.Rules, c config.Revocation) policy.Rules {
-	r.Revoked, r.RevokedIntermediate = c.Revoked, c.RevokedIntermediate
-	r.RevocationStale, r.RevocationUnavailable = c.Stale, c.Unavailable
-	return r
-}
-
-func rules(p config.Policy) (policy.Rules, error) {
-	r := policy.Rules{}
-	for t, tr := range p.Tiers.ByTier() {
-		r.Tiers = append(r.Tiers, policy.TierRule{Tier: t, Within: time.Duration(tr.Within), LifetimeFraction: tr.LifetimeFraction})
-	}
-	r.Broken, r.Inconsistent, r.Unreachable, r.TLSBroken = p.Broken, p.Inconsistent, p.Unreachable, p.TLSBroken
-	r.WeakKey, r.WeakSignature, r.LongValidity, r.DistrustedCA = p.WeakKey, p.WeakSignature, p.LongValidity, p.DistrustedCA
-	if p.BuiltinDistrust {
-		r.Distrust = policy.BuiltinDistrust()
-	}
-	if p.DistrustFile != "" {
-		entries, err := config.LoadDistrust(p.DistrustFile)
-		if err != nil {
-			return r, err
-		}
-		for _, e := range entries {
-			after, _ := time.Parse(time.DateOnly, e.After) // checked by LoadDistrust
-			r.Distrust = append(r.Distrust, policy.Distrust{CA: e.CA, SPKISHA256: e.SPKISHA256, Browsers: e.Browsers,
-				Rule: policy.DistrustRule(e.Rule), After: after, Reference: e.Reference})
-		}
-	}
-	r.CoverageDelegation, r.CoverageNames, r.CoverageUnverified = p.CoverageDelegation, p.CoverageNames, p.CoverageUnverified
-	r.RenewalMissed = p.RenewalMissed
-	return r, nil
-}
-
-// ariConfig is the prober's renewal information lookups of c: none when
-// off, else the built-in directories (when kept) and the configured ones.
-func ariConfig(c config.ACME) probes.ARIConfig {
-	if !c.Enabled {
-		return probes.ARIConfig{}
-	}
-	var dirs []probes.ACMEDirectory
-	if c.BuiltinDirectories {
-		dirs = probes.BuiltinACMEDirectories()
-	}
-	for _, d := range c.Directories {
-		dirs = append(dirs, probes.ACMEDirectory{URL: d.URL, Issuers: d.Issuers})
-	}
-	return probes.ARIConfig{Directories: dirs, Timeout: time.Duration(c.Timeout)}
 }

@@ -3,9 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,14 +11,12 @@ import (
 	"os/user"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
-	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
-	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
 )
 
@@ -53,164 +48,6 @@ open alert with --id, else page. A silence lasts at most notify.silence_max
 (default 90d). The author is --author, else $USER, else the operating system's user.
 `
 
-// silenceBook adds, lists and expires silences for `certwatch silence`
-// and the HTTP API. Its settings change with a reload.
-type silenceBook struct {
-	store    state.Store
-	settings atomic.Pointer[silenceSettings]
-	now      func() time.Time
-}
-
-// silenceSettings are what a configuration says about silences.
-type silenceSettings struct {
-	max    time.Duration
-	config []state.Silence
-	labels func(policy.Finding) map[string]string
-}
-
-func newSilenceBook(store state.Store, c config.Config) *silenceBook {
-	b := &silenceBook{store: store, now: time.Now}
-	b.configure(c)
-	return b
-}
-
-func (b *silenceBook) configure(c config.Config) {
-	b.settings.Store(&silenceSettings{
-		max:    time.Duration(c.Notify.SilenceMax),
-		config: configSilences(c),
-		labels: findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c)),
-	})
-}
-
-// configSilences are the silences of c's silences: section, with IDs that
-// stay the same while an entry does ("config:" and a hash of it).
-func configSilences(c config.Config) []state.Silence {
-	var out []state.Silence
-	for _, cs := range c.Silences {
-		kind, _ := policy.KindNamed(cs.Match.Kind) // validated
-		s := state.Silence{
-			Match: state.Matchers{
-				FindingID: cs.Match.FindingID, Kind: kind, Name: cs.Match.Name,
-				Zone: cs.Match.Zone, Labels: cs.Match.Labels, Certificate: cs.Match.Certificate,
-			},
-			UpTo: cs.UpToTier(), Reason: cs.Reason, Author: cmpOr(cs.Author, "config"), Until: cs.Until.Time, Config: true,
-		}
-		s = notify.NormalizeSilence(s)
-		b, _ := json.Marshal(s)
-		sum := sha256.Sum256(b)
-		s.ID = "config:" + hex.EncodeToString(sum[:4])
-		out = append(out, s)
-	}
-	return out
-}
-
-// errBadSilence marks a silence refused for what it says, not for a
-// failing store.
-var errBadSilence = errors.New("silence refused")
-
-// add completes s (ID, creation time, the tier it covers unless upTo) and
-// stores it once it passes notify.CheckSilence.
-func (b *silenceBook) add(ctx context.Context, s state.Silence, upTo bool) (state.Silence, error) {
-	now := b.now().UTC()
-	set := b.settings.Load()
-	s = notify.NormalizeSilence(s)
-	s.ID, s.Created = notify.NewSilenceID(), now
-	if !upTo {
-		s.UpTo = policy.Page
-		if id := s.Match.FindingID; id != "" {
-			alerts, err := b.store.Alerts(ctx, false)
-			if err != nil {
-				return state.Silence{}, err
-			}
-			found := false
-			for _, a := range alerts {
-				if a.ID == id || a.Finding.ID() == id {
-					s.UpTo, found = a.Tier, true
-				}
-			}
-			if !found {
-				return state.Silence{}, fmt.Errorf("%w: no open alert has finding ID %q (see 'certwatch alerts --output json'); give --up-to to silence it before it is raised", errBadSilence, id)
-			}
-		}
-	}
-	if err := notify.CheckSilence(s, now, set.max); err != nil {
-		return state.Silence{}, fmt.Errorf("%w: %w", errBadSilence, err)
-	}
-	if err := b.store.AddSilence(ctx, s); err != nil {
-		return state.Silence{}, err
-	}
-	return s, nil
-}
-
-// list returns the silences kept and configured, with the open alerts each
-// matches; ended ones too with all.
-func (b *silenceBook) list(ctx context.Context, all bool) ([]state.SilenceStatus, error) {
-	stored, err := b.store.Silences(ctx)
-	if err != nil {
-		return nil, err
-	}
-	alerts, err := b.store.Alerts(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	set := b.settings.Load()
-	return notify.DescribeSilences(append(stored, set.config...), alerts, set.labels, all, b.now()), nil
-}
-
-// expire ends the stored silence id now.
-func (b *silenceBook) expire(ctx context.Context, id string) (state.Silence, error) {
-	if strings.HasPrefix(id, "config:") {
-		return state.Silence{}, fmt.Errorf("%w: silence %s is declared in the configuration file: remove it from silences: there (and reload)", errBadSilence, id)
-	}
-	return b.store.ExpireSilence(ctx, id, b.now().UTC())
-}
-
-// silenceAPI serves the silence endpoints of `certwatch run` from a book.
-type silenceAPI struct{ b *silenceBook }
-
-var _ serve.Silences = silenceAPI{}
-
-func (a silenceAPI) ListSilences(ctx context.Context) ([]state.SilenceStatus, error) {
-	return a.b.list(ctx, false)
-}
-
-func (a silenceAPI) AddSilence(ctx context.Context, r serve.SilenceRequest) (state.Silence, error) {
-	s := state.Silence{Match: r.Match, Reason: r.Reason, Author: r.Author, Until: r.Until}
-	if r.For != "" {
-		d, err := config.ParseDuration(r.For)
-		if err != nil {
-			return state.Silence{}, fmt.Errorf("%w: for: %w", serve.ErrBadSilence, err)
-		}
-		if !r.Until.IsZero() {
-			return state.Silence{}, fmt.Errorf("%w: give for or until, not both", serve.ErrBadSilence)
-		}
-		s.Until = a.b.now().UTC().Add(d)
-	}
-	if r.UpTo != "" {
-		t, err := policy.ParseTier(r.UpTo)
-		if err != nil {
-			return state.Silence{}, fmt.Errorf("%w: up_to: %w", serve.ErrBadSilence, err)
-		}
-		s.UpTo = t
-	}
-	out, err := a.b.add(ctx, s, r.UpTo != "")
-	if errors.Is(err, errBadSilence) {
-		err = fmt.Errorf("%w: %w", serve.ErrBadSilence, err)
-	}
-	return out, err
-}
-
-func (a silenceAPI) ExpireSilence(ctx context.Context, id string) (state.Silence, error) {
-	out, err := a.b.expire(ctx, id)
-	switch {
-	case errors.Is(err, state.ErrNoSilence):
-		err = fmt.Errorf("%w: %w", serve.ErrNoSilence, err)
-	case errors.Is(err, errBadSilence):
-		err = fmt.Errorf("%w: %w", serve.ErrBadSilence, err)
-	}
-	return out, err
-}
-
 func (e *env) silence(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, silenceUsage)
@@ -232,7 +69,7 @@ func (e *env) silence(ctx context.Context, args []string) error {
 }
 
 // openBook loads the config and opens its state for a silence subcommand.
-func (e *env) openBook(ctx context.Context, configFile string) (*silenceBook, func(), error) {
+func (e *env) openBook(ctx context.Context, configFile string) (*assemble.SilenceBook, func(), error) {
 	c, err := loadConfigFlag(configFile)
 	if err != nil {
 		return nil, nil, err
@@ -241,7 +78,7 @@ func (e *env) openBook(ctx context.Context, configFile string) (*silenceBook, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSilenceBook(store, c), func() { store.Close() }, nil
+	return assemble.NewSilenceBook(store, c), func() { store.Close() }, nil
 }
 
 // labelsFlag is a repeatable KEY=VALUE flag.
@@ -324,8 +161,8 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeStore()
-	added, err := b.add(ctx, s, *upTo != "")
-	if errors.Is(err, errBadSilence) {
+	added, err := b.Add(ctx, s, *upTo != "")
+	if errors.Is(err, assemble.ErrBadSilence) {
 		return usageError("silence add: %v", err)
 	}
 	if err != nil {
@@ -334,7 +171,7 @@ func (e *env) silenceAdd(ctx context.Context, args []string) error {
 	if *output == "json" {
 		return writeJSON(e.stdout, added)
 	}
-	list, err := b.list(ctx, true)
+	list, err := b.List(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -390,7 +227,7 @@ func (e *env) silenceList(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeStore()
-	list, err := b.list(ctx, *all)
+	list, err := b.List(ctx, *all)
 	if err != nil {
 		return err
 	}
@@ -464,11 +301,11 @@ func (e *env) silenceExpire(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeStore()
-	s, err := b.expire(ctx, id)
+	s, err := b.Expire(ctx, id)
 	switch {
 	case errors.Is(err, state.ErrNoSilence):
 		return usageError("silence expire: no silence has ID %q (see 'certwatch silence list --all')", id)
-	case errors.Is(err, errBadSilence):
+	case errors.Is(err, assemble.ErrBadSilence):
 		return usageError("silence expire: %v", err)
 	case err != nil:
 		return err

@@ -1,4 +1,4 @@
-package cli
+package assemble
 
 import (
 	"context"
@@ -12,6 +12,13 @@ import (
 	"github.com/certwatch/certwatch/discovery/static"
 	"github.com/certwatch/certwatch/policy"
 )
+
+// Labels returns the notifier's label function of c: the labels of its
+// zones, Route 53 zones and static targets a finding lies in (see
+// findingLabels). Nil when nothing has labels.
+func Labels(c config.Config) func(policy.Finding) map[string]string {
+	return findingLabels(c.Zones, c.AWS.Route53Labels, targetLabels(&c))
+}
 
 // zoneLabels are the labels of one configured zone (apex) or of the Route
 // 53 zones matching a glob.

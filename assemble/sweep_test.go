@@ -1,4 +1,4 @@
-package cli
+package assemble
 
 import (
 	"testing"
@@ -9,17 +9,17 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// sweepOf hands notification each endpoint as the report names it: the
+// Sweep hands notification each endpoint as the report names it: the
 // name asked for at a load balancer (via) stays apart from the endpoint of
 // that name at the same address, so the one's certificate is never taken
 // for the other's.
-func TestSweepOfKeepsVia(t *testing.T) {
+func TestSweepKeepsVia(t *testing.T) {
 	r := &scan.Report{Endpoints: []scan.Endpoint{
 		{Name: "shop.corp.example", Port: 443, Address: "10.0.0.1", Failure: "timeout", Error: "no answer"},
 		{Name: "shop.corp.example", Port: 443, Address: "10.0.0.1", Via: "web-1.eu-west-1.elb.amazonaws.com", Certificate: "ab12"},
 	}}
 	var got []policy.Endpoint
-	for _, s := range sweepOf(r).Endpoints {
+	for _, s := range Sweep(r).Endpoints {
 		got = append(got, s.Endpoint)
 	}
 	want := []policy.Endpoint{
