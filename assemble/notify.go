@@ -18,6 +18,7 @@ import (
 	"github.com/certwatch/certwatch/notify/webhook"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
 )
 
@@ -147,6 +148,22 @@ func notifyConfig(n config.Notify) notify.Config {
 	for _, r := range n.Routes {
 		out.Routes = append(out.Routes, notify.Route{Tiers: r.Tiers, Channels: r.Channels, Digest: r.Digest,
 			Zones: r.Match.Zones, Names: r.Match.Names, Labels: r.Match.Labels})
+	}
+	return out
+}
+
+// ChannelStats is the delivery health of n's channels for metrics and the
+// status page.
+func ChannelStats(n *notify.Notifier) []serve.ChannelStats {
+	if n == nil {
+		return nil
+	}
+	var out []serve.ChannelStats
+	for _, h := range n.Health() {
+		out = append(out, serve.ChannelStats{
+			Channel: h.Channel, Delivered: h.Delivered, Retried: h.Retried, Refused: h.Refused,
+			Failing: !h.FailingSince.IsZero(),
+		})
 	}
 	return out
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/certwatch/certwatch/assemble"
 	"github.com/certwatch/certwatch/config"
@@ -130,10 +129,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 	var current atomic.Pointer[notify.Notifier]
 	notes := &startupNotes{logger: logger}
 	notes.channels(c.Notify)
-	h := &daemons{client: &http.Client{}, memory: store, history: store, recorder: notes, logger: logger,
-		stateCheck: store.Check, stateName: assemble.StateName(c.Notify.State)}
+	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
+		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State)}
 	if store.Created() {
-		h.emptyState = assemble.StateName(c.Notify.State)
+		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
 	book := assemble.NewSilenceBook(store, c)
 	tok, err := c.Serve.SilenceToken()
@@ -153,15 +152,15 @@ func (e *env) run(ctx context.Context, args []string) error {
 		// PostgreSQL.
 		Outbox:   store,
 		State:    store.Check,
-		Channels: func() []serve.ChannelStats { return channelStats(current.Load()) },
+		Channels: func() []serve.ChannelStats { return assemble.ChannelStats(current.Load()) },
 		Pprof:    c.Daemon.Pprof,
 		Version:  version(),
 
 		Silences:     assemble.SilenceAPI{Book: book},
 		SilenceToken: silenceToken,
 	})
-	h.srv = srv
-	client := h.client
+	h.Server = srv
+	client := h.HTTPClient
 	parts, err := buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
 		return err
@@ -170,10 +169,12 @@ func (e *env) run(ctx context.Context, args []string) error {
 		return err
 	}
 	current.Store(parts.Notify)
-	h.cfg, h.scanner, h.notifier = parts.Config, parts.Pass, parts.Notifier
 	// A configuration the daemon refuses fails now, not at the first term.
-	if _, err := daemon.New(h.cfg, h.scanner, h.notifier, logger); err != nil {
+	if _, err := daemon.New(parts.Config, parts.Pass, parts.Notifier, logger); err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if err := h.Reload(parts.Config, parts.Pass, parts.Notifier); err != nil { // no daemon runs yet
+		return err
 	}
 	notes.Recorder = srv
 
@@ -209,9 +210,13 @@ func (e *env) run(ctx context.Context, args []string) error {
 		}
 	})
 	if sh, ok := store.(state.Shared); ok {
-		err = h.runReplicated(ctx, sh, c.Daemon.Site, time.Duration(c.Daemon.LeaderLease), c.Daemon.ShardSize, time.Duration(c.Daemon.SiteStaleAfter))
+		err = h.RunReplicated(ctx, sh, c.Daemon)
 	} else {
-		err = h.runOnce(ctx)
+		err = h.Run(ctx)
+	}
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		err = withCode(ExitUsage, err) // a daemon the parts could not make
 	}
 	stopHTTP()
 	wg.Wait()
@@ -228,7 +233,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // reload loads path and, when it is valid and its parts can be built,
 // hands them to d and returns the new notifier. Settings that only take
 // effect at start keep their running values, with a warning.
-func (e *env) reload(ctx context.Context, path string, cur *config.Config, store state.Store, srv *serve.Server, client *http.Client, d *daemons, logger *slog.Logger) (*notify.Notifier, error) {
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store state.Store, srv *serve.Server, client *http.Client, d *assemble.Daemons, logger *slog.Logger) (*notify.Notifier, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {
@@ -269,22 +274,6 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	*cur = c
 	logger.Info("config reloaded", "config", path, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
 	return parts.Notify, nil
-}
-
-// channelStats is the delivery health of n's channels for metrics and the
-// status page.
-func channelStats(n *notify.Notifier) []serve.ChannelStats {
-	if n == nil {
-		return nil
-	}
-	var out []serve.ChannelStats
-	for _, h := range n.Health() {
-		out = append(out, serve.ChannelStats{
-			Channel: h.Channel, Delivered: h.Delivered, Retried: h.Retried, Refused: h.Refused,
-			Failing: !h.FailingSince.IsZero(),
-		})
-	}
-	return out
 }
 
 // startupNotes says at start-up, in a log line and as a /readyz note, what

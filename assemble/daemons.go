@@ -1,4 +1,4 @@
-package cli
+package assemble
 
 import (
 	"context"
@@ -11,27 +11,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
 )
 
-// daemons builds the daemon of `certwatch run` and hands it reloaded
-// parts. A single instance runs one daemon for its lifetime; a replica
-// sharing a PostgreSQL state runs a fresh one for each term it leads, and
-// none while it is a standby.
-type daemons struct {
-	srv        *serve.Server
-	recorder   daemon.Recorder
-	client     *http.Client
-	memory     state.Memory
-	history    state.History
-	emptyState string
-	// stateCheck and stateName are the store's health and name, for the
+// Daemons builds the daemon of `certwatch run` from the latest parts
+// (Reload) and the store's, and hands it reloaded parts. A single instance
+// runs one daemon for its lifetime (Run); a replica sharing a PostgreSQL
+// state runs a fresh one for each term it leads, and none while it is a
+// standby (RunReplicated). Set the exported fields before first use.
+type Daemons struct {
+	// Server records the replica's terms and shards.
+	Server     *serve.Server
+	Recorder   daemon.Recorder
+	HTTPClient *http.Client
+	Memory     state.Memory
+	History    state.History
+	// EmptyState names the store when it was created empty: the first
+	// daemon says so.
+	EmptyState string
+	// StateCheck and StateName are the store's health and name, for the
 	// state_corrupt finding.
-	stateCheck func(context.Context) error
-	stateName  string
-	logger     *slog.Logger
+	StateCheck func(context.Context) error
+	StateName  string
+	Logger     *slog.Logger
+
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
 	sharing *daemon.Sharing
 
@@ -45,28 +51,29 @@ type daemons struct {
 
 // start builds a daemon from the latest parts and makes it the current
 // one.
-func (h *daemons) start() (*daemon.Daemon, error) {
+func (h *Daemons) start() (*daemon.Daemon, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	d, err := daemon.New(h.cfg, h.scanner, h.notifier, h.logger.With("component", "daemon"))
+	d, err := daemon.New(h.cfg, h.scanner, h.notifier, h.Logger.With("component", "daemon"))
 	if err != nil {
-		return nil, err
+		// Checked at start and on reload (Check): the configuration's.
+		return nil, &config.FieldError{Path: "daemon", Err: err}
 	}
-	d.Recorder = h.recorder
-	d.HTTPClient = h.client
-	d.Memory = h.memory
-	d.History = h.history
+	d.Recorder = h.Recorder
+	d.HTTPClient = h.HTTPClient
+	d.Memory = h.Memory
+	d.History = h.History
 	d.Sharing = h.sharing
-	d.StateCheck, d.StateName = h.stateCheck, h.stateName
+	d.StateCheck, d.StateName = h.StateCheck, h.StateName
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
-	d.EmptyState, h.emptyState = h.emptyState, ""
+	d.EmptyState, h.EmptyState = h.EmptyState, ""
 	h.current = d
 	return d, nil
 }
 
 // stopped forgets d once its Run has returned.
-func (h *daemons) stopped(d *daemon.Daemon) {
+func (h *Daemons) stopped(d *daemon.Daemon) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.current == d {
@@ -75,7 +82,7 @@ func (h *daemons) stopped(d *daemon.Daemon) {
 }
 
 // Ready is the current daemon's readiness; a standby is ready.
-func (h *daemons) Ready() error {
+func (h *Daemons) Ready() error {
 	h.mu.Lock()
 	d := h.current
 	h.mu.Unlock()
@@ -86,8 +93,8 @@ func (h *daemons) Ready() error {
 }
 
 // Reload keeps the parts for the next daemon and hands them to the
-// running one.
-func (h *daemons) Reload(c daemon.Config, s daemon.Scanner, n daemon.Notifier) error {
+// running one, if any.
+func (h *Daemons) Reload(c daemon.Config, s daemon.Scanner, n daemon.Notifier) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.current != nil {
@@ -99,27 +106,30 @@ func (h *daemons) Reload(c daemon.Config, s daemon.Scanner, n daemon.Notifier) e
 	return nil
 }
 
-// runOnce runs one daemon until ctx is done.
-func (h *daemons) runOnce(ctx context.Context) error {
+// Run runs one daemon until ctx is done. A daemon the parts cannot make
+// is a *config.FieldError.
+func (h *Daemons) Run(ctx context.Context) error {
 	d, err := h.start()
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return err
 	}
 	defer h.stopped(d)
 	return d.Run(ctx)
 }
 
 // collector is the current scanner's prober, for shared probing.
-func (h *daemons) collector() daemon.Collector {
+func (h *Daemons) collector() daemon.Collector {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.scanner.(daemon.Collector)
 }
 
-// runReplicated runs a daemon whenever this process leads the replicas of
-// its site sharing store, and, all the time, a worker that probes the
-// shards of the site's sweeps.
-func (h *daemons) runReplicated(ctx context.Context, store state.Shared, site string, lease time.Duration, shardSize int, staleAfter time.Duration) error {
+// RunReplicated runs a daemon (Run) whenever this process leads the
+// replicas of its site sharing store, and, all the time, a worker that
+// probes the shards of the site's sweeps; c says the site, the leader's
+// lease, the shard size and when a site is stale.
+func (h *Daemons) RunReplicated(ctx context.Context, store state.Shared, c config.Daemon) error {
+	site, lease, shardSize, staleAfter := c.Site, time.Duration(c.LeaderLease), c.ShardSize, time.Duration(c.SiteStaleAfter)
 	holder := replicaName()
 	h.sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, StaleAfter: staleAfter}
 	h.mu.Lock()
@@ -131,8 +141,8 @@ func (h *daemons) runReplicated(ctx context.Context, store state.Shared, site st
 		Holder:    holder,
 		Lease:     lease,
 		Collector: h.collector,
-		Logger:    h.logger.With("component", "worker"),
-		OnShard:   h.srv.RecordShard,
+		Logger:    h.Logger.With("component", "worker"),
+		OnShard:   h.Server.RecordShard,
 	}
 	var wg sync.WaitGroup
 	wctx, stopWorker := context.WithCancel(ctx)
@@ -145,11 +155,11 @@ func (h *daemons) runReplicated(ctx context.Context, store state.Shared, site st
 		Elector: store,
 		Holder:  holder,
 		Lease:   lease,
-		Logger:  h.logger.With("component", "leader"),
-		OnTerm:  h.srv.RecordTerm,
+		Logger:  h.Logger.With("component", "leader"),
+		OnTerm:  h.Server.RecordTerm,
 	}
-	h.logger.Info("replica campaigning for leadership", "holder", r.Holder, "site", site, "lease", lease.String(), "shard_size", shardSize)
-	return r.Run(ctx, h.runOnce)
+	h.Logger.Info("replica campaigning for leadership", "holder", r.Holder, "site", site, "lease", lease.String(), "shard_size", shardSize)
+	return r.Run(ctx, h.Run)
 }
 
 // replicaName names this process among the replicas: its host (the pod's
