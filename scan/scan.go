@@ -30,7 +30,7 @@ import (
 )
 
 // Source is one discovery source, implemented by discovery/*: each
-// Discover says what it found (see found.Yield). internal/cli, which knows
+// Discover says what it found (see found.Yield). assemble, which knows
 // every kind, builds them.
 type Source interface {
 	Name() string

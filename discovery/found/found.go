@@ -8,7 +8,7 @@
 // certificates held at rest, the files and Kubernetes sources the
 // certificates they hold (atrest), an AWS account the resources that serve
 // certificates and the hosted zones it read. A new kind of source is one
-// package and one case in internal/cli; a new kind of thing found is one
+// package and one case in assemble; a new kind of thing found is one
 // field here, which policy learns to judge.
 package found
 
