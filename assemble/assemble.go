@@ -8,8 +8,9 @@
 //
 // Building reads files and environment variables (secrets, CA files,
 // kubeconfigs, AWS shared configuration) and dials nothing, except Store,
-// which opens the state. Every error of a part built from a checked
-// configuration is a problem with the configuration or its environment.
+// which opens the state; Daemons runs the daemon built from the parts.
+// Every error of a part built from a checked configuration is a problem
+// with the configuration or its environment.
 package assemble
 
 import (
