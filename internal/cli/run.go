@@ -135,30 +135,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
 	book := assemble.NewSilenceBook(store, c)
-	tok, err := c.Serve.SilenceToken()
+	srv, err := newRunServer(c, store, h, book, notes, &current, logger)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return err
 	}
-	silenceToken := []byte(tok.Reveal())
-	srv := serve.New(serve.Options{
-		Notes:       notes.list,
-		Logger:      logger.With("component", "serve"),
-		SeriesLimit: c.Daemon.MetricsSeriesLimit,
-		Ready: []serve.Check{
-			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
-		},
-		// Read once per serve.DefaultStoreTTL however often /metrics
-		// and /readyz are asked: a scrape loop must not load a shared
-		// PostgreSQL.
-		Outbox:   store,
-		State:    store.Check,
-		Channels: func() []serve.ChannelStats { return assemble.ChannelStats(current.Load()) },
-		Pprof:    c.Daemon.Pprof,
-		Version:  version(),
-
-		Silences:     assemble.SilenceAPI{Book: book},
-		SilenceToken: silenceToken,
-	})
 	h.Server = srv
 	client := h.HTTPClient
 	parts, err := buildRun(ctx, c, store, srv, client, logger)
@@ -178,11 +158,66 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	notes.Recorder = srv
 
+	return e.serveAndRun(ctx, daemonRun{configFile: *configFile, c: &c, store: store, srv: srv, client: client,
+		h: h, book: book, notes: notes, current: &current, hup: hup, logger: logger})
+}
+
+// newRunServer makes the daemon's HTTP server: readiness from h, the
+// store's outbox and state for /metrics and /readyz, the channels of the
+// notifier current holds, and the silence API with its token.
+func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book *assemble.SilenceBook, notes *startupNotes, current *atomic.Pointer[notify.Notifier], logger *slog.Logger) (*serve.Server, error) {
+	tok, err := c.Serve.SilenceToken()
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	silenceToken := []byte(tok.Reveal())
+	return serve.New(serve.Options{
+		Notes:       notes.list,
+		Logger:      logger.With("component", "serve"),
+		SeriesLimit: c.Daemon.MetricsSeriesLimit,
+		Ready: []serve.Check{
+			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
+		},
+		// Read once per serve.DefaultStoreTTL however often /metrics
+		// and /readyz are asked: a scrape loop must not load a shared
+		// PostgreSQL.
+		Outbox:   store,
+		State:    store.Check,
+		Channels: func() []serve.ChannelStats { return assemble.ChannelStats(current.Load()) },
+		Pprof:    c.Daemon.Pprof,
+		Version:  version(),
+
+		Silences:     assemble.SilenceAPI{Book: book},
+		SilenceToken: silenceToken,
+	}), nil
+}
+
+// daemonRun is what serveAndRun needs of a started `certwatch run`.
+type daemonRun struct {
+	configFile string
+	c          *config.Config
+	store      state.Store
+	srv        *serve.Server
+	client     *http.Client
+	h          *assemble.Daemons
+	book       *assemble.SilenceBook
+	notes      *startupNotes
+	current    *atomic.Pointer[notify.Notifier]
+	hup        <-chan os.Signal
+	logger     *slog.Logger
+}
+
+// serveAndRun listens on daemon.listen, serves HTTP until the daemon has
+// stopped (so the status page and metrics cover the shutdown), reloads the
+// configuration on SIGHUP, and runs the daemon (replicated on a shared
+// store) until ctx ends.
+func (e *env) serveAndRun(ctx context.Context, r daemonRun) error {
+	c, store, srv, client, h, book, notes, current, hup, logger := r.c, r.store, r.srv, r.client, r.h, r.book, r.notes, r.current, r.hup, r.logger
 	ln, err := net.Listen("tcp", c.Daemon.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (daemon.listen): %w", c.Daemon.Listen, err)
 	}
-	logger.Info("certwatch running", "version", version(), "config", *configFile, "listen", ln.Addr().String(),
+	logger.Info("certwatch running", "version", version(), "config", r.configFile, "listen", ln.Addr().String(),
 		"state", assemble.StateName(c.Notify.State), "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
 
 	// HTTP stays up until the daemon has stopped, so the status page and
@@ -198,14 +233,14 @@ func (e *env) run(ctx context.Context, args []string) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				n, err := e.reload(ctx, *configFile, &c, store, srv, client, h, logger)
+				n, err := e.reload(ctx, r.configFile, c, store, srv, client, h, logger)
 				if err != nil {
-					logger.Error("config reload rejected: the running configuration stays", "config", *configFile, "err", err)
+					logger.Error("config reload rejected: the running configuration stays", "config", r.configFile, "err", err)
 					continue
 				}
 				current.Store(n)
 				notes.channels(c.Notify)
-				book.Configure(c)
+				book.Configure(*c)
 			}
 		}
 	})

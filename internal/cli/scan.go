@@ -178,10 +178,30 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
+	if err := f.applyPortFlags(&c, set); err != nil {
+		return c, err
+	}
+	if err := f.applyZoneFlags(&c, set, getenv); err != nil {
+		return c, err
+	}
+	if err := f.applySettingFlags(&c, set); err != nil {
+		return c, err
+	}
+	if err := f.aws.apply(&c, set); err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, withCode(ExitUsage, inFlagWords(err, fs, set, f.configFile == ""))
+	}
+	return c, nil
+}
+
+// applyPortFlags lays --ports and --network over c.
+func (f *scanFlags) applyPortFlags(c *config.Config, set map[string]bool) error {
 	if set["ports"] {
 		ports, err := config.ParsePortList(f.ports)
 		if err != nil {
-			return c, usageError("--ports: %v", err)
+			return usageError("--ports: %v", err)
 		}
 		c.Ports = ports // PORT/PROTOCOL sets the protocol, as in the file
 	}
@@ -193,29 +213,35 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 			if rest != "" {
 				ports, err := config.ParsePortList(rest)
 				if err != nil {
-					return c, usageError("--network %s: %v", v, err)
+					return usageError("--network %s: %v", v, err)
 				}
 				n.Ports = ports
 			}
 			c.Networks = append(c.Networks, n)
 		}
 	}
+	return nil
+}
+
+// applyZoneFlags lays --zone, --zone-file and the flags that apply to
+// zones (--nameserver, TSIG, --include, --exclude, --allow-empty) over c.
+func (f *scanFlags) applyZoneFlags(c *config.Config, set map[string]bool, getenv func(string) string) error {
 	if len(f.zones) > 0 || len(f.zoneFiles) > 0 {
-		if err := f.setZones(&c); err != nil {
-			return c, err
+		if err := f.setZones(c); err != nil {
+			return err
 		}
 	}
 	// $CERTWATCH_TSIG is ambient (a container's environment), so unlike the
 	// flags it is no usage error without zones.
 	if (set["nameserver"] || set["tsig"] || set["tsig-file"] || set["include"] || set["exclude"] || set["allow-empty"]) && len(c.Zones) == 0 {
-		return c, usageError("--nameserver, --tsig, --tsig-file, --include, --exclude and --allow-empty apply to zones: give at least one --zone or --zone-file (or zones in --config)")
+		return usageError("--nameserver, --tsig, --tsig-file, --include, --exclude and --allow-empty apply to zones: give at least one --zone or --zone-file (or zones in --config)")
 	}
 	if set["nameserver"] {
 		if err := config.CheckHostPort(f.nameserver); err != nil {
-			return c, usageError("--nameserver: %v", err)
+			return usageError("--nameserver: %v", err)
 		}
 		if !slices.ContainsFunc(c.Zones, func(z config.Zone) bool { return z.File == "" }) {
-			return c, usageError("--nameserver transfers --zone zones; the --zone-file zones are read from their files")
+			return usageError("--nameserver transfers --zone zones; the --zone-file zones are read from their files")
 		}
 	}
 	var tsig *config.TSIG
@@ -223,7 +249,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	if len(c.Zones) > 0 {
 		var err error
 		if tsig, fromFlag, err = f.tsigKey(getenv); err != nil {
-			return c, err
+			return err
 		}
 	}
 	for i := range c.Zones {
@@ -245,6 +271,12 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 			c.Zones[i].AllowEmpty = f.allowEmpty
 		}
 	}
+	return nil
+}
+
+// applySettingFlags lays the flags of one setting each (targets, files,
+// CA files, the resolver, the probe's limits, output, fail-on) over c.
+func (f *scanFlags) applySettingFlags(c *config.Config, set map[string]bool) error {
 	if set["target"] {
 		c.Targets = nil
 		for _, t := range f.targets {
@@ -259,7 +291,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	}
 	if set["resolver"] {
 		if err := config.CheckHostPort(f.resolver); err != nil {
-			return c, usageError("--resolver: %v", err)
+			return usageError("--resolver: %v", err)
 		}
 		c.Resolver = config.HostPort(f.resolver)
 	}
@@ -290,13 +322,7 @@ func (f *scanFlags) effectiveConfig(fs *flag.FlagSet, getenv func(string) string
 	if set["notify-timeout"] {
 		c.Notify.FlushTimeout = f.notifyWait.Duration
 	}
-	if err := f.aws.apply(&c, set); err != nil {
-		return c, err
-	}
-	if err := c.Validate(); err != nil {
-		return c, withCode(ExitUsage, inFlagWords(err, fs, set, f.configFile == ""))
-	}
-	return c, nil
+	return nil
 }
 
 // flagKeys are the flags of scan and inventory that set one setting, and
