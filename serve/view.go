@@ -113,31 +113,46 @@ type endpointSeries struct {
 func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
 	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, summary: scan.SummaryOf(r), keyExchange: map[string]int{},
 		coverage: r.Coverage}
+	served, sources := v.addEndpoints(r, probed)
+	reported := reportedCertificates(r)
+	byCert, loose := findingsByCertificate(r, reported)
+	v.addCertificateRows(r, byCert, served, sources)
+	acmRows := v.addUnservedACMRows(r)
+	restRows := v.addUnservedAtRestRows(r, reported)
+	v.addLooseFindings(loose, acmRows, restRows, probed)
+	for i := range v.rows {
+		completeRow(&v.rows[i])
+	}
+	// Most urgent first, as the CLI lists findings: by tier, then deadline.
+	slices.SortStableFunc(v.rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
+	})
+	v.kinds, v.sources = filterChoices(v.rows, r.Sources)
+	v.capCertSeries(limit)
+	v.capEndpointSeries(limit)
+	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
+	v.restSeries, v.restDropped = atRestSeries(r, limit)
+	return v
+}
 
-	// Where each certificate is served, and through which sources.
-	served := map[string][]policy.Endpoint{}
-	sources := map[string]map[string]bool{}
-	// A certificate kept with an unverified finding is served nowhere this
-	// run: its sources are those of its finding's endpoints.
-	kept := map[endpointKey][]string{}
-	for _, f := range r.Findings {
-		if f.UnverifiedSince.IsZero() || f.Certificate == "" {
-			continue
+// addEndpoints records each endpoint of r (its series, the key exchange
+// it negotiated) and returns where each certificate is served and through
+// which sources.
+func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
+	served, sources = map[string][]policy.Endpoint{}, map[string]map[string]bool{}
+	addSources := func(cert string, st probeStat) {
+		if sources[cert] == nil {
+			sources[cert] = map[string]bool{}
 		}
-		for _, e := range f.Endpoints {
-			k := endpointKey{e.Name, e.Port, e.Address}
-			kept[k] = append(kept[k], f.Certificate)
+		for _, s := range st.sources {
+			sources[cert][s] = true
 		}
 	}
+	kept := keptCertificates(r)
 	for _, ep := range r.Endpoints {
 		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
 		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
-			if sources[c] == nil {
-				sources[c] = map[string]bool{}
-			}
-			for _, s := range st.sources {
-				sources[c][s] = true
-			}
+			addSources(c, st)
 		}
 		if ep.Certificate != "" {
 			v.keyExchange[ep.KeyExchange.String()]++
@@ -153,43 +168,63 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			continue
 		}
 		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address})
-		if sources[ep.Certificate] == nil {
-			sources[ep.Certificate] = map[string]bool{}
-		}
-		for _, s := range st.sources {
-			sources[ep.Certificate][s] = true
-		}
+		addSources(ep.Certificate, st)
 	}
+	return served, sources
+}
 
-	byCert := map[string][]policy.Finding{}
-	var loose []policy.Finding
-	known := map[string]bool{}
-	for _, c := range r.Certificates {
-		known[c.SHA256] = true
-	}
+// keptCertificates returns, by endpoint, the certificates kept with an
+// unverified finding: served nowhere this run, their sources are those of
+// their finding's endpoints.
+func keptCertificates(r *scan.Report) map[endpointKey][]string {
+	kept := map[endpointKey][]string{}
 	for _, f := range r.Findings {
-		if f.Certificate != "" && known[f.Certificate] {
+		if f.UnverifiedSince.IsZero() || f.Certificate == "" {
+			continue
+		}
+		for _, e := range f.Endpoints {
+			k := endpointKey{e.Name, e.Port, e.Address}
+			kept[k] = append(kept[k], f.Certificate)
+		}
+	}
+	return kept
+}
+
+// reportedCertificates returns the fingerprints of r's certificates.
+func reportedCertificates(r *scan.Report) map[string]bool {
+	reported := map[string]bool{}
+	for _, c := range r.Certificates {
+		reported[c.SHA256] = true
+	}
+	return reported
+}
+
+// findingsByCertificate splits r's findings into those about a reported
+// certificate, by fingerprint, and the loose rest.
+func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map[string][]policy.Finding, loose []policy.Finding) {
+	byCert = map[string][]policy.Finding{}
+	for _, f := range r.Findings {
+		if f.Certificate != "" && reported[f.Certificate] {
 			byCert[f.Certificate] = append(byCert[f.Certificate], f)
 		} else {
 			loose = append(loose, f)
 		}
 	}
+	return byCert, loose
+}
 
+// addCertificateRows adds a row and its series for each certificate of r.
+func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]policy.Finding, served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
 	acmBySHA := map[string][]policy.ACMCertificate{}
-	acmByARN := map[string]int{} // ARN -> row of an ACM certificate no endpoint serves
 	for _, a := range r.ACM {
 		if a.SHA256 != "" {
 			acmBySHA[a.SHA256] = append(acmBySHA[a.SHA256], a)
 		}
 	}
-
 	restBySHA := map[string]*policy.AtRestCertificate{}
 	for i := range r.AtRest {
 		restBySHA[r.AtRest[i].SHA256] = &r.AtRest[i]
 	}
-	restRow := map[string]int{} // fingerprint -> row of a certificate at rest no endpoint serves
-
-	allKinds, allSources := map[string]bool{}, map[string]bool{}
 	for _, c := range r.Certificates {
 		fs := byCert[c.SHA256]
 		rw := row{
@@ -215,43 +250,68 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 				rw.Renewal = acmRenewal(a)
 			}
 		}
-		for _, s := range rw.Sources {
-			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter,
-				lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
-		}
-		if len(rw.Sources) == 0 {
-			v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: "unknown", notBefore: c.NotBefore, notAfter: c.NotAfter,
-				lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
-		}
+		v.addCertSeries(c, rw.Sources)
 		rw.ExpectedRenewal, rw.FirstSeen, rw.LastChanged = c.ExpectedRenewal, c.FirstSeen, c.LastChanged
 		v.rows = append(v.rows, rw)
 	}
+}
+
+// addCertSeries adds c's series, one per source it came from ("unknown"
+// when none).
+func (v *view) addCertSeries(c policy.Certificate, sources []string) {
+	if len(sources) == 0 {
+		sources = []string{"unknown"}
+	}
+	for _, s := range sources {
+		v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter,
+			lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
+	}
+}
+
+// addUnservedACMRows adds a row for each ACM certificate no endpoint
+// serves and returns the row of each by ARN.
+func (v *view) addUnservedACMRows(r *scan.Report) map[string]int {
+	rows := map[string]int{}
 	for _, a := range r.ACM {
 		if a.SHA256 != "" {
 			continue
 		}
-		acmByARN[a.ARN] = len(v.rows)
+		rows[a.ARN] = len(v.rows)
 		v.rows = append(v.rows, row{
 			Tier: policy.None, Deadline: cmp.Or(a.NotAfter, r.GeneratedAt), Subject: a.DomainName, Issuer: a.Issuer,
 			NotAfter: a.NotAfter, Renewal: acmRenewal(a), ACM: []string{a.ARN}, Resources: a.InUseBy,
 			Sources: acmSource(r.Sources, a.Account),
 		})
 	}
+	return rows
+}
+
+// addUnservedAtRestRows adds a row for each certificate at rest that is
+// not a reported certificate and returns the row of each by fingerprint.
+func (v *view) addUnservedAtRestRows(r *scan.Report, reported map[string]bool) map[string]int {
+	rows := map[string]int{}
 	for i := range r.AtRest {
 		a := &r.AtRest[i]
-		if known[a.SHA256] {
+		if reported[a.SHA256] {
 			continue
 		}
-		restRow[a.SHA256] = len(v.rows)
+		rows[a.SHA256] = len(v.rows)
 		v.rows = append(v.rows, row{
 			Tier: policy.None, Deadline: a.NotAfter, Subject: a.Subject, Issuer: a.Issuer,
 			SHA256: a.SHA256, NotAfter: a.NotAfter, Locations: locationStrings(a.Locations),
 		})
 	}
+	return rows
+}
+
+// addLooseFindings puts each finding about no reported certificate on the
+// row of its ACM certificate (by ARN) or certificate at rest, else on a row
+// of its own.
+func (v *view) addLooseFindings(loose []policy.Finding, acmRows, restRows map[string]int, probed map[endpointKey]probeStat) {
 	for _, f := range loose {
-		i, ok := acmByARN[f.Name]
+		i, ok := acmRows[f.Name]
 		if !ok && f.Certificate != "" {
-			i, ok = restRow[f.Certificate]
+			i, ok = restRows[f.Certificate]
 		}
 		if ok {
 			rw := &v.rows[i]
@@ -270,58 +330,68 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f, probed),
 		})
 	}
-	for i := range v.rows {
-		rw := &v.rows[i]
-		printableRow(rw)
-		for _, f := range rw.Findings {
-			if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified.IsZero() || u.Before(rw.Unverified)) {
-				rw.Unverified = u
-			}
+}
+
+// completeRow derives what the page shows of a row from its findings and
+// endpoints: printable text, since when it is unverified, its endpoints
+// sorted once each, its names, its finding kinds and what search matches.
+func completeRow(rw *row) {
+	printableRow(rw)
+	for _, f := range rw.Findings {
+		if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified.IsZero() || u.Before(rw.Unverified)) {
+			rw.Unverified = u
 		}
-		slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {
-			return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
-		})
-		rw.Endpoints = slices.Compact(rw.Endpoints)
-		names := map[string]bool{}
-		for _, ep := range rw.Endpoints {
-			names[ep.Name] = true
+	}
+	slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Port, b.Port), strings.Compare(a.Address, b.Address))
+	})
+	rw.Endpoints = slices.Compact(rw.Endpoints)
+	names := map[string]bool{}
+	for _, ep := range rw.Endpoints {
+		names[ep.Name] = true
+	}
+	rw.Names = sortedKeys(names)
+	kinds := map[string]bool{}
+	for _, f := range rw.Findings {
+		kinds[string(f.Kind)] = true
+	}
+	rw.Kinds = sortedKeys(kinds)
+	parts := []string{rw.Subject, rw.Issuer, rw.SHA256}
+	parts = append(parts, rw.Names...)
+	for _, ep := range rw.Endpoints {
+		parts = append(parts, ep.Address)
+	}
+	for _, f := range rw.Findings {
+		parts = append(parts, f.Name)
+	}
+	parts = append(parts, rw.ACM...)
+	parts = append(parts, rw.Resources...)
+	parts = append(parts, rw.Locations...)
+	rw.search = strings.ToLower(strings.Join(parts, " "))
+}
+
+// filterChoices returns the page's filter choices, sorted: every finding
+// kind of the rows, and every source of a row or of the report, whether or
+// not a row came from it (static targets that all answer, a failed source).
+func filterChoices(rows []row, reportSources []scan.SourceResult) (kinds, sources []string) {
+	allKinds, allSources := map[string]bool{}, map[string]bool{}
+	for _, rw := range rows {
+		for _, k := range rw.Kinds {
+			allKinds[k] = true
 		}
-		rw.Names = sortedKeys(names)
-		kinds := map[string]bool{}
-		for _, f := range rw.Findings {
-			kinds[string(f.Kind)] = true
-			allKinds[string(f.Kind)] = true
-		}
-		rw.Kinds = sortedKeys(kinds)
 		for _, s := range rw.Sources {
 			allSources[s] = true
 		}
-		parts := []string{rw.Subject, rw.Issuer, rw.SHA256}
-		parts = append(parts, rw.Names...)
-		for _, ep := range rw.Endpoints {
-			parts = append(parts, ep.Address)
-		}
-		for _, f := range rw.Findings {
-			parts = append(parts, f.Name)
-		}
-		parts = append(parts, rw.ACM...)
-		parts = append(parts, rw.Resources...)
-		parts = append(parts, rw.Locations...)
-		rw.search = strings.ToLower(strings.Join(parts, " "))
 	}
-	// Most urgent first, as the CLI lists findings: by tier, then deadline.
-	slices.SortStableFunc(v.rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
-	})
-	// Every source of the report is a filter choice, whether or not a row
-	// came from it (static targets that all answer, a failed source).
-	for _, s := range r.Sources {
+	for _, s := range reportSources {
 		allSources[policy.Printable(s.Name)] = true
 	}
-	v.kinds, v.sources = sortedKeys(allKinds), sortedKeys(allSources)
+	return sortedKeys(allKinds), sortedKeys(allSources)
+}
 
-	// Most urgent certificates and failing endpoints first, so the cap
-	// drops the least interesting series.
+// capCertSeries keeps the limit most urgent certificate series: soonest
+// expiry first, so the cap drops the least interesting.
+func (v *view) capCertSeries(limit int) {
 	slices.SortStableFunc(v.certSeries, func(a, b certSeries) int {
 		return cmp.Or(a.notAfter.Compare(b.notAfter), strings.Compare(a.sha, b.sha), strings.Compare(a.source, b.source))
 	})
@@ -329,6 +399,11 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.certDropped = len(v.certSeries) - limit
 		v.certSeries = v.certSeries[:limit]
 	}
+}
+
+// capEndpointSeries keeps limit endpoint series, failing endpoints first,
+// so the cap drops the least interesting.
+func (v *view) capEndpointSeries(limit int) {
 	slices.SortStableFunc(v.endpointSeries, func(a, b endpointSeries) int {
 		if a.ok != b.ok {
 			if !a.ok {
@@ -342,20 +417,23 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 		v.endpointDropped = len(v.endpointSeries) - limit
 		v.endpointSeries = v.endpointSeries[:limit]
 	}
-	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
-	// One series per place at rest, soonest expiry first, under the same
-	// limit as the other per-certificate families.
+}
+
+// atRestSeries returns one series per place a certificate of r is held at
+// rest, in the report's order (soonest expiry first), at most limit of
+// them, and how many more were left out.
+func atRestSeries(r *scan.Report, limit int) (out []restSeries, dropped int) {
 	for i := range r.AtRest {
 		a := &r.AtRest[i]
 		for _, l := range a.Locations {
-			if len(v.restSeries) == limit {
-				v.restDropped++
+			if len(out) == limit {
+				dropped++
 				continue
 			}
-			v.restSeries = append(v.restSeries, restSeries{sha: a.SHA256, subject: a.Subject, kind: string(l.Kind), location: l.String(), notAfter: a.NotAfter})
+			out = append(out, restSeries{sha: a.SHA256, subject: a.Subject, kind: string(l.Kind), location: l.String(), notAfter: a.NotAfter})
 		}
 	}
-	return v
+	return out, dropped
 }
 
 // locationStrings names each location for the page.
