@@ -174,73 +174,113 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 
 	d := pageData{Version: s.opts.Version, Now: now, Filter: f}
 	if v != nil {
-		d.HasReport = true
-		d.Generated = v.generated
-		d.Total = len(v.rows)
-		truncate := len(v.rows) > PageLimit
-		for i := range v.rows {
-			rw := &v.rows[i]
-			ok := f.match(rw)
-			if ok {
-				d.Matching++
-			}
-			if truncate && (!ok || len(d.Rows) >= PageLimit) {
-				d.Truncated = true
-				continue
-			}
-			pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.search}
-			pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
-			pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
-			pr.ShownLocations = rw.Locations[:min(len(rw.Locations), endpointsShown)]
-			pr.MoreLocations = len(rw.Locations) - len(pr.ShownLocations)
-			d.Rows = append(d.Rows, pr)
-		}
-		// The report's summary, as `certwatch scan` gives it.
-		sum := v.summary
-		for _, t := range sum.ByTier {
-			d.Counts = append(d.Counts, option{Label: tierName(t.Tier), Value: fmt.Sprint(t.Count)})
-		}
-		d.Findings, d.Certificates = sum.Findings, sum.Certificates
-		d.Targets, d.Endpoints = sum.Targets, sum.Endpoints.Total
-		groups := slices.Collect(maps.Keys(v.keyExchange))
-		slices.SortFunc(groups, func(a, b string) int {
-			return cmp.Or(cmp.Compare(v.keyExchange[b], v.keyExchange[a]), strings.Compare(a, b))
-		})
-		for _, g := range groups {
-			d.KeyExchange = append(d.KeyExchange, option{Label: cmp.Or(g, "RSA key transport"), Value: fmt.Sprint(v.keyExchange[g])})
-		}
-		d.HybridOffered = v.hybridOffered > 0
-		if c := v.coverage; c != nil {
-			cd := &coverageData{Zones: len(c.Zones), Sources: len(c.Sources), AtRest: c.AtRest}
-			for _, z := range c.Zones {
-				switch z.Via {
-				case "delegation":
-					cd.Followed++
-				case "route53":
-					cd.Route53++
-				}
-			}
-			for _, g := range c.Gaps {
-				cd.Gaps = append(cd.Gaps, coverageGap{TierName: tierName(g.Tier), Reason: strings.ReplaceAll(string(g.Reason), "_", " "),
-					Zone: policy.Printable(g.Zone), Detail: policy.Printable(g.Detail), Fix: g.Fix, Names: policy.Printable(strings.Join(g.Names, ", "))})
-			}
-			d.Coverage = cd
-		}
-		d.Timeline = buildTimeline(v.rows, now)
-		for _, k := range v.kinds {
-			d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == f.Kind})
-		}
-		for _, src := range v.sources {
-			d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == f.Source})
-		}
+		d.addReport(v, f, now)
 	}
 	for t := policy.Critical; t >= policy.Info; t-- {
 		d.Tiers = append(d.Tiers, option{Value: t.String(), Label: t.String() + " and above", Selected: t.String() == f.Tier})
 	}
+	d.Jobs = jobLines(jobs)
+	d.addBanners(v, stateErr, discovery, s.channels())
+
+	var buf bytes.Buffer
+	if err := s.page.tmpl.Execute(&buf, d); err != nil {
+		s.logger.Error("cannot render the status page", "err", err)
+		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// addReport fills what the page shows of the latest report: its rows
+// under filter f, its summary, its coverage, its timeline and the filter
+// choices.
+func (d *pageData) addReport(v *view, f filter, now time.Time) {
+	d.HasReport = true
+	d.Generated = v.generated
+	d.Total = len(v.rows)
+	d.addRows(v.rows, f, now)
+	d.addSummary(v)
+	if v.coverage != nil {
+		d.Coverage = coverageOf(v.coverage)
+	}
+	d.Timeline = buildTimeline(v.rows, now)
+	for _, k := range v.kinds {
+		d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == f.Kind})
+	}
+	for _, src := range v.sources {
+		d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == f.Source})
+	}
+}
+
+// addRows adds the rows, counting those f matches; beyond PageLimit rows
+// only the first PageLimit matching ones are kept (Truncated).
+func (d *pageData) addRows(rows []row, f filter, now time.Time) {
+	truncate := len(rows) > PageLimit
+	for i := range rows {
+		rw := &rows[i]
+		ok := f.match(rw)
+		if ok {
+			d.Matching++
+		}
+		if truncate && (!ok || len(d.Rows) >= PageLimit) {
+			d.Truncated = true
+			continue
+		}
+		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.search}
+		pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
+		pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
+		pr.ShownLocations = rw.Locations[:min(len(rw.Locations), endpointsShown)]
+		pr.MoreLocations = len(rw.Locations) - len(pr.ShownLocations)
+		d.Rows = append(d.Rows, pr)
+	}
+}
+
+// addSummary adds the report's summary, as `certwatch scan` gives it, and
+// the endpoints by key exchange group, most used first.
+func (d *pageData) addSummary(v *view) {
+	sum := v.summary
+	for _, t := range sum.ByTier {
+		d.Counts = append(d.Counts, option{Label: tierName(t.Tier), Value: fmt.Sprint(t.Count)})
+	}
+	d.Findings, d.Certificates = sum.Findings, sum.Certificates
+	d.Targets, d.Endpoints = sum.Targets, sum.Endpoints.Total
+	groups := slices.Collect(maps.Keys(v.keyExchange))
+	slices.SortFunc(groups, func(a, b string) int {
+		return cmp.Or(cmp.Compare(v.keyExchange[b], v.keyExchange[a]), strings.Compare(a, b))
+	})
+	for _, g := range groups {
+		d.KeyExchange = append(d.KeyExchange, option{Label: cmp.Or(g, "RSA key transport"), Value: fmt.Sprint(v.keyExchange[g])})
+	}
+	d.HybridOffered = v.hybridOffered > 0
+}
+
+// coverageOf is the Coverage section for the report's coverage c.
+func coverageOf(c *scan.Coverage) *coverageData {
+	cd := &coverageData{Zones: len(c.Zones), Sources: len(c.Sources), AtRest: c.AtRest}
+	for _, z := range c.Zones {
+		switch z.Via {
+		case "delegation":
+			cd.Followed++
+		case "route53":
+			cd.Route53++
+		}
+	}
+	for _, g := range c.Gaps {
+		cd.Gaps = append(cd.Gaps, coverageGap{TierName: tierName(g.Tier), Reason: strings.ReplaceAll(string(g.Reason), "_", " "),
+			Zone: policy.Printable(g.Zone), Detail: policy.Printable(g.Detail), Fix: g.Fix, Names: policy.Printable(strings.Join(g.Names, ", "))})
+	}
+	return cd
+}
+
+// jobLines says when the discovery and probe jobs last ran and succeeded.
+func jobLines(jobs map[string]runInfo) []jobLine {
+	var out []jobLine
 	for _, job := range []string{"discovery", "probe"} {
 		ri, ok := jobs[job]
 		if !ok {
-			d.Jobs = append(d.Jobs, jobLine{Job: job, Last: "not run yet"})
+			out = append(out, jobLine{Job: job, Last: "not run yet"})
 			continue
 		}
 		jl := jobLine{Job: job, Last: "not run since start", Error: policy.Printable(ri.LastError)}
@@ -250,8 +290,15 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		if !ri.LastSuccess.IsZero() {
 			jl.Success = ri.LastSuccess.UTC().Format("2006-01-02 15:04:05 UTC")
 		}
-		d.Jobs = append(d.Jobs, jl)
+		out = append(out, jl)
 	}
+	return out
+}
+
+// addBanners adds the page's banners, in order: no report yet, a failing
+// state store, unverified and silenced findings (v may be nil), failed
+// discovery sources, failing channels, and rows left out.
+func (d *pageData) addBanners(v *view, stateErr error, discovery []scan.SourceResult, channels []ChannelStats) {
 	if !d.HasReport {
 		d.Banners = append(d.Banners, banner{"info", "No report yet: the first probe run has not finished."})
 	}
@@ -271,7 +318,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			d.Banners = append(d.Banners, banner{"warning", policy.Printable(fmt.Sprintf("Discovery source %s failed: %s", src.Name, src.Error))})
 		}
 	}
-	for _, c := range s.channels() {
+	for _, c := range channels {
 		if c.Failing {
 			d.Banners = append(d.Banners, banner{"error", fmt.Sprintf("Notification channel %s keeps failing: alerts may not reach it.", c.Channel)})
 		}
@@ -279,16 +326,6 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	if d.Truncated {
 		d.Banners = append(d.Banners, banner{"info", fmt.Sprintf("Showing the %d most urgent of %d matching rows; narrow the filters, or get everything from /api/v1/report.", len(d.Rows), d.Matching)})
 	}
-
-	var buf bytes.Buffer
-	if err := s.page.tmpl.Execute(&buf, d); err != nil {
-		s.logger.Error("cannot render the status page", "err", err)
-		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(buf.Bytes())
 }
 
 func tierName(t policy.Tier) string {
