@@ -9,6 +9,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
 )
 
 // Cardinality, worst case. Per-certificate and per-endpoint families are
@@ -116,6 +117,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// gaugeFunc sends one gauge value with its label values.
+type gaugeFunc func(d *prometheus.Desc, v float64, labels ...string)
+
 // Collect sends the current value of every series.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.probeDuration.Collect(ch)
@@ -130,10 +134,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(m.buildInfo, 1, m.s.opts.Version, runtime.Version())
+	if v := m.collectDiscovery(gauge); v != nil { // immutable once built
+		m.collectReport(gauge, v)
+	}
+	m.collectStore(gauge)
+	m.collectChannels(ch, gauge)
+}
 
+// collectDiscovery sends the series of the latest discovery run and of
+// the jobs, and returns the latest view (nil before the first report).
+func (m *metrics) collectDiscovery(gauge gaugeFunc) *view {
 	s := m.s
 	s.mu.RLock()
-	v := s.view
+	defer s.mu.RUnlock()
 	for _, r := range s.discovery {
 		gauge(m.discoveryTargets, float64(r.Targets), r.Name)
 		if r.Certificates > 0 {
@@ -148,108 +161,149 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.lastSuccess, unix(ri.LastSuccess), job)
 		}
 	}
-	s.mu.RUnlock()
+	return s.view
+}
 
-	if v != nil { // immutable once built
-		gauge(m.reportTime, unix(v.generated))
-		rv := v.revocation
-		gauge(m.revocationChecked, float64(rv.ByCRL), "crl")
-		gauge(m.revocationChecked, float64(rv.ByOCSP), "ocsp")
-		gauge(m.revocationChecked, float64(rv.ByNeither), "none")
-		for _, c := range rv.CRLs[:min(len(rv.CRLs), m.s.opts.SeriesLimit)] {
-			gauge(m.crlThisUpdate, unix(c.ThisUpdate), c.URL)
-			if !c.NextUpdate.IsZero() {
-				gauge(m.crlNextUpdate, unix(c.NextUpdate), c.URL)
-			}
-		}
-		for _, c := range v.certSeries {
-			gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
-			gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)
-			if !c.lastChanged.IsZero() {
-				gauge(m.lastChanged, unix(c.lastChanged), c.sha, c.subject, c.issuer, c.source)
-			}
-			if !c.expectedRenewal.IsZero() {
-				gauge(m.expectedRenewal, unix(c.expectedRenewal), c.sha, c.subject, c.issuer, c.source)
-			}
-		}
-		for _, c := range v.restSeries {
-			gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)
-		}
-		for _, e := range v.certEndpointSeries {
-			gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
-			gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
-			if e.version != "" {
-				gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher, e.kx)
-			}
-		}
-		for _, e := range v.endpointSeries {
-			ok := 0.0
-			if e.ok {
-				ok = 1
-			}
-			gauge(m.probeSuccess, ok, e.name, e.port, e.address)
-			gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
-		}
-		for _, k := range v.summary.ByKind {
-			gauge(m.findings, float64(k.Count), string(k.Kind), k.Tier.String())
-			if k.Unverified > 0 {
-				gauge(m.unverified, float64(k.Unverified), string(k.Kind), k.Tier.String())
-			}
-			if k.Silenced > 0 {
-				gauge(m.silenced, float64(k.Silenced), string(k.Kind), k.Tier.String())
-			}
-		}
-		if n := v.summary.Endpoints.TLS; n > 0 {
-			gauge(m.endpoints, float64(n), "ok")
-		}
-		for result, n := range v.summary.Endpoints.Failures {
-			gauge(m.endpoints, float64(n), result)
-		}
-		if c := v.coverage; c != nil {
-			for _, reason := range coverageReasons {
-				gauge(m.coverageGaps, float64(c.GapsByReason[reason]), reason)
-			}
-			via := map[string]int{"transfer": 0, "delegation": 0, "route53": 0}
-			for _, z := range c.Zones {
-				via[z.Via]++
-			}
-			for k, n := range via {
-				gauge(m.coverageZones, float64(n), k)
-			}
-			certs, locs := map[string]int{}, map[string]int{}
-			for _, k := range atrest.Kinds() {
-				certs[string(k)], locs[string(k)] = 0, 0
-			}
-			for _, a := range c.AtRest {
-				certs[a.Kind], locs[a.Kind] = a.Certificates, a.Locations
-			}
-			for k, n := range certs {
-				gauge(m.coverageRestCerts, float64(n), k)
-				gauge(m.coverageRestLocs, float64(locs[k]), k)
-			}
-		}
-		gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
-		gauge(m.dropped, float64(v.endpointDropped), "probe")
-		gauge(m.dropped, float64(v.certEndpointDropped), "endpoint_certificate")
-		gauge(m.dropped, float64(v.restDropped), "certificate_at_rest")
+// collectReport sends the series derived from the latest report's view.
+func (m *metrics) collectReport(gauge gaugeFunc, v *view) {
+	gauge(m.reportTime, unix(v.generated))
+	m.collectRevocation(gauge, v.revocation)
+	m.collectCertificates(gauge, v)
+	m.collectEndpoints(gauge, v)
+	m.collectFindings(gauge, v.summary)
+	if v.coverage != nil {
+		m.collectCoverage(gauge, v.coverage)
 	}
+	gauge(m.dropped, float64(v.certDropped), "certificate_expiry")
+	gauge(m.dropped, float64(v.endpointDropped), "probe")
+	gauge(m.dropped, float64(v.certEndpointDropped), "endpoint_certificate")
+	gauge(m.dropped, float64(v.restDropped), "certificate_at_rest")
+}
 
-	if s.opts.Outbox != nil || s.opts.State != nil {
-		snap := s.latestStore() // read by the /metrics handler
-		stats, err, stateErr := snap.outbox, snap.outboxErr, snap.stateErr
-		if err != nil || stateErr != nil {
-			gauge(m.stateUp, 0)
-		} else {
-			gauge(m.stateUp, 1)
-		}
-		if err == nil {
-			for _, c := range stats {
-				gauge(m.outboxDepth, float64(c.Pending), c.Channel)
-				gauge(m.outboxFailed, float64(c.Failed), c.Channel)
-			}
+// collectRevocation sends how leaves' revocation was checked and the dates
+// of the CRLs relied on (at most the series limit of them).
+func (m *metrics) collectRevocation(gauge gaugeFunc, rv policy.RevocationSummary) {
+	gauge(m.revocationChecked, float64(rv.ByCRL), "crl")
+	gauge(m.revocationChecked, float64(rv.ByOCSP), "ocsp")
+	gauge(m.revocationChecked, float64(rv.ByNeither), "none")
+	for _, c := range rv.CRLs[:min(len(rv.CRLs), m.s.opts.SeriesLimit)] {
+		gauge(m.crlThisUpdate, unix(c.ThisUpdate), c.URL)
+		if !c.NextUpdate.IsZero() {
+			gauge(m.crlNextUpdate, unix(c.NextUpdate), c.URL)
 		}
 	}
-	for _, c := range s.channels() {
+}
+
+// collectCertificates sends the dates of each certificate served and held
+// at rest, and of the leaf each endpoint served.
+func (m *metrics) collectCertificates(gauge gaugeFunc, v *view) {
+	for _, c := range v.certSeries {
+		gauge(m.expiry, unix(c.notAfter), c.sha, c.subject, c.issuer, c.source)
+		gauge(m.notBefore, unix(c.notBefore), c.sha, c.subject, c.issuer, c.source)
+		if !c.lastChanged.IsZero() {
+			gauge(m.lastChanged, unix(c.lastChanged), c.sha, c.subject, c.issuer, c.source)
+		}
+		if !c.expectedRenewal.IsZero() {
+			gauge(m.expectedRenewal, unix(c.expectedRenewal), c.sha, c.subject, c.issuer, c.source)
+		}
+	}
+	for _, c := range v.restSeries {
+		gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)
+	}
+	for _, e := range v.certEndpointSeries {
+		gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
+		gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
+		if e.version != "" {
+			gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher, e.kx)
+		}
+	}
+}
+
+// collectEndpoints sends whether and how fast each endpoint answered.
+func (m *metrics) collectEndpoints(gauge gaugeFunc, v *view) {
+	for _, e := range v.endpointSeries {
+		ok := 0.0
+		if e.ok {
+			ok = 1
+		}
+		gauge(m.probeSuccess, ok, e.name, e.port, e.address)
+		gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
+	}
+}
+
+// collectFindings sends the report's findings by kind and tier (all,
+// unverified, silenced) and its endpoints by result.
+func (m *metrics) collectFindings(gauge gaugeFunc, sum scan.Summary) {
+	for _, k := range sum.ByKind {
+		gauge(m.findings, float64(k.Count), string(k.Kind), k.Tier.String())
+		if k.Unverified > 0 {
+			gauge(m.unverified, float64(k.Unverified), string(k.Kind), k.Tier.String())
+		}
+		if k.Silenced > 0 {
+			gauge(m.silenced, float64(k.Silenced), string(k.Kind), k.Tier.String())
+		}
+	}
+	if n := sum.Endpoints.TLS; n > 0 {
+		gauge(m.endpoints, float64(n), "ok")
+	}
+	for result, n := range sum.Endpoints.Failures {
+		gauge(m.endpoints, float64(n), result)
+	}
+}
+
+// collectCoverage sends the report's coverage: gaps by reason, zones by
+// how they were read, certificates and places at rest by kind, each with a
+// 0 for a value without any.
+func (m *metrics) collectCoverage(gauge gaugeFunc, c *scan.Coverage) {
+	for _, reason := range coverageReasons {
+		gauge(m.coverageGaps, float64(c.GapsByReason[reason]), reason)
+	}
+	via := map[string]int{"transfer": 0, "delegation": 0, "route53": 0}
+	for _, z := range c.Zones {
+		via[z.Via]++
+	}
+	for k, n := range via {
+		gauge(m.coverageZones, float64(n), k)
+	}
+	certs, locs := map[string]int{}, map[string]int{}
+	for _, k := range atrest.Kinds() {
+		certs[string(k)], locs[string(k)] = 0, 0
+	}
+	for _, a := range c.AtRest {
+		certs[a.Kind], locs[a.Kind] = a.Certificates, a.Locations
+	}
+	for k, n := range certs {
+		gauge(m.coverageRestCerts, float64(n), k)
+		gauge(m.coverageRestLocs, float64(locs[k]), k)
+	}
+}
+
+// collectStore sends whether the state store works and the outbox per
+// channel, when there is a store.
+func (m *metrics) collectStore(gauge gaugeFunc) {
+	s := m.s
+	if s.opts.Outbox == nil && s.opts.State == nil {
+		return
+	}
+	snap := s.latestStore() // read by the /metrics handler
+	stats, err, stateErr := snap.outbox, snap.outboxErr, snap.stateErr
+	if err != nil || stateErr != nil {
+		gauge(m.stateUp, 0)
+	} else {
+		gauge(m.stateUp, 1)
+	}
+	if err == nil {
+		for _, c := range stats {
+			gauge(m.outboxDepth, float64(c.Pending), c.Channel)
+			gauge(m.outboxFailed, float64(c.Failed), c.Channel)
+		}
+	}
+}
+
+// collectChannels sends the delivery attempts per channel by result and
+// whether each keeps failing.
+func (m *metrics) collectChannels(ch chan<- prometheus.Metric, gauge gaugeFunc) {
+	for _, c := range m.s.channels() {
 		counter := func(result string, n uint64) {
 			ch <- prometheus.MustNewConstMetric(m.notifications, prometheus.CounterValue, float64(n), c.Channel, result)
 		}
