@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -22,46 +23,19 @@ import (
 // has produced an inventory, the report (of discovery_degraded findings
 // only) is recorded but not notified.
 func (d *Daemon) probe(ctx context.Context) error {
-	d.mu.Lock()
-	s, n := d.scanner, d.notifier
-	loaded, inventory, undiscovered := d.loaded, d.inventory, d.undiscovered
-	results := slices.Clone(d.results)
-	var degraded []policy.Finding
-	for _, f := range d.degraded {
-		degraded = append(degraded, f)
-	}
-	prev, fresh := d.published, d.freshState
-	hb, hbTimeout, share := d.cfg.HeartbeatURL, d.cfg.HeartbeatTimeout, d.cfg.MaxFailureShare
-	timeout, grace := d.cfg.SweepTimeout, d.cfg.GracePeriod
-	d.mu.Unlock()
-	if !loaded && len(degraded) == 0 {
+	in := d.snapshotForProbe()
+	if !in.loaded && len(in.degraded) == 0 {
 		return errNoInventory
 	}
-	if undiscovered {
+	if in.undiscovered {
 		return errAwaitDiscovery
 	}
 	start := d.now()
-	d.readHistory(ctx, s, loaded)
-	var r *scan.Report
-	var cut error         // the timeout that cut the run short
-	var seen *scan.Report // what this site probed, for the failure share
-	pe, shared := s.(PartEvaluator)
-	shared = shared && d.Sharing != nil && loaded
-	stopProgress := d.logProgress(s, true)
-	switch {
-	case shared:
-		var err error
-		r, seen, cut, err = d.probeShared(ctx, pe, inventory, results, degraded, start)
-		if err != nil {
-			stopProgress()
-			return err
-		}
-	case loaded:
-		r = s.Probe(ctx, inventory, start)
-	default:
-		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
+	d.readHistory(ctx, in.scanner, in.loaded)
+	r, seen, cut, shared, err := d.probeInventory(ctx, in, start)
+	if err != nil {
+		return err
 	}
-	stopProgress()
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {
@@ -72,7 +46,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 			// probes at once (after its offset), so nothing is lost
 			// but time. Restarts that keep cutting runs short stop the
 			// last success from moving (CertwatchProbeStale).
-			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", len(inventory), cause)
+			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", len(in.inventory), cause)
 		}
 		if cut == nil {
 			cut = cause
@@ -80,35 +54,123 @@ func (d *Daemon) probe(ctx context.Context) error {
 		// What was probed is published and notified: endpoints the sweep
 		// did not reach are failed (not_probed), so their findings stay,
 		// unverified, and their alerts stay open.
-		nctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), cmp.Or(grace, time.Minute),
+		nctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), cmp.Or(in.cfg.GracePeriod, time.Minute),
 			errors.New("notifying a cut-short probe run took longer than daemon.grace_period"))
 		defer cancel()
 		ctx = nctx
 	}
 	if !shared {
-		if te := (*timeoutError)(nil); errors.As(cut, &te) {
-			timeout = te.limit
-		}
-		r.Sources = results
-		r.Coverage.AddSources(results)
-		r.Findings = append(r.Findings, degraded...)
-		if cut != nil {
-			r.Findings = append(r.Findings, cutShort(len(inventory), r.NotProbed, len(r.Endpoints), timeout, start))
-		}
+		addRunFindings(r, in, cut, start)
 	}
-	if fresh != "" {
-		r.Findings = append(r.Findings, freshStateFinding(fresh, start))
+	if in.freshState != "" {
+		r.Findings = append(r.Findings, freshStateFinding(in.freshState, start))
 	}
 	if f, ok := d.corruptState(ctx, start); ok {
 		r.Findings = append(r.Findings, f)
 	}
 	policy.SortFindings(r.Findings)
-	published := carryForward(prev, r)
-	unverified := len(published.Findings) - len(r.Findings)
+	published := d.publish(ctx, r, in)
+	if in.loaded {
+		d.recordHistory(ctx, r, start, cut == nil && len(in.degraded) == 0)
+	}
+	if seen == nil {
+		seen = r
+	}
+	failedN, outage := failureShare(seen, in.cfg.MaxFailureShare)
+	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
+		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", len(published.Findings)-len(r.Findings),
+		"cut_short", cut != nil, "duration", d.now().Sub(start).Round(time.Millisecond).String())
+	if !in.loaded {
+		// Without any inventory, every alert still open from before would
+		// look fixed to the notifier and resolve. The degraded sources are
+		// on the status page and in the metrics, readiness fails, and the
+		// heartbeat stays silent, so the dead-man's switch fires.
+		return errors.New("no discovery source has produced an inventory since start: nothing probed, nothing notified, no heartbeat")
+	}
+	return d.announce(ctx, r, in, cut, outage)
+}
+
+// probeSnapshot is what a probe run reads of the daemon when it starts.
+type probeSnapshot struct {
+	scanner  Scanner
+	notifier Notifier
+	// loaded: a source has produced an inventory; undiscovered: the
+	// scanner given by Reload has not completed a discovery yet.
+	loaded, undiscovered bool
+	inventory            []discovery.Target
+	results              []scan.SourceResult
+	degraded             []policy.Finding
+	// previous is the latest report published; freshState is EmptyState
+	// until a probe run has been notified.
+	previous   *scan.Report
+	freshState string
+	cfg        Config
+}
+
+// snapshotForProbe copies what a probe run reads of the daemon.
+func (d *Daemon) snapshotForProbe() probeSnapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in := probeSnapshot{
+		scanner: d.scanner, notifier: d.notifier,
+		loaded: d.loaded, undiscovered: d.undiscovered, inventory: d.inventory,
+		results: slices.Clone(d.results), previous: d.published, freshState: d.freshState, cfg: d.cfg,
+	}
+	for _, f := range d.degraded {
+		in.degraded = append(in.degraded, f)
+	}
+	return in
+}
+
+// probeInventory probes the inventory: shared with the other replicas when the
+// scanner evaluates parts and a shared store is set, else whole here. It
+// returns the report, what this site probed when that differs (for the
+// failure share), the timeout that cut the run short, and whether it was
+// shared.
+func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r, seen *scan.Report, cut error, shared bool, err error) {
+	pe, shared := in.scanner.(PartEvaluator)
+	shared = shared && d.Sharing != nil && in.loaded
+	stopProgress := d.logProgress(in.scanner, true)
+	defer stopProgress()
+	switch {
+	case shared:
+		r, seen, cut, err = d.probeShared(ctx, pe, in.inventory, in.results, in.degraded, start)
+		if err != nil {
+			return nil, nil, nil, shared, err
+		}
+	case in.loaded:
+		r = in.scanner.Probe(ctx, in.inventory, start)
+	default:
+		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
+	}
+	return r, seen, cut, shared, nil
+}
+
+// addRunFindings adds to a report probed here alone its discovery results
+// and coverage, the discovery_degraded findings and, for a run cut short,
+// the probe_cut_short finding naming the timeout that cut it.
+func addRunFindings(r *scan.Report, in probeSnapshot, cut error, start time.Time) {
+	timeout := in.cfg.SweepTimeout
+	if te := (*timeoutError)(nil); errors.As(cut, &te) {
+		timeout = te.limit
+	}
+	r.Sources = in.results
+	r.Coverage.AddSources(in.results)
+	r.Findings = append(r.Findings, in.degraded...)
+	if cut != nil {
+		r.Findings = append(r.Findings, cutShort(len(in.inventory), r.NotProbed, len(r.Endpoints), timeout, start))
+	}
+}
+
+// publish records r with the findings carried forward from the previous
+// report (unverified), marked silenced, for the status page, the metrics
+// and the next start, and returns what it published.
+func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) *scan.Report {
+	published := carryForward(in.previous, r)
 	d.mu.Lock()
 	d.published = published
 	d.mu.Unlock()
-	if sl, ok := n.(Silencer); ok && loaded {
+	if sl, ok := in.notifier.(Silencer); ok && in.loaded {
 		if err := sl.MarkSilenced(ctx, published); err != nil {
 			d.logger.Warn("silences could not be read: the published report marks no finding as silenced", "err", err)
 		}
@@ -117,32 +179,20 @@ func (d *Daemon) probe(ctx context.Context) error {
 		d.Recorder.RecordReport(published)
 	}
 	d.rememberReport(ctx, published)
-	if loaded {
-		d.recordHistory(ctx, r, start, cut == nil && len(degraded) == 0)
-	}
-	if seen == nil {
-		seen = r
-	}
-	failedN, outage := failureShare(seen, share)
-	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
-		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", unverified,
-		"cut_short", cut != nil, "duration", d.now().Sub(start).Round(time.Millisecond).String())
-	if !loaded {
-		// Without any inventory, every alert still open from before would
-		// look fixed to the notifier and resolve. The degraded sources are
-		// on the status page and in the metrics, readiness fails, and the
-		// heartbeat stays silent, so the dead-man's switch fires.
-		return errors.New("no discovery source has produced an inventory since start: nothing probed, nothing notified, no heartbeat")
-	}
-	// The notifier gets the run's own findings: it keeps the alerts of
-	// findings whose endpoints failed open by itself, without taking them
-	// as seen again.
-	if n != nil {
-		if err := n.Notify(ctx, r); err != nil {
+	return published
+}
+
+// announce hands the run's own findings to the notifier and, for a
+// complete run in which most endpoints answered (no outage), pings the
+// heartbeat. The notifier keeps the alerts of findings whose endpoints
+// failed open by itself, without taking them as seen again.
+func (d *Daemon) announce(ctx context.Context, r *scan.Report, in probeSnapshot, cut error, outage string) error {
+	if in.notifier != nil {
+		if err := in.notifier.Notify(ctx, r); err != nil {
 			return errors.Join(fmt.Errorf("notify findings of probe run: %w", err), cut)
 		}
 	}
-	if fresh != "" {
+	if in.freshState != "" {
 		d.mu.Lock()
 		d.freshState = "" // announced
 		d.mu.Unlock()
@@ -153,8 +203,8 @@ func (d *Daemon) probe(ctx context.Context) error {
 	case outage != "":
 		return fmt.Errorf("probe run: %s; findings not seen are kept as unverified, heartbeat withheld", outage)
 	}
-	if hb != "" {
-		if err := d.heartbeat(ctx, hb, hbTimeout); err != nil {
+	if hb := in.cfg.HeartbeatURL; hb != "" {
+		if err := d.heartbeat(ctx, hb, in.cfg.HeartbeatTimeout); err != nil {
 			d.logger.Warn("heartbeat failed", "err", err)
 		}
 	}
