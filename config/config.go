@@ -483,120 +483,16 @@ func (c *Config) problems(pos positions) []error {
 	var errs []error
 	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
 
-	for _, p := range c.Ports.Numbers() {
-		if p < 1 || p > 65535 {
-			add("ports", "ports: invalid port %d: want 1 to 65535", p)
-		}
-	}
-	if len(c.Ports) == 0 {
-		add("ports", "ports: at least one port is required")
-	}
-	for p := range c.Protocols {
-		if p < 1 || p > 65535 {
-			add("protocols", "protocols: invalid port %d: want 1 to 65535", p)
-		}
-	}
-	for i, f := range c.Files {
-		fp := fmt.Sprintf("files[%d]", i)
-		if len(f.Paths) == 0 {
-			add(fp+".paths", "%s: paths: at least one glob is required", fp)
-		}
-		for _, g := range f.Paths {
-			if err := checkGlob(g); err != nil {
-				add(fp+".paths", "%s: paths: %v", fp, err)
-			}
-		}
-		if f.PassphraseEnv != "" && f.PassphraseFile != "" {
-			add(fp, "%s: give passphrase_env or passphrase_file, not both", fp)
-		}
-	}
-	seen := map[string]bool{}
-	for i, z := range c.Zones {
-		name := discovery.NormalizeName(z.Name)
-		zp := fmt.Sprintf("zones[%d]", i)
-		where := zp
-		if name == "" {
-			add(zp+".name", "%s: name is required", where)
-		} else {
-			where = fmt.Sprintf("zone %s", name)
-		}
-		if z.Timeout < 0 {
-			add(zp+".timeout", "%s: timeout must not be negative", where)
-		}
-		if z.Timeout > Duration(MaxZoneTimeout) {
-			add(zp+".timeout", "%s: timeout must be at most %v, got %v", where, MaxZoneTimeout, z.Timeout)
-		}
-		if seen[name] && name != "" {
-			add(zp, "%s: listed twice", where)
-		}
-		seen[name] = true
-		for _, p := range z.Ports.Numbers() {
-			if p < 1 || p > 65535 {
-				add(zp+".ports", "%s: ports: invalid port %d: want 1 to 65535", where, p)
-			}
-		}
-		for p := range z.Protocols {
-			if p < 1 || p > 65535 {
-				add(zp+".protocols", "%s: protocols: invalid port %d: want 1 to 65535", where, p)
-			}
-		}
-		if err := checkFilter(zp, where+": ", z.Include, z.Exclude); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, checkZone(z, zp, where)...)
-		if t := z.TSIG; t != nil {
-			if t.Name == "" || t.Algorithm == "" {
-				add(zp+".tsig.name", "%s: tsig: name and algorithm are required", where)
-			}
-			n := 0
-			for _, set := range []bool{t.Secret != "", t.SecretFile != "", t.SecretEnv != ""} {
-				if set {
-					n++
-				}
-			}
-			if n != 1 {
-				add(zp+".tsig", "%s: tsig: set exactly one of secret_file, secret_env or secret", where)
-			}
-		}
-	}
+	errs = append(errs, portProblems(c.Ports, c.Protocols)...)
+	errs = append(errs, filesProblems(c.Files)...)
+	errs = append(errs, zonesProblems(c.Zones)...)
 	errs = append(errs, checkTargets(c.Targets)...)
 	errs = append(errs, c.networkProblems()...)
 	if c.DiscoveryTimeout < 0 {
 		add("discovery_timeout", "discovery_timeout must not be negative, got %v", c.DiscoveryTimeout)
 	}
-	if d := c.Probe.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
-		add("probe.timeout", "probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
-	}
-	if c.Probe.Concurrency < 1 || c.Probe.Concurrency > MaxConcurrency {
-		add("probe.concurrency", "probe: concurrency must be 1 to %d, got %d", MaxConcurrency, c.Probe.Concurrency)
-	}
-	if c.Probe.PerAddress < 1 || c.Probe.PerAddress > MaxPerAddress {
-		add("probe.per_address", "probe: per_address must be 1 to %d, got %d", MaxPerAddress, c.Probe.PerAddress)
-	}
-	if c.Probe.Retries < 0 || c.Probe.Retries > 5 {
-		add("probe.retries", "probe: retries must be 0 to 5, got %d", c.Probe.Retries)
-	}
-	if c.Probe.BreakAfter < 0 || c.Probe.BreakAfter > MaxBreakAfter {
-		add("probe.break_after", "probe: break_after must be 0 (never give up on an address) to %d, got %d", MaxBreakAfter, c.Probe.BreakAfter)
-	}
-	for name, r := range c.Policy.Tiers {
-		t, err := policy.ParseTier(name)
-		if err != nil || t < policy.Notice {
-			add("policy.tiers", "policy: tiers: unknown tier %q (want notice, warning, page or critical)", name)
-		}
-		if r.Within < 0 {
-			add("policy.tiers."+name+".within", "policy: tiers: %s: within must not be negative", name)
-		}
-		if r.LifetimeFraction < 0 || r.LifetimeFraction > 1 {
-			add("policy.tiers."+name+".lifetime_fraction", "policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
-		}
-	}
-	errs = append(errs, c.Policy.Tiers.checkOrder()...)
-	if c.Policy.DistrustFile != "" {
-		if _, err := LoadDistrust(c.Policy.DistrustFile); err != nil {
-			errs = append(errs, fieldf("policy.distrust_file", "%v", err))
-		}
-	}
+	errs = append(errs, c.Probe.problems()...)
+	errs = append(errs, c.Policy.problems()...)
 	errs = append(errs, c.Coverage.problems()...)
 	if !slices.Contains([]string{"table", "json"}, c.Output) {
 		add("output", "output: unknown format %q (want table or json)", c.Output)
@@ -617,6 +513,158 @@ func (c *Config) problems(pos positions) []error {
 	errs = append(errs, c.Daemon.ValidateSweep(c.Probe)...)
 	for i, e := range errs {
 		errs[i] = pos.locate(e)
+	}
+	return errs
+}
+
+// portProblems checks the top-level ports (at least one) and protocols.
+func portProblems(ports PortList, protocols map[int]Protocol) []error {
+	var errs []error
+	for _, p := range ports.Numbers() {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fieldf("ports", "ports: invalid port %d: want 1 to 65535", p))
+		}
+	}
+	if len(ports) == 0 {
+		errs = append(errs, fieldf("ports", "ports: at least one port is required"))
+	}
+	for p := range protocols {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fieldf("protocols", "protocols: invalid port %d: want 1 to 65535", p))
+		}
+	}
+	return errs
+}
+
+// filesProblems checks each files source: its globs and at most one way
+// to give the passphrase.
+func filesProblems(files []Files) []error {
+	var errs []error
+	for i, f := range files {
+		fp := fmt.Sprintf("files[%d]", i)
+		if len(f.Paths) == 0 {
+			errs = append(errs, fieldf(fp+".paths", "%s: paths: at least one glob is required", fp))
+		}
+		for _, g := range f.Paths {
+			if err := checkGlob(g); err != nil {
+				errs = append(errs, fieldf(fp+".paths", "%s: paths: %v", fp, err))
+			}
+		}
+		if f.PassphraseEnv != "" && f.PassphraseFile != "" {
+			errs = append(errs, fieldf(fp, "%s: give passphrase_env or passphrase_file, not both", fp))
+		}
+	}
+	return errs
+}
+
+// zonesProblems checks each zone, and that none is listed twice.
+func zonesProblems(zones []Zone) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, z := range zones {
+		name := discovery.NormalizeName(z.Name)
+		zp := fmt.Sprintf("zones[%d]", i)
+		where := zp
+		if name == "" {
+			errs = append(errs, fieldf(zp+".name", "%s: name is required", where))
+		} else {
+			where = fmt.Sprintf("zone %s", name)
+		}
+		if seen[name] && name != "" {
+			errs = append(errs, fieldf(zp, "%s: listed twice", where))
+		}
+		seen[name] = true
+		errs = append(errs, zoneProblems(z, zp, where)...)
+	}
+	return errs
+}
+
+// zoneProblems checks one zone at path zp, named where in messages: its
+// timeout, ports, protocols, filters, servers and TSIG key.
+func zoneProblems(z Zone, zp, where string) []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
+	if z.Timeout < 0 {
+		add(zp+".timeout", "%s: timeout must not be negative", where)
+	}
+	if z.Timeout > Duration(MaxZoneTimeout) {
+		add(zp+".timeout", "%s: timeout must be at most %v, got %v", where, MaxZoneTimeout, z.Timeout)
+	}
+	for _, p := range z.Ports.Numbers() {
+		if p < 1 || p > 65535 {
+			add(zp+".ports", "%s: ports: invalid port %d: want 1 to 65535", where, p)
+		}
+	}
+	for p := range z.Protocols {
+		if p < 1 || p > 65535 {
+			add(zp+".protocols", "%s: protocols: invalid port %d: want 1 to 65535", where, p)
+		}
+	}
+	if err := checkFilter(zp, where+": ", z.Include, z.Exclude); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, checkZone(z, zp, where)...)
+	if t := z.TSIG; t != nil {
+		if t.Name == "" || t.Algorithm == "" {
+			add(zp+".tsig.name", "%s: tsig: name and algorithm are required", where)
+		}
+		n := 0
+		for _, set := range []bool{t.Secret != "", t.SecretFile != "", t.SecretEnv != ""} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			add(zp+".tsig", "%s: tsig: set exactly one of secret_file, secret_env or secret", where)
+		}
+	}
+	return errs
+}
+
+// problems checks the probe's limits.
+func (p Probe) problems() []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
+	if d := p.Timeout; d <= 0 || d > Duration(MaxProbeTimeout) {
+		add("probe.timeout", "probe: timeout must be above 0 and at most %v, got %v", MaxProbeTimeout, d)
+	}
+	if p.Concurrency < 1 || p.Concurrency > MaxConcurrency {
+		add("probe.concurrency", "probe: concurrency must be 1 to %d, got %d", MaxConcurrency, p.Concurrency)
+	}
+	if p.PerAddress < 1 || p.PerAddress > MaxPerAddress {
+		add("probe.per_address", "probe: per_address must be 1 to %d, got %d", MaxPerAddress, p.PerAddress)
+	}
+	if p.Retries < 0 || p.Retries > 5 {
+		add("probe.retries", "probe: retries must be 0 to 5, got %d", p.Retries)
+	}
+	if p.BreakAfter < 0 || p.BreakAfter > MaxBreakAfter {
+		add("probe.break_after", "probe: break_after must be 0 (never give up on an address) to %d, got %d", MaxBreakAfter, p.BreakAfter)
+	}
+	return errs
+}
+
+// problems checks the policy: each tier's name and rule, their order, and
+// that the distrust file loads.
+func (p Policy) problems() []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, fieldf(path, format, args...)) }
+	for name, r := range p.Tiers {
+		t, err := policy.ParseTier(name)
+		if err != nil || t < policy.Notice {
+			add("policy.tiers", "policy: tiers: unknown tier %q (want notice, warning, page or critical)", name)
+		}
+		if r.Within < 0 {
+			add("policy.tiers."+name+".within", "policy: tiers: %s: within must not be negative", name)
+		}
+		if r.LifetimeFraction < 0 || r.LifetimeFraction > 1 {
+			add("policy.tiers."+name+".lifetime_fraction", "policy: tiers: %s: lifetime_fraction must be between 0 and 1, got %g", name, r.LifetimeFraction)
+		}
+	}
+	errs = append(errs, p.Tiers.checkOrder()...)
+	if p.DistrustFile != "" {
+		if _, err := LoadDistrust(p.DistrustFile); err != nil {
+			errs = append(errs, fieldf("policy.distrust_file", "%v", err))
+		}
 	}
 	return errs
 }
