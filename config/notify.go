@@ -368,10 +368,31 @@ func (n Notify) Validate() []error { return n.validate() }
 
 func (n *Notify) validate() []error {
 	var errs []error
-	add := func(path, format string, args ...any) {
-		errs = append(errs, fieldf(join("notify", path), "notify: "+format, args...))
+	errs = append(errs, n.stateProblems()...)
+	kinds, channelErrs := n.channelProblems()
+	errs = append(errs, channelErrs...)
+	for i, r := range n.Routes {
+		errs = append(errs, r.problems(fmt.Sprintf("routes[%d]", i), kinds)...)
 	}
+	if len(n.Channels) > 0 && len(n.Routes) == 0 {
+		errs = append(errs, notifyf("routes", "routes: channels are configured but no route sends anything to them"))
+	}
+	errs = append(errs, n.timingProblems()...)
+	errs = append(errs, n.Storm.problems()...)
+	errs = append(errs, n.Retry.problems()...)
+	return errs
+}
 
+// notifyf is a problem with the notify setting at path.
+func notifyf(path, format string, args ...any) error {
+	return fieldf(join("notify", path), "notify: "+format, args...)
+}
+
+// stateProblems checks the state: a file path, or a PostgreSQL URL with
+// no password in it and at most one way to give the password.
+func (n *Notify) stateProblems() []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, notifyf(path, format, args...)) }
 	if strings.TrimSpace(n.State) == "" {
 		add("state", "state: a file path is required (e.g. /var/lib/certwatch/state.db)")
 	}
@@ -384,69 +405,84 @@ func (n *Notify) validate() []error {
 		if n.StatePasswordFile != "" && n.StatePasswordEnv != "" {
 			add("state_password_file", "state_password_file and state_password_env: set at most one")
 		}
-	} else {
-		if err := checkStateForm(n.State); err != nil {
-			add("state", "%v", err)
-		}
-		if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
-			add("state_password_file", "state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
-		}
+		return errs
 	}
-	kinds := map[string]string{}
+	if err := checkStateForm(n.State); err != nil {
+		add("state", "%v", err)
+	}
+	if n.StatePasswordFile != "" || n.StatePasswordEnv != "" {
+		add("state_password_file", "state_password_file / state_password_env: only for a PostgreSQL state (state: postgres://...)")
+	}
+	return errs
+}
+
+// channelProblems checks each channel, and that no name is used twice; it
+// returns the kind of each validly named channel by name.
+func (n *Notify) channelProblems() (kinds map[string]string, errs []error) {
+	kinds = map[string]string{}
 	for i, c := range n.Channels {
 		cp := fmt.Sprintf("channels[%d]", i)
 		where := cp
 		if !channelNameRe.MatchString(c.Name) {
-			add(cp, "%s: invalid name %q (want letters, digits, '-', '_' or '.', at most 64)", where, c.Name)
+			errs = append(errs, notifyf(cp, "%s: invalid name %q (want letters, digits, '-', '_' or '.', at most 64)", where, c.Name))
 		} else {
 			where = "channel " + c.Name
 			if _, dup := kinds[c.Name]; dup {
-				add(cp, "%s: listed twice", where)
+				errs = append(errs, notifyf(cp, "%s: listed twice", where))
 			}
 			kinds[c.Name] = c.Kind
 		}
 		errs = append(errs, c.validate("notify."+cp, "notify: "+where)...)
 	}
-	for i, r := range n.Routes {
-		where := fmt.Sprintf("routes[%d]", i)
-		at := func(key string) string { return where + "." + key }
-		if len(r.Tiers) == 0 {
-			add(at("tiers"), "%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
-		}
-		for _, t := range r.Tiers {
-			if t < policy.Notice || t > policy.Critical {
-				add(at("tiers"), "%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
-			}
-		}
-		if len(r.Channels) == 0 {
-			add(at("channels"), "%s: channels: at least one channel is required", where)
-		}
-		for _, name := range r.Channels {
-			kind, ok := kinds[name]
-			switch {
-			case !ok:
-				add(at("channels"), "%s: channels: no channel named %q", where, name)
-			case r.Digest && (kind == ChannelPagerDuty || kind == ChannelAlertmanager):
-				add(at("digest"), "%s: digest: channel %s is %s, which cannot take a digest", where, name, kind)
-			}
-		}
-		for _, z := range r.Match.Zones {
-			if discovery.NormalizeName(z) == "" {
-				add(at("match.zones"), "%s: match: zones: empty zone", where)
-			}
-		}
-		if _, err := discovery.NewFilter(r.Match.Names, nil); err != nil {
-			add(at("match.names"), "%s: match: names: %v", where, err)
-		}
-		for k := range r.Match.Labels {
-			if k == "" {
-				add(at("match.labels"), "%s: match: labels: empty label name", where)
-			}
+	return kinds, errs
+}
+
+// problems checks the route at where: its tiers, its channels (named in
+// kinds, and able to take a digest if it sends one) and what it matches.
+func (r Route) problems(where string, kinds map[string]string) []error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, notifyf(where+"."+key, format, args...)) }
+	if len(r.Tiers) == 0 {
+		add("tiers", "%s: tiers: at least one tier is required (notice, warning, page or critical)", where)
+	}
+	for _, t := range r.Tiers {
+		if t < policy.Notice || t > policy.Critical {
+			add("tiers", "%s: tiers: unknown tier %q (want notice, warning, page or critical)", where, t)
 		}
 	}
-	if len(n.Channels) > 0 && len(n.Routes) == 0 {
-		add("routes", "routes: channels are configured but no route sends anything to them")
+	if len(r.Channels) == 0 {
+		add("channels", "%s: channels: at least one channel is required", where)
 	}
+	for _, name := range r.Channels {
+		kind, ok := kinds[name]
+		switch {
+		case !ok:
+			add("channels", "%s: channels: no channel named %q", where, name)
+		case r.Digest && (kind == ChannelPagerDuty || kind == ChannelAlertmanager):
+			add("digest", "%s: digest: channel %s is %s, which cannot take a digest", where, name, kind)
+		}
+	}
+	for _, z := range r.Match.Zones {
+		if discovery.NormalizeName(z) == "" {
+			add("match.zones", "%s: match: zones: empty zone", where)
+		}
+	}
+	if _, err := discovery.NewFilter(r.Match.Names, nil); err != nil {
+		add("match.names", "%s: match: names: %v", where, err)
+	}
+	for k := range r.Match.Labels {
+		if k == "" {
+			add("match.labels", "%s: match: labels: empty label name", where)
+		}
+	}
+	return errs
+}
+
+// timingProblems checks the reminders, resolve_after, flush_timeout,
+// digest_interval, the runbook and status URLs, and silence_max.
+func (n *Notify) timingProblems() []error {
+	var errs []error
+	add := func(path, format string, args ...any) { errs = append(errs, notifyf(path, format, args...)) }
 	for name, d := range n.Reminders {
 		if tier, err := policy.ParseTier(name); err != nil || tier < policy.Notice {
 			add("reminders", "reminders: unknown tier %q (want notice, warning, page or critical)", name)
@@ -477,23 +513,35 @@ func (n *Notify) validate() []error {
 	if n.SilenceMax < Duration(time.Hour) {
 		add("silence_max", "silence_max must be at least 1h, got %v", n.SilenceMax)
 	}
-	if n.Storm.MaxNewFindings < 1 {
-		add("storm.max_new_findings", "storm: max_new_findings must be at least 1, got %d", n.Storm.MaxNewFindings)
+	return errs
+}
+
+// problems checks the storm limits.
+func (s Storm) problems() []error {
+	var errs []error
+	if s.MaxNewFindings < 1 {
+		errs = append(errs, notifyf("storm.max_new_findings", "storm: max_new_findings must be at least 1, got %d", s.MaxNewFindings))
 	}
-	if n.Storm.MaxFailureShare <= 0 || n.Storm.MaxFailureShare > 1 {
-		add("storm.max_failure_share", "storm: max_failure_share must be above 0 and at most 1, got %g", n.Storm.MaxFailureShare)
+	if s.MaxFailureShare <= 0 || s.MaxFailureShare > 1 {
+		errs = append(errs, notifyf("storm.max_failure_share", "storm: max_failure_share must be above 0 and at most 1, got %g", s.MaxFailureShare))
 	}
-	if n.Storm.Top < 1 || n.Storm.Top > 40 {
-		add("storm.top", "storm: top must be 1 to 40, got %d", n.Storm.Top)
+	if s.Top < 1 || s.Top > 40 {
+		errs = append(errs, notifyf("storm.top", "storm: top must be 1 to 40, got %d", s.Top))
 	}
-	if n.Retry.Initial <= 0 {
-		add("retry.initial", "retry: initial must be positive, got %v", n.Retry.Initial)
+	return errs
+}
+
+// problems checks the retry backoff.
+func (r Retry) problems() []error {
+	var errs []error
+	if r.Initial <= 0 {
+		errs = append(errs, notifyf("retry.initial", "retry: initial must be positive, got %v", r.Initial))
 	}
-	if n.Retry.Max < n.Retry.Initial {
-		add("retry.max", "retry: max (%v) must not be below initial (%v)", n.Retry.Max, n.Retry.Initial)
+	if r.Max < r.Initial {
+		errs = append(errs, notifyf("retry.max", "retry: max (%v) must not be below initial (%v)", r.Max, r.Initial))
 	}
-	if n.Retry.AlertAfter <= 0 {
-		add("retry.alert_after", "retry: alert_after must be positive, got %v", n.Retry.AlertAfter)
+	if r.AlertAfter <= 0 {
+		errs = append(errs, notifyf("retry.alert_after", "retry: alert_after must be positive, got %v", r.AlertAfter))
 	}
 	return errs
 }
