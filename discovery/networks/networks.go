@@ -404,6 +404,36 @@ const (
 // error saying how far it got.
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	start := s.now()
+	n := s.newNetwork(start)
+	s.passed.Store(0)
+	s.total.Store(int64(s.size * len(s.c.Ports)))
+
+	open, cut, more := s.sweep(ctx, &n)
+	addrs := make([]netip.Addr, 0, len(open))
+	for a := range open {
+		addrs = append(addrs, a)
+	}
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	names, reverseNote := s.reverse(ctx, addrs)
+	n.ReverseNote = reverseNote
+
+	y := s.answeredTargets(&n, addrs, open, names)
+	n.Duration = s.now().Sub(start)
+	var err error
+	if ctx.Err() != nil && (more || cut) {
+		n.CutShort = true
+		err = fmt.Errorf("sweep of network %s cut short after %d connection(s) to %d address(es): %w", s.c.Name, n.Connections, n.Addresses, context.Cause(ctx))
+	}
+	y.Targets = discovery.Merge(y.Targets)
+	y.Inventory.Networks = []found.Network{n}
+	s.logger.Info("network swept", "addresses", n.Addresses, "connections", n.Connections, "answered", len(n.Answered),
+		"refused", n.Refused, "timed_out", n.TimedOut, "given_up", n.GivenUp, "duration", n.Duration.Round(time.Millisecond))
+	return y, err
+}
+
+// newNetwork is the inventory of a sweep starting at start, before any
+// connection: what is swept, at which rate.
+func (s *Source) newNetwork(start time.Time) found.Network {
 	n := found.Network{
 		Name: s.c.Name, Source: s.name,
 		CIDRs: make([]string, len(s.prefixs)),
@@ -420,16 +450,20 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	for _, x := range s.c.Exclude {
 		n.Exclude = append(n.Exclude, x.String())
 	}
-	s.passed.Store(0)
-	s.total.Store(int64(s.size * len(s.c.Ports)))
+	return n
+}
 
+// sweep connects to every port of every address with the configured
+// number of workers, counting the outcomes in n. It returns the ports
+// that answered by address, whether ctx left an address unfinished (cut),
+// and whether addresses were left untried (more).
+func (s *Source) sweep(ctx context.Context, n *found.Network) (open map[netip.Addr][]int, cut, more bool) {
 	var (
-		mu       sync.Mutex // guards n's counts and open
-		open     = map[netip.Addr][]int{}
-		cut      bool // an address was left unfinished by ctx
+		mu       sync.Mutex // guards n's counts, open and cut
 		skipped  int
 		excluded int
 	)
+	open = map[netip.Addr][]int{}
 	next, stop := iter.Pull(s.addresses(&skipped, &excluded))
 	var pullMu sync.Mutex // iter.Pull's next is not safe for concurrent use
 	pull := func() (netip.Addr, bool) {
@@ -454,39 +488,9 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 				if !ok {
 					return
 				}
-				var ports []int
-				counts := map[outcome]int{}
-				streak := 0
-				for _, p := range s.c.Ports {
-					o := givenUp
-					if streak < breakAfter {
-						o = s.connect(ctx, netip.AddrPortFrom(a, uint16(p.Number)), dialTO)
-					}
-					s.passed.Add(1)
-					counts[o]++
-					switch o {
-					case answered:
-						ports = append(ports, p.Number)
-						streak = 0
-					case timedOut:
-						streak++
-					case refused, failed:
-						streak = 0
-					}
-				}
-				tried := len(s.c.Ports) - counts[givenUp] - counts[notTried]
+				ports, counts := s.sweepAddress(ctx, a, dialTO, breakAfter)
 				mu.Lock()
-				if tried > 0 {
-					n.Addresses++
-				}
-				n.Connections += tried
-				n.Refused += counts[refused]
-				n.TimedOut += counts[timedOut]
-				n.Failed += counts[failed]
-				if counts[givenUp] > 0 {
-					n.GivenUp++
-				}
-				cut = cut || counts[notTried] > 0
+				cut = countAddress(n, counts, len(s.c.Ports)) || cut
 				if len(ports) > 0 {
 					open[a] = ports
 				}
@@ -495,18 +499,59 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 		})
 	}
 	wg.Wait()
-	_, more := pull()
+	_, more = pull()
 	stop()
 	n.Skipped, n.Excluded = skipped, excluded
+	return open, cut, more
+}
 
-	addrs := make([]netip.Addr, 0, len(open))
-	for a := range open {
-		addrs = append(addrs, a)
+// sweepAddress connects to each port of a in turn, giving up on a after
+// breakAfter timeouts in a row, and returns the ports that answered and
+// how many connections ended each way.
+func (s *Source) sweepAddress(ctx context.Context, a netip.Addr, dialTO time.Duration, breakAfter int) (ports []int, counts map[outcome]int) {
+	counts = map[outcome]int{}
+	streak := 0
+	for _, p := range s.c.Ports {
+		o := givenUp
+		if streak < breakAfter {
+			o = s.connect(ctx, netip.AddrPortFrom(a, uint16(p.Number)), dialTO)
+		}
+		s.passed.Add(1)
+		counts[o]++
+		switch o {
+		case answered:
+			ports = append(ports, p.Number)
+			streak = 0
+		case timedOut:
+			streak++
+		case refused, failed:
+			streak = 0
+		}
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	names, reverseNote := s.reverse(ctx, addrs)
-	n.ReverseNote = reverseNote
+	return ports, counts
+}
 
+// countAddress adds one address's outcomes (of ports connections) to n,
+// and reports whether ctx left it unfinished.
+func countAddress(n *found.Network, counts map[outcome]int, ports int) (cut bool) {
+	tried := ports - counts[givenUp] - counts[notTried]
+	if tried > 0 {
+		n.Addresses++
+	}
+	n.Connections += tried
+	n.Refused += counts[refused]
+	n.TimedOut += counts[timedOut]
+	n.Failed += counts[failed]
+	if counts[givenUp] > 0 {
+		n.GivenUp++
+	}
+	return counts[notTried] > 0
+}
+
+// answeredTargets adds each open port of addrs (sorted) to n's answered
+// endpoints, with the names reverse DNS gave its address, and returns a
+// target for each.
+func (s *Source) answeredTargets(n *found.Network, addrs []netip.Addr, open map[netip.Addr][]int, names map[netip.Addr][]string) found.Yield {
 	var y found.Yield
 	byPort := map[int]discovery.Protocol{}
 	for _, p := range s.c.Ports {
@@ -521,17 +566,7 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 			})
 		}
 	}
-	n.Duration = s.now().Sub(start)
-	var err error
-	if ctx.Err() != nil && (more || cut) {
-		n.CutShort = true
-		err = fmt.Errorf("sweep of network %s cut short after %d connection(s) to %d address(es): %w", s.c.Name, n.Connections, n.Addresses, context.Cause(ctx))
-	}
-	y.Targets = discovery.Merge(y.Targets)
-	y.Inventory.Networks = []found.Network{n}
-	s.logger.Info("network swept", "addresses", n.Addresses, "connections", n.Connections, "answered", len(n.Answered),
-		"refused", n.Refused, "timed_out", n.TimedOut, "given_up", n.GivenUp, "duration", n.Duration.Round(time.Millisecond))
-	return y, err
+	return y
 }
 
 // connect makes one connection to ap within the network's rate and
