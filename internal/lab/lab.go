@@ -72,6 +72,9 @@ type Lab struct {
 
 	dns      *dnstest.Server
 	children []*dnstest.Server // the delegated zones' name servers
+	// healthy is the certificate www and portal serve, whose renewal the
+	// CT log holds (Options.CT).
+	healthy *certtest.Leaf
 	servers  []*certtest.Server
 	crl      *certtest.RevocationServer
 	ctLog    *cttest.Log
@@ -161,41 +164,112 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 			_ = l.Close()
 		}
 	}()
-	if l.Port, err = freePort(); err != nil {
+	if err := l.pickPorts(); err != nil {
 		return nil, err
 	}
-	if l.LDAPPort, err = freePort(); err != nil {
+	cas, err := newLabCAs(now)
+	if err != nil {
 		return nil, err
 	}
-	if l.SubmissionPort, err = freePort(); err != nil {
+	revoked, err := l.serveCRL(now, cas.issuing)
+	if err != nil {
 		return nil, err
 	}
-	if l.IMAPPort, err = freePort(); err != nil {
+	eps, err := l.endpoints(now, cas, revoked, o)
+	if err != nil {
 		return nil, err
 	}
+	var zone strings.Builder
+	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
+	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
+	fmt.Fprintf(&zone, "_submission._tcp SRV 10 0 %d smtp\n", l.SubmissionPort)
+	fmt.Fprintf(&zone, "_imap._tcp SRV 10 0 %d imap\n", l.IMAPPort)
+	if err := l.serveEndpoints(eps, &zone); err != nil {
+		return nil, err
+	}
+	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "*.dyn."+Zone, "127.0.0.18", "wildcard owner: listed, not probed"))
+	if err := l.serveOutOfBand(now, cas.issuing); err != nil {
+		return nil, err
+	}
+	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
+	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
+	if o.Delegations {
+		if err := l.serveDelegations(&zone); err != nil {
+			return nil, err
+		}
+	}
+	l.ZoneText = zone.String()
+	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: l.ZoneText}); err != nil {
+		return nil, fmt.Errorf("lab dns: %w", err)
+	}
+	l.DNS = l.dns.Addr()
+	if l.dir, err = os.MkdirTemp("", "certwatch-lab-"); err != nil {
+		return nil, err
+	}
+	l.CAFile = filepath.Join(l.dir, "lab-root.pem")
+	if err := os.WriteFile(l.CAFile, cas.root.PEM(), 0o644); err != nil {
+		return nil, err
+	}
+	if err := l.writeAtRest(now, cas.root, cas.issuing); err != nil {
+		return nil, err
+	}
+	if o.CT {
+		if err := l.startCT(now, cas.root, cas.issuing, l.healthy); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// pickPorts picks the free ports of the lab's TLS, LDAPS, submission and
+// IMAP services.
+func (l *Lab) pickPorts() error {
+	for _, p := range []*int{&l.Port, &l.LDAPPort, &l.SubmissionPort, &l.IMAPPort} {
+		var err error
+		if *p, err = freePort(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// labCAs are the lab's certificate authorities: a private root and its
+// issuing CA, an issuing CA about to expire, and an expired cross-sign of
+// the root by a legacy root.
+type labCAs struct {
+	root, issuing, dying *certtest.CA
+	crossSign            *x509.Certificate
+}
+
+// newLabCAs mints the lab's certificate authorities at time now.
+func newLabCAs(now time.Time) (labCAs, error) {
 	day := 24 * time.Hour
-	root, err := certtest.NewCA("Example Internal Root CA", now.Add(-5*365*day), now.Add(10*365*day))
-	if err != nil {
-		return nil, err
+	var cas labCAs
+	var err error
+	if cas.root, err = certtest.NewCA("Example Internal Root CA", now.Add(-5*365*day), now.Add(10*365*day)); err != nil {
+		return labCAs{}, err
 	}
-	issuing, err := root.Intermediate("Example Issuing CA 2", now.Add(-365*day), now.Add(3*365*day))
-	if err != nil {
-		return nil, err
+	if cas.issuing, err = cas.root.Intermediate("Example Issuing CA 2", now.Add(-365*day), now.Add(3*365*day)); err != nil {
+		return labCAs{}, err
 	}
-	dying, err := root.Intermediate("Example Issuing CA 1", now.Add(-3*365*day), now.Add(10*day))
-	if err != nil {
-		return nil, err
+	if cas.dying, err = cas.root.Intermediate("Example Issuing CA 1", now.Add(-3*365*day), now.Add(10*day)); err != nil {
+		return labCAs{}, err
 	}
 	oldRoot, err := certtest.NewCA("Example Legacy Root", now.Add(-10*365*day), now.Add(-30*day))
 	if err != nil {
-		return nil, err
+		return labCAs{}, err
 	}
-	crossSign, err := oldRoot.CrossSign(root, now.Add(-5*365*day), now.Add(-30*day))
-	if err != nil {
-		return nil, err
+	if cas.crossSign, err = oldRoot.CrossSign(cas.root, now.Add(-5*365*day), now.Add(-30*day)); err != nil {
+		return labCAs{}, err
 	}
+	return cas, nil
+}
 
-	// The issuing CA publishes a CRL on loopback, naming one revoked leaf.
+// serveCRL publishes the issuing CA's CRL on loopback, naming one revoked
+// leaf, which it returns.
+func (l *Lab) serveCRL(now time.Time, issuing *certtest.CA) (*certtest.Leaf, error) {
+	day := 24 * time.Hour
+	var err error
 	if l.crl, err = certtest.ServeRevocation("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
@@ -209,75 +283,87 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 		return nil, err
 	}
 	l.crl.PublishCRL("/issuing-ca-2.crl", crl)
+	return revoked, nil
+}
 
-	leaf := func(ca *certtest.CA, notBefore, notAfter time.Time, names ...string) (*certtest.Leaf, error) {
-		return ca.Leaf(certtest.LeafOptions{DNSNames: names, NotBefore: notBefore, NotAfter: notAfter})
-	}
-	chain := func(l *certtest.Leaf, extra ...*x509.Certificate) *tls.Certificate {
-		c := l.TLSCertificate(extra...)
-		return &c
-	}
-	name := func(n string) string { return n + "." + Zone }
+// labName is n in the lab's zone.
+func labName(n string) string { return n + "." + Zone }
 
+// fullChain is l's certificate with its intermediates.
+func fullChain(l *certtest.Leaf) *tls.Certificate { return chainOf(l, l.Intermediates...) }
+
+// chainOf is l's certificate sent with extra.
+func chainOf(l *certtest.Leaf, extra ...*x509.Certificate) *tls.Certificate {
+	c := l.TLSCertificate(extra...)
+	return &c
+}
+
+// endpoints mints the leaves of the lab's endpoints at time now and
+// returns the endpoints, each with what it is planted for.
+func (l *Lab) endpoints(now time.Time, cas labCAs, revoked *certtest.Leaf, o Options) ([]endpoint, error) {
+	day := 24 * time.Hour
+	issuing := cas.issuing
 	var errs []error
-	must := func(l *certtest.Leaf, err error) *certtest.Leaf {
+	leaf := func(ca *certtest.CA, notBefore, notAfter time.Time, names ...string) *certtest.Leaf {
+		minted, err := ca.Leaf(certtest.LeafOptions{DNSNames: names, NotBefore: notBefore, NotAfter: notAfter})
 		errs = append(errs, err)
-		return l
+		return minted
 	}
-	healthy := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("www"), name("portal")))
-	wildcard := must(leaf(issuing, now.Add(-360*day), now.Add(5*day), "*."+Zone))
-	expired := must(leaf(issuing, now.Add(-400*day), now.Add(-3*day), name("expired")))
-	viaDying := must(leaf(dying, now.Add(-60*day), now.Add(300*day), name("legacy")))
-	wrongHost := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), "intranet.other.example"))
-	noChain := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("nochain")))
-	selfSigned := must(certtest.SelfSigned(certtest.LeafOptions{DNSNames: []string{name("printer")}, NotBefore: now.Add(-30 * day), NotAfter: now.Add(700 * day)}))
-	mixedOld := must(leaf(issuing, now.Add(-350*day), now.Add(12*day), name("mixed")))
-	mixedNew := must(leaf(issuing, now.Add(-1*day), now.Add(364*day), name("mixed")))
-	ldap := must(leaf(issuing, now.Add(-340*day), now.Add(25*day), name("ldap")))
-	padded := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("bundle")))
-	submission := must(leaf(issuing, now.Add(-345*day), now.Add(20*day), name("smtp")))
-	imap := must(leaf(issuing, now.Add(-30*day), now.Add(200*day), name("imap")))
-	svc := must(leaf(issuing, now.Add(-300*day), now.Add(9*day), "*.svc."+Zone))
+	healthy := leaf(issuing, now.Add(-30*day), now.Add(200*day), labName("www"), labName("portal"))
+	l.healthy = healthy
+	wildcard := leaf(issuing, now.Add(-360*day), now.Add(5*day), "*."+Zone)
+	expired := leaf(issuing, now.Add(-400*day), now.Add(-3*day), labName("expired"))
+	viaDying := leaf(cas.dying, now.Add(-60*day), now.Add(300*day), labName("legacy"))
+	wrongHost := leaf(issuing, now.Add(-30*day), now.Add(200*day), "intranet.other.example")
+	noChain := leaf(issuing, now.Add(-30*day), now.Add(200*day), labName("nochain"))
+	selfSigned, err := certtest.SelfSigned(certtest.LeafOptions{DNSNames: []string{labName("printer")}, NotBefore: now.Add(-30 * day), NotAfter: now.Add(700 * day)})
+	errs = append(errs, err)
+	mixedOld := leaf(issuing, now.Add(-350*day), now.Add(12*day), labName("mixed"))
+	mixedNew := leaf(issuing, now.Add(-1*day), now.Add(364*day), labName("mixed"))
+	ldap := leaf(issuing, now.Add(-340*day), now.Add(25*day), labName("ldap"))
+	padded := leaf(issuing, now.Add(-30*day), now.Add(200*day), labName("bundle"))
+	submission := leaf(issuing, now.Add(-345*day), now.Add(20*day), labName("smtp"))
+	imap := leaf(issuing, now.Add(-30*day), now.Add(200*day), labName("imap"))
+	svc := leaf(issuing, now.Add(-300*day), now.Add(9*day), "*.svc."+Zone)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
-	full := func(l *certtest.Leaf) *tls.Certificate { return chain(l, l.Intermediates...) }
 	eps := []endpoint{
-		{names: []string{"www"}, addr: "127.0.0.2", cert: full(healthy), note: "healthy; portal is a CNAME to www"},
-		{names: []string{"api"}, addr: "127.0.0.3", cert: full(wildcard), note: "shared wildcard, expires in 5 days"},
-		{names: []string{"auth"}, addr: "127.0.0.4", cert: full(wildcard), note: "shared wildcard"},
-		{names: []string{"billing"}, addr: "127.0.0.5", cert: full(wildcard), note: "shared wildcard"},
-		{names: []string{"search"}, addr: "127.0.0.6", cert: full(wildcard), note: "shared wildcard"},
-		{names: []string{"expired"}, addr: "127.0.0.7", cert: full(expired), note: "expired 3 days ago"},
-		{names: []string{"legacy"}, addr: "127.0.0.8", cert: full(viaDying), note: "leaf fine, intermediate expires in 10 days"},
-		{names: []string{"intranet"}, addr: "127.0.0.9", cert: full(wrongHost), note: "certificate for another name"},
-		{names: []string{"nochain"}, addr: "127.0.0.10", cert: chain(noChain), note: "intermediate not sent"},
-		{names: []string{"printer"}, addr: "127.0.0.11", cert: chain(selfSigned), note: "self-signed"},
-		{names: []string{"mixed"}, addr: "127.0.0.12", cert: full(mixedOld), note: "old certificate, expires in 12 days"},
-		{names: []string{"mixed"}, addr: "127.0.0.13", cert: full(mixedNew), note: "renewed certificate"},
-		{names: []string{"ldap"}, addr: "127.0.0.14", port: l.LDAPPort, cert: full(ldap), note: "found via _ldaps._tcp SRV, expires in 25 days"},
-		{names: []string{"bundle"}, addr: "127.0.0.15", cert: chain(padded, append(padded.Intermediates, crossSign)...), note: "valid chain plus an expired cross-sign"},
+		{names: []string{"www"}, addr: "127.0.0.2", cert: fullChain(healthy), note: "healthy; portal is a CNAME to www"},
+		{names: []string{"api"}, addr: "127.0.0.3", cert: fullChain(wildcard), note: "shared wildcard, expires in 5 days"},
+		{names: []string{"auth"}, addr: "127.0.0.4", cert: fullChain(wildcard), note: "shared wildcard"},
+		{names: []string{"billing"}, addr: "127.0.0.5", cert: fullChain(wildcard), note: "shared wildcard"},
+		{names: []string{"search"}, addr: "127.0.0.6", cert: fullChain(wildcard), note: "shared wildcard"},
+		{names: []string{"expired"}, addr: "127.0.0.7", cert: fullChain(expired), note: "expired 3 days ago"},
+		{names: []string{"legacy"}, addr: "127.0.0.8", cert: fullChain(viaDying), note: "leaf fine, intermediate expires in 10 days"},
+		{names: []string{"intranet"}, addr: "127.0.0.9", cert: fullChain(wrongHost), note: "certificate for another name"},
+		{names: []string{"nochain"}, addr: "127.0.0.10", cert: chainOf(noChain), note: "intermediate not sent"},
+		{names: []string{"printer"}, addr: "127.0.0.11", cert: chainOf(selfSigned), note: "self-signed"},
+		{names: []string{"mixed"}, addr: "127.0.0.12", cert: fullChain(mixedOld), note: "old certificate, expires in 12 days"},
+		{names: []string{"mixed"}, addr: "127.0.0.13", cert: fullChain(mixedNew), note: "renewed certificate"},
+		{names: []string{"ldap"}, addr: "127.0.0.14", port: l.LDAPPort, cert: fullChain(ldap), note: "found via _ldaps._tcp SRV, expires in 25 days"},
+		{names: []string{"bundle"}, addr: "127.0.0.15", cert: chainOf(padded, append(padded.Intermediates, cas.crossSign)...), note: "valid chain plus an expired cross-sign"},
 		{names: []string{"hung"}, addr: "127.0.0.16", kind: "silent", note: "accepts TCP, never speaks TLS"},
-		{names: []string{"revoked"}, addr: "127.0.0.30", cert: full(revoked), note: "revoked: listed on its CA's CRL"},
+		{names: []string{"revoked"}, addr: "127.0.0.30", cert: fullChain(revoked), note: "revoked: listed on its CA's CRL"},
 		{names: []string{"mail"}, addr: "127.0.0.17", kind: "none", note: "nothing listens on the port"},
-		{names: []string{"smtp"}, addr: "127.0.0.20", port: l.SubmissionPort, cert: full(submission), kind: "smtp", note: "SMTP STARTTLS via _submission._tcp SRV, expires in 20 days"},
-		{names: []string{"imap"}, addr: "127.0.0.21", port: l.IMAPPort, cert: full(imap), kind: "imap-plain", note: "IMAP via _imap._tcp SRV, offers no STARTTLS"},
+		{names: []string{"smtp"}, addr: "127.0.0.20", port: l.SubmissionPort, cert: fullChain(submission), kind: "smtp", note: "SMTP STARTTLS via _submission._tcp SRV, expires in 20 days"},
+		{names: []string{"imap"}, addr: "127.0.0.21", port: l.IMAPPort, cert: fullChain(imap), kind: "imap-plain", note: "IMAP via _imap._tcp SRV, offers no STARTTLS"},
 	}
 	if ipv6Loopback() {
-		eps = append(eps, endpoint{names: []string{"www"}, addr: "::1", cert: full(healthy), note: "healthy, IPv6"})
+		eps = append(eps, endpoint{names: []string{"www"}, addr: "::1", cert: fullChain(healthy), note: "healthy, IPv6"})
 	}
 	if o.Delegations {
 		// In the child zone, not the parent: found only by following
 		// the delegation.
-		eps = append(eps, endpoint{names: []string{"api.svc"}, addr: "127.0.0.55", cert: full(svc), kind: "child", note: "in delegated svc." + Zone + ", wildcard expires in 9 days"})
+		eps = append(eps, endpoint{names: []string{"api.svc"}, addr: "127.0.0.55", cert: fullChain(svc), kind: "child", note: "in delegated svc." + Zone + ", wildcard expires in 9 days"})
 	}
+	return eps, nil
+}
 
-	var zone strings.Builder
-	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
-	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
-	fmt.Fprintf(&zone, "_submission._tcp SRV 10 0 %d smtp\n", l.SubmissionPort)
-	fmt.Fprintf(&zone, "_imap._tcp SRV 10 0 %d imap\n", l.IMAPPort)
+// serveEndpoints starts a server for each endpoint and writes its names
+// into zone (except those of a delegated child zone).
+func (l *Lab) serveEndpoints(eps []endpoint, zone *strings.Builder) error {
 	for _, ep := range eps {
 		port := ep.port
 		if port == 0 {
@@ -289,91 +375,82 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 		}
 		for _, n := range ep.names {
 			if ep.kind != "child" {
-				fmt.Fprintf(&zone, "%s %s %s\n", n, rr, ep.addr)
+				fmt.Fprintf(zone, "%s %s %s\n", n, rr, ep.addr)
 			}
 		}
 		hostport := net.JoinHostPort(ep.addr, fmt.Sprint(port))
-		l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", name(ep.names[0]), hostport, ep.note))
-		var s *certtest.Server
-		switch ep.kind {
-		case "none":
+		l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", labName(ep.names[0]), hostport, ep.note))
+		if ep.kind == "none" {
 			continue
-		case "silent":
-			s, err = certtest.ServeSilent(hostport)
-		case "smtp", "imap-plain":
-			proto, refuse := discovery.SMTP, false
-			if ep.kind == "imap-plain" {
-				proto, refuse = discovery.IMAP, true
-			}
-			var st *starttlstest.Server
-			if st, err = starttlstest.Serve(hostport, proto, starttlstest.Options{Cert: *ep.cert, Refuse: refuse, Hostname: name(ep.names[0])}); err == nil {
-				s = st.Server
-			}
-		default:
-			s, err = certtest.Serve(hostport, *ep.cert)
 		}
+		s, err := serveEndpoint(ep, hostport)
 		if err != nil {
-			return nil, fmt.Errorf("lab endpoint %s: %w", hostport, err)
+			return fmt.Errorf("lab endpoint %s: %w", hostport, err)
 		}
 		l.servers = append(l.servers, s)
 	}
-	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "*.dyn."+Zone, "127.0.0.18", "wildcard owner: listed, not probed"))
-	// A service reached only by address: no name in the zone.
-	oob := must(issuing.Leaf(certtest.LeafOptions{CommonName: "bmc-73 out-of-band controller", IPs: []net.IP{net.IPv4(127, 0, 0, 73)},
-		NotBefore: now.Add(-356 * day), NotAfter: now.Add(9 * day)}))
-	if oob == nil {
-		return nil, errors.Join(errs...)
+	return nil
+}
+
+// serveEndpoint starts the server of ep at hostport, as its kind says.
+func serveEndpoint(ep endpoint, hostport string) (*certtest.Server, error) {
+	switch ep.kind {
+	case "silent":
+		return certtest.ServeSilent(hostport)
+	case "smtp", "imap-plain":
+		proto, refuse := discovery.SMTP, false
+		if ep.kind == "imap-plain" {
+			proto, refuse = discovery.IMAP, true
+		}
+		st, err := starttlstest.Serve(hostport, proto, starttlstest.Options{Cert: *ep.cert, Refuse: refuse, Hostname: labName(ep.names[0])})
+		if err != nil {
+			return nil, err
+		}
+		return st.Server, nil
+	}
+	return certtest.Serve(hostport, *ep.cert)
+}
+
+// serveOutOfBand starts the service reached only by address, in Network:
+// no name in the zone points to it.
+func (l *Lab) serveOutOfBand(now time.Time, issuing *certtest.CA) error {
+	day := 24 * time.Hour
+	oob, err := issuing.Leaf(certtest.LeafOptions{CommonName: "bmc-73 out-of-band controller", IPs: []net.IP{net.IPv4(127, 0, 0, 73)},
+		NotBefore: now.Add(-356 * day), NotAfter: now.Add(9 * day)})
+	if err != nil {
+		return err
 	}
 	l.Network = "127.0.0.72/30"
 	bmc := net.JoinHostPort("127.0.0.73", fmt.Sprint(l.Port))
-	s, err := certtest.Serve(bmc, *full(oob))
+	s, err := certtest.Serve(bmc, *fullChain(oob))
 	if err != nil {
-		return nil, fmt.Errorf("lab endpoint %s: %w", bmc, err)
+		return fmt.Errorf("lab endpoint %s: %w", bmc, err)
 	}
 	l.servers = append(l.servers, s)
 	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(network "+l.Network+")", bmc, "no name points here; expires in 9 days"))
-	l.Unreachable = net.JoinHostPort("127.0.0.19", fmt.Sprint(l.Port))
-	l.Planted = append(l.Planted, fmt.Sprintf("%-28s %-22s %s", "(static target)", l.Unreachable, "configured by hand, nothing listens"))
+	return nil
+}
 
-	if o.Delegations {
-		zone.WriteString("svc NS ns.svc\nns.svc A 127.0.0.53\npartners NS ns.partners\nns.partners A 127.0.0.54\n")
-		child, err := dnstest.StartAt("127.0.0.53:0", dnstest.Zone{Name: "svc." + Zone, Text: "@ NS ns\nns A 127.0.0.53\napi A 127.0.0.55\n"})
-		if err != nil {
-			return nil, fmt.Errorf("lab dns of svc.%s: %w", Zone, err)
-		}
-		l.children = append(l.children, child)
-		_, port, _ := net.SplitHostPort(child.Addr())
-		refusing, err := dnstest.StartAt(net.JoinHostPort("127.0.0.54", port), dnstest.Zone{Name: "partners." + Zone, RefuseTransfer: true})
-		if err != nil {
-			return nil, fmt.Errorf("lab dns of partners.%s: %w", Zone, err)
-		}
-		l.children = append(l.children, refusing)
-		fmt.Sscan(port, &l.DelegationPort)
-		l.Planted = append(l.Planted,
-			fmt.Sprintf("%-28s %-22s %s", "svc."+Zone, child.Addr(), "delegated zone, transferred by following the delegation"),
-			fmt.Sprintf("%-28s %-22s %s", "partners."+Zone, refusing.Addr(), "delegated zone that refuses transfers: a coverage gap"))
+// serveDelegations starts the name servers of the two delegated child
+// zones (Options.Delegations) and writes their delegations into zone.
+func (l *Lab) serveDelegations(zone *strings.Builder) error {
+	zone.WriteString("svc NS ns.svc\nns.svc A 127.0.0.53\npartners NS ns.partners\nns.partners A 127.0.0.54\n")
+	child, err := dnstest.StartAt("127.0.0.53:0", dnstest.Zone{Name: "svc." + Zone, Text: "@ NS ns\nns A 127.0.0.53\napi A 127.0.0.55\n"})
+	if err != nil {
+		return fmt.Errorf("lab dns of svc.%s: %w", Zone, err)
 	}
-	l.ZoneText = zone.String()
-	if l.dns, err = dnstest.Start(dnstest.Zone{Name: Zone, Text: l.ZoneText}); err != nil {
-		return nil, fmt.Errorf("lab dns: %w", err)
+	l.children = append(l.children, child)
+	_, port, _ := net.SplitHostPort(child.Addr())
+	refusing, err := dnstest.StartAt(net.JoinHostPort("127.0.0.54", port), dnstest.Zone{Name: "partners." + Zone, RefuseTransfer: true})
+	if err != nil {
+		return fmt.Errorf("lab dns of partners.%s: %w", Zone, err)
 	}
-	l.DNS = l.dns.Addr()
-	if l.dir, err = os.MkdirTemp("", "certwatch-lab-"); err != nil {
-		return nil, err
-	}
-	l.CAFile = filepath.Join(l.dir, "lab-root.pem")
-	if err := os.WriteFile(l.CAFile, root.PEM(), 0o644); err != nil {
-		return nil, err
-	}
-	if err := l.writeAtRest(now, root, issuing); err != nil {
-		return nil, err
-	}
-	if o.CT {
-		if err := l.startCT(now, root, issuing, healthy); err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
+	l.children = append(l.children, refusing)
+	fmt.Sscan(port, &l.DelegationPort)
+	l.Planted = append(l.Planted,
+		fmt.Sprintf("%-28s %-22s %s", "svc."+Zone, child.Addr(), "delegated zone, transferred by following the delegation"),
+		fmt.Sprintf("%-28s %-22s %s", "partners."+Zone, refusing.Addr(), "delegated zone that refuses transfers: a coverage gap"))
+	return nil
 }
 
 // startCT starts the lab's CT log: the renewal of served (the certificate
