@@ -54,10 +54,10 @@ func (n *Notifier) Flush(ctx context.Context) error {
 	// logged and marks the channel failing), and a transition delivered
 	// after it (a resolution) comes last, as it should.
 	_ = n.Refresh(ctx)
-	// down keeps the error of each channel that refuses delivery: it is not
+	// refusals keeps the error of each channel that refuses delivery: it is not
 	// tried again in this Flush, but the others still deliver (including
 	// the news that it is failing).
-	down := make([]error, len(n.workers))
+	refusals := make([]error, len(n.workers))
 	for {
 		// A round can queue notifications for channels whose worker is
 		// already done (a channel failing or recovering tells the others),
@@ -66,18 +66,18 @@ func (n *Notifier) Flush(ctx context.Context) error {
 		errs := make([]error, len(n.workers))
 		var wg sync.WaitGroup
 		for i, w := range n.workers {
-			if down[i] == nil {
+			if refusals[i] == nil {
 				wg.Go(func() { errs[i] = n.work(ctx, w, true) })
 			}
 		}
 		wg.Wait()
 		for i, err := range errs {
 			if IsChannelDown(err) {
-				down[i], errs[i] = err, nil
+				refusals[i], errs[i] = err, nil
 			}
 		}
 		if err := errors.Join(errs...); err != nil || n.queued.Load() == before {
-			return errors.Join(append(down, err)...)
+			return errors.Join(append(refusals, err)...)
 		}
 	}
 }
@@ -162,7 +162,7 @@ func (n *Notifier) work(ctx context.Context, w *worker, flush bool) error {
 				}
 				if err := n.deliver(ctx, w, send); err != nil && flush {
 					// Waiting retry.max would not help a one-off flush.
-					return n.held(ctx, w, err)
+					return n.channelDownError(ctx, w, err)
 				}
 			}
 			continue
@@ -315,9 +315,9 @@ func (n *Notifier) sleep(ctx context.Context, w *worker, d time.Duration) {
 	}
 }
 
-// held describes, for Flush, a channel that refuses delivery: what it
+// channelDownError describes, for Flush, a channel that refuses delivery: what it
 // keeps and why.
-func (n *Notifier) held(ctx context.Context, w *worker, err error) error {
+func (n *Notifier) channelDownError(ctx context.Context, w *worker, err error) error {
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	rows, qerr := n.store.Pending(qctx, w.name, batch)
@@ -403,7 +403,7 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 		return nil
 	}
 	if IsChannelDown(err) {
-		return n.down(ctx, w, rows, ids, err, now)
+		return n.holdRefusingChannel(ctx, w, rows, ids, err, now)
 	}
 	if IsPermanent(err) {
 		n.settle(ctx, w, ids, state.Settlement{At: now, Err: err.Error()})
@@ -450,12 +450,12 @@ func (w *worker) retried(first state.Outbound, err error, now time.Time) time.Ti
 	return w.health.FailingSince
 }
 
-// down holds w after the service refused the channel itself (credentials,
+// holdRefusingChannel holds w after the service refused the channel itself (credentials,
 // channel settings): the rows stay pending and are tried again after
 // retry.max, the other channels hear at once that w is failing, and the
 // refusal is logged at Error level when it first appears (again only if it
 // changes). It returns err, for Flush to report.
-func (n *Notifier) down(ctx context.Context, w *worker, rows []state.Outbound, ids []int64, err error, now time.Time) error {
+func (n *Notifier) holdRefusingChannel(ctx context.Context, w *worker, rows []state.Outbound, ids []int64, err error, now time.Time) error {
 	delay := n.cfg.Retry.Max
 	if d, ok := RetryDelay(err); ok {
 		delay = max(delay, min(d, maxRetryAfter))

@@ -132,9 +132,9 @@ func (p *planner) addOwn(ev Event, channel string, a *state.Alert, digest, own b
 	}})
 }
 
-// told records, on the notification just added, the tier its channel was
+// setLastToldTier records, on the notification just added, the tier its channel was
 // last told of the alert.
-func (p *planner) told(t policy.Tier) {
+func (p *planner) setLastToldTier(t policy.Tier) {
 	p.items[len(p.items)-1].n.Told = t
 }
 
@@ -174,9 +174,9 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	for _, id := range ids {
 		f := present[id]
 		if a, ok := snap.Alerts[id]; ok {
-			p.existing(a, f)
+			p.updateOpenAlert(a, f)
 		} else {
-			p.fresh(f)
+			p.openAlert(f)
 		}
 	}
 
@@ -242,9 +242,9 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	return p.ch, p.rep, nil
 }
 
-// fresh opens an alert for a finding not seen before (or seen again after
+// openAlert opens an alert for a finding not seen before (or seen again after
 // it resolved).
-func (p *planner) fresh(f policy.Finding) {
+func (p *planner) openAlert(f policy.Finding) {
 	a := &state.Alert{
 		ID: AlertID(f), Finding: f, Issuer: p.issuers[f.Certificate], Tier: f.Tier, Announced: f.Tier,
 		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
@@ -276,8 +276,8 @@ func (p *planner) forget(a *state.Alert) {
 	}
 }
 
-// existing handles a finding that already has an open alert.
-func (p *planner) existing(a *state.Alert, f policy.Finding) {
+// updateOpenAlert handles a finding that already has an open alert.
+func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 	p.forget(a)
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
 	if is := p.issuers[f.Certificate]; is != "" {
@@ -347,7 +347,7 @@ func (p *planner) existing(a *state.Alert, f policy.Finding) {
 					continue
 				}
 				p.addOwn(EventReminder, c, a, an.Digest, !an.Digest && !an.Summary, 0, "")
-				p.told(an.Tier)
+				p.setLastToldTier(an.Tier)
 				an.At, an.Summary, an.SummaryKey = p.now, false, ""
 				a.Channels[c] = an
 				reminded = true
@@ -369,7 +369,7 @@ func (p *planner) resolve(a *state.Alert, reason string) {
 			continue
 		}
 		p.add(EventResolved, c, a, an.Digest, 0, reason)
-		p.told(an.Tier)
+		p.setLastToldTier(an.Tier)
 	}
 	p.rep.Resolved++
 	p.ch.Alerts = append(p.ch.Alerts, *a)
