@@ -45,9 +45,9 @@ func (d *Daemon) discover(ctx context.Context) error {
 	_, results, err := s.Discover(ctx)
 	stopProgress()
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: judge nothing
+		return fmt.Errorf("discovery abandoned: %w", context.Cause(ctx)) // shutdown: record nothing
 	}
-	inventory, degraded, stale := d.judge(s, results, start)
+	inventory, degraded, stale := d.recordDiscoveryResults(s, results, start)
 	d.rememberInventory(ctx)
 	if d.Recorder != nil {
 		d.Recorder.RecordDiscovery(slices.Clone(results), inventory)
@@ -140,12 +140,12 @@ func (d *Daemon) keepChildren(got, last []discovery.Target, failures map[string]
 	return discovery.Merge(lists...)
 }
 
-// judge updates each source's last good run (the targets it found,
+// recordDiscoveryResults updates each source's last good run (the targets it found,
 // SourceResult.Found) and discovery_degraded finding from one discovery's
 // results, rebuilds the inventory and returns its size, the number of
 // degraded sources and of delegated child zones whose last targets were
 // kept (keepChildren).
-func (d *Daemon) judge(s Scanner, results []scan.SourceResult, start time.Time) (inventory, degraded, stale int) {
+func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, start time.Time) (inventory, degraded, stale int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s == d.scanner {

@@ -97,7 +97,7 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 		all.Watched = append(all.Watched, inv.Watched...)
 		all.Zones = append(all.Zones, inv.Zones...)
 	}
-	fill(r, ev, &all)
+	fillReport(r, ev, &all)
 	r.Networks = networkReports(r, invs...)
 	return r
 }

@@ -279,7 +279,7 @@ func (p *Pass) Discover(ctx context.Context) ([]discovery.Target, []SourceResult
 		results[i] = SourceResult{Name: s.Name(), Targets: len(y.Targets), Names: countNames(y.Targets), Certificates: y.Inventory.Records(), Empty: y.Empty, Error: results[i].Error,
 			Found: y.Targets}
 		lists[i] = y.Targets
-		p.keep(s.Name(), y.Inventory)
+		p.keepInventory(s.Name(), y.Inventory)
 	}
 	failed := 0
 	var errs []error
@@ -347,9 +347,9 @@ func (p *Pass) follow(ctx context.Context, yields []found.Yield, results []Sourc
 	_ = g.Wait() // every func returns nil
 }
 
-// keep keeps inv as the inventory of the source called name until its next
+// keepInventory keeps inv as the inventory of the source called name until its next
 // Discover.
-func (p *Pass) keep(name string, inv Inventory) {
+func (p *Pass) keepInventory(name string, inv Inventory) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inventory == nil {
@@ -433,7 +433,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 		seq, n, inv := st.seq, st.n, st.inv
 		p.sourceDone()
 		p.discoveryEnded()
-		p.keep(ss.Name(), inv)
+		p.keepInventory(ss.Name(), inv)
 		if ctx.Err() != nil {
 			return nil, interrupted(ctx)
 		}
@@ -584,7 +584,7 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	inv := p.Inventory()
 	addInventory(ev, &inv)
 	p.findZones(ctx, ev)
-	fill(r, ev, &inv)
+	fillReport(r, ev, &inv)
 	r.Networks = networkReports(r, &inv)
 }
 
@@ -687,11 +687,11 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 	return true
 }
 
-// fill ends the evaluation ev into r: its endpoints ("endpoints": [], not
+// fillReport ends the evaluation ev into r: its endpoints ("endpoints": [], not
 // null, when there are none), certificates, findings and AWS inventories,
 // how many endpoints were not probed or not dialled, and the coverage,
 // with the zones of inv.
-func fill(r *Report, ev *policy.Evaluator, inv *Inventory) {
+func fillReport(r *Report, ev *policy.Evaluator, inv *Inventory) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
 	r.Revocation = res.Revocation

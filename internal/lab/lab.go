@@ -75,10 +75,10 @@ type Lab struct {
 	// healthy is the certificate www and portal serve, whose renewal the
 	// CT log holds (Options.CT).
 	healthy *certtest.Leaf
-	servers  []*certtest.Server
-	crl      *certtest.RevocationServer
-	ctLog    *cttest.Log
-	dir      string
+	servers []*certtest.Server
+	crl     *certtest.RevocationServer
+	ctLog   *cttest.Log
+	dir     string
 }
 
 // CTLog is the lab's Static CT log, as a ct: configuration names it.
