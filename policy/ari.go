@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -33,7 +34,7 @@ func (e *Evaluator) judgeRenewalWindow(o *probes.Observation, leaf *x509.Certifi
 	}
 	tier = min(tier, e.rules.RenewalSuggested)
 	e.add(RenewalSuggested, tier, fp, fp, w.End, ep, func() string {
-		msg := fmt.Sprintf("the CA that issued %q (%s) suggests renewing it between %s and %s", subjectOf(leaf), w.Directory, stamp(w.Start), stamp(w.End))
+		msg := fmt.Sprintf("the CA that issued %q (%s) suggests renewing it between %s and %s", atrest.SubjectName(leaf), w.Directory, stamp(w.Start), stamp(w.End))
 		if half := leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 2); w.Start.Before(half) {
 			msg += fmt.Sprintf(", earlier than its usual schedule (the window starts before half of the certificate's lifetime, %s): the CA may be about to revoke it", stamp(half))
 		}

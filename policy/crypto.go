@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -76,7 +77,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 		var weak []string
 		for _, c := range path {
 			if w := weakKey(c); w != "" {
-				weak = append(weak, fmt.Sprintf("%s %q has %s", role(c, leaf), subjectOf(c), w))
+				weak = append(weak, fmt.Sprintf("%s %q has %s", role(c, leaf), atrest.SubjectName(c), w))
 			}
 		}
 		if len(weak) > 0 {
@@ -93,7 +94,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 				continue
 			}
 			if probes.WeakSignature(c.SignatureAlgorithm) {
-				weak = append(weak, fmt.Sprintf("%s %q is signed with %s", role(c, leaf), subjectOf(c), c.SignatureAlgorithm))
+				weak = append(weak, fmt.Sprintf("%s %q is signed with %s", role(c, leaf), atrest.SubjectName(c), c.SignatureAlgorithm))
 			}
 		}
 		if len(weak) > 0 {
@@ -109,7 +110,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 		lifetime := leaf.NotAfter.Sub(leaf.NotBefore) + time.Second
 		if limit > 0 && lifetime > time.Duration(limit)*day {
 			e.add(LongValidity, e.rules.LongValidity, fp, fp, e.now, ep, func() string {
-				return fmt.Sprintf("leaf certificate %q, issued %s under a public root (%q), is valid for %d days, more than the %d the CA/Browser Forum allowed then; clients may distrust it: reissue it with a shorter lifetime", subjectOf(leaf), leaf.NotBefore.UTC().Format(time.DateOnly), subjectOf(path[len(path)-1]), int(lifetime/day), limit)
+				return fmt.Sprintf("leaf certificate %q, issued %s under a public root (%q), is valid for %d days, more than the %d the CA/Browser Forum allowed then; clients may distrust it: reissue it with a shorter lifetime", atrest.SubjectName(leaf), leaf.NotBefore.UTC().Format(time.DateOnly), atrest.SubjectName(path[len(path)-1]), int(lifetime/day), limit)
 			})
 		}
 	}

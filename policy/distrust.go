@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/probes"
 )
 
@@ -173,7 +174,7 @@ func (e *Evaluator) judgeDistrust(o *probes.Observation, leaf *x509.Certificate,
 					continue
 				}
 				onPath = append(onPath, fmt.Sprintf("%s distrusts %s (%q) for certificates dated after %s, and this one %s on %s",
-					strings.Join(t.Browsers, " and "), t.CA, subjectOf(c), t.After.Format(time.DateOnly), what, at.Format(time.DateOnly)))
+					strings.Join(t.Browsers, " and "), t.CA, atrest.SubjectName(c), t.After.Format(time.DateOnly), what, at.Format(time.DateOnly)))
 			}
 		}
 		if len(onPath) == 0 {
@@ -184,6 +185,6 @@ func (e *Evaluator) judgeDistrust(o *probes.Observation, leaf *x509.Certificate,
 		}
 	}
 	e.add(DistrustedCA, e.rules.DistrustedCA, fp, fp, e.now, ep, func() string {
-		return fmt.Sprintf("leaf certificate %q chains only to distrusted CAs: %s; those browsers reject it although it is valid and unexpired: reissue it from another CA and deploy it", subjectOf(leaf), strings.Join(reasons, "; "))
+		return fmt.Sprintf("leaf certificate %q chains only to distrusted CAs: %s; those browsers reject it although it is valid and unexpired: reissue it from another CA and deploy it", atrest.SubjectName(leaf), strings.Join(reasons, "; "))
 	})
 }

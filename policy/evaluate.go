@@ -215,11 +215,11 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	switch o.Trust {
 	case probes.TrustSelfSigned:
 		e.add(SelfSigned, e.rules.Broken, fp, fp, e.now, ep, func() string {
-			return fmt.Sprintf("self-signed certificate %q is not trusted by clients; issue it from a trusted CA, or add it to ca_files if it is deliberately pinned", subjectOf(leaf))
+			return fmt.Sprintf("self-signed certificate %q is not trusted by clients; issue it from a trusted CA, or add it to ca_files if it is deliberately pinned", atrest.SubjectName(leaf))
 		})
 	case probes.TrustUnknownAuthority, probes.TrustInvalid:
 		e.add(ChainUntrusted, e.rules.Broken, fp, fp, e.now, ep, func() string {
-			return fmt.Sprintf("chain of %q does not verify: %s; serve the full chain (leaf and intermediates) and check clients trust its root (ca_files for a private CA)", subjectOf(leaf), o.TrustError)
+			return fmt.Sprintf("chain of %q does not verify: %s; serve the full chain (leaf and intermediates) and check clients trust its root (ca_files for a private CA)", atrest.SubjectName(leaf), o.TrustError)
 		})
 	}
 	// A target given as an IP address has no name to match: the operator
@@ -232,7 +232,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	// verdict (judgeUnverified).
 	if !o.NameMatch && !isIPLiteral(o.Name) && !awsResourceName(o.Sources) && o.Via == "" {
 		e.add(HostnameMismatch, e.rules.Broken, fp, fp, e.now, ep, func() string {
-			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", subjectOf(leaf), namesOf(leaf), o.Name, o.Name)
+			return fmt.Sprintf("certificate %q is valid for %s, not for %s; reissue it with %s among its names or point the record elsewhere", atrest.SubjectName(leaf), namesOf(leaf), o.Name, o.Name)
 		})
 	}
 	e.judgeExpiry(o, leaf, fp, ep)
@@ -259,7 +259,7 @@ func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, f
 	for _, c := range path {
 		if e.now.Before(c.NotBefore) {
 			e.add(ChainUntrusted, e.rules.Broken, fp, fp, e.now, ep, func() string {
-				return fmt.Sprintf("%s %q is not valid before %s; clients reject it until then (premature deployment or clock skew)", role(c, leaf), subjectOf(c), c.NotBefore.UTC().Format(time.RFC3339))
+				return fmt.Sprintf("%s %q is not valid before %s; clients reject it until then (premature deployment or clock skew)", role(c, leaf), atrest.SubjectName(c), c.NotBefore.UTC().Format(time.RFC3339))
 			})
 			break
 		}
@@ -268,11 +268,11 @@ func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, f
 	switch {
 	case !worst.NotAfter.After(e.now):
 		e.add(Expired, Critical, fp, fp, worst.NotAfter, ep, func() string {
-			return fmt.Sprintf("%s %q expired %s ago (%s); clients reject this chain now: %s", role(worst, leaf), subjectOf(worst), humanBetween(worst.NotAfter, e.now), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+			return fmt.Sprintf("%s %q expired %s ago (%s); clients reject this chain now: %s", role(worst, leaf), atrest.SubjectName(worst), humanBetween(worst.NotAfter, e.now), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
 		})
 	case tier >= Notice:
 		e.add(Expiring, tier, fp, fp, worst.NotAfter, ep, func() string {
-			return fmt.Sprintf("%s %q expires in %s (%s): %s", role(worst, leaf), subjectOf(worst), humanBetween(e.now, worst.NotAfter), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
+			return fmt.Sprintf("%s %q expires in %s (%s): %s", role(worst, leaf), atrest.SubjectName(worst), humanBetween(e.now, worst.NotAfter), worst.NotAfter.UTC().Format(time.RFC3339), renewAdvice(worst, leaf))
 		})
 	}
 	if len(o.Paths) == 0 {
@@ -289,7 +289,7 @@ func (e *Evaluator) judgeExpiry(o *probes.Observation, leaf *x509.Certificate, f
 			continue
 		}
 		e.add(BundleExpired, tier, fp, fp, c.NotAfter, ep, func() string {
-			return fmt.Sprintf("the server also sends %q issued by %q (not after %s), which no verified path needs; clients are fine, but drop it from the bundle to avoid confusing older clients and other tools", subjectOf(c), issuerOf(c), c.NotAfter.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("the server also sends %q issued by %q (not after %s), which no verified path needs; clients are fine, but drop it from the bundle to avoid confusing older clients and other tools", atrest.SubjectName(c), atrest.IssuerName(c), c.NotAfter.UTC().Format(time.RFC3339))
 		})
 		break
 	}
@@ -525,7 +525,7 @@ func sortEndpoints(eps []Endpoint) {
 // subject with an equal first DNS name, the issuer with other leaves.
 func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 	// What a server puts in its certificate is shown to people: Printable.
-	subject := Printable(subjectOf(c))
+	subject := Printable(atrest.SubjectName(c))
 	names := c.DNSNames
 	if slices.ContainsFunc(names, func(n string) bool { return Printable(n) != n }) {
 		names = make([]string, len(c.DNSNames))
@@ -536,7 +536,7 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 	if len(names) > 0 && names[0] == subject {
 		subject = names[0]
 	}
-	issuer := Printable(issuerOf(c))
+	issuer := Printable(atrest.IssuerName(c))
 	if is, ok := e.issuers[issuer]; ok {
 		issuer = is
 	} else {
@@ -553,23 +553,6 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 
 		SignatureAlgorithm: probes.SignatureAlgorithm(c),
 	}
-}
-
-func subjectOf(c *x509.Certificate) string {
-	if c.Subject.CommonName != "" {
-		return c.Subject.CommonName
-	}
-	if len(c.DNSNames) > 0 {
-		return c.DNSNames[0]
-	}
-	return c.Subject.String()
-}
-
-func issuerOf(c *x509.Certificate) string {
-	if c.Issuer.CommonName != "" {
-		return c.Issuer.CommonName
-	}
-	return c.Issuer.String()
 }
 
 func namesOf(c *x509.Certificate) string {

@@ -400,7 +400,7 @@ func (s *Set) Certificates() []Certificate {
 		}
 		// A certificate that is not a CA issues nothing, so its chain is
 		// its issuer's.
-		up, ok := s.issuerOf(i, map[int]bool{i: true})
+		up, ok := s.IssuerName(i, map[int]bool{i: true})
 		if !ok {
 			continue
 		}
@@ -449,7 +449,7 @@ func (s *Set) chain(i int) []string {
 	var out []string
 	seen := map[int]bool{i: true}
 	for at := i; len(out) < maxIssuers; {
-		up, ok := s.issuerOf(at, seen)
+		up, ok := s.IssuerName(at, seen)
 		if !ok {
 			break
 		}
@@ -465,7 +465,7 @@ func (s *Set) chain(i int) []string {
 
 // issuerOf finds the CA that issued certificate i, by name and key ID:
 // of several, the one that lives longest.
-func (s *Set) issuerOf(i int, seen map[int]bool) (int, bool) {
+func (s *Set) IssuerName(i int, seen map[int]bool) (int, bool) {
 	lk := s.links[i]
 	best := -1
 	for _, k := range s.caBy[lk.issuer] {
@@ -483,8 +483,8 @@ func (s *Set) issuerOf(i int, seen map[int]bool) (int, bool) {
 func (s *Set) describe(c *x509.Certificate, fp string) Certificate {
 	d := Certificate{
 		SHA256:             fp,
-		Subject:            subjectOf(c),
-		Issuer:             s.intern(issuerOf(c)),
+		Subject:            SubjectName(c),
+		Issuer:             s.intern(IssuerName(c)),
 		Serial:             c.SerialNumber.Text(16),
 		DNSNames:           c.DNSNames,
 		NotBefore:          c.NotBefore.UTC(),
@@ -534,7 +534,9 @@ func WeakSignature(alg x509.SignatureAlgorithm) bool {
 	return false
 }
 
-func subjectOf(c *x509.Certificate) string {
+// SubjectName is the name certwatch shows for c's subject: its common
+// name, else its first DNS name, else the whole subject.
+func SubjectName(c *x509.Certificate) string {
 	if c.Subject.CommonName != "" {
 		return c.Subject.CommonName
 	}
@@ -544,7 +546,9 @@ func subjectOf(c *x509.Certificate) string {
 	return c.Subject.String()
 }
 
-func issuerOf(c *x509.Certificate) string {
+// IssuerName is the name certwatch shows for c's issuer: its common name,
+// else the whole issuer.
+func IssuerName(c *x509.Certificate) string {
 	if c.Issuer.CommonName != "" {
 		return c.Issuer.CommonName
 	}
