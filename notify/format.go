@@ -102,9 +102,9 @@ func headline(n Notification) string {
 	f := n.Finding
 	switch n.Event {
 	case EventDigest:
-		return fmt.Sprintf("certwatch digest: %d %s", len(n.Items), plural(len(n.Items), "item", "items"))
+		return fmt.Sprintf("certwatch digest: %d %s", len(n.Items), Plural(len(n.Items), "item", "items"))
 	case EventSummary:
-		return fmt.Sprintf("certwatch: %d %s at once (%s)", n.Total, plural(n.Total, "notification", "notifications"), n.Reason)
+		return fmt.Sprintf("certwatch: %d %s at once (%s)", n.Total, Plural(n.Total, "notification", "notifications"), n.Reason)
 	case EventTest:
 		return "certwatch test message for channel " + n.Channel
 	case EventResolved:
@@ -120,7 +120,9 @@ func headline(n Notification) string {
 	return fmt.Sprintf("%s: %s: %s", strings.ToUpper(f.Tier.String()), Subject(f), Problem(f, n.At))
 }
 
-func plural(n int, one, many string) string {
+// Plural is one when n is 1, else many: the word channels put after a
+// count.
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

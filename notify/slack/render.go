@@ -146,7 +146,7 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 // them, and what uses them.
 func acmList(refs []policy.ACMRef) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*ACM: %d %s*", len(refs), plural(len(refs), "certificate", "certificates"))
+	fmt.Fprintf(&b, "*ACM: %d %s*", len(refs), notify.Plural(len(refs), "certificate", "certificates"))
 	for _, r := range refs[:min(len(refs), 5)] {
 		b.WriteString("\n• " + code(r.ARN))
 		var facts []string
@@ -183,7 +183,7 @@ func acmList(refs []policy.ACMRef) string {
 
 func blastRadius(eps []policy.Endpoint) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*Blast radius: %d %s*", len(eps), plural(len(eps), "endpoint", "endpoints"))
+	fmt.Fprintf(&b, "*Blast radius: %d %s*", len(eps), notify.Plural(len(eps), "endpoint", "endpoints"))
 	for _, e := range eps[:min(len(eps), listedEndpoints)] {
 		b.WriteString("\n• " + code(e.String()))
 	}
@@ -196,7 +196,7 @@ func blastRadius(eps []policy.Endpoint) string {
 // heldAtRest lists the places the certificate is held at rest.
 func heldAtRest(locs []atrest.Location) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*Held at rest: %d %s*", len(locs), plural(len(locs), "place", "places"))
+	fmt.Fprintf(&b, "*Held at rest: %d %s*", len(locs), notify.Plural(len(locs), "place", "places"))
 	for _, l := range locs[:min(len(locs), listedEndpoints)] {
 		b.WriteString("\n• " + code(l.String()))
 	}
@@ -232,7 +232,7 @@ func threadBlocks(n notify.Notification) []slack.Block {
 		text += fmt.Sprintf(" (deadline %s)", f.Deadline.UTC().Format(timeLayout))
 	}
 	if n.Event != notify.EventResolved && len(f.Endpoints) > 0 {
-		text += fmt.Sprintf(". Blast radius: %d %s.", len(f.Endpoints), plural(len(f.Endpoints), "endpoint", "endpoints"))
+		text += fmt.Sprintf(". Blast radius: %d %s.", len(f.Endpoints), notify.Plural(len(f.Endpoints), "endpoint", "endpoints"))
 	}
 	return []slack.Block{section(text)}
 }
@@ -263,7 +263,7 @@ func itemLine(n notify.Notification) string {
 		line += " (" + f.Deadline.UTC().Format("2006-01-02") + ")"
 	}
 	if len(f.Endpoints) > 0 {
-		line += fmt.Sprintf(" · %d %s", len(f.Endpoints), plural(len(f.Endpoints), "endpoint", "endpoints"))
+		line += fmt.Sprintf(" · %d %s", len(f.Endpoints), notify.Plural(len(f.Endpoints), "endpoint", "endpoints"))
 	}
 	return line
 }
@@ -298,7 +298,7 @@ func listBlocks(lines []string, room int, total int) []slack.Block {
 }
 
 func digestBlocks(n notify.Notification, runbook string) []slack.Block {
-	blocks := []slack.Block{header(fmt.Sprintf(":calendar: certwatch digest: %d %s", len(n.Items), plural(len(n.Items), "item", "items")))}
+	blocks := []slack.Block{header(fmt.Sprintf(":calendar: certwatch digest: %d %s", len(n.Items), notify.Plural(len(n.Items), "item", "items")))}
 	lines := make([]string, len(n.Items))
 	for i, it := range n.Items {
 		lines[i] = itemLine(it)
@@ -309,7 +309,7 @@ func digestBlocks(n notify.Notification, runbook string) []slack.Block {
 
 func summaryBlocks(n notify.Notification, runbook string) []slack.Block {
 	blocks := []slack.Block{
-		header(fmt.Sprintf(":rotating_light: certwatch: %d %s at once", n.Total, plural(n.Total, "notification", "notifications"))),
+		header(fmt.Sprintf(":rotating_light: certwatch: %d %s at once", n.Total, notify.Plural(n.Total, "notification", "notifications"))),
 		section(fmt.Sprintf("*%s.* Instead of one message each, here are the %d most urgent. The rest are in the report and on the status page and will not be announced one by one.", escape(capitalise(n.Reason)), len(n.Items))),
 	}
 	lines := make([]string, len(n.Items))
@@ -342,13 +342,6 @@ func shortKey(k string) string {
 		return kind + ":" + rest[:16] + "…"
 	}
 	return k
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func capitalise(s string) string {
