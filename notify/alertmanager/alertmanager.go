@@ -29,9 +29,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -377,35 +375,20 @@ func (s *Sender) post(ctx context.Context, alerts []Alert) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "certwatch")
-	resp, err := s.client.Do(req)
-	var redirect *notify.RedirectError
-	if errors.As(err, &redirect) {
-		return notify.ChannelDown(fmt.Errorf("%s: %s: check alertmanager.url in the channel's configuration (Alertmanager's base URL, e.g. http://alertmanager:9093; %s is appended)", op, redirect.Error(), APIPath))
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return cause
-		}
-		return fmt.Errorf("%s: %w", op, notify.StripURL(err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 == 2 {
-		if notify.IsBodyTooLarge(err) {
-			return fmt.Errorf("%s: http %d: %w", op, resp.StatusCode, err)
-		}
-		return nil
-	}
-	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: notify.Truncate(policy.Printable(strings.TrimSpace(string(b))), 300)}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return notify.RetryAfter(d, serr)
-		}
-	case http.StatusNotFound:
-		serr.Hint = "check alertmanager.url in the channel's configuration (Alertmanager's base URL with its --web.route-prefix, if any; " + APIPath + " is appended)"
-	case http.StatusUnauthorized, http.StatusForbidden:
-		serr.Hint = "Alertmanager, or a proxy in front of it, refuses certwatch: allow it to post to " + APIPath
-	}
-	return notify.Classify(serr)
+	return notify.Send(ctx, s.client, req, notify.Answer{
+		Op: op,
+		Redirected: func(redirect *notify.RedirectError) error {
+			return notify.ChannelDown(fmt.Errorf("%s: %s: check alertmanager.url in the channel's configuration (Alertmanager's base URL, e.g. http://alertmanager:9093; %s is appended)", op, redirect.Error(), APIPath))
+		},
+		Detail: func(b []byte) string { return notify.Truncate(policy.Printable(strings.TrimSpace(string(b))), 300) },
+		Refused: func(serr *notify.StatusError) error {
+			switch serr.Status {
+			case http.StatusNotFound:
+				serr.Hint = "check alertmanager.url in the channel's configuration (Alertmanager's base URL with its --web.route-prefix, if any; " + APIPath + " is appended)"
+			case http.StatusUnauthorized, http.StatusForbidden:
+				serr.Hint = "Alertmanager, or a proxy in front of it, refuses certwatch: allow it to post to " + APIPath
+			}
+			return nil
+		},
+	})
 }

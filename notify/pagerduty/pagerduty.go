@@ -19,9 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -295,46 +293,32 @@ func (s *Sender) post(ctx context.Context, action string, ev event) error {
 		return notify.Permanent(fmt.Errorf("%s: invalid url in channel settings", op))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
-	var redirect *notify.RedirectError
-	if errors.As(err, &redirect) {
-		// Every event would be redirected alike: hold the channel.
-		return notify.ChannelDown(fmt.Errorf("%s: %s: check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint, by default %s)",
-			op, strings.ReplaceAll(redirect.Error(), s.routingKey, "<secret>"), DefaultURL))
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return cause
-		}
-		return fmt.Errorf("%s: %w", op, notify.StripURL(err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 == 2 {
-		if notify.IsBodyTooLarge(err) {
-			// Not an answer PagerDuty gives: retried, as a lost answer is.
-			return fmt.Errorf("%s: http %d: %w", op, resp.StatusCode, err)
-		}
-		return nil
-	}
-	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b, s.routingKey)}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return notify.RetryAfter(d, serr)
-		}
-	case http.StatusBadRequest:
-		if d := strings.ToLower(serr.Detail); strings.Contains(d, "routing_key") || strings.Contains(d, "routing key") {
-			// The key, not this event, is refused: every event would be.
-			serr.Hint = keyHint
-			return notify.ChannelDown(serr)
-		}
-	case http.StatusUnauthorized, http.StatusForbidden:
-		serr.Hint = keyHint
-	case http.StatusNotFound:
-		serr.Hint = "check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint)"
-	}
-	return notify.Classify(serr)
+	// A 2xx whose body is over the cap is not an answer PagerDuty gives:
+	// retried, as a lost answer is.
+	return notify.Send(ctx, s.client, req, notify.Answer{
+		Op: op,
+		Redirected: func(redirect *notify.RedirectError) error {
+			// Every event would be redirected alike: hold the channel.
+			return notify.ChannelDown(fmt.Errorf("%s: %s: check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint, by default %s)",
+				op, strings.ReplaceAll(redirect.Error(), s.routingKey, "<secret>"), DefaultURL))
+		},
+		Detail: func(b []byte) string { return detail(b, s.routingKey) },
+		Refused: func(serr *notify.StatusError) error {
+			switch serr.Status {
+			case http.StatusBadRequest:
+				if d := strings.ToLower(serr.Detail); strings.Contains(d, "routing_key") || strings.Contains(d, "routing key") {
+					// The key, not this event, is refused: every event would be.
+					serr.Hint = keyHint
+					return notify.ChannelDown(serr)
+				}
+			case http.StatusUnauthorized, http.StatusForbidden:
+				serr.Hint = keyHint
+			case http.StatusNotFound:
+				serr.Hint = "check pagerduty.url in the channel's configuration (the Events API v2 enqueue endpoint)"
+			}
+			return nil
+		},
+	})
 }
 
 // keyHint is what to check when PagerDuty refuses the routing key.

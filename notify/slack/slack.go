@@ -472,8 +472,5 @@ func classify(ctx context.Context, op string, err error) error {
 		}
 		return notify.Permanent(refusal)
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return fmt.Errorf("%s: %w", op, notify.StripURL(err))
+	return notify.TransportError(ctx, op, err)
 }

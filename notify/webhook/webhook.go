@@ -38,9 +38,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -292,38 +290,24 @@ func (s *Sender) post(ctx context.Context, event, key string, body []byte) error
 	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, Sign([]byte(s.secret), ts, body))
-	resp, err := s.client.Do(req)
-	var redirect *notify.RedirectError
-	if errors.As(err, &redirect) {
-		return notify.ChannelDown(fmt.Errorf("%s: %s: a redirect is not an acknowledgement; check webhook.url in the channel's configuration (the receiver's own address)", op, redirect.Error()))
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return cause
-		}
-		return fmt.Errorf("%s: %w", op, notify.StripURL(err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 == 2 {
-		if notify.IsBodyTooLarge(err) {
-			// Not a receiver's answer; retried under the same key.
-			return fmt.Errorf("%s: http %d: %w", op, resp.StatusCode, err)
-		}
-		return nil
-	}
-	serr := &notify.StatusError{Op: op, Status: resp.StatusCode, Detail: detail(b)}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if d, ok := notify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return notify.RetryAfter(d, serr)
-		}
-	case http.StatusUnauthorized, http.StatusForbidden:
-		serr.Hint = "the receiver refuses the signature: check that it verifies with the same secret (secret_env or secret_file) and that its clock is within 5 minutes of certwatch's"
-	case http.StatusNotFound:
-		serr.Hint = "check webhook.url in the channel's configuration"
-	}
-	return notify.Classify(serr)
+	// A 2xx whose body is over the cap is not a receiver's answer: it is
+	// retried under the same key.
+	return notify.Send(ctx, s.client, req, notify.Answer{
+		Op: op,
+		Redirected: func(redirect *notify.RedirectError) error {
+			return notify.ChannelDown(fmt.Errorf("%s: %s: a redirect is not an acknowledgement; check webhook.url in the channel's configuration (the receiver's own address)", op, redirect.Error()))
+		},
+		Detail: detail,
+		Refused: func(serr *notify.StatusError) error {
+			switch serr.Status {
+			case http.StatusUnauthorized, http.StatusForbidden:
+				serr.Hint = "the receiver refuses the signature: check that it verifies with the same secret (secret_env or secret_file) and that its clock is within 5 minutes of certwatch's"
+			case http.StatusNotFound:
+				serr.Hint = "check webhook.url in the channel's configuration"
+			}
+			return nil
+		},
+	})
 }
 
 // detail is the start of an answer's body, printable, for the error.
