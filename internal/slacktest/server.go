@@ -298,165 +298,180 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	call := Call{Method: method, Channel: p.channel, TS: p.ts, ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast,
 		Metadata: p.metadata, Oldest: p.oldest, Latest: p.latest, Cursor: p.cursor, IncludeAllMetadata: p.includeAllMetadata, Status: http.StatusOK}
 	call.Limit, _ = strconv.Atoi(p.limit)
+	if s.answerScripted(w, call) {
+		return
+	}
+	body, e := s.handle(method, p, perr)
+	if e != "" {
+		call.Error = e
+		body = map[string]any{"ok": false, "error": e}
+	}
+	s.calls = append(s.calls, call)
+	writeJSON(w, body)
+}
+
+// answerScripted answers call as the hook or, for a chat method, the next
+// scripted response says, and reports whether one did.
+func (s *Server) answerScripted(w http.ResponseWriter, call Call) bool {
 	var resp Response
 	scripted := false
 	if s.hook != nil {
 		resp, scripted = s.hook(call)
 	}
-	if !scripted && len(s.script) > 0 && strings.HasPrefix(method, "chat.") {
+	if !scripted && len(s.script) > 0 && strings.HasPrefix(call.Method, "chat.") {
 		resp, s.script, scripted = s.script[0], s.script[1:], true
 	}
-	if scripted {
-		if resp.Status == 0 {
-			resp.Status = http.StatusOK
-		}
-		call.Status, call.Error = resp.Status, resp.Error
-		s.calls = append(s.calls, call)
-		if resp.RetryAfter != "" {
-			w.Header().Set("Retry-After", resp.RetryAfter)
-		}
-		if resp.Status != http.StatusOK {
-			w.WriteHeader(resp.Status)
-			if resp.Status >= 500 {
-				io.WriteString(w, "<html><body>upstream error</body></html>")
-			}
-			return
-		}
-		writeJSON(w, map[string]any{"ok": false, "error": resp.Error})
-		return
+	if !scripted {
+		return false
 	}
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	call.Status, call.Error = resp.Status, resp.Error
+	s.calls = append(s.calls, call)
+	if resp.RetryAfter != "" {
+		w.Header().Set("Retry-After", resp.RetryAfter)
+	}
+	if resp.Status != http.StatusOK {
+		w.WriteHeader(resp.Status)
+		if resp.Status >= 500 {
+			io.WriteString(w, "<html><body>upstream error</body></html>")
+		}
+		return true
+	}
+	writeJSON(w, map[string]any{"ok": false, "error": resp.Error})
+	return true
+}
 
-	fail := func(e string) {
-		call.Error = e
-		s.calls = append(s.calls, call)
-		writeJSON(w, map[string]any{"ok": false, "error": e})
-	}
+// handle answers one authenticated call of method: the answer's body, or
+// the Slack error code of a refusal.
+func (s *Server) handle(method string, p params, perr error) (body map[string]any, refusal string) {
 	switch {
 	case perr != nil:
-		fail("invalid_form_data")
-		return
+		return nil, "invalid_form_data"
 	case p.token == "":
-		fail("not_authed")
-		return
+		return nil, "not_authed"
 	case p.token != s.token:
-		fail("invalid_auth")
-		return
+		return nil, "invalid_auth"
 	}
 	id, known := s.channels[p.channel]
 	switch method {
 	case "chat.postMessage":
-		switch {
-		case p.channel == "":
-			fail("channel_not_found")
-			return
-		case !known:
-			fail("channel_not_found")
-			return
-		case p.text == "" && p.blocks == "":
-			fail("no_text")
-			return
-		case p.blocks != "" && !json.Valid([]byte(p.blocks)):
-			fail("invalid_blocks")
-			return
-		case p.threadTS != "" && s.find(id, p.threadTS) == nil:
-			fail("thread_not_found")
-			return
-		}
-		var meta *Metadata
-		if p.metadata != "" {
-			// Slack rejects metadata that is not an object with an
-			// event_type and an event_payload object.
-			meta = &Metadata{}
-			if err := json.Unmarshal([]byte(p.metadata), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
-				fail("invalid_metadata_format")
-				return
-			}
-		}
-		s.seq++
-		m := &Message{Channel: id, TS: s.nextTS(), ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast, Metadata: meta}
-		s.messages = append(s.messages, m)
-		s.calls = append(s.calls, call)
-		if s.posted != nil {
-			s.posted(*m)
-		}
-		writeJSON(w, map[string]any{"ok": true, "channel": id, "ts": m.TS, "message": s.render(m, true)})
+		return s.postMessage(p, id, known)
 	case "chat.update":
-		// chat.update takes a channel ID, not a name.
-		if !known || id != p.channel {
-			fail("channel_not_found")
-			return
-		}
-		m := s.find(id, p.ts)
-		if m == nil {
-			fail("message_not_found")
-			return
-		}
-		if p.text == "" && p.blocks == "" {
-			fail("no_text")
-			return
-		}
-		m.Text, m.Blocks = p.text, p.blocks
-		m.Edits++
-		s.calls = append(s.calls, call)
-		writeJSON(w, map[string]any{"ok": true, "channel": id, "ts": m.TS, "text": m.Text})
+		return s.updateMessage(p, id, known)
 	case "conversations.history", "conversations.replies":
-		// Both take a channel ID, not a name.
-		if !known || id != p.channel {
-			fail("channel_not_found")
-			return
-		}
-		var msgs []*Message
-		if method == "conversations.history" {
-			// Newest first: top-level messages and replies broadcast to
-			// the channel.
-			for i := len(s.messages) - 1; i >= 0; i-- {
-				if m := s.messages[i]; m.Channel == id && (m.ThreadTS == "" || m.Broadcast) {
-					msgs = append(msgs, m)
-				}
-			}
-		} else {
-			parent := s.find(id, p.ts)
-			if parent == nil || parent.ThreadTS != "" {
-				fail("thread_not_found")
-				return
-			}
-			// Oldest first: the parent, then its replies.
-			msgs = append(msgs, parent)
-			for _, m := range s.messages {
-				if m.Channel == id && m.ThreadTS == parent.TS {
-					msgs = append(msgs, m)
-				}
-			}
-		}
-		page, next, err := s.page(msgs, p)
-		if err != "" {
-			fail(err)
-			return
-		}
-		out := make([]map[string]any, len(page))
-		for i, m := range page {
-			out[i] = s.render(m, p.includeAllMetadata)
-		}
-		s.calls = append(s.calls, call)
-		writeJSON(w, map[string]any{"ok": true, "messages": out, "has_more": next != "", "pin_count": 0,
-			"response_metadata": map[string]any{"next_cursor": next}})
+		return s.readMessages(method, p, id, known)
 	case "conversations.list":
-		var names []string
-		for name, cid := range s.channels {
-			if !strings.HasPrefix(name, "#") && name != cid {
-				names = append(names, name)
+		return s.listChannels(), ""
+	}
+	return nil, "unknown_method"
+}
+
+// postMessage is chat.postMessage to the channel id (known: p.channel
+// names one).
+func (s *Server) postMessage(p params, id string, known bool) (map[string]any, string) {
+	switch {
+	case p.channel == "":
+		return nil, "channel_not_found"
+	case !known:
+		return nil, "channel_not_found"
+	case p.text == "" && p.blocks == "":
+		return nil, "no_text"
+	case p.blocks != "" && !json.Valid([]byte(p.blocks)):
+		return nil, "invalid_blocks"
+	case p.threadTS != "" && s.find(id, p.threadTS) == nil:
+		return nil, "thread_not_found"
+	}
+	var meta *Metadata
+	if p.metadata != "" {
+		// Slack rejects metadata that is not an object with an
+		// event_type and an event_payload object.
+		meta = &Metadata{}
+		if err := json.Unmarshal([]byte(p.metadata), meta); err != nil || meta.EventType == "" || meta.EventPayload == nil {
+			return nil, "invalid_metadata_format"
+		}
+	}
+	s.seq++
+	m := &Message{Channel: id, TS: s.nextTS(), ThreadTS: p.threadTS, Text: p.text, Blocks: p.blocks, Broadcast: p.broadcast, Metadata: meta}
+	s.messages = append(s.messages, m)
+	if s.posted != nil {
+		s.posted(*m)
+	}
+	return map[string]any{"ok": true, "channel": id, "ts": m.TS, "message": s.render(m, true)}, ""
+}
+
+// updateMessage is chat.update, which takes a channel ID, not a name.
+func (s *Server) updateMessage(p params, id string, known bool) (map[string]any, string) {
+	if !known || id != p.channel {
+		return nil, "channel_not_found"
+	}
+	m := s.find(id, p.ts)
+	if m == nil {
+		return nil, "message_not_found"
+	}
+	if p.text == "" && p.blocks == "" {
+		return nil, "no_text"
+	}
+	m.Text, m.Blocks = p.text, p.blocks
+	m.Edits++
+	return map[string]any{"ok": true, "channel": id, "ts": m.TS, "text": m.Text}, ""
+}
+
+// readMessages is conversations.history or conversations.replies (method),
+// which both take a channel ID, not a name: one page of messages.
+func (s *Server) readMessages(method string, p params, id string, known bool) (map[string]any, string) {
+	if !known || id != p.channel {
+		return nil, "channel_not_found"
+	}
+	var msgs []*Message
+	if method == "conversations.history" {
+		// Newest first: top-level messages and replies broadcast to
+		// the channel.
+		for i := len(s.messages) - 1; i >= 0; i-- {
+			if m := s.messages[i]; m.Channel == id && (m.ThreadTS == "" || m.Broadcast) {
+				msgs = append(msgs, m)
 			}
 		}
-		slices.Sort(names)
-		out := make([]map[string]any, len(names))
-		for i, name := range names {
-			out[i] = map[string]any{"id": s.channels[name], "name": name, "is_channel": true, "is_member": true}
+	} else {
+		parent := s.find(id, p.ts)
+		if parent == nil || parent.ThreadTS != "" {
+			return nil, "thread_not_found"
 		}
-		s.calls = append(s.calls, call)
-		writeJSON(w, map[string]any{"ok": true, "channels": out, "response_metadata": map[string]any{"next_cursor": ""}})
-	default:
-		fail("unknown_method")
+		// Oldest first: the parent, then its replies.
+		msgs = append(msgs, parent)
+		for _, m := range s.messages {
+			if m.Channel == id && m.ThreadTS == parent.TS {
+				msgs = append(msgs, m)
+			}
+		}
 	}
+	page, next, err := s.page(msgs, p)
+	if err != "" {
+		return nil, err
+	}
+	out := make([]map[string]any, len(page))
+	for i, m := range page {
+		out[i] = s.render(m, p.includeAllMetadata)
+	}
+	return map[string]any{"ok": true, "messages": out, "has_more": next != "", "pin_count": 0,
+		"response_metadata": map[string]any{"next_cursor": next}}, ""
+}
+
+// listChannels is conversations.list: the channels known by name.
+func (s *Server) listChannels() map[string]any {
+	var names []string
+	for name, cid := range s.channels {
+		if !strings.HasPrefix(name, "#") && name != cid {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]map[string]any, len(names))
+	for i, name := range names {
+		out[i] = map[string]any{"id": s.channels[name], "name": name, "is_channel": true, "is_member": true}
+	}
+	return map[string]any{"ok": true, "channels": out, "response_metadata": map[string]any{"next_cursor": ""}}
 }
 
 // nextTS returns a ts for a message posted now: Slack's form, seconds and
