@@ -3,6 +3,7 @@ package awstest
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,130 +97,157 @@ func (f *ELB) serve(c *call, r *http.Request, body []byte) {
 	}
 	f.mu.Unlock()
 	fail := func(code, msg string) { xmlError(c, http.StatusBadRequest, ns, code, msg) }
-	type certificate struct {
-		ARN       string `xml:"CertificateArn"`
-		IsDefault *bool  `xml:"IsDefault,omitempty"`
-	}
 	switch op := c.req.Operation; {
 	case classic && op == "DescribeLoadBalancers":
-		start, end, next, err := f.page(form, "PageSize", 400, len(mine))
-		if err != nil {
-			fail("ValidationError", err.Error())
-			return
-		}
-		type listener struct {
-			Protocol         string `xml:"Listener>Protocol"`
-			LoadBalancerPort int    `xml:"Listener>LoadBalancerPort"`
-			InstanceProtocol string `xml:"Listener>InstanceProtocol"`
-			InstancePort     int    `xml:"Listener>InstancePort"`
-			SSLCertificateID string `xml:"Listener>SSLCertificateId,omitempty"`
-		}
-		type description struct {
-			Name      string     `xml:"LoadBalancerName"`
-			DNSName   string     `xml:"DNSName"`
-			Scheme    string     `xml:"Scheme"`
-			Listeners []listener `xml:"ListenerDescriptions>member"`
-		}
-		out := struct {
-			LBs        []description `xml:"LoadBalancerDescriptions>member"`
-			NextMarker string        `xml:"NextMarker,omitempty"`
-		}{LBs: []description{}, NextMarker: next}
-		for _, lb := range mine[start:end] {
-			d := description{Name: lb.Name, DNSName: lb.DNSName, Scheme: "internet-facing"}
-			for _, l := range lb.Listeners {
-				x := listener{Protocol: l.Protocol, LoadBalancerPort: l.Port, InstanceProtocol: "HTTP", InstancePort: 80}
-				if len(l.Certificates) > 0 {
-					x.SSLCertificateID = l.Certificates[0]
-				}
-				d.Listeners = append(d.Listeners, x)
-			}
-			out.LBs = append(out.LBs, d)
-		}
-		queryReply(c, ns, out)
+		f.describeClassic(c, ns, form, mine, fail)
 	case !classic && op == "DescribeLoadBalancers":
-		start, end, next, err := f.page(form, "PageSize", 400, len(mine))
-		if err != nil {
-			fail("ValidationError", err.Error())
-			return
-		}
-		type lbOut struct {
-			ARN     string `xml:"LoadBalancerArn"`
-			DNSName string `xml:"DNSName"`
-			Name    string `xml:"LoadBalancerName"`
-			Scheme  string `xml:"Scheme"`
-			Type    string `xml:"Type"`
-			State   string `xml:"State>Code"`
-		}
-		out := struct {
-			LBs        []lbOut `xml:"LoadBalancers>member"`
-			NextMarker string  `xml:"NextMarker,omitempty"`
-		}{LBs: []lbOut{}, NextMarker: next}
-		for _, lb := range mine[start:end] {
-			out.LBs = append(out.LBs, lbOut{ARN: lb.ARN, DNSName: lb.DNSName, Name: lb.Name, Scheme: "internet-facing", Type: lb.Type, State: "active"})
-		}
-		queryReply(c, ns, out)
+		f.describeLoadBalancers(c, ns, form, mine, fail)
 	case !classic && op == "DescribeListeners":
-		arn := form.Get("LoadBalancerArn")
-		i := slices.IndexFunc(mine, func(lb LoadBalancer) bool { return lb.ARN == arn })
-		if i < 0 {
-			fail("LoadBalancerNotFound", fmt.Sprintf("Load balancers '[%s]' not found", arn))
-			return
-		}
-		lb := mine[i]
-		start, end, next, err := f.page(form, "PageSize", 400, len(lb.Listeners))
-		if err != nil {
-			fail("ValidationError", err.Error())
-			return
-		}
-		type listenerOut struct {
-			ARN          string        `xml:"ListenerArn"`
-			LBARN        string        `xml:"LoadBalancerArn"`
-			Port         int           `xml:"Port"`
-			Protocol     string        `xml:"Protocol"`
-			Certificates []certificate `xml:"Certificates>member,omitempty"`
-		}
-		out := struct {
-			Listeners  []listenerOut `xml:"Listeners>member"`
-			NextMarker string        `xml:"NextMarker,omitempty"`
-		}{Listeners: []listenerOut{}, NextMarker: next}
-		for _, l := range lb.Listeners[start:end] {
-			x := listenerOut{ARN: f.listenerARN(&lb, l.Port), LBARN: lb.ARN, Port: l.Port, Protocol: l.Protocol}
-			if len(l.Certificates) > 0 {
-				x.Certificates = []certificate{{ARN: l.Certificates[0]}} // the default only, as AWS answers
-			}
-			out.Listeners = append(out.Listeners, x)
-		}
-		queryReply(c, ns, out)
+		f.describeListeners(c, ns, form, mine, fail)
 	case !classic && op == "DescribeListenerCertificates":
-		arn := form.Get("ListenerArn")
-		var certs []string
-		found := false
-		for _, lb := range mine {
-			for _, l := range lb.Listeners {
-				if f.listenerARN(&lb, l.Port) == arn {
-					certs, found = l.Certificates, true
-				}
-			}
-		}
-		if !found {
-			fail("ListenerNotFound", "One or more listeners not found")
-			return
-		}
-		start, end, next, err := f.page(form, "PageSize", 400, len(certs))
-		if err != nil {
-			fail("ValidationError", err.Error())
-			return
-		}
-		out := struct {
-			Certificates []certificate `xml:"Certificates>member"`
-			NextMarker   string        `xml:"NextMarker,omitempty"`
-		}{Certificates: []certificate{}, NextMarker: next}
-		for i := start; i < end; i++ {
-			def := i == 0
-			out.Certificates = append(out.Certificates, certificate{ARN: certs[i], IsDefault: &def})
-		}
-		queryReply(c, ns, out)
+		f.describeListenerCertificates(c, ns, form, mine, fail)
 	default:
 		fail("InvalidAction", "the fake does not implement "+op)
 	}
+}
+
+// listenerCertificate is a certificate of a listener, as ELBv2 answers.
+type listenerCertificate struct {
+	ARN       string `xml:"CertificateArn"`
+	IsDefault *bool  `xml:"IsDefault,omitempty"`
+}
+
+// describeClassic answers the classic API's DescribeLoadBalancers with a
+// page of mine.
+func (f *ELB) describeClassic(c *call, ns string, form url.Values, mine []LoadBalancer, fail func(code, msg string)) {
+	start, end, next, err := f.page(form, "PageSize", 400, len(mine))
+	if err != nil {
+		fail("ValidationError", err.Error())
+		return
+	}
+	type listener struct {
+		Protocol         string `xml:"Listener>Protocol"`
+		LoadBalancerPort int    `xml:"Listener>LoadBalancerPort"`
+		InstanceProtocol string `xml:"Listener>InstanceProtocol"`
+		InstancePort     int    `xml:"Listener>InstancePort"`
+		SSLCertificateID string `xml:"Listener>SSLCertificateId,omitempty"`
+	}
+	type description struct {
+		Name      string     `xml:"LoadBalancerName"`
+		DNSName   string     `xml:"DNSName"`
+		Scheme    string     `xml:"Scheme"`
+		Listeners []listener `xml:"ListenerDescriptions>member"`
+	}
+	out := struct {
+		LBs        []description `xml:"LoadBalancerDescriptions>member"`
+		NextMarker string        `xml:"NextMarker,omitempty"`
+	}{LBs: []description{}, NextMarker: next}
+	for _, lb := range mine[start:end] {
+		d := description{Name: lb.Name, DNSName: lb.DNSName, Scheme: "internet-facing"}
+		for _, l := range lb.Listeners {
+			x := listener{Protocol: l.Protocol, LoadBalancerPort: l.Port, InstanceProtocol: "HTTP", InstancePort: 80}
+			if len(l.Certificates) > 0 {
+				x.SSLCertificateID = l.Certificates[0]
+			}
+			d.Listeners = append(d.Listeners, x)
+		}
+		out.LBs = append(out.LBs, d)
+	}
+	queryReply(c, ns, out)
+}
+
+// describeLoadBalancers answers ELBv2's DescribeLoadBalancers with a page
+// of mine.
+func (f *ELB) describeLoadBalancers(c *call, ns string, form url.Values, mine []LoadBalancer, fail func(code, msg string)) {
+	start, end, next, err := f.page(form, "PageSize", 400, len(mine))
+	if err != nil {
+		fail("ValidationError", err.Error())
+		return
+	}
+	type lbOut struct {
+		ARN     string `xml:"LoadBalancerArn"`
+		DNSName string `xml:"DNSName"`
+		Name    string `xml:"LoadBalancerName"`
+		Scheme  string `xml:"Scheme"`
+		Type    string `xml:"Type"`
+		State   string `xml:"State>Code"`
+	}
+	out := struct {
+		LBs        []lbOut `xml:"LoadBalancers>member"`
+		NextMarker string  `xml:"NextMarker,omitempty"`
+	}{LBs: []lbOut{}, NextMarker: next}
+	for _, lb := range mine[start:end] {
+		out.LBs = append(out.LBs, lbOut{ARN: lb.ARN, DNSName: lb.DNSName, Name: lb.Name, Scheme: "internet-facing", Type: lb.Type, State: "active"})
+	}
+	queryReply(c, ns, out)
+}
+
+// describeListeners answers ELBv2's DescribeListeners with a page of the
+// listeners of the load balancer the form names.
+func (f *ELB) describeListeners(c *call, ns string, form url.Values, mine []LoadBalancer, fail func(code, msg string)) {
+	arn := form.Get("LoadBalancerArn")
+	i := slices.IndexFunc(mine, func(lb LoadBalancer) bool { return lb.ARN == arn })
+	if i < 0 {
+		fail("LoadBalancerNotFound", fmt.Sprintf("Load balancers '[%s]' not found", arn))
+		return
+	}
+	lb := mine[i]
+	start, end, next, err := f.page(form, "PageSize", 400, len(lb.Listeners))
+	if err != nil {
+		fail("ValidationError", err.Error())
+		return
+	}
+	type listenerOut struct {
+		ARN          string                `xml:"ListenerArn"`
+		LBARN        string                `xml:"LoadBalancerArn"`
+		Port         int                   `xml:"Port"`
+		Protocol     string                `xml:"Protocol"`
+		Certificates []listenerCertificate `xml:"Certificates>member,omitempty"`
+	}
+	out := struct {
+		Listeners  []listenerOut `xml:"Listeners>member"`
+		NextMarker string        `xml:"NextMarker,omitempty"`
+	}{Listeners: []listenerOut{}, NextMarker: next}
+	for _, l := range lb.Listeners[start:end] {
+		x := listenerOut{ARN: f.listenerARN(&lb, l.Port), LBARN: lb.ARN, Port: l.Port, Protocol: l.Protocol}
+		if len(l.Certificates) > 0 {
+			x.Certificates = []listenerCertificate{{ARN: l.Certificates[0]}} // the default only, as AWS answers
+		}
+		out.Listeners = append(out.Listeners, x)
+	}
+	queryReply(c, ns, out)
+}
+
+// describeListenerCertificates answers ELBv2's
+// DescribeListenerCertificates with a page of the certificates of the
+// listener the form names, the first the default.
+func (f *ELB) describeListenerCertificates(c *call, ns string, form url.Values, mine []LoadBalancer, fail func(code, msg string)) {
+	arn := form.Get("ListenerArn")
+	var certs []string
+	found := false
+	for _, lb := range mine {
+		for _, l := range lb.Listeners {
+			if f.listenerARN(&lb, l.Port) == arn {
+				certs, found = l.Certificates, true
+			}
+		}
+	}
+	if !found {
+		fail("ListenerNotFound", "One or more listeners not found")
+		return
+	}
+	start, end, next, err := f.page(form, "PageSize", 400, len(certs))
+	if err != nil {
+		fail("ValidationError", err.Error())
+		return
+	}
+	out := struct {
+		Certificates []listenerCertificate `xml:"Certificates>member"`
+		NextMarker   string                `xml:"NextMarker,omitempty"`
+	}{Certificates: []listenerCertificate{}, NextMarker: next}
+	for i := start; i < end; i++ {
+		def := i == 0
+		out.Certificates = append(out.Certificates, listenerCertificate{ARN: certs[i], IsDefault: &def})
+	}
+	queryReply(c, ns, out)
 }
