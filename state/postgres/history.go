@@ -41,10 +41,10 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		for _, n := range seen {
-			b.Queue(recordName, n.Name, n.SHA256, ts(n.NotBefore), ts(n.NotAfter), ts(at))
+			b.Queue(recordName, n.Name, n.SHA256, state.UnixNano(n.NotBefore), state.UnixNano(n.NotAfter), state.UnixNano(at))
 		}
 		if !pruneBefore.IsZero() {
-			b.Queue(`DELETE FROM name_history WHERE last_seen < $1`, ts(pruneBefore))
+			b.Queue(`DELETE FROM name_history WHERE last_seen < $1`, state.UnixNano(pruneBefore))
 		}
 		if b.Len() == 0 {
 			return nil
@@ -58,22 +58,13 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 func (s *Store) Names(ctx context.Context) ([]policy.NameHistory, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT name, sha256, not_before, not_after, since, previous, last_seen FROM name_history ORDER BY name COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT `+state.NameHistoryColumns+` FROM name_history ORDER BY name COLLATE "C"`)
 	if err != nil {
 		return nil, s.wrap(ctx, "read certificate names", err)
 	}
 	defer rows.Close()
-	var out []policy.NameHistory
-	for rows.Next() {
-		var h policy.NameHistory
-		var nb, na, since, last int64
-		if err := rows.Scan(&h.Name, &h.SHA256, &nb, &na, &since, &h.Previous, &last); err != nil {
-			return nil, s.wrap(ctx, "read certificate names", err)
-		}
-		h.NotBefore, h.NotAfter, h.Since, h.LastSeen = fromTS(nb), fromTS(na), fromTS(since), fromTS(last)
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := state.ScanNames(rows)
+	if err != nil {
 		return nil, s.wrap(ctx, "read certificate names", err)
 	}
 	return out, nil

@@ -86,7 +86,7 @@ func (s *Store) OpenSweep(ctx context.Context, deadline time.Time, work [][]byte
 	INSERT INTO sweeps (site, epoch, deadline, deadline_at) VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 microsecond')
 	RETURNING id),
 s AS (INSERT INTO shards (sweep, shard, work) SELECT w.id, u.n - 1, u.work FROM w, unnest($5::bytea[]) WITH ORDINALITY AS u(work, n))
-SELECT id FROM w`, s.site, epoch, ts(deadline), time.Until(deadline).Microseconds(), work).
+SELECT id FROM w`, s.site, epoch, state.UnixNano(deadline), time.Until(deadline).Microseconds(), work).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&id) })
 		return tx.SendBatch(ctx, &b).Close()
 	})
@@ -302,7 +302,7 @@ func (s *Store) PublishSite(ctx context.Context, at time.Time, result []byte) er
 	epoch := s.epoch()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO site_results (site, at, epoch, result, published_at) VALUES ($1, $2, $3, $4, clock_timestamp())
-	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, ts(at), epoch, result)
+	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, state.UnixNano(at), epoch, result)
 		return err
 	})
 	return s.wrap(ctx, fmt.Sprintf("publish the evaluation input of site %q", s.site), err)
@@ -322,7 +322,7 @@ FROM site_results ORDER BY site`)
 		var r state.SiteResult
 		var at, age int64
 		err := row.Scan(&r.Site, &at, &r.Epoch, &r.Result, &age)
-		r.At, r.Age = fromTS(at), time.Duration(age)*time.Microsecond
+		r.At, r.Age = state.FromUnixNano(at), time.Duration(age)*time.Microsecond
 		return r, err
 	})
 	if err != nil {

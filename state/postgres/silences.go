@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
 
@@ -26,7 +25,7 @@ func (s *Store) AddSilence(ctx context.Context, si state.Silence) error {
 		return fmt.Errorf("add silence %s: encode matchers: %w", si.ID, err)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO silences (id, matchers, up_to, reason, author, created_at, until, expired_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, si.ID, string(m), int(si.UpTo), si.Reason, si.Author, ts(si.Created), ts(si.Until), ts(si.Expired))
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, si.ID, string(m), int(si.UpTo), si.Reason, si.Author, state.UnixNano(si.Created), state.UnixNano(si.Until), state.UnixNano(si.Expired))
 	return s.wrap(ctx, "add silence "+si.ID, err)
 }
 
@@ -37,19 +36,15 @@ func (s *Store) ExpireSilence(ctx context.Context, id string, at time.Time) (sta
 	defer cancel()
 	var out state.Silence
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		all, err := loadSilences(ctx, tx, id)
+		found, err := loadSilences(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if len(all) == 0 {
-			return fmt.Errorf("%w: %s", state.ErrNoSilence, id)
+		var write bool
+		if out, write, err = state.Expiry(found, id, at); !write {
+			return err
 		}
-		out = all[0]
-		if !out.Active(at) {
-			return nil
-		}
-		out.Expired = at
-		_, err = tx.Exec(ctx, `UPDATE silences SET expired_at = $1 WHERE id = $2`, ts(at), id)
+		_, err = tx.Exec(ctx, `UPDATE silences SET expired_at = $1 WHERE id = $2`, state.UnixNano(at), id)
 		return err
 	})
 	if errors.Is(err, state.ErrNoSilence) {
@@ -81,10 +76,10 @@ func (s *Store) Silences(ctx context.Context) ([]state.Silence, error) {
 // loadSilences reads the silences kept, or only the one of id; FOR
 // UPDATE when one is asked for, so that two expiries do not race.
 func loadSilences(ctx context.Context, tx pgx.Tx, id ...string) ([]state.Silence, error) {
-	q := `SELECT id, matchers, up_to, reason, author, created_at, until, expired_at FROM silences ORDER BY created_at, id`
+	q := `SELECT ` + state.SilenceColumns + ` FROM silences ORDER BY created_at, id`
 	var args []any
 	if len(id) > 0 {
-		q = `SELECT id, matchers, up_to, reason, author, created_at, until, expired_at FROM silences WHERE id = $1 FOR UPDATE`
+		q = `SELECT ` + state.SilenceColumns + ` FROM silences WHERE id = $1 FOR UPDATE`
 		args = append(args, id[0])
 	}
 	rows, err := tx.Query(ctx, q, args...)
@@ -92,21 +87,5 @@ func loadSilences(ctx context.Context, tx pgx.Tx, id ...string) ([]state.Silence
 		return nil, err
 	}
 	defer rows.Close()
-	var out []state.Silence
-	for rows.Next() {
-		var si state.Silence
-		var m string
-		var upTo int
-		var created, until, expired int64
-		if err := rows.Scan(&si.ID, &m, &upTo, &si.Reason, &si.Author, &created, &until, &expired); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(m), &si.Match); err != nil {
-			return nil, fmt.Errorf("silence %s: decode matchers: %w", si.ID, err)
-		}
-		si.UpTo = policy.Tier(upTo)
-		si.Created, si.Until, si.Expired = fromTS(created), fromTS(until), fromTS(expired)
-		out = append(out, si)
-	}
-	return out, rows.Err()
+	return state.ScanSilences(rows)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/state"
 )
 
@@ -52,19 +51,15 @@ func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Chang
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockUpdate); err != nil {
 			return err
 		}
-		snap, err := loadAlerts(ctx, tx, false)
+		alerts, err := loadAlerts(ctx, tx, false)
 		if err != nil {
 			return err
-		}
-		m := make(map[string]*state.Alert, len(snap))
-		for i := range snap {
-			m[snap[i].ID] = &snap[i]
 		}
 		silences, err := loadSilences(ctx, tx)
 		if err != nil {
 			return err
 		}
-		ch, err := fn(state.Snapshot{Alerts: m, Silences: silences})
+		ch, err := fn(state.NewSnapshot(alerts, silences))
 		if err != nil {
 			fnErr = err
 			return err
@@ -113,61 +108,26 @@ func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, e
 	if resolved {
 		where = ""
 	}
-	rows, err := tx.Query(ctx, `SELECT a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
-	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer FROM alerts a `+where)
+	rows, err := tx.Query(ctx, `SELECT `+state.AlertColumns+` FROM alerts a `+where)
 	if err != nil {
 		return nil, err
 	}
-	var out []state.Alert
-	index := map[string]int{}
-	for rows.Next() {
-		var a state.Alert
-		var first, last, res int64
-		var tier, announced int
-		var finding string
-		if err := rows.Scan(&a.ID, &tier, &announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding, &a.Issuer); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		a.Tier, a.Announced = policy.Tier(tier), policy.Tier(announced)
-		a.FirstRaised, a.LastSeen, a.ResolvedAt = fromTS(first), fromTS(last), fromTS(res)
-		if err := json.Unmarshal([]byte(finding), &a.Finding); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("alert %s: decode finding: %w", a.ID, err)
-		}
-		index[a.ID] = len(out)
-		out = append(out, a)
-	}
+	out, err := state.ScanAlerts(rows)
 	rows.Close()
+	if err != nil {
+		return nil, err
+	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = tx.Query(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, c.summary_key, COALESCE(r.ref, '')
+	rows, err = tx.Query(ctx, `SELECT `+state.AnnouncementColumns+`
 	FROM alert_channels c JOIN alerts a ON a.id = c.alert_id
 	LEFT JOIN message_refs r ON r.alert_id = c.alert_id AND r.channel = c.channel `+where)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, channel string
-		var an state.Announcement
-		var at int64
-		var tier int
-		if err := rows.Scan(&id, &channel, &tier, &at, &an.Digest, &an.Summary, &an.SummaryKey, &an.Ref); err != nil {
-			return nil, err
-		}
-		an.Tier, an.At = policy.Tier(tier), fromTS(at)
-		i, ok := index[id]
-		if !ok {
-			continue
-		}
-		if out[i].Channels == nil {
-			out[i].Channels = map[string]state.Announcement{}
-		}
-		out[i].Channels[channel] = an
-	}
-	return out, rows.Err()
+	return out, state.AddAnnouncements(out, rows)
 }
 
 func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
@@ -196,14 +156,14 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 			next = o.Created
 		}
 		b.Queue(`INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7)`, o.Channel, o.AlertID, o.Event, o.Digest, o.Payload, ts(o.Created), ts(next))
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`, o.Channel, o.AlertID, o.Event, o.Digest, o.Payload, state.UnixNano(o.Created), state.UnixNano(next))
 	}
 	if t := ch.PruneBefore; !t.IsZero() {
-		b.Queue(`DELETE FROM outbox WHERE delivered_at < $1 OR failed_at < $1`, ts(t))
-		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, ts(t))
-		b.Queue(`DELETE FROM alerts WHERE resolved_at < $1`, ts(t))
-		b.Queue(`DELETE FROM certificates WHERE last_seen < $1`, ts(t))
-		b.Queue(`DELETE FROM silences WHERE until < $1 OR (expired_at <> 0 AND expired_at < $1)`, ts(t))
+		b.Queue(`DELETE FROM outbox WHERE delivered_at < $1 OR failed_at < $1`, state.UnixNano(t))
+		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, state.UnixNano(t))
+		b.Queue(`DELETE FROM alerts WHERE resolved_at < $1`, state.UnixNano(t))
+		b.Queue(`DELETE FROM certificates WHERE last_seen < $1`, state.UnixNano(t))
+		b.Queue(`DELETE FROM silences WHERE until < $1 OR (expired_at <> 0 AND expired_at < $1)`, state.UnixNano(t))
 	}
 	if b.Len() == 0 {
 		return nil
@@ -256,11 +216,11 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 		missing_runs = excluded.missing_runs, resolved_at = excluded.resolved_at, resolution = excluded.resolution,
 		finding = excluded.finding, issuer = excluded.issuer`,
 			a.ID, string(a.Finding.Kind), a.Finding.Certificate, int(a.Tier), int(a.Announced),
-			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
+			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
 		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
 			b.Queue(`INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				a.ID, name, int(an.Tier), ts(an.At), an.Digest, an.Summary, an.SummaryKey)
+				a.ID, name, int(an.Tier), state.UnixNano(an.At), an.Digest, an.Summary, an.SummaryKey)
 		}
 	}
 	return tx.SendBatch(ctx, &b).Close()
@@ -283,7 +243,7 @@ func writeCertificates(ctx context.Context, tx pgx.Tx, certs []state.Certificate
 				f = c.LastSeen
 			}
 			sha[i], subject[i], issuer[i], eps[i] = c.SHA256, c.Subject, c.Issuer, state.EncodeEndpoints(c.Endpoints)
-			notAfter[i], first[i], last[i] = ts(c.NotAfter), ts(f), ts(c.LastSeen)
+			notAfter[i], first[i], last[i] = state.UnixNano(c.NotAfter), state.UnixNano(f), state.UnixNano(c.LastSeen)
 		}
 		// A certificate listed twice in one statement would make ON
 		// CONFLICT fail ("cannot affect row a second time"): the last
@@ -318,7 +278,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 	if err != nil {
 		return state.Certificate{}, false, s.wrap(ctx, "read certificate", err)
 	}
-	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
+	c.NotAfter, c.FirstSeen, c.LastSeen = state.FromUnixNano(notAfter), state.FromUnixNano(first), state.FromUnixNano(last)
 	c.Endpoints = state.DecodeEndpoints(eps)
 	return c, true, nil
 }
@@ -346,7 +306,7 @@ func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state
 		if err := rows.Scan(&o.ID, &o.Channel, &o.AlertID, &o.Event, &o.Digest, &o.Payload, &created, &next, &o.Attempts, &o.LastError, &o.Ref, &o.Marker, &intended); err != nil {
 			return nil, s.wrap(ctx, "read outbox", err)
 		}
-		o.Created, o.NextAttempt, o.Intended = fromTS(created), fromTS(next), fromTS(intended)
+		o.Created, o.NextAttempt, o.Intended = state.FromUnixNano(created), state.FromUnixNano(next), state.FromUnixNano(intended)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
@@ -368,7 +328,7 @@ func (s *Store) Intend(ctx context.Context, ids []int64, marker string, at time.
 	defer cancel()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE outbox SET marker = $2, intended_at = $3
-	WHERE id = ANY($1) AND delivered_at IS NULL AND failed_at IS NULL`, ids, marker, ts(at))
+	WHERE id = ANY($1) AND delivered_at IS NULL AND failed_at IS NULL`, ids, marker, state.UnixNano(at))
 		return err
 	})
 	return s.wrap(ctx, "record delivery intent", err)
@@ -389,19 +349,19 @@ func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) er
 			if st.Ref != "" {
 				if _, err := tx.Exec(ctx, `INSERT INTO message_refs (alert_id, channel, ref, created_at)
 	SELECT DISTINCT ON (alert_id, channel) alert_id, channel, $2, $3 FROM outbox WHERE id = ANY($1) AND alert_id <> ''
-	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, ids, st.Ref, ts(st.At)); err != nil {
+	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, ids, st.Ref, state.UnixNano(st.At)); err != nil {
 					return err
 				}
 			}
-			_, err := tx.Exec(ctx, `UPDATE outbox SET delivered_at = $2, last_error = '' WHERE id = ANY($1)`, ids, ts(st.At))
+			_, err := tx.Exec(ctx, `UPDATE outbox SET delivered_at = $2, last_error = '' WHERE id = ANY($1)`, ids, state.UnixNano(st.At))
 			return err
 		case !st.Retry.IsZero():
 			_, err := tx.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3 WHERE id = ANY($1)`,
-				ids, ts(st.Retry), st.Err)
+				ids, state.UnixNano(st.Retry), st.Err)
 			return err
 		default:
 			_, err := tx.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, failed_at = $2, last_error = $3 WHERE id = ANY($1)`,
-				ids, ts(st.At), st.Err)
+				ids, state.UnixNano(st.At), st.Err)
 			return err
 		}
 	})
@@ -424,7 +384,7 @@ func (s *Store) Abandon(ctx context.Context, keep []string, at time.Time, reason
 	UPDATE outbox SET failed_at = $2, last_error = $3
 	WHERE delivered_at IS NULL AND failed_at IS NULL AND channel <> ALL($1)
 	RETURNING channel)
-SELECT channel, COUNT(*) FROM gone GROUP BY channel`, keep, ts(at), reason)
+SELECT channel, COUNT(*) FROM gone GROUP BY channel`, keep, state.UnixNano(at), reason)
 		if err != nil {
 			return err
 		}
@@ -479,7 +439,7 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 		err := tx.QueryRow(ctx, `INSERT INTO dispatch_leases AS l (channel, holder, expires_at, epoch, site) VALUES ($1, $2, $3, $5, $6)
 	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, epoch = excluded.epoch, site = excluded.site
 	WHERE l.holder = excluded.holder OR l.expires_at <= $4 OR (l.site = excluded.site AND l.epoch < excluded.epoch)
-	RETURNING holder, expires_at`, channel, holder, ts(until), ts(now), epoch, site).Scan(&h, &exp)
+	RETURNING holder, expires_at`, channel, holder, state.UnixNano(until), state.UnixNano(now), epoch, site).Scan(&h, &exp)
 		if err == pgx.ErrNoRows {
 			// The other holder's lease lasts: the upsert changed nothing.
 			err = tx.QueryRow(ctx, `SELECT holder, expires_at FROM dispatch_leases WHERE channel = $1`, channel).Scan(&h, &exp)
@@ -489,7 +449,7 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 		}
 		held = h == holder
 		if !held {
-			other = fromTS(exp)
+			other = state.FromUnixNano(exp)
 		}
 		return nil
 	})
@@ -557,7 +517,7 @@ func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 		if err := rows.Scan(&c.Channel, &c.Pending, &c.Failed, &c.Delivered, &oldest, &c.LastError); err != nil {
 			return nil, s.wrap(ctx, "read outbox", err)
 		}
-		c.OldestPending = fromTS(oldest)
+		c.OldestPending = state.FromUnixNano(oldest)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -566,26 +526,12 @@ func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 	return out, nil
 }
 
-// Times are stored as Unix nanoseconds, 0 (or NULL where the column is
-// nullable) for the zero time.
-func ts(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
+// nullTS is a time for a nullable column: Unix nanoseconds
+// (state.UnixNano), NULL for the zero time.
 func nullTS(t time.Time) *int64 {
 	if t.IsZero() {
 		return nil
 	}
 	n := t.UnixNano()
 	return &n
-}
-
-func fromTS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

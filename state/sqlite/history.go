@@ -40,12 +40,12 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 		}
 		defer stmt.Close()
 		for _, n := range seen {
-			if _, err := stmt.ExecContext(ctx, n.Name, n.SHA256, ts(n.NotBefore), ts(n.NotAfter), ts(at)); err != nil {
+			if _, err := stmt.ExecContext(ctx, n.Name, n.SHA256, state.UnixNano(n.NotBefore), state.UnixNano(n.NotAfter), state.UnixNano(at)); err != nil {
 				return err
 			}
 		}
 		if !pruneBefore.IsZero() {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM name_history WHERE last_seen < ?`, ts(pruneBefore)); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM name_history WHERE last_seen < ?`, state.UnixNano(pruneBefore)); err != nil {
 				return err
 			}
 		}
@@ -56,22 +56,13 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 
 // Names returns every name kept, by name.
 func (s *Store) Names(ctx context.Context) ([]policy.NameHistory, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, sha256, not_before, not_after, since, previous, last_seen FROM name_history ORDER BY name`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+state.NameHistoryColumns+` FROM name_history ORDER BY name`)
 	if err != nil {
 		return nil, s.wrap("read certificate names", err)
 	}
 	defer rows.Close()
-	var out []policy.NameHistory
-	for rows.Next() {
-		var h policy.NameHistory
-		var nb, na, since, last int64
-		if err := rows.Scan(&h.Name, &h.SHA256, &nb, &na, &since, &h.Previous, &last); err != nil {
-			return nil, s.wrap("read certificate names", err)
-		}
-		h.NotBefore, h.NotAfter, h.Since, h.LastSeen = fromTS(nb), fromTS(na), fromTS(since), fromTS(last)
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := state.ScanNames(rows)
+	if err != nil {
 		return nil, s.wrap("read certificate names", err)
 	}
 	return out, nil

@@ -19,7 +19,7 @@ func (s *Store) AddSilence(ctx context.Context, si state.Silence) error {
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO silences (id, matchers, up_to, reason, author, created_at, until, expired_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, si.ID, string(m), int(si.UpTo), si.Reason, si.Author, ts(si.Created), ts(si.Until), ts(si.Expired))
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, si.ID, string(m), int(si.UpTo), si.Reason, si.Author, state.UnixNano(si.Created), state.UnixNano(si.Until), state.UnixNano(si.Expired))
 		return err
 	})
 	return s.wrap("add silence "+si.ID, err)
@@ -30,19 +30,15 @@ func (s *Store) AddSilence(ctx context.Context, si state.Silence) error {
 func (s *Store) ExpireSilence(ctx context.Context, id string, at time.Time) (state.Silence, error) {
 	var out state.Silence
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		all, err := loadSilences(ctx, tx, id)
+		found, err := loadSilences(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if len(all) == 0 {
-			return fmt.Errorf("%w: %s", state.ErrNoSilence, id)
+		var write bool
+		if out, write, err = state.Expiry(found, id, at); !write {
+			return err
 		}
-		out = all[0]
-		if !out.Active(at) {
-			return nil
-		}
-		out.Expired = at
-		_, err = tx.ExecContext(ctx, `UPDATE silences SET expired_at = ? WHERE id = ?`, ts(at), id)
+		_, err = tx.ExecContext(ctx, `UPDATE silences SET expired_at = ? WHERE id = ?`, state.UnixNano(at), id)
 		return err
 	})
 	if errors.Is(err, state.ErrNoSilence) {
@@ -71,7 +67,7 @@ func (s *Store) Silences(ctx context.Context) ([]state.Silence, error) {
 
 // loadSilences reads the silences kept, or only the one of id.
 func loadSilences(ctx context.Context, tx *sql.Tx, id ...string) ([]state.Silence, error) {
-	q := `SELECT id, matchers, up_to, reason, author, created_at, until, expired_at FROM silences`
+	q := `SELECT ` + state.SilenceColumns + ` FROM silences`
 	var args []any
 	if len(id) > 0 {
 		q += ` WHERE id = ?`
@@ -82,19 +78,5 @@ func loadSilences(ctx context.Context, tx *sql.Tx, id ...string) ([]state.Silenc
 		return nil, err
 	}
 	defer rows.Close()
-	var out []state.Silence
-	for rows.Next() {
-		var si state.Silence
-		var m string
-		var created, until, expired int64
-		if err := rows.Scan(&si.ID, &m, &si.UpTo, &si.Reason, &si.Author, &created, &until, &expired); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(m), &si.Match); err != nil {
-			return nil, fmt.Errorf("silence %s: decode matchers: %w", si.ID, err)
-		}
-		si.Created, si.Until, si.Expired = fromTS(created), fromTS(until), fromTS(expired)
-		out = append(out, si)
-	}
-	return out, rows.Err()
+	return state.ScanSilences(rows)
 }

@@ -26,19 +26,15 @@ var _ state.Store = (*Store)(nil)
 func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
 	var fnErr error
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		snap, err := loadAlerts(ctx, tx, false)
+		alerts, err := loadAlerts(ctx, tx, false)
 		if err != nil {
 			return err
-		}
-		m := make(map[string]*state.Alert, len(snap))
-		for i := range snap {
-			m[snap[i].ID] = &snap[i]
 		}
 		silences, err := loadSilences(ctx, tx)
 		if err != nil {
 			return err
 		}
-		ch, err := fn(state.Snapshot{Alerts: m, Silences: silences})
+		ch, err := fn(state.NewSnapshot(alerts, silences))
 		if err != nil {
 			fnErr = err
 			return err
@@ -96,60 +92,25 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 	if resolved {
 		where = ""
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
-	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer FROM alerts a `+where)
+	rows, err := tx.QueryContext(ctx, `SELECT `+state.AlertColumns+` FROM alerts a `+where)
 	if err != nil {
 		return nil, err
 	}
-	var out []state.Alert
-	index := map[string]int{}
-	for rows.Next() {
-		var a state.Alert
-		var first, last, res int64
-		var finding string
-		if err := rows.Scan(&a.ID, &a.Tier, &a.Announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding, &a.Issuer); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		a.FirstRaised, a.LastSeen, a.ResolvedAt = fromTS(first), fromTS(last), fromTS(res)
-		if err := json.Unmarshal([]byte(finding), &a.Finding); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("alert %s: decode finding: %w", a.ID, err)
-		}
-		index[a.ID] = len(out)
-		out = append(out, a)
+	out, err := state.ScanAlerts(rows)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
 	}
-	if err := rows.Close(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, c.summary_key, COALESCE(r.ref, '')
+	rows, err = tx.QueryContext(ctx, `SELECT `+state.AnnouncementColumns+`
 	FROM alert_channels c JOIN alerts a ON a.id = c.alert_id
 	LEFT JOIN message_refs r ON r.alert_id = c.alert_id AND r.channel = c.channel `+where)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, channel string
-		var an state.Announcement
-		var at int64
-		if err := rows.Scan(&id, &channel, &an.Tier, &at, &an.Digest, &an.Summary, &an.SummaryKey, &an.Ref); err != nil {
-			return nil, err
-		}
-		an.At = fromTS(at)
-		i, ok := index[id]
-		if !ok {
-			continue
-		}
-		if out[i].Channels == nil {
-			out[i].Channels = map[string]state.Announcement{}
-		}
-		out[i].Channels[channel] = an
-	}
-	return out, rows.Err()
+	return out, state.AddAnnouncements(out, rows)
 }
 
 func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
@@ -187,7 +148,7 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			if next.IsZero() {
 				next = o.Created
 			}
-			if _, err := stmt.ExecContext(ctx, o.Channel, o.AlertID, o.Event, o.Digest, string(o.Payload), ts(o.Created), ts(next)); err != nil {
+			if _, err := stmt.ExecContext(ctx, o.Channel, o.AlertID, o.Event, o.Digest, string(o.Payload), state.UnixNano(o.Created), state.UnixNano(next)); err != nil {
 				return err
 			}
 		}
@@ -200,9 +161,9 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			`DELETE FROM certificates WHERE last_seen < ?`,
 			`DELETE FROM silences WHERE until < ? OR (expired_at <> 0 AND expired_at < ?)`,
 		} {
-			args := []any{ts(t)}
+			args := []any{state.UnixNano(t)}
 			if strings.Count(q, "?") == 2 {
-				args = append(args, ts(t))
+				args = append(args, state.UnixNano(t))
 			}
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return err
@@ -252,7 +213,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
 		if _, err := up.ExecContext(ctx, a.ID, string(a.Finding.Kind), a.Finding.Certificate, a.Tier, a.Announced,
-			ts(a.FirstRaised), ts(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer); err != nil {
+			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {
@@ -260,7 +221,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		}
 		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
-			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, ts(an.At), an.Digest, an.Summary, an.SummaryKey); err != nil {
+			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, state.UnixNano(an.At), an.Digest, an.Summary, an.SummaryKey); err != nil {
 				return err
 			}
 		}
@@ -282,7 +243,7 @@ func writeCertificates(ctx context.Context, tx *sql.Tx, certs []state.Certificat
 		if first.IsZero() {
 			first = c.LastSeen
 		}
-		if _, err := stmt.ExecContext(ctx, c.SHA256, c.Subject, c.Issuer, ts(c.NotAfter), ts(first), ts(c.LastSeen), state.EncodeEndpoints(c.Endpoints)); err != nil {
+		if _, err := stmt.ExecContext(ctx, c.SHA256, c.Subject, c.Issuer, state.UnixNano(c.NotAfter), state.UnixNano(first), state.UnixNano(c.LastSeen), state.EncodeEndpoints(c.Endpoints)); err != nil {
 			return err
 		}
 	}
@@ -303,7 +264,7 @@ func (s *Store) Certificate(ctx context.Context, sha256 string) (state.Certifica
 	if err != nil {
 		return state.Certificate{}, false, s.wrap("read certificate", err)
 	}
-	c.NotAfter, c.FirstSeen, c.LastSeen = fromTS(notAfter), fromTS(first), fromTS(last)
+	c.NotAfter, c.FirstSeen, c.LastSeen = state.FromUnixNano(notAfter), state.FromUnixNano(first), state.FromUnixNano(last)
 	c.Endpoints = state.DecodeEndpoints(eps)
 	return c, true, nil
 }
@@ -331,7 +292,7 @@ func (s *Store) Pending(ctx context.Context, channel string, limit int) ([]state
 			return nil, s.wrap("read outbox", err)
 		}
 		o.Payload = []byte(payload)
-		o.Created, o.NextAttempt, o.Intended = fromTS(created), fromTS(next), fromTS(intended)
+		o.Created, o.NextAttempt, o.Intended = state.FromUnixNano(created), state.FromUnixNano(next), state.FromUnixNano(intended)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
@@ -349,7 +310,7 @@ func (s *Store) Intend(ctx context.Context, ids []int64, marker string, at time.
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE outbox SET marker = ?, intended_at = ?
-	WHERE id IN (`+idList(ids)+`) AND delivered_at IS NULL AND failed_at IS NULL`, marker, ts(at))
+	WHERE id IN (`+idList(ids)+`) AND delivered_at IS NULL AND failed_at IS NULL`, marker, state.UnixNano(at))
 		return err
 	})
 	return s.wrap("record delivery intent", err)
@@ -369,19 +330,19 @@ func (s *Store) Settle(ctx context.Context, ids []int64, st state.Settlement) er
 			if st.Ref != "" {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO message_refs (alert_id, channel, ref, created_at)
 	SELECT alert_id, channel, ?, ? FROM outbox WHERE id IN (`+in+`) AND alert_id != ''
-	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, st.Ref, ts(st.At)); err != nil {
+	ON CONFLICT (alert_id, channel) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at`, st.Ref, state.UnixNano(st.At)); err != nil {
 					return err
 				}
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE outbox SET delivered_at = ?, last_error = '' WHERE id IN (`+in+`)`, ts(st.At))
+			_, err := tx.ExecContext(ctx, `UPDATE outbox SET delivered_at = ?, last_error = '' WHERE id IN (`+in+`)`, state.UnixNano(st.At))
 			return err
 		case !st.Retry.IsZero():
 			_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id IN (`+in+`)`,
-				ts(st.Retry), st.Err)
+				state.UnixNano(st.Retry), st.Err)
 			return err
 		default:
 			_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, failed_at = ?, last_error = ? WHERE id IN (`+in+`)`,
-				ts(st.At), st.Err)
+				state.UnixNano(st.At), st.Err)
 			return err
 		}
 	})
@@ -422,7 +383,7 @@ func (s *Store) Abandon(ctx context.Context, keep []string, at time.Time, reason
 		if len(out) == 0 {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE outbox SET failed_at = ?, last_error = ? WHERE `+where, append([]any{ts(at), reason}, args...)...)
+		_, err = tx.ExecContext(ctx, `UPDATE outbox SET failed_at = ?, last_error = ? WHERE `+where, append([]any{state.UnixNano(at), reason}, args...)...)
 		return err
 	})
 	if err != nil {
@@ -447,7 +408,7 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO dispatch_leases (channel, holder, expires_at) VALUES (?, ?, ?)
 	ON CONFLICT (channel) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-	WHERE dispatch_leases.holder = excluded.holder OR dispatch_leases.expires_at <= ?`, channel, holder, ts(until), ts(now)); err != nil {
+	WHERE dispatch_leases.holder = excluded.holder OR dispatch_leases.expires_at <= ?`, channel, holder, state.UnixNano(until), state.UnixNano(now)); err != nil {
 			return err
 		}
 		var h string
@@ -457,7 +418,7 @@ func (s *Store) Lease(ctx context.Context, channel, holder string, now, until ti
 		}
 		held = h == holder
 		if !held {
-			other = fromTS(exp)
+			other = state.FromUnixNano(exp)
 		}
 		return nil
 	})
@@ -521,7 +482,7 @@ func (s *Store) OutboxStats(ctx context.Context) ([]state.ChannelStats, error) {
 		if err := rows.Scan(&c.Channel, &c.Pending, &c.Failed, &c.Delivered, &oldest, &c.LastError); err != nil {
 			return nil, s.wrap("read outbox", err)
 		}
-		c.OldestPending = fromTS(oldest)
+		c.OldestPending = state.FromUnixNano(oldest)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -541,25 +502,11 @@ func idList(ids []int64) string {
 	return b.String()
 }
 
-// Times are stored as Unix nanoseconds, 0 (or NULL where the column is
-// nullable) for the zero time.
-func ts(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
+// nullTS is a time for a nullable column: Unix nanoseconds
+// (state.UnixNano), NULL for the zero time.
 func nullTS(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
 	return t.UnixNano()
-}
-
-func fromTS(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

@@ -1,0 +1,166 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+)
+
+// The rows both SQL stores (state/sqlite, state/postgres) read have the
+// same columns, decoded here once; the queries, which differ by dialect
+// (placeholders, locking, collation), stay with each store.
+
+// Rows is a query's result as both stores' drivers give it (*sql.Rows,
+// pgx.Rows). The caller closes it.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// UnixNano is how stores keep a time: Unix nanoseconds, exact, 0 for none.
+func UnixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// FromUnixNano is the time a store kept as n (UnixNano), in UTC.
+func FromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// NewSnapshot is what a store's Update gives its function: the open
+// alerts by ID, and the silences.
+func NewSnapshot(alerts []Alert, silences []Silence) Snapshot {
+	m := make(map[string]*Alert, len(alerts))
+	for i := range alerts {
+		m[alerts[i].ID] = &alerts[i]
+	}
+	return Snapshot{Alerts: m, Silences: silences}
+}
+
+// AlertColumns are the columns of table alerts (as a) that ScanAlerts
+// reads, in order.
+const AlertColumns = `a.id, a.tier, a.announced_tier, a.first_raised, a.last_seen, a.missing_runs,
+	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer`
+
+// ScanAlerts reads alerts from rows of AlertColumns, without their
+// channels (AddAnnouncements).
+func ScanAlerts(rows Rows) ([]Alert, error) {
+	var out []Alert
+	for rows.Next() {
+		var a Alert
+		var first, last, res int64
+		var tier, announced int
+		var finding string
+		if err := rows.Scan(&a.ID, &tier, &announced, &first, &last, &a.MissingRuns, &res, &a.Resolution, &finding, &a.Issuer); err != nil {
+			return nil, err
+		}
+		a.Tier, a.Announced = policy.Tier(tier), policy.Tier(announced)
+		a.FirstRaised, a.LastSeen, a.ResolvedAt = FromUnixNano(first), FromUnixNano(last), FromUnixNano(res)
+		if err := json.Unmarshal([]byte(finding), &a.Finding); err != nil {
+			return nil, fmt.Errorf("alert %s: decode finding: %w", a.ID, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AnnouncementColumns are the columns of alert_channels (as c) and
+// message_refs (as r) that AddAnnouncements reads, in order.
+const AnnouncementColumns = `c.alert_id, c.channel, c.tier, c.announced_at, c.digest, c.summary, c.summary_key, COALESCE(r.ref, '')`
+
+// AddAnnouncements reads rows of AnnouncementColumns into the Channels of
+// alerts; a row of another alert is passed over.
+func AddAnnouncements(alerts []Alert, rows Rows) error {
+	index := make(map[string]int, len(alerts))
+	for i, a := range alerts {
+		index[a.ID] = i
+	}
+	for rows.Next() {
+		var id, channel string
+		var an Announcement
+		var at int64
+		var tier int
+		if err := rows.Scan(&id, &channel, &tier, &at, &an.Digest, &an.Summary, &an.SummaryKey, &an.Ref); err != nil {
+			return err
+		}
+		an.Tier, an.At = policy.Tier(tier), FromUnixNano(at)
+		i, ok := index[id]
+		if !ok {
+			continue
+		}
+		if alerts[i].Channels == nil {
+			alerts[i].Channels = map[string]Announcement{}
+		}
+		alerts[i].Channels[channel] = an
+	}
+	return rows.Err()
+}
+
+// SilenceColumns are the columns of table silences that ScanSilences
+// reads, in order.
+const SilenceColumns = `id, matchers, up_to, reason, author, created_at, until, expired_at`
+
+// ScanSilences reads silences from rows of SilenceColumns.
+func ScanSilences(rows Rows) ([]Silence, error) {
+	var out []Silence
+	for rows.Next() {
+		var si Silence
+		var m string
+		var upTo int
+		var created, until, expired int64
+		if err := rows.Scan(&si.ID, &m, &upTo, &si.Reason, &si.Author, &created, &until, &expired); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(m), &si.Match); err != nil {
+			return nil, fmt.Errorf("silence %s: decode matchers: %w", si.ID, err)
+		}
+		si.UpTo = policy.Tier(upTo)
+		si.Created, si.Until, si.Expired = FromUnixNano(created), FromUnixNano(until), FromUnixNano(expired)
+		out = append(out, si)
+	}
+	return out, rows.Err()
+}
+
+// Expiry is ExpireSilence's decision on what was read for the silence id
+// (none or one): the silence as it then stands, ended at at, and whether
+// that must be written (not when it had ended already); ErrNoSilence
+// when there is none.
+func Expiry(found []Silence, id string, at time.Time) (s Silence, write bool, err error) {
+	if len(found) == 0 {
+		return Silence{}, false, fmt.Errorf("%w: %s", ErrNoSilence, id)
+	}
+	s = found[0]
+	if !s.Active(at) {
+		return s, false, nil
+	}
+	s.Expired = at
+	return s, true, nil
+}
+
+// NameHistoryColumns are the columns of table name_history that
+// ScanNames reads, in order.
+const NameHistoryColumns = `name, sha256, not_before, not_after, since, previous, last_seen`
+
+// ScanNames reads the names kept from rows of NameHistoryColumns.
+func ScanNames(rows Rows) ([]policy.NameHistory, error) {
+	var out []policy.NameHistory
+	for rows.Next() {
+		var h policy.NameHistory
+		var nb, na, since, last int64
+		if err := rows.Scan(&h.Name, &h.SHA256, &nb, &na, &since, &h.Previous, &last); err != nil {
+			return nil, err
+		}
+		h.NotBefore, h.NotAfter, h.Since, h.LastSeen = FromUnixNano(nb), FromUnixNano(na), FromUnixNano(since), FromUnixNano(last)
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
