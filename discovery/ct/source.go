@@ -40,6 +40,9 @@ const DefaultMaxCertificates = 20000
 type SourceConfig struct {
 	// Logs are the logs read, each from where the last read of it ended.
 	Logs []Log
+	// LogList, when set, is read at each Discover and its current logs
+	// (LogList.Current) are read besides Logs.
+	LogList *LogListSource
 	// Reader reads them; its Domains say which certificates are kept.
 	Reader *Reader
 	// Start is where a log without a saved position is first read from:
@@ -79,6 +82,8 @@ type Source struct {
 	loaded    bool
 	positions map[string]Position
 	certs     map[string]*ctcert.Certificate // by ID
+	// listed are the current logs of the last log list read.
+	listed []Log
 }
 
 // NewSource returns a Source reading cfg's logs.
@@ -86,7 +91,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if cfg.Reader == nil {
 		return nil, errors.New("ct source: no reader")
 	}
-	if len(cfg.Logs) == 0 {
+	if len(cfg.Logs) == 0 && cfg.LogList == nil {
 		return nil, errors.New("ct source: no log to read")
 	}
 	if cfg.Start < 0 {
@@ -141,7 +146,10 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 		s.loaded = true
 	}
 	var errs []error
-	for _, l := range s.cfg.Logs {
+	if err := s.readList(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	for _, l := range s.logs() {
 		if err := s.readLog(ctx, l); err != nil {
 			errs = append(errs, err)
 		}
@@ -151,6 +159,44 @@ func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 		errs = append(errs, err)
 	}
 	return s.yield(), errors.Join(errs...)
+}
+
+// readList reads the log list, when there is one, and keeps its current
+// logs. A list that cannot be read or parsed is the error: the logs of
+// the last list read, if any, are read all the same, and the built-in
+// list is never read in its place.
+func (s *Source) readList(ctx context.Context) error {
+	src := s.cfg.LogList
+	if src == nil {
+		return nil
+	}
+	list, err := src.Read(ctx)
+	if err != nil {
+		if len(s.listed) > 0 {
+			return fmt.Errorf("%w (the %d logs of the last list read are read meanwhile)", err, len(s.listed))
+		}
+		return err
+	}
+	logs := list.Current(s.now())
+	if len(logs) == 0 {
+		return fmt.Errorf("CT log list %s has no tiled log to read now (usable, qualified or readonly, for certificates not yet expired): is it current?", list.Name)
+	}
+	if len(s.listed) != len(logs) {
+		s.logger().Info("ct log list read", "list", list.Name, "version", list.Version, "logs", len(logs))
+	}
+	s.listed = logs
+	return nil
+}
+
+// logs returns the configured logs and those of the log list, once each.
+func (s *Source) logs() []Log {
+	out := slices.Clip(s.cfg.Logs)
+	for _, l := range s.listed {
+		if !slices.ContainsFunc(out, func(o Log) bool { return o.URL == l.URL }) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // readLog reads one log from its position and keeps the position reached,
