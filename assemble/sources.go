@@ -207,8 +207,14 @@ func ctSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		return nil, err
 	}
 	l := logger.With("component", "ct")
+	var list *ct.LogListSource
+	if c.CT.LogList != nil {
+		list = c.CT.LogList.Source()
+		list.Timeout = time.Duration(c.CT.Timeout)
+	}
 	s, err := ct.NewSource(ct.SourceConfig{
-		Logs: logs,
+		Logs:    logs,
+		LogList: list,
 		Reader: &ct.Reader{Domains: domains, Timeout: time.Duration(c.CT.Timeout), Parallelism: c.CT.Parallelism,
 			Logger: l},
 		Start:      c.CT.StartBack(),

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/ct"
 	"github.com/certwatch/certwatch/policy"
@@ -20,6 +22,10 @@ type CT struct {
 	// Logs are the logs read, each with its monitoring prefix, checkpoint
 	// origin and public key (as CT log lists publish them).
 	Logs []CTLog `yaml:"logs,omitempty"`
+	// LogList reads the logs of a CT log list (v3 schema) at each
+	// discovery, besides Logs: "builtin" (the list shipped with
+	// certwatch), or {url: ...} or {file: ...} for a newer one.
+	LogList *CTLogList `yaml:"log_list,omitempty"`
 	// Domains are watched besides the configured zones: a certificate
 	// naming one of them, or a name below one, is kept.
 	Domains []string `yaml:"domains,omitempty"`
@@ -61,6 +67,48 @@ type CTLog struct {
 	Key string `yaml:"key"`
 }
 
+// CTLogList is where a CT log list is read: the built-in list, a URL or a
+// file.
+type CTLogList struct {
+	Builtin bool   `yaml:"-"`
+	URL     string `yaml:"url,omitempty"`
+	File    string `yaml:"file,omitempty"`
+	// word is a scalar other than builtin, refused by Validate.
+	word string
+}
+
+// ctLogListBuiltin is the word for the shipped list.
+const ctLogListBuiltin = "builtin"
+
+// UnmarshalYAML reads "builtin" or a mapping {url, file}.
+func (l *CTLogList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = CTLogList{Builtin: n.Value == ctLogListBuiltin, word: n.Value}
+		return nil
+	}
+	type plain CTLogList
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*l = CTLogList(p)
+	return nil
+}
+
+// MarshalYAML writes builtin, or the mapping.
+func (l CTLogList) MarshalYAML() (any, error) {
+	if l.Builtin {
+		return ctLogListBuiltin, nil
+	}
+	type plain CTLogList
+	return plain(l), nil
+}
+
+// Source is where the CT source reads the list.
+func (l *CTLogList) Source() *ct.LogListSource {
+	return &ct.LogListSource{Builtin: l.Builtin, URL: l.URL, File: l.File}
+}
+
 // CT defaults.
 const (
 	DefaultCTStart       = 100000
@@ -80,8 +128,8 @@ func (c *CT) applyDefaults() {
 	}
 }
 
-// Enabled reports whether any log is configured.
-func (c *CT) Enabled() bool { return len(c.Logs) > 0 }
+// Enabled reports whether any log, or a log list, is configured.
+func (c *CT) Enabled() bool { return len(c.Logs) > 0 || c.LogList != nil }
 
 // StartBack is how many entries before a log's end its first read starts
 // (0 for "end"); Start is validated at load.
@@ -151,7 +199,7 @@ func (c *Config) ctProblems() []error {
 		errs = append(errs, fieldf(join("ct", path), "ct: "+format, args...))
 	}
 	if !t.Enabled() && (len(t.Domains) > 0 || len(t.ExpectedIssuers) > 0 || t.ProbeNames) {
-		add("logs", "logs: at least one log is required to watch domains in Certificate Transparency (url, origin and key of each, as CT log lists publish them)")
+		add("logs", "logs: at least one log is required to watch domains in Certificate Transparency (url, origin and key of each, as CT log lists publish them), or log_list: builtin")
 	}
 	seen := map[string]bool{}
 	for i, l := range t.Logs {
@@ -169,6 +217,24 @@ func (c *Config) ctProblems() []error {
 		}
 		if _, err := ct.ParseKey(l.Key); err != nil {
 			add(p+".key", "%s: key: %v", p, err)
+		}
+	}
+	if l := t.LogList; l != nil {
+		switch {
+		case l.word != "" && !l.Builtin:
+			add("log_list", "log_list: want builtin (the list shipped with certwatch), or url or file, got %q", shorten(l.word))
+		case l.Builtin:
+		case (l.URL == "") == (l.File == ""):
+			add("log_list", "log_list: give one of url or file (a CT log list in the v3 schema), or write log_list: builtin")
+		case l.URL != "":
+			if u, err := url.Parse(l.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				add("log_list.url", "log_list: url %q: want an http(s) URL, e.g. https://www.gstatic.com/ct/log_list/v3/log_list.json", shorten(l.URL))
+			}
+		default:
+			// Read now as each discovery will: check-config refuses it too.
+			if _, err := ct.ReadLogListFile(l.File); err != nil {
+				add("log_list.file", "log_list: file: %v", err)
+			}
 		}
 	}
 	for i, d := range t.Domains {

@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,6 +66,58 @@ func TestCTProblemsNameTheirLine(t *testing.T) {
 		{"parallelism", "ct:\n  parallelism: 0\n", []string{"line 2: ct: parallelism must be 1 to 64"}},
 		{"negative grace", "ct:\n  grace: -1h\n", []string{"line 2: ct: grace must not be negative"}},
 		{"unknown key", "ct:\n  logz: []\n", []string{"line 2", "logz"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Decode(strings.NewReader(tt.yaml))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tt.yaml)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// ct.log_list enables the CT source without logs given by hand: builtin
+// reads the shipped list, url or file a newer one.
+func TestCTLogListLoads(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"ct:\n  domains: [example.com]\n  log_list: builtin\n", "the built-in CT log list"},
+		{"ct:\n  domains: [example.com]\n  log_list: {url: https://www.gstatic.com/ct/log_list/v3/log_list.json}\n", "https://www.gstatic.com/ct/log_list/v3/log_list.json"},
+	} {
+		c, err := config.Decode(strings.NewReader(tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		if !c.CT.Enabled() || c.CT.LogList == nil || c.CT.LogList.Source().Name() != tt.want {
+			t.Errorf("%s: enabled %v, list %+v; want the source on %s", tt.yaml, c.CT.Enabled(), c.CT.LogList, tt.want)
+		}
+	}
+}
+
+// A log list that run could not use is refused at load, and so by
+// check-config: a file that does not parse (read now, as run reads it), a
+// URL that is not one, both or neither, a word other than builtin.
+func TestCTLogListProblemsNameTheirLine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "log_list.json")
+	if err := os.WriteFile(bad, []byte(`{"operators": [{"name": "X", "tiled_logs": [{"description": "X 'Bad'", "key": "bm90IGEga2V5"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown word", "ct:\n  domains: [example.com]\n  log_list: google\n", []string{"line 3: ct: log_list", "builtin"}},
+		{"bad url", "ct:\n  domains: [example.com]\n  log_list:\n    url: ftp://x/list.json\n", []string{"line 4: ct: log_list: url"}},
+		{"url and file", "ct:\n  domains: [example.com]\n  log_list: {url: https://x.example/l.json, file: /l.json}\n", []string{"line 3: ct: log_list: give one of url or file"}},
+		{"missing file", "ct:\n  domains: [example.com]\n  log_list: {file: /nonexistent/log_list.json}\n", []string{"line 3: ct: log_list: file", "/nonexistent/log_list.json"}},
+		{"bad entry in file", "ct:\n  domains: [example.com]\n  log_list:\n    file: " + bad + "\n", []string{"line 4: ct: log_list: file", "tiled_logs[0] (X 'Bad')"}},
+		{"domains without logs", "ct:\n  domains: [example.com]\n", []string{"line 1: ct: logs: at least one log", "log_list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
