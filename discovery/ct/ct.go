@@ -161,6 +161,10 @@ type Reader struct {
 	// MaxTileBytes caps the size of a data tile (hash tiles are at most 8
 	// KiB, checkpoints and issuers 64 KiB); zero means DefaultMaxTileBytes.
 	MaxTileBytes int64
+	// MaxEntries bounds the entries one Read reads: it stops at the end
+	// of the first data tile past that many, and the next Read goes on
+	// from there. Zero reads to the checkpoint's tree size.
+	MaxEntries int64
 	// Logger receives debug detail; nil discards it.
 	Logger *slog.Logger
 

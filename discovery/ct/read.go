@@ -60,7 +60,13 @@ func (r *Reader) read(ctx context.Context, l Log, res *Result, found func(Entry)
 	if from.Next == cp.tree.N {
 		return nil
 	}
-	return r.readTiles(ctx, l, cp.tree.N, verifier, res, found)
+	end := cp.tree.N
+	if r.MaxEntries > 0 {
+		// A tile boundary: every tile before it is full in the tree.
+		const w = 1 << tileHeight
+		end = min(end, (from.Next+r.MaxEntries+w-1)/w*w)
+	}
+	return r.readTiles(ctx, l, end, verifier, res, found)
 }
 
 // dataTile is a data tile read and parsed, not yet verified.
@@ -72,7 +78,8 @@ type dataTile struct {
 	err        error
 }
 
-// readTiles streams the data tiles from res.Position.Next to size: up to
+// readTiles streams the data tiles from res.Position.Next to size (the
+// tree's, or a tile boundary within it): up to
 // Parallelism tiles are fetched and parsed at once, and each is verified
 // and reported in order.
 func (r *Reader) readTiles(ctx context.Context, l Log, size int64, v *treeVerifier, res *Result, found func(Entry) error) error {

@@ -55,6 +55,10 @@ type SourceConfig struct {
 	Ports      []int
 	// Protocols says how each port reaches TLS.
 	Protocols discovery.PortProtocols
+	// MaxBehind is, for each log, how many entries may be left unread at
+	// the end of a discovery before the log is ct_behind (0: no bound);
+	// it travels with each log's progress (found.Inventory.CTLogs).
+	MaxBehind int64
 	// MaxCertificates bounds the certificates kept between reads (those
 	// expiring first are dropped); zero means DefaultMaxCertificates.
 	MaxCertificates int
@@ -278,6 +282,11 @@ func (s *Source) sorted() []*ctcert.Certificate {
 // their watched names as targets.
 func (s *Source) yield() found.Yield {
 	var y found.Yield
+	for _, l := range s.logs() {
+		if p, ok := s.positions[logKey(l)]; ok && p.Size > 0 {
+			y.Inventory.CTLogs = append(y.Inventory.CTLogs, ctcert.Progress{Log: l.Origin, URL: l.URL, TreeSize: p.Size, Next: p.Next, MaxBehind: s.cfg.MaxBehind})
+		}
+	}
 	now := s.now()
 	var targets []discovery.Target
 	for _, c := range s.sorted() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/ct"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/internal/cttest"
 )
 
@@ -122,5 +123,38 @@ func TestSourceFailsOnABadCheckpoint(t *testing.T) {
 	_, err := newSource(t, log, nil, 10).Discover(context.Background())
 	if !errors.Is(err, ct.ErrVerification) || !strings.Contains(err.Error(), log.URL) {
 		t.Errorf("error %v, want ErrVerification naming %s", err, log.URL)
+	}
+}
+
+// A source bounded in entries per read falls behind a log that grew by
+// more: its yield says how far each log is read (tree size, next entry),
+// which the ct_behind finding and the metric read; a later read goes on
+// from there and one that reaches the end is behind by nothing.
+func TestSourceSaysHowFarBehindEachLogIs(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	fill(t, log, p, 1000)
+	r := reader(t, "example.com")
+	r.MaxEntries = 300
+	s, err := ct.NewSource(ct.SourceConfig{Logs: []ct.Log{config(t, log)}, Reader: r, Start: 1000, MaxBehind: 100, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ctcert.Progress{{Log: log.Origin, URL: log.URL, TreeSize: 1000, Next: 512, MaxBehind: 100}}
+	y, err := s.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(y.Inventory.CTLogs, want) || y.Inventory.CTLogs[0].Behind() != 488 {
+		t.Errorf("after one bounded read: %+v, want %+v (the read stops at the tile boundary past 300 entries), 488 behind", y.Inventory.CTLogs, want)
+	}
+	for range 2 {
+		if y, err = s.Discover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(y.Inventory.CTLogs) != 1 || y.Inventory.CTLogs[0].Behind() != 0 || y.Inventory.CTLogs[0].Next != 1000 {
+		t.Errorf("after reading to the end: %+v, want nothing behind", y.Inventory.CTLogs)
 	}
 }

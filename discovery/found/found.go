@@ -149,6 +149,10 @@ type Inventory struct {
 	// CT are the certificates Certificate Transparency logs show for the
 	// watched domains (discovery/ct), one per issuance.
 	CT []ctcert.Certificate `json:"ct,omitempty"`
+	// CTLogs are the CT logs read (discovery/ct) and how far: the
+	// self-monitoring finding ct_behind and the metric
+	// certwatch_ct_entries_behind come from them.
+	CTLogs []ctcert.Progress `json:"ct_logs,omitempty"`
 }
 
 // NetworkSourcePrefix starts the source name of every address range
@@ -322,4 +326,5 @@ func (inv *Inventory) Append(other Inventory) {
 	inv.Gaps = append(inv.Gaps, other.Gaps...)
 	inv.Networks = append(inv.Networks, other.Networks...)
 	inv.CT = append(inv.CT, other.CT...)
+	inv.CTLogs = append(inv.CTLogs, other.CTLogs...)
 }

@@ -94,3 +94,21 @@ func compareEntries(a, b Entry) int {
 	}
 	return 0
 }
+
+// Progress is how far a CT log has been read: the tree size of its latest
+// verified checkpoint and the next entry to read. Behind is what is left.
+type Progress struct {
+	// Log is the log's checkpoint origin; URL its monitoring prefix.
+	Log string `json:"log"`
+	URL string `json:"url"`
+	// TreeSize is the size of the latest checkpoint verified; Next the
+	// index of the next entry to read.
+	TreeSize int64 `json:"tree_size"`
+	Next     int64 `json:"next"`
+	// MaxBehind is how many entries may be left unread at the end of a
+	// discovery before the log is ct_behind; zero means no bound.
+	MaxBehind int64 `json:"max_behind,omitempty"`
+}
+
+// Behind is how many entries of the latest checkpoint are not read yet.
+func (p Progress) Behind() int64 { return max(p.TreeSize-p.Next, 0) }
