@@ -218,6 +218,7 @@ func ctSources(c config.Config, logger *slog.Logger) ([]scan.Source, error) {
 		Reader: &ct.Reader{Domains: domains, Timeout: time.Duration(c.CT.Timeout), Parallelism: c.CT.Parallelism,
 			Logger: l},
 		Start:      c.CT.StartBack(),
+		MaxBehind:  c.CT.MaxBehind,
 		ProbeNames: c.CT.ProbeNames,
 		Ports:      c.Ports.Numbers(),
 		Protocols:  c.PortProtocols(nil),

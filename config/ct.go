@@ -54,6 +54,9 @@ type CT struct {
 	// tiles of a log are fetched at once.
 	Timeout     Duration `yaml:"timeout"`
 	Parallelism int      `yaml:"parallelism"`
+	// MaxBehind is how many entries of a log may be left unread at the
+	// end of a discovery before it is ct_behind; 0 turns it off.
+	MaxBehind int64 `yaml:"max_behind"`
 }
 
 // CTLog is one Static CT log.
@@ -113,6 +116,7 @@ func (l *CTLogList) Source() *ct.LogListSource {
 const (
 	DefaultCTStart       = 100000
 	DefaultCTGrace       = 48 * time.Hour
+	DefaultCTMaxBehind   = 1000000
 	MaxCTParallelism     = 64
 	ctStartEnd           = "end"
 	ctIssuerKeyHexLength = 64
@@ -125,6 +129,7 @@ func (c *CT) applyDefaults() {
 		UnexpectedIssuer: policy.Page,
 		Timeout:          Duration(ct.DefaultTimeout),
 		Parallelism:      ct.DefaultParallelism,
+		MaxBehind:        DefaultCTMaxBehind,
 	}
 }
 
@@ -263,6 +268,9 @@ func (c *Config) ctProblems() []error {
 	}
 	if t.Parallelism < 1 || t.Parallelism > MaxCTParallelism {
 		add("parallelism", "parallelism must be 1 to %d, got %d", MaxCTParallelism, t.Parallelism)
+	}
+	if t.MaxBehind < 0 {
+		add("max_behind", "max_behind must not be negative (0 turns ct_behind off), got %d", t.MaxBehind)
 	}
 	return errs
 }

@@ -66,6 +66,7 @@ func TestCTProblemsNameTheirLine(t *testing.T) {
 		{"parallelism", "ct:\n  parallelism: 0\n", []string{"line 2: ct: parallelism must be 1 to 64"}},
 		{"negative grace", "ct:\n  grace: -1h\n", []string{"line 2: ct: grace must not be negative"}},
 		{"unknown key", "ct:\n  logz: []\n", []string{"line 2", "logz"}},
+		{"negative max_behind", "ct:\n  max_behind: -1\n", []string{"line 2: ct: max_behind must not be negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

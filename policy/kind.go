@@ -32,6 +32,11 @@ const (
 	// than its stale-after period: its instances stopped, or cannot reach
 	// the database (daemon). Its Name is the site's.
 	SiteStale Kind = "site_stale"
+	// CTBehind: at the end of a discovery, a Certificate Transparency log
+	// had more entries left to read than ct.max_behind (scan, from the CT
+	// source's progress): certificates logged lately are not seen yet.
+	// Its Name is "ct:" and the log's origin.
+	CTBehind Kind = "ct_behind"
 	// ChannelFailing: a notification channel keeps failing; raised on the
 	// other channels (notify). Its Name is the failing channel.
 	ChannelFailing Kind = "channel_failing"
@@ -123,6 +128,7 @@ var kinds = map[Kind]KindInfo{
 	StateCorrupt:      {Problem: "state file corrupt", Deadline: true, Origin: OriginSelfMonitoring},
 	SiteStale:         {Problem: "site stale", Deadline: true, Origin: OriginSelfMonitoring},
 	DiscoveryDegraded: {Problem: "discovery source failed or shrank", Origin: OriginSelfMonitoring},
+	CTBehind:          {Problem: "CT log not read to its end", Origin: OriginSelfMonitoring},
 
 	ChannelFailing: {Problem: "notifications cannot be delivered", Origin: OriginDelivery},
 	StormSummary:   {Problem: "many notifications at once, summarised", Origin: OriginDelivery},

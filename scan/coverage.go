@@ -7,6 +7,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 )
@@ -30,6 +31,10 @@ type Coverage struct {
 	Gaps []policy.Gap `json:"gaps"`
 	// GapsByReason counts the gaps by reason.
 	GapsByReason map[string]int `json:"gaps_by_reason"`
+	// CTLogs are the Certificate Transparency logs read and how far
+	// (found.Inventory.CTLogs): what ct_behind and
+	// certwatch_ct_entries_behind say.
+	CTLogs []ctcert.Progress `json:"ct_logs,omitempty"`
 }
 
 // CoverageSource is what one source contributed.
@@ -92,6 +97,7 @@ func coverage(res *policy.Result, inv *Inventory) *Coverage {
 		c.Sources = append(c.Sources, CoverageSource{Name: s.Name, Endpoints: s.Endpoints, Certificates: s.Certificates})
 	}
 	if inv != nil {
+		c.CTLogs = inv.CTLogs
 		for _, w := range inv.Watched {
 			via := w.Via
 			switch {

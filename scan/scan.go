@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -586,6 +587,26 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	p.findZones(ctx, ev)
 	fillReport(r, ev, &inv)
 	r.Networks = networkReports(r, &inv)
+	if behind := ctBehind(inv.CTLogs, p.now()); len(behind) > 0 {
+		r.Findings = append(r.Findings, behind...)
+		policy.SortFindings(r.Findings)
+	}
+}
+
+// ctBehind returns a ct_behind finding for each CT log with more entries
+// left to read than its bound, as the last discovery left it.
+func ctBehind(logs []ctcert.Progress, at time.Time) []policy.Finding {
+	var out []policy.Finding
+	for _, l := range logs {
+		if l.MaxBehind <= 0 || l.Behind() <= l.MaxBehind {
+			continue
+		}
+		out = append(out, policy.Finding{Kind: policy.CTBehind, Tier: policy.Warning, Name: "ct:" + l.Log, Deadline: at.UTC(),
+			Message: fmt.Sprintf("CT log %s (%s) is %d entries behind: its checkpoint has tree size %d and the next entry to read is %d, more than ct.max_behind (%d). "+
+				"Certificates logged lately are not seen yet. Each discovery reads on from there; if the gap keeps growing, discover more often, raise ct.parallelism or ct.timeout, or check the log answers.",
+				l.Log, l.URL, l.Behind(), l.TreeSize, l.Next, l.MaxBehind)})
+	}
+	return out
 }
 
 // countingNames yields what seq yields, counting into *n the distinct

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
@@ -53,6 +54,27 @@ func TestCoverageInMetricsAndPage(t *testing.T) {
 		"closed.internal.example", "delegation refused", "allow transfers from this host"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q", want)
+		}
+	}
+}
+
+// TestCTEntriesBehindInMetrics: /metrics shows, per CT log, the entries
+// the report's coverage says are left to read: the number ct_behind
+// states.
+func TestCTEntriesBehindInMetrics(t *testing.T) {
+	s := serve.New(serve.Options{Now: func() time.Time { return now }})
+	r, _ := testReport()
+	r.Coverage = &scan.Coverage{GapsByReason: map[string]int{}, CTLogs: []ctcert.Progress{
+		{Log: "log.example/2030h1", URL: "https://mon.log.example/2030h1/", TreeSize: 1000, Next: 512, MaxBehind: 100},
+		{Log: "log.example/2030h2", URL: "https://mon.log.example/2030h2/", TreeSize: 40, Next: 40, MaxBehind: 100},
+	}}
+	s.RecordReport(r)
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	fams := scrape(t, hs.URL)
+	for log, want := range map[string]float64{"log.example/2030h1": 488, "log.example/2030h2": 0} {
+		if got, ok := value(fams, "certwatch_ct_entries_behind", map[string]string{"log": log}); !ok || got != want {
+			t.Errorf("certwatch_ct_entries_behind{log=%s} = %v (present %v), want %v", log, got, ok, want)
 		}
 	}
 }

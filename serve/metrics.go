@@ -23,8 +23,8 @@ import (
 // expiry, not-before, TLS info) = 90,000 series, plus about 250 bounded
 // ones: the probe latency
 // histogram (14 buckets x 8 results), findings, unverified and silenced findings (kinds x 5 tiers each), job
-// runs and durations (2 jobs), discovery per source, outbox and
-// notifications per channel. Uncapped it would be 900,000. Every endpoint
+// runs and durations (2 jobs), discovery per source, entries behind per
+// CT log (a few dozen at most), outbox and notifications per channel. Uncapped it would be 900,000. Every endpoint
 // stays in the latency histogram and in certwatch_endpoints{result}
 // whatever the cap.
 
@@ -45,7 +45,7 @@ type metrics struct {
 	discoveryTargets, discoveryCerts, inventory, lastSuccess, reportTime, dropped,
 	outboxDepth, outboxFailed, stateUp, notifications, channelFailing,
 	crlThisUpdate, crlNextUpdate, revocationChecked,
-	coverageGaps, coverageZones, coverageRestCerts, coverageRestLocs,
+	coverageGaps, coverageZones, coverageRestCerts, coverageRestLocs, ctBehind,
 	buildInfo *prometheus.Desc
 }
 
@@ -101,6 +101,7 @@ func newMetrics(s *Server) *metrics {
 		coverageZones:     d("coverage_zones", "DNS zones read whole in the latest probe run, by how: transfer (a configured zone), delegation (a child followed), route53.", "via"),
 		coverageRestCerts: d("coverage_at_rest_certificates", "Certificates held at rest in the latest probe run, by kind of location (file, keystore, kubeconfig, secret, configmap, webhook, apiservice, crd, certificate: a cert-manager Certificate); a certificate held in two kinds counts under each (0 for a kind without any).", "location_kind"),
 		coverageRestLocs:  d("coverage_at_rest_locations", "Places holding a certificate at rest in the latest probe run, by kind of location (0 for a kind without any).", "location_kind"),
+		ctBehind:          d("ct_entries_behind", "Entries of each Certificate Transparency log's latest checkpoint not read yet at the end of the latest discovery (tree size - next entry), by log origin; past ct.max_behind the log is ct_behind.", "log"),
 		buildInfo:         d("build_info", "certwatch's version; always 1.", "version", "goversion"),
 	}
 }
@@ -112,7 +113,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.jobDuration.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.lastChanged, m.expectedRenewal, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
 		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
-		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.buildInfo} {
+		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.ctBehind, m.buildInfo} {
 		ch <- d
 	}
 }
@@ -275,6 +276,9 @@ func (m *metrics) collectCoverage(gauge gaugeFunc, c *scan.Coverage) {
 	for k, n := range certs {
 		gauge(m.coverageRestCerts, float64(n), k)
 		gauge(m.coverageRestLocs, float64(locs[k]), k)
+	}
+	for _, l := range c.CTLogs {
+		gauge(m.ctBehind, float64(l.Behind()), l.Log)
 	}
 }
 
