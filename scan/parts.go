@@ -96,6 +96,7 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 	for _, inv := range invs {
 		all.Watched = append(all.Watched, inv.Watched...)
 		all.Zones = append(all.Zones, inv.Zones...)
+		all.CTLogs = append(all.CTLogs, inv.CTLogs...)
 	}
 	fillReport(r, ev, &all)
 	r.Networks = networkReports(r, invs...)

@@ -587,10 +587,6 @@ func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n 
 	p.findZones(ctx, ev)
 	fillReport(r, ev, &inv)
 	r.Networks = networkReports(r, &inv)
-	if behind := ctBehind(inv.CTLogs, p.now()); len(behind) > 0 {
-		r.Findings = append(r.Findings, behind...)
-		policy.SortFindings(r.Findings)
-	}
 }
 
 // ctBehind returns a ct_behind finding for each CT log with more entries
@@ -711,12 +707,16 @@ func (p *Pass) sweep(ctx context.Context, n int, pull func() (*discovery.Target,
 // fillReport ends the evaluation ev into r: its endpoints ("endpoints": [], not
 // null, when there are none), certificates, findings and AWS inventories,
 // how many endpoints were not probed or not dialled, and the coverage,
-// with the zones of inv.
+// with the zones and CT logs of inv (ct_behind for a log too far behind).
 func fillReport(r *Report, ev *policy.Evaluator, inv *Inventory) {
 	res := ev.Result()
 	r.Endpoints, r.Certificates, r.Findings, r.ACM, r.IAM, r.AtRest = res.Endpoints, res.Certificates, res.Findings, res.ACM, res.IAM, res.AtRest
 	r.Revocation = res.Revocation
 	r.Coverage = coverage(&res, inv)
+	if behind := ctBehind(inv.CTLogs, r.GeneratedAt); len(behind) > 0 {
+		r.Findings = append(r.Findings, behind...)
+		policy.SortFindings(r.Findings)
+	}
 	if r.Endpoints == nil {
 		r.Endpoints = []Endpoint{}
 	}
