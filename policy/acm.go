@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/atrest"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/discovery/found"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 )
 
 // Kinds of finding about renewal: from ACM inventories, and from comparing

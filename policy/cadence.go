@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
 )
 
 // RenewalMissed: the newest certificate seen for a name, on any endpoint,

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
 )
 
 // ConsumerRef names an AWS resource that serves a certificate: a load

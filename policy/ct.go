@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 )
 
 // UnexpectedIssuer: Certificate Transparency shows a certificate for a

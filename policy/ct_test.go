@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
 	"github.com/certwatch/certwatch/probes"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 )
 
 // IAMRef names the IAM server certificate a finding is about, or that an

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
 )
 
 // judgeInventory judges the ACM inventory, merges its findings with the

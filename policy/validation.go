@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 )
 
 // validationRecord is one DNS validation CNAME ACM needs, and what the

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
 	"github.com/certwatch/certwatch/discovery/found"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 	"github.com/certwatch/certwatch/policy"
 )
 

@@ -12,11 +12,11 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/acm"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 	"github.com/certwatch/certwatch/discovery/route53"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/policy"

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/acm/types"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
 )
 
 // normalizeKeyAlgorithm turns DescribeCertificate's "RSA-2048" into the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/consumers"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
 	"github.com/certwatch/certwatch/internal/awstest"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 )
 
 // Memory keeps small documents between runs, by key: what the daemon's

@@ -19,7 +19,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/found"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 

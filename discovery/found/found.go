@@ -1,15 +1,3 @@
-// Package found is the contract between the discovery sources and the
-// pass that reads them: what one discovery of a source found (Yield). It
-// is plain data and imports no cloud SDK, so every stage downstream can
-// read it.
-//
-// Every source in discovery/* has one method, Discover(ctx) (Yield,
-// error), and yields what it has: a DNS zone targets to probe, ACM and IAM
-// certificates held at rest, the files and Kubernetes sources the
-// certificates they hold (atrest), an AWS account the resources that serve
-// certificates and the hosted zones it read. A new kind of source is one
-// package and one case in assemble; a new kind of thing found is one
-// field here, which policy learns to judge.
 package found
 
 import (
@@ -19,12 +7,12 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
 	"github.com/certwatch/certwatch/discovery/atrest"
-	"github.com/certwatch/certwatch/discovery/consumers/certconsumer"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/certconsumer"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 )
 
 // Yield is what one discovery of a source found. A source that partly

@@ -34,7 +34,7 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/found"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 )
 
 // Defaults used when Config fields are zero.

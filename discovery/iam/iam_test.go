@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 	"github.com/certwatch/certwatch/discovery/iam"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
 	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/probes"

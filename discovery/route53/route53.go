@@ -45,7 +45,7 @@ import (
 	"github.com/certwatch/certwatch/discovery/awsaccount"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/found"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 	"github.com/certwatch/certwatch/discovery/zonerules"
 )
 

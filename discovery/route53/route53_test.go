@@ -13,8 +13,8 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/awsaccount"
+	"github.com/certwatch/certwatch/discovery/found/hostedzone"
 	"github.com/certwatch/certwatch/discovery/route53"
-	"github.com/certwatch/certwatch/discovery/route53/hostedzone"
 	"github.com/certwatch/certwatch/internal/awstest"
 	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/probes"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/acm/acmcert"
-	"github.com/certwatch/certwatch/discovery/iam/iamcert"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
+	"github.com/certwatch/certwatch/discovery/found/iamcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
