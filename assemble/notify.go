@@ -23,13 +23,14 @@ import (
 )
 
 var (
-	_ daemon.Notifier   = daemonNotifier{}
-	_ daemon.Dispatcher = daemonNotifier{}
-	_ daemon.Silencer   = daemonNotifier{}
-	_ notify.Sender     = (*slack.Sender)(nil)
-	_ notify.Sender     = (*pagerduty.Sender)(nil)
-	_ notify.Refresher  = (*alertmanager.Sender)(nil)
-	_ notify.Sender     = (*webhook.Sender)(nil)
+	_ daemon.Notifier = daemonNotifier{}
+	// Slack has no idempotency key: an attempt whose outcome is unknown
+	// looks for its message before posting again.
+	_ notify.Finder = (*slack.Sender)(nil)
+	_ notify.Sender = (*pagerduty.Sender)(nil)
+	// Alertmanager forgets an alert not posted again.
+	_ notify.Refresher = (*alertmanager.Sender)(nil)
+	_ notify.Sender    = (*webhook.Sender)(nil)
 )
 
 // Senders builds one sender per configured channel, reading each

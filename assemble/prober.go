@@ -12,7 +12,11 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-var _ scan.Prober = (*probes.Prober)(nil)
+var (
+	_ scan.Prober = (*probes.Prober)(nil)
+	// A pass probes through one sweep, sharing each address's breaker.
+	_ scan.Sweeper = (*probes.Prober)(nil)
+)
 
 // newProber wires the prober of c; throttle holds the connection rates of
 // its networks. probe.timeout bounds each name lookup, TCP connect and TLS

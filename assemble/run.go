@@ -15,10 +15,8 @@ import (
 )
 
 var (
-	_ daemon.Scanner        = (*scan.Pass)(nil)
-	_ daemon.Collector      = (*scan.Pass)(nil)
-	_ daemon.PartEvaluator  = (*scan.Pass)(nil)
-	_ daemon.HistoryScanner = (*scan.Pass)(nil)
+	_ daemon.Scanner   = (*scan.Pass)(nil)
+	_ daemon.Collector = (*scan.Pass)(nil)
 )
 
 // Daemon is what a configuration builds for `certwatch run`; a reload
@@ -26,8 +24,8 @@ var (
 type Daemon struct {
 	Config daemon.Config
 	Pass   *scan.Pass
-	// Notifier hands the daemon's reports to Notify; it is also the
-	// daemon's daemon.Dispatcher and daemon.Silencer.
+	// Notifier hands the daemon's reports to Notify, marks what its
+	// silences keep quiet and delivers its outbox (daemon.Notifier).
 	Notifier daemon.Notifier
 	// Notify is the notifier inside Notifier, for its channels' health.
 	Notify *notify.Notifier

@@ -52,51 +52,56 @@ var errNoInventory = errors.New("no inventory yet: the first discovery has not f
 // as ACM inventories, that its probe runs need).
 var errAwaitDiscovery = errors.New("waiting for the first discovery with the reloaded configuration")
 
-// Scanner discovers targets and probes them. Implemented by *scan.Pass.
-// Discover says which targets each source gave in its result's Found:
-// the daemon keeps each source's last good targets by that, not by the
-// targets' Sources labels (a source's targets may name what they came
-// from rather than the source: a hosted zone, a load balancer).
+// Scanner is what the daemon runs: discovery, probing and evaluation, in
+// the stages it schedules itself. Implemented by *scan.Pass (assemble
+// checks it at compile time); the daemon asserts nothing beyond it.
 type Scanner interface {
+	// Discover runs every source once. It says which targets each source
+	// gave in its result's Found: the daemon keeps each source's last
+	// good targets by that, not by the targets' Sources labels (a
+	// source's targets may name what they came from rather than the
+	// source: a hosted zone, a load balancer).
 	Discover(ctx context.Context) ([]discovery.Target, []scan.SourceResult, error)
+	// Inventory is what the last Discover found besides targets: the
+	// daemon reads the coverage gaps of delegated zones not transferred,
+	// and a shared run publishes it with the site's observations.
+	Inventory() scan.Inventory
+	// Probe probes targets here and evaluates what it saw.
 	Probe(ctx context.Context, targets []discovery.Target, now time.Time) *scan.Report
+	// Evaluate evaluates observations probed elsewhere (a shared run's
+	// shards, other sites' publications).
+	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*scan.Part) *scan.Report
+	// SetHistory gives the runs that follow what the state remembers of
+	// each certificate name (see Daemon.History); nil judges a run on
+	// itself alone.
+	SetHistory(h []policy.NameHistory)
+	// Progress says how far the running discovery and probe run have
+	// got, for the progress lines a long sweep logs.
+	Progress() scan.Progress
 }
 
 // Notifier takes the report of every completed probe run and turns its
-// findings into notifications (written to an outbox). A Notifier that also
-// implements Dispatcher has its outbox delivered by the daemon.
+// findings into notifications written to an outbox, and delivers that
+// outbox. Implemented by assemble's wrapper of *notify.Notifier (checked
+// at compile time there); the daemon asserts nothing beyond it.
 type Notifier interface {
+	// Notify applies the findings of a probe run's report.
 	Notify(ctx context.Context, r *scan.Report) error
-}
-
-// Silencer is a Notifier that marks the findings of a report that it
-// will not announce because a silence covers them
-// (policy.Finding.Silenced), before the report is published: the status
-// page, the JSON report and the metrics show who silenced each, why and
-// until when.
-type Silencer interface {
+	// MarkSilenced marks the findings of a report that a silence keeps
+	// from being announced (policy.Finding.Silenced), before the report
+	// is published: the status page, the JSON report and the metrics show
+	// who silenced each, why and until when.
 	MarkSilenced(ctx context.Context, r *scan.Report) error
-}
-
-// HistoryScanner is a Scanner that takes what the state remembers of each
-// certificate name before a probe run (see Daemon.History). Implemented by
-// *scan.Pass.
-type HistoryScanner interface {
-	SetHistory(h []policy.NameHistory)
+	// Run delivers the outbox until ctx is done; Flush delivers what is
+	// due, as far as ctx allows. The daemon never runs both at once.
+	Run(ctx context.Context) error
+	Flush(ctx context.Context) error
 }
 
 // NameRetention is how long a certificate name no run has seen stays in
 // the history. Only a complete run (not cut short, no source degraded)
 // prunes.
 const NameRetention = 90 * 24 * time.Hour
-
-// Dispatcher delivers a notifier's outbox. Run delivers until ctx is done;
-// Flush delivers what is due, as far as ctx allows. The daemon never runs
-// both at once. Implemented by *notify.Notifier.
-type Dispatcher interface {
-	Run(ctx context.Context) error
-	Flush(ctx context.Context) error
-}
 
 // Recorder receives what the daemon learns, for metrics and the status
 // page. Implemented by *serve.Server. Calls come from job goroutines, one
@@ -164,8 +169,8 @@ type Daemon struct {
 	// last good inventory across restarts; Run reads them back first.
 	Memory state.Memory
 	// History, when set, keeps the renewal cadence of every certificate
-	// name: read before each probe run and handed to a Scanner that is a
-	// HistoryScanner, so that findings and certificates say when a name's
+	// name: read before each probe run and handed to the Scanner
+	// (SetHistory), so that findings and certificates say when a name's
 	// certificate last changed, and written with what the run saw.
 	History state.History
 	// EmptyState, when set, names a state store that held no state at
@@ -179,8 +184,7 @@ type Daemon struct {
 	// StateName names the state store in the state_corrupt finding.
 	StateName string
 	// Sharing, when set, makes probe runs shared by the replicas (and
-	// merged with the other sites'), when the Scanner is also a
-	// PartEvaluator.
+	// merged with the other sites').
 	Sharing *Sharing
 
 	logger *slog.Logger

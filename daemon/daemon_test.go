@@ -121,6 +121,16 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 	return r
 }
 
+// The rest of the daemon.Scanner contract, which these tests do not
+// exercise: no inventory besides targets, no history kept, no progress
+// counted. A shared run (Daemon.Sharing) needs a real scan.Pass.
+func (f *fakeScanner) Inventory() scan.Inventory       { return scan.Inventory{} }
+func (f *fakeScanner) SetHistory([]policy.NameHistory) {}
+func (f *fakeScanner) Progress() scan.Progress         { return scan.Progress{} }
+func (f *fakeScanner) Evaluate(time.Time, int, []discovery.Target, ...*scan.Part) *scan.Report {
+	panic("fakeScanner evaluates no shared run: give the daemon a scan.Pass")
+}
+
 func (f *fakeScanner) probeRuns() []probeRun {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -196,6 +206,9 @@ func (n *fakeNotifier) Flush(context.Context) error {
 	n.flushed++
 	return nil
 }
+
+// MarkSilenced marks nothing: no silence is kept.
+func (n *fakeNotifier) MarkSilenced(context.Context, *scan.Report) error { return nil }
 
 func (n *fakeNotifier) last() *scan.Report {
 	n.mu.Lock()

@@ -66,24 +66,13 @@ func (d *Daemon) discover(ctx context.Context) error {
 	return nil
 }
 
-// inventorier is a Scanner that says what its last Discover found besides
-// targets: the coverage gaps of delegated zones not transferred.
-// Implemented by *scan.Pass.
-type inventorier interface {
-	Inventory() scan.Inventory
-}
-
 // childFailures returns the delegated child zones s's last Discover
 // could not transfer (refused, timed out, broken, unreachable), by zone.
 // Children left out by a bound (delegation_limit) are not failures: the
 // configuration decides them.
 func childFailures(s Scanner) map[string]found.Gap {
-	inv, ok := s.(inventorier)
-	if !ok {
-		return nil
-	}
 	var out map[string]found.Gap
-	for _, g := range inv.Inventory().Gaps {
+	for _, g := range s.Inventory().Gaps {
 		switch g.Reason {
 		case found.GapDelegationRefused, found.GapDelegationTimeout, found.GapDelegationBroken, found.GapDelegationFailed:
 			if out == nil {

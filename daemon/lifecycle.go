@@ -13,9 +13,9 @@ import (
 	"github.com/certwatch/certwatch/policy"
 )
 
-// dispatching is a Dispatcher's Run in progress.
+// dispatching is a Notifier's outbox delivery (Run) in progress.
 type dispatching struct {
-	d      Dispatcher
+	d      Notifier
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -213,7 +213,7 @@ func (d *Daemon) startDispatcher(r *running) {
 	r.dmu.Lock()
 	defer r.dmu.Unlock()
 	d.mu.Lock()
-	next, _ := d.notifier.(Dispatcher)
+	next := d.notifier
 	d.mu.Unlock()
 	if r.dispatch != nil && next == r.dispatch.d {
 		return

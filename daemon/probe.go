@@ -128,13 +128,12 @@ func (d *Daemon) snapshotForProbe() probeSnapshot {
 // failure share), the timeout that cut the run short, and whether it was
 // shared.
 func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r, seen *scan.Report, cut error, shared bool, err error) {
-	pe, shared := in.scanner.(PartEvaluator)
-	shared = shared && d.Sharing != nil && in.loaded
+	shared = d.Sharing != nil && in.loaded
 	stopProgress := d.logProgress(in.scanner, true)
 	defer stopProgress()
 	switch {
 	case shared:
-		r, seen, cut, err = d.probeShared(ctx, pe, in.inventory, in.results, in.degraded, start)
+		r, seen, cut, err = d.probeShared(ctx, in.scanner, in.inventory, in.results, in.degraded, start)
 		if err != nil {
 			return nil, nil, nil, shared, err
 		}
@@ -170,8 +169,8 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	d.mu.Lock()
 	d.published = published
 	d.mu.Unlock()
-	if sl, ok := in.notifier.(Silencer); ok && in.loaded {
-		if err := sl.MarkSilenced(ctx, published); err != nil {
+	if in.notifier != nil && in.loaded {
+		if err := in.notifier.MarkSilenced(ctx, published); err != nil {
 			d.logger.Warn("silences could not be read: the published report marks no finding as silenced", "err", err)
 		}
 	}
@@ -256,11 +255,10 @@ func (d *Daemon) corruptState(ctx context.Context, at time.Time) (policy.Finding
 }
 
 // readHistory hands the scanner what the state remembers of each
-// certificate name, when both keep and take it. A history that cannot be
+// certificate name, when the daemon keeps it. A history that cannot be
 // read is logged, and the run is judged without it.
 func (d *Daemon) readHistory(ctx context.Context, s Scanner, loaded bool) {
-	hs, ok := s.(HistoryScanner)
-	if d.History == nil || !ok || !loaded {
+	if d.History == nil || !loaded {
 		return
 	}
 	h, err := d.History.Names(ctx)
@@ -271,7 +269,7 @@ func (d *Daemon) readHistory(ctx context.Context, s Scanner, loaded bool) {
 	case h == nil:
 		h = []policy.NameHistory{} // a history that knows no name yet
 	}
-	hs.SetHistory(h)
+	s.SetHistory(h)
 }
 
 // recordHistory records the certificate each name of r was seen with. A

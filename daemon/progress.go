@@ -12,12 +12,6 @@ import (
 // logs how far it has got, unless Config.ProgressEvery says otherwise.
 const DefaultProgressEvery = 30 * time.Second
 
-// progressReader is a Scanner that says how far its running stages have
-// got. Implemented by *scan.Pass.
-type progressReader interface {
-	Progress() scan.Progress
-}
-
 // logProgress logs how far s's running discovery (probe false) or probe
 // run has got every ProgressEvery, until the returned stop is called: a
 // /16 swept at 50 connections a second takes over 20 minutes, which would
@@ -26,8 +20,7 @@ func (d *Daemon) logProgress(s Scanner, probe bool) (stop func()) {
 	d.mu.Lock()
 	every := d.cfg.ProgressEvery
 	d.mu.Unlock()
-	pr, ok := s.(progressReader)
-	if !ok || every < 0 {
+	if every < 0 {
 		return func() {}
 	}
 	if every == 0 {
@@ -43,7 +36,7 @@ func (d *Daemon) logProgress(s Scanner, probe bool) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				d.logStage(pr.Progress(), probe)
+				d.logStage(s.Progress(), probe)
 			}
 		}
 	})

@@ -16,13 +16,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// PartEvaluator evaluates observations probed elsewhere. Implemented by
-// *scan.Pass.
-type PartEvaluator interface {
-	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*scan.Part) *scan.Report
-	Inventory() scan.Inventory
-}
-
 // DefaultSweepPoll is how often the leader checks a shared sweep's
 // progress.
 const DefaultSweepPoll = 500 * time.Millisecond
@@ -75,7 +68,7 @@ const publicationVersion = 1
 // set (matching ErrTimeout) when shards or endpoints were not probed in
 // time. err is a failure of the shared state: the run then publishes and
 // notifies nothing.
-func (d *Daemon) probeShared(ctx context.Context, pe PartEvaluator, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r, seen *scan.Report, cut error, err error) {
+func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r, seen *scan.Report, cut error, err error) {
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
 	dec := &scan.Decoder{}

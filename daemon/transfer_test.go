@@ -30,6 +30,11 @@ func (c reportChan) Notify(_ context.Context, r *scan.Report) error {
 	return nil
 }
 
+// reportChan keeps no silences and no outbox.
+func (reportChan) MarkSilenced(context.Context, *scan.Report) error { return nil }
+func (reportChan) Run(ctx context.Context) error                    { <-ctx.Done(); return nil }
+func (reportChan) Flush(context.Context) error                      { return nil }
+
 // switchDialer dials whichever server to is set to.
 type switchDialer struct{ to atomic.Pointer[string] }
 

@@ -9,24 +9,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// Finder is a Sender for a service that has no idempotency key (Slack's
-// chat.postMessage has none), so that a crash between the service
-// accepting a message and the outcome being recorded would post it twice.
-// With a Finder, the dispatcher records a unique
-// marker before each attempt and hands it to Send in Notification.Marker,
-// which the message must carry. An attempt that follows one whose outcome
-// is unknown (a crash, a takeover by another process, a lost answer) first
-// calls Find, and when the message is there it is recorded as delivered
-// instead of being posted again.
-type Finder interface {
-	// Find looks for the message of n (carrying n.Marker) posted since
-	// n.Intended, and returns the reference Send would have returned for
-	// it and true when it is there. An error that IsPermanent or
-	// IsChannelDown says the service cannot be asked (a missing scope): n
-	// is then posted again. Other errors are retried.
-	Find(ctx context.Context, n Notification) (ref string, found bool, err error)
-}
-
 // unconfirmed narrows a batch about to be delivered to the rows of the
 // earlier attempt whose outcome is unknown, if any: a digest is found, or
 // sent again, as it was, and rows added since go in the next one.

@@ -179,8 +179,63 @@ func DeliveryKey(rows []state.Outbound) string {
 // nothing to refer back to. Errors retrying cannot fix are marked with
 // Permanent; a service's requested delay is carried by RetryAfter. Send must
 // be safe to call again with the same notification after a failure.
+//
+// A Sender may also have a capability its service needs, asserted by the
+// dispatcher on each channel's Sender: Refresher (a service that forgets
+// an alert not posted again) and Finder (a service with no idempotency
+// key). assemble checks at compile time that each channel implementing
+// one still does.
 type Sender interface {
 	Send(ctx context.Context, n Notification) (ref string, err error)
+}
+
+// Refresher is a Sender for a service that forgets an open alert unless it
+// is told about it again: Alertmanager resolves an alert once its endsAt
+// passes. Transitions still go through the outbox (exactly once per
+// channel, in order, with retries); besides them, the dispatcher posts
+// every alert open on the channel again every RefreshEvery, from the
+// alert state, through Refresh.
+//
+// A re-send is not a transition: it is not written to the outbox, not
+// retried before the next one is due (a service's Retry-After puts the
+// next one off), and not counted as a delivery. A failed one is counted
+// as a retried attempt and marks the channel failing (ChannelHealth,
+// certwatch_notify_channel_failing) until a delivery or re-send works; a
+// channel that refuses it (ChannelDown), or that keeps failing past
+// retry.alert_after, is announced as channel_failing on the other
+// channels, as for failed deliveries.
+//
+// Implemented by notify/alertmanager; asserted by the dispatcher between
+// deliveries and by Refresh (refresh.go).
+type Refresher interface {
+	Sender
+	// RefreshEvery is how often the open alerts are posted again.
+	RefreshEvery() time.Duration
+	// Refresh posts the open alerts notes again, each an EventReminder
+	// whose Told is the tier the channel was last told (and whose Labels
+	// are the finding's labels now). It must post them as Send posts the
+	// alerts of their transitions, so that the service folds both into
+	// one alert.
+	Refresh(ctx context.Context, notes []Notification) error
+}
+
+// Finder is a Sender for a service that has no idempotency key (Slack's
+// chat.postMessage has none), so that a crash between the service
+// accepting a message and the outcome being recorded would post it twice.
+// With a Finder, the dispatcher records a unique
+// marker before each attempt and hands it to Send in Notification.Marker,
+// which the message must carry. An attempt that follows one whose outcome
+// is unknown (a crash, a takeover by another process, a lost answer) first
+// calls Find, and when the message is there it is recorded as delivered
+// instead of being posted again. Implemented by notify/slack; asserted by
+// the dispatcher before each attempt (intent.go).
+type Finder interface {
+	// Find looks for the message of n (carrying n.Marker) posted since
+	// n.Intended, and returns the reference Send would have returned for
+	// it and true when it is there. An error that IsPermanent or
+	// IsChannelDown says the service cannot be asked (a missing scope): n
+	// is then posted again. Other errors are retried.
+	Find(ctx context.Context, n Notification) (ref string, found bool, err error)
 }
 
 // Notifier turns findings into notifications and delivers them. Create it

@@ -11,33 +11,6 @@ import (
 	"github.com/certwatch/certwatch/state"
 )
 
-// Refresher is a Sender for a service that forgets an open alert unless it
-// is told about it again: Alertmanager resolves an alert once its endsAt
-// passes. Transitions still go through the outbox (exactly once per
-// channel, in order, with retries); besides them, the dispatcher posts
-// every alert open on the channel again every RefreshEvery, from the
-// alert state, through Refresh.
-//
-// A re-send is not a transition: it is not written to the outbox, not
-// retried before the next one is due (a service's Retry-After puts the
-// next one off), and not counted as a delivery. A failed one is counted
-// as a retried attempt and marks the channel failing (ChannelHealth,
-// certwatch_notify_channel_failing) until a delivery or re-send works; a
-// channel that refuses it (ChannelDown), or that keeps failing past
-// retry.alert_after, is announced as channel_failing on the other
-// channels, as for failed deliveries.
-type Refresher interface {
-	Sender
-	// RefreshEvery is how often the open alerts are posted again.
-	RefreshEvery() time.Duration
-	// Refresh posts the open alerts notes again, each an EventReminder
-	// whose Told is the tier the channel was last told (and whose Labels
-	// are the finding's labels now). It must post them as Send posts the
-	// alerts of their transitions, so that the service folds both into
-	// one alert.
-	Refresh(ctx context.Context, notes []Notification) error
-}
-
 // Refresh posts the open alerts of every channel whose Sender is a
 // Refresher again now, and returns what failed. Run does this by itself
 // every RefreshEvery, and Flush once; Refresh must not run at the same

@@ -32,13 +32,6 @@ type StageProgress struct {
 	WorkDone, WorkTotal int
 }
 
-// Counter is a Source that says how far its running Discover has gone,
-// in units of its own: a network sweep counts the connections tried of
-// those its ranges hold. Implemented by discovery/networks.
-type Counter interface {
-	Progress() (done, total int)
-}
-
 // progress is what a Pass counts as it goes. Its mutex is taken once per
 // source and per target, far less often than a probe's work.
 type progress struct {

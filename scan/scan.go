@@ -33,6 +33,11 @@ import (
 // Source is one discovery source, implemented by discovery/*: each
 // Discover says what it found (see found.Yield). assemble, which knows
 // every kind, builds them.
+//
+// A source may also have capabilities of its own, each an interface below
+// that the pass asserts on the source it holds: Follower, StreamingSource,
+// Counter. A source without one is read by Discover alone. assemble
+// checks at compile time that each source implementing one still does.
 type Source interface {
 	Name() string
 	Discover(ctx context.Context) (found.Yield, error)
@@ -46,9 +51,31 @@ type Source interface {
 // yielded and read, what every source's Discover read and which sources
 // failed (found.Read), and yields the children's targets and their
 // coverage (watched zones, gaps). Implemented by discovery/route53 and
-// discovery/dnszone.
+// discovery/dnszone; asserted by Pass.Discover.
 type Follower interface {
 	Follow(ctx context.Context, zones []found.Delegating, read found.Read) found.Yield
+}
+
+// StreamingSource is a Source that can also hand out its targets one at a
+// time, in the order Merge gives, without holding them all: a zone of a
+// million names. A pass whose only source streams probes the targets as
+// they come. Implemented by discovery/dnszone, which yields no inventory;
+// asserted by Pass.Run.
+type StreamingSource interface {
+	Source
+	// Stream discovers the targets and returns them as a sequence, with
+	// how many there are and the inventory Discover would yield. A
+	// yielded target may share memory with the next one (its Addresses):
+	// a consumer copies what it keeps.
+	Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error)
+}
+
+// Counter is a Source that says how far its running Discover has gone,
+// in units of its own: a network sweep counts the connections tried of
+// those its ranges hold. Implemented by discovery/networks; asserted by
+// Pass.Progress.
+type Counter interface {
+	Progress() (done, total int)
 }
 
 // ZoneFinder finds the zone a DNS name lies in (an SOA lookup).
@@ -70,7 +97,8 @@ type Prober interface {
 // per-address breaker, and telling how many targets of one address the
 // pass may have in flight (see probes.Sweep). A pass whose Prober is a
 // Sweeper probes through one Sweep, and keeps a hung address to its share
-// of the workers. Implemented by probes.Prober.
+// of the workers. Implemented by probes.Prober; asserted when a pass
+// probes (Pass.Run, Pass.Probe, and Pass.Collect for the daemon's shards).
 type Sweeper interface {
 	Sweep() *probes.Sweep
 }
@@ -405,19 +433,6 @@ func merged(ts []discovery.Target) bool {
 		}
 	}
 	return true
-}
-
-// StreamingSource is a Source that can also hand out its targets one at a
-// time, in the order Merge gives, without holding them all: a zone of a
-// million names. A pass whose only source streams probes the targets as
-// they come. Implemented by discovery/dnszone, which yields no inventory.
-type StreamingSource interface {
-	Source
-	// Stream discovers the targets and returns them as a sequence, with
-	// how many there are and the inventory Discover would yield. A
-	// yielded target may share memory with the next one (its Addresses):
-	// a consumer copies what it keeps.
-	Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error)
 }
 
 // Run discovers, probes and evaluates. The only error is ErrNoSource (wrapped)
