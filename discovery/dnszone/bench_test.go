@@ -40,12 +40,12 @@ func BenchmarkTransfer(b *testing.B) {
 	s := newSource(b, dnszone.Config{Zone: "bench.example", Nameserver: srv.Addr()})
 	b.ReportAllocs()
 	for b.Loop() {
-		targets, err := s.Targets(context.Background())
+		got, err := targets(context.Background(), s)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(targets) != records {
-			b.Fatalf("got %d targets, want %d", len(targets), records)
+		if len(got) != records {
+			b.Fatalf("got %d targets, want %d", len(got), records)
 		}
 	}
 	b.ReportMetric(float64(records), "records/op")

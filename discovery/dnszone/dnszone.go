@@ -63,9 +63,9 @@ type Config struct {
 	Protocols discovery.PortProtocols
 	// Filter drops target names; the zero value keeps every name.
 	Filter discovery.Filter
-	// Timeout bounds a whole Targets call: finding the primary and the
-	// transfer, including fallbacks to other servers. Zero means
-	// DefaultTimeout.
+	// Timeout bounds the zone's transfer in a Discover or Stream call:
+	// finding the primary and the transfer, including fallbacks to other
+	// servers. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// DialTimeout bounds each TCP connect and each resolver query. Zero means
 	// DefaultDialTimeout.
@@ -149,7 +149,7 @@ func (t TSIG) LogValue() slog.Value {
 }
 
 // Source transfers one zone. It is safe for concurrent use; concurrent
-// Targets calls make separate transfers.
+// Discover and Stream calls make separate transfers.
 type Source struct {
 	zone        string // normalised: lower case, no trailing dot
 	fqdn        string // zone + "."
@@ -307,8 +307,9 @@ func hostPort(s string) (string, error) {
 // Name returns "dnszone:" followed by the zone name.
 func (s *Source) Name() string { return s.sources[0] }
 
-// Targets transfers the zone and returns its targets, sorted by name and
-// port, every one with Sources ["dnszone:<zone>"]:
+// Discover transfers the zone (or reads it from Config.File) and yields
+// its targets, sorted by name and port, every one with Sources
+// ["dnszone:<zone>"]:
 //
 //   - each name with A/AAAA records, on every port, with those addresses;
 //   - each CNAME owner, on every port, under its own name (the SNI), with
@@ -325,24 +326,18 @@ func (s *Source) Name() string { return s.sources[0] }
 // record sets follow too. Targets share backing arrays for Addresses and Sources:
 // treat them as read-only or clone before changing them in place.
 //
-// Targets makes one transfer per call, bounded by Config.Timeout; cancelling
-// ctx aborts it. A failed transfer returns no targets and an error that
+// Discover makes one transfer per call, bounded by Config.Timeout; cancelling
+// ctx aborts it. A failed transfer yields nothing and an error that
 // names the zone, the server and what to check; a *TransferError per server
 // tried can be found with errors.As. Timeouts match
 // context.DeadlineExceeded, a transfer without its closing SOA
 // ErrIncomplete, one that is not a single complete version of the zone
 // (another zone's SOA, a closing serial that differs, records after the
-// closing SOA) ErrBadTransfer.
-func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
-	zn, err := s.Transfer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return zn.collect(), nil
-}
-
-// Discover transfers the zone as Targets does, with the same errors, and
-// yields its targets. With FollowDelegations, the child zones it delegates
+// closing SOA) ErrBadTransfer. A zone read from a file that cannot be
+// read whole is an error naming the zone, the file and, for a bad
+// record, its line.
+//
+// With FollowDelegations, the child zones it delegates
 // are transferred too (see Config.FollowDelegations): their targets are
 // yielded with the zone's, under its source name, and the inventory lists
 // every zone watched and every child that could not be (coverage gaps). A
@@ -352,7 +347,7 @@ func (s *Source) Targets(ctx context.Context) ([]discovery.Target, error) {
 // handed back to Follow): a hosted zone another source reads may cover
 // it.
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
-	zn, err := s.Transfer(ctx)
+	zn, err := s.transfer(ctx)
 	if err != nil {
 		return found.Yield{}, err
 	}
@@ -392,15 +387,16 @@ func (s *Source) withDelegations(ctx context.Context, zn *Zone, deferRoute53 boo
 	return r
 }
 
-// Stream transfers the zone as Targets does, with the same errors, and
+// Stream transfers the zone as Discover does, with the same errors, and
 // returns its targets as Zone.All yields them, with their number and the
 // inventory Discover would yield: the form scan.Pass probes a single
 // streaming source in, one target at a time. With FollowDelegations and
 // children transferred, the targets are held as one list, as Discover
 // holds them. The zone being the pass's only source, no other source
-// covers a child: one on Route 53's name servers is a gap at once.
+// covers a child: one on Route 53's name servers is a gap at once. It
+// implements scan.StreamingSource.
 func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error) {
-	zn, err := s.Transfer(ctx)
+	zn, err := s.transfer(ctx)
 	if err != nil {
 		return nil, 0, found.Inventory{}, err
 	}
@@ -411,14 +407,12 @@ func (s *Source) Stream(ctx context.Context) (iter.Seq[discovery.Target], int, f
 	return zn.All(), zn.Len(), r.inv, nil
 }
 
-// Transfer transfers the zone as Targets does, with the same errors, and
+// transfer transfers the zone, with the errors Discover documents, and
 // returns it indexed rather than as a list: Zone.All then yields the same
-// targets one at a time, so that a caller that only writes them out (a
-// million-name inventory) never holds them all. With Config.File, the
-// zone is read from the file instead, within the same timeout; a file
-// that cannot be read whole is an error naming the zone, the file and,
-// for a bad record, its line.
-func (s *Source) Transfer(ctx context.Context) (*Zone, error) {
+// targets one at a time, so that Stream's caller (a million-name
+// inventory) never holds them all. With Config.File, the zone is read
+// from the file instead, within the same timeout.
+func (s *Source) transfer(ctx context.Context) (*Zone, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errBudget)
 	defer cancel()
 	if s.file != "" {

@@ -94,6 +94,13 @@ func newSource(t testing.TB, c dnszone.Config) *dnszone.Source {
 	return s
 }
 
+// targets is what s's Discover yields as targets: the zone's own, for a
+// source that does not follow delegations.
+func targets(ctx context.Context, s *dnszone.Source) ([]discovery.Target, error) {
+	y, err := s.Discover(ctx)
+	return y.Targets, err
+}
+
 func diffTargets(want, got []discovery.Target) string {
 	return cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }))
 }
@@ -227,24 +234,24 @@ func TestTargets(t *testing.T) {
 				}
 				c.Filter = f
 			}
-			got, err := newSource(t, c).Targets(context.Background())
+			got, err := targets(context.Background(), newSource(t, c))
 			if err != nil {
-				t.Fatalf("Targets: %v", err)
+				t.Fatalf("Discover: %v", err)
 			}
 			if d := diffTargets(tt.want, got); d != "" {
-				t.Errorf("Targets mismatch (-want +got):\n%s", d)
+				t.Errorf("Discover mismatch (-want +got):\n%s", d)
 			}
 
-			zn, err := newSource(t, c).Transfer(context.Background())
+			all, n, _, err := newSource(t, c).Stream(context.Background())
 			if err != nil {
-				t.Fatalf("Transfer: %v", err)
+				t.Fatalf("Stream: %v", err)
 			}
-			if zn.Len() != len(tt.want) {
-				t.Errorf("Zone.Len() = %d, want %d", zn.Len(), len(tt.want))
+			if n != len(tt.want) {
+				t.Errorf("Stream's count = %d, want %d", n, len(tt.want))
 			}
 			for pass := range 2 { // a Zone can be listed again
-				if d := diffTargets(tt.want, collect(zn.All())); d != "" {
-					t.Errorf("Zone.All, pass %d, mismatch (-want +got):\n%s", pass+1, d)
+				if d := diffTargets(tt.want, collect(all)); d != "" {
+					t.Errorf("Stream (Zone.All), pass %d, mismatch (-want +got):\n%s", pass+1, d)
 				}
 			}
 		})
@@ -267,12 +274,12 @@ func collect(seq iter.Seq[discovery.Target]) []discovery.Target {
 func TestZoneAllStops(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, benchZone("stop.example", 1000))
-	zn, err := newSource(t, dnszone.Config{Zone: "stop.example", Nameserver: srv.Addr()}).Transfer(context.Background())
+	all, n, _, err := newSource(t, dnszone.Config{Zone: "stop.example", Nameserver: srv.Addr()}).Stream(context.Background())
 	if err != nil {
-		t.Fatalf("Transfer: %v", err)
+		t.Fatalf("Stream: %v", err)
 	}
 	var names []string
-	for tg := range zn.All() {
+	for tg := range all {
 		if len(names) == 3 {
 			break
 		}
@@ -283,11 +290,11 @@ func TestZoneAllStops(t *testing.T) {
 		t.Errorf("first targets = %v, want %v", names, want)
 	}
 
-	all := collect(zn.All())
-	if len(all) != 1000 || zn.Len() != 1000 {
-		t.Fatalf("Zone.All yielded %d targets, Len = %d, want 1000", len(all), zn.Len())
+	got := collect(all)
+	if len(got) != 1000 || n != 1000 {
+		t.Fatalf("Zone.All yielded %d targets, Len = %d, want 1000", len(got), n)
 	}
-	if !slices.IsSortedFunc(all, func(a, b discovery.Target) int { return strings.Compare(a.Name, b.Name) }) {
+	if !slices.IsSortedFunc(got, func(a, b discovery.Target) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Error("Zone.All does not yield targets sorted by name")
 	}
 }
@@ -299,13 +306,13 @@ func TestTargetsApexWithAddress(t *testing.T) {
 @ NS ns.other.example.
 @ A 192.0.2.1
 `})
-	got, err := newSource(t, dnszone.Config{Zone: "apex.example", Nameserver: srv.Addr()}).Targets(context.Background())
+	got, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "apex.example", Nameserver: srv.Addr()}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []discovery.Target{{Name: "apex.example", Port: 443, Sources: []string{"dnszone:apex.example"}, Addresses: addrs("192.0.2.1")}}
 	if d := diffTargets(want, got); d != "" {
-		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+		t.Errorf("Discover mismatch (-want +got):\n%s", d)
 	}
 }
 
@@ -320,7 +327,7 @@ func TestTargetsTSIG(t *testing.T) {
 				Zone: "internal.example", Nameserver: srv.Addr(),
 				TSIG: &dnszone.TSIG{Name: "xfr-key.", Algorithm: alg, Secret: testSecret},
 			})
-			got, err := s.Targets(context.Background())
+			got, err := targets(context.Background(), s)
 			if err != nil {
 				t.Fatalf("signed transfer: %v", err)
 			}
@@ -398,12 +405,12 @@ func TestTargetsErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSource(t, dnszone.Config{Zone: tt.zone, Nameserver: tt.server, TSIG: tt.tsig})
-			got, err := s.Targets(context.Background())
+			got, err := targets(context.Background(), s)
 			if err == nil {
-				t.Fatalf("Targets succeeded with %d targets, want an error", len(got))
+				t.Fatalf("Discover succeeded with %d targets, want an error", len(got))
 			}
 			if got != nil {
-				t.Errorf("Targets returned %d targets with an error, want none", len(got))
+				t.Errorf("Discover returned %d targets with an error, want none", len(got))
 			}
 			for _, sub := range tt.wantSubstr {
 				if !strings.Contains(err.Error(), sub) {
@@ -433,10 +440,10 @@ func TestTargetsTimeout(t *testing.T) {
 	srv := startServer(t, dnstest.Zone{Name: "hang.example", Text: internalZone, HangTransfer: true})
 	s := newSource(t, dnszone.Config{Zone: "hang.example", Nameserver: srv.Addr(), Timeout: 300 * time.Millisecond})
 	start := time.Now()
-	_, err := s.Targets(context.Background())
+	_, err := targets(context.Background(), s)
 	elapsed := time.Since(start)
 	if err == nil {
-		t.Fatal("Targets succeeded against a hanging server")
+		t.Fatal("Discover succeeded against a hanging server")
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
@@ -447,7 +454,7 @@ func TestTargetsTimeout(t *testing.T) {
 		}
 	}
 	if elapsed > 10*time.Second { // a hang, not a loaded machine
-		t.Errorf("Targets returned after %s, want about the 300ms timeout", elapsed)
+		t.Errorf("Discover returned after %s, want about the 300ms timeout", elapsed)
 	}
 }
 
@@ -461,7 +468,7 @@ func TestTargetsCancel(t *testing.T) {
 	s := newSource(t, dnszone.Config{Zone: "hang.example", Nameserver: srv.Addr(), Dialer: cancelAfterWrite{cancel}})
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.Targets(ctx)
+		_, err := targets(ctx, s)
 		errc <- err
 	}()
 	select {
@@ -473,7 +480,7 @@ func TestTargetsCancel(t *testing.T) {
 			t.Errorf("after cancel, err = %v, want it to contain %q", err, want)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("Targets did not return after cancel")
+		t.Fatal("Discover did not return after cancel")
 	}
 }
 
@@ -540,7 +547,7 @@ www      A     192.0.2.10
 	dialer := loopbackDialer{routes: map[string]string{"127.0.0.1:53": srv.Addr(), "127.0.0.2:53": closedAddr}}
 
 	s := newSource(t, dnszone.Config{Zone: "internal.example", Resolver: srv.Addr(), Dialer: dialer})
-	got, err := s.Targets(context.Background())
+	got, err := targets(context.Background(), s)
 	if err != nil {
 		t.Fatalf("Targets: %v", err)
 	}
@@ -550,7 +557,7 @@ www      A     192.0.2.10
 		{Name: "www.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.10")},
 	}
 	if d := diffTargets(want, got); d != "" {
-		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+		t.Errorf("Discover mismatch (-want +got):\n%s", d)
 	}
 	var types []string
 	for _, r := range srv.Requests() {
@@ -587,9 +594,9 @@ func TestTargetsFindPrimaryErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSource(t, dnszone.Config{Zone: tt.zone, Resolver: srv.Addr(), Dialer: dialer})
-			_, err := s.Targets(context.Background())
+			_, err := targets(context.Background(), s)
 			if err == nil {
-				t.Fatal("Targets succeeded, want an error")
+				t.Fatal("Discover succeeded, want an error")
 			}
 			for _, sub := range tt.want {
 				if !strings.Contains(err.Error(), sub) {
@@ -768,18 +775,18 @@ func TestTargetsBrokenTransfer(t *testing.T) {
 			// Everything the server sends has arrived before the first read
 			// returns, so records sent after the closing SOA are there to see.
 			s := newSource(t, dnszone.Config{Zone: "broken.example", Nameserver: srv.Addr(), Dialer: slurpDialer{}})
-			got, err := s.Targets(context.Background())
+			got, err := targets(context.Background(), s)
 			if tt.wantError == "" {
 				if err != nil || len(got) != 2 {
-					t.Fatalf("Targets = %d targets, %v; want 2 and no error", len(got), err)
+					t.Fatalf("Discover = %d targets, %v; want 2 and no error", len(got), err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("Targets succeeded with %d targets, want an error", len(got))
+				t.Fatalf("Discover succeeded with %d targets, want an error", len(got))
 			}
 			if got != nil {
-				t.Errorf("Targets returned %d targets with an error, want none", len(got))
+				t.Errorf("Discover returned %d targets with an error, want none", len(got))
 			}
 			want := "zone broken.example: AXFR from " + srv.Addr() + ": " + tt.wantError
 			if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
@@ -836,7 +843,7 @@ _xmpp-server._tcp SRV 5 0 5269 xmpp1
 xmpp1 A 192.0.2.1
 xmpp2 A 192.0.2.2
 `})
-	got, err := newSource(t, dnszone.Config{Zone: "chat.example", Nameserver: srv.Addr(), Ports: []int{443}, Filter: mustFilter(t, "chat.example")}).Targets(context.Background())
+	got, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "chat.example", Nameserver: srv.Addr(), Ports: []int{443}, Filter: mustFilter(t, "chat.example")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -847,7 +854,7 @@ xmpp2 A 192.0.2.2
 		{Name: "chat.example", Port: 5269, Protocol: discovery.XMPPServer, Sources: src, Addresses: addrs("192.0.2.1")},
 	}
 	if d := diffTargets(want, got); d != "" {
-		t.Errorf("Targets mismatch (-want +got):\n%s", d)
+		t.Errorf("Discover mismatch (-want +got):\n%s", d)
 	}
 }
 

@@ -29,15 +29,15 @@ func writeZone(t *testing.T, name, text string) string {
 func TestZoneFileTargets(t *testing.T) {
 	t.Parallel()
 	ns := startServer(t, dnstest.Zone{Name: "internal.example", Text: internalZone})
-	transferred, err := newSource(t, dnszone.Config{Zone: "internal.example", Nameserver: ns.Addr(), Ports: []int{443, 8443}}).Targets(context.Background())
+	transferred, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "internal.example", Nameserver: ns.Addr(), Ports: []int{443, 8443}}))
 	if err != nil {
-		t.Fatalf("Targets over AXFR: %v", err)
+		t.Fatalf("Discover over AXFR: %v", err)
 	}
 	// No $TTL: the records take a default one, as Knot and BIND would.
 	path := writeZone(t, "internal.zone", "$ORIGIN internal.example.\n"+internalZone)
-	fromFile, err := newSource(t, dnszone.Config{Zone: "internal.example", File: path, Ports: []int{443, 8443}}).Targets(context.Background())
+	fromFile, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "internal.example", File: path, Ports: []int{443, 8443}}))
 	if err != nil {
-		t.Fatalf("Targets from %s: %v", path, err)
+		t.Fatalf("Discover from %s: %v", path, err)
 	}
 	if len(transferred) < 20 {
 		t.Fatalf("only %d targets over AXFR", len(transferred))
@@ -84,9 +84,9 @@ func TestZoneFileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ts, err := newSource(t, dnszone.Config{Zone: "internal.example", File: tt.path}).Targets(context.Background())
+			ts, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "internal.example", File: tt.path}))
 			if err == nil {
-				t.Fatalf("Targets = %d targets, want an error", len(ts))
+				t.Fatalf("Discover = %d targets, want an error", len(ts))
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -144,12 +144,12 @@ func TestFileOrigin(t *testing.T) {
 func TestZoneFileOutsideRecords(t *testing.T) {
 	t.Parallel()
 	path := writeZone(t, "internal.zone", "$ORIGIN internal.example.\nwww 300 A 192.0.2.1\nwww.elsewhere.example. 300 A 192.0.2.2\nWww.Internal.Example. 300 AAAA 2001:db8::1\n")
-	got, err := newSource(t, dnszone.Config{Zone: "internal.example", File: path}).Targets(context.Background())
+	got, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "internal.example", File: path}))
 	if err != nil {
 		t.Fatalf("Targets: %v", err)
 	}
 	want := []discovery.Target{{Name: "www.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.1", "2001:db8::1")}}
 	if d := diffTargets(want, got); d != "" {
-		t.Errorf("Targets (-want +got):\n%s", d)
+		t.Errorf("Discover (-want +got):\n%s", d)
 	}
 }

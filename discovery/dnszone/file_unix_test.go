@@ -20,9 +20,9 @@ func TestZoneFileFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := newSource(t, dnszone.Config{Zone: "internal.example", File: p}).Targets(context.Background())
+	_, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "internal.example", File: p}))
 	if err == nil || !strings.Contains(err.Error(), "pipe.zone is not a regular file but a named pipe") {
-		t.Errorf("Targets = %v, want an error saying the FIFO is not a regular file", err)
+		t.Errorf("Discover = %v, want an error saying the FIFO is not a regular file", err)
 	}
 	if err := dnszone.CheckFile(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("CheckFile = %v, want it refused", err)

@@ -53,7 +53,7 @@ func TestKnotInterop(t *testing.T) {
 
 	t.Run("plain transfer", func(t *testing.T) {
 		t.Parallel()
-		got, err := newSource(t, dnszone.Config{Zone: "plain.example", Nameserver: k.Addr}).Targets(context.Background())
+		got, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "plain.example", Nameserver: k.Addr}))
 		if err != nil {
 			t.Fatalf("Targets: %v", err)
 		}
@@ -69,13 +69,13 @@ func TestKnotInterop(t *testing.T) {
 			{Name: "www.plain.example", Port: 443, Sources: ps, Addresses: addrs("192.0.2.10", "2001:db8::10")},
 		}
 		if d := diffTargets(want, got); d != "" {
-			t.Errorf("Targets mismatch (-want +got):\n%s", d)
+			t.Errorf("Discover mismatch (-want +got):\n%s", d)
 		}
 	})
 
 	t.Run("TSIG transfer over several messages", func(t *testing.T) {
 		t.Parallel()
-		got, err := newSource(t, dnszone.Config{Zone: "signed.example", Nameserver: k.Addr, TSIG: key}).Targets(context.Background())
+		got, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: "signed.example", Nameserver: k.Addr, TSIG: key}))
 		if err != nil {
 			t.Fatalf("Targets: %v", err)
 		}
@@ -128,9 +128,9 @@ func TestKnotInterop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := newSource(t, dnszone.Config{Zone: tt.zone, Nameserver: k.Addr, TSIG: tt.tsig}).Targets(context.Background())
+			_, err := targets(context.Background(), newSource(t, dnszone.Config{Zone: tt.zone, Nameserver: k.Addr, TSIG: tt.tsig}))
 			if err == nil {
-				t.Fatal("Targets succeeded, want an error")
+				t.Fatal("Discover succeeded, want an error")
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %q\nwant it to contain %q", err, tt.want)

@@ -30,8 +30,8 @@ var ErrBadTransfer = errors.New("transfer is not one complete version of the zon
 // a response is unsigned or its signature does not verify.
 var ErrBadSignature = errors.New("response signature does not verify")
 
-// errBudget is the cause of the Targets deadline, to tell it from a
-// deadline set by the caller.
+// errBudget is the cause of the transfer's deadline (Config.Timeout), to
+// tell it from a deadline set by the caller.
 var errBudget = errors.New("dnszone timeout")
 
 // TransferError describes a zone transfer that failed. Match it with
@@ -282,8 +282,8 @@ func (s *Source) readError(ctx context.Context, server string, st transferStats,
 	return st, e
 }
 
-// contextError words a transfer stopped by ctx: the Targets budget, the
-// caller's deadline or a cancellation.
+// contextError words a transfer stopped by ctx: the transfer's budget
+// (Config.Timeout), the caller's deadline or a cancellation.
 func (s *Source) contextError(ctx context.Context, e *TransferError, elapsed time.Duration) error {
 	if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		e.Err = context.DeadlineExceeded

@@ -348,7 +348,7 @@ func (z *zoneIndex) markDelegated() {
 
 // Zone is a transferred zone, indexed: its targets can be listed in order,
 // any number of times, without ever being held as one []discovery.Target.
-// A Zone is never changed once Source.Transfer has returned it, and is safe
+// A Zone is never changed once Source.transfer has returned it, and is safe
 // for concurrent use.
 type Zone struct {
 	z       *zoneIndex
@@ -634,9 +634,9 @@ func (zn *Zone) via(t discovery.Target, id uint32) discovery.Target {
 func (zn *Zone) Len() int { return zn.targets }
 
 // All yields the zone's targets in the order and with the content that
-// Source.Targets returns them. The Addresses of a yielded target are only
-// valid until the next one is yielded (their memory is reused); clone them
-// to keep them. Sources is shared by every target: do not change it.
+// Source.Discover yields them (for a zone whose delegations are not
+// followed). The Addresses of a yielded target are only valid until the
+// next one is yielded (their memory is reused); clone them to keep them. Sources is shared by every target: do not change it.
 func (zn *Zone) All() iter.Seq[discovery.Target] {
 	return func(yield func(discovery.Target) bool) {
 		var buf []netip.Addr
