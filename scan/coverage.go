@@ -7,8 +7,8 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 	"github.com/certwatch/certwatch/policy"
 )
 

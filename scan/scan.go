@@ -24,8 +24,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/certwatch/certwatch/discovery"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 )

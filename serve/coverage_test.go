@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
 	"github.com/certwatch/certwatch/discovery/found"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/ct"
-	"github.com/certwatch/certwatch/discovery/ct/ctcert"
+	"github.com/certwatch/certwatch/discovery/found/ctcert"
 	"github.com/certwatch/certwatch/internal/cttest"
 )
 
