@@ -74,7 +74,8 @@ type SourceConfig struct {
 // with ProbeNames, their names as targets. Without Memory, positions and
 // certificates last as long as the Source (a one-off scan reads from
 // Start); with it, they are kept in MemoKey and read back by the first
-// Discover, so a restart resumes where the last read ended. Discover
+// Discover, and again by every Discover, so a restart, or another
+// replica sharing the state, resumes where the last read ended. Discover
 // calls are serialised.
 type Source struct {
 	cfg SourceConfig
@@ -82,7 +83,8 @@ type Source struct {
 	// certificates across restarts.
 	Memory Memory
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// loaded: the memo has been read once.
 	loaded    bool
 	positions map[string]Position
 	certs     map[string]*ctcert.Certificate // by ID
@@ -143,11 +145,10 @@ type savedPosition struct {
 func (s *Source) Discover(ctx context.Context) (found.Yield, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.loaded {
-		if err := s.load(ctx); err != nil {
-			return found.Yield{}, err
-		}
-		s.loaded = true
+	if err := s.load(ctx); err != nil {
+		// Where the logs were left is unknown: reading from here could
+		// read again what another replica read. What is known is kept.
+		return s.yield(), err
 	}
 	var errs []error
 	if err := s.readList(ctx); err != nil {
@@ -310,30 +311,46 @@ func (s *Source) yield() found.Yield {
 	return y
 }
 
-// load reads back the memo, when there is Memory.
+// load reads back the memo, when there is Memory, before every read: the
+// memo, not what this Source last read, says where each log was left, so
+// that a replica leading again after another led reads on from where the
+// other stopped rather than read its entries again. The certificates of
+// the memo are added to those kept.
 func (s *Source) load(ctx context.Context) error {
 	if s.Memory == nil {
 		return nil
 	}
 	b, err := s.Memory.Memo(ctx, MemoKey)
 	if err != nil {
-		return fmt.Errorf("read the CT logs' positions from the state: %w", err)
+		return fmt.Errorf("read the CT logs' positions from the state (no log is read until it answers; what they showed before is kept): %w", err)
 	}
 	if len(b) == 0 {
+		s.loaded = true
 		return nil
 	}
 	var saved savedLogs
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return fmt.Errorf("read the CT logs' positions from the state: memo %s does not decode: %w", MemoKey, err)
 	}
+	moved := 0
 	for k, p := range saved.Positions {
+		if old, ok := s.positions[k]; ok && old.Next != p.Next {
+			moved++
+		}
 		s.positions[k] = Position{Next: p.Next, Size: p.Size, Root: p.Root}
 	}
 	for i := range saved.Certificates {
 		c := saved.Certificates[i]
 		s.certs[c.ID] = &c
 	}
-	s.logger().Info("ct positions restored from the state", "logs", len(saved.Positions), "certificates", len(saved.Certificates))
+	switch {
+	case !s.loaded:
+		s.logger().Info("ct positions restored from the state", "logs", len(saved.Positions), "certificates", len(saved.Certificates))
+	case moved > 0:
+		s.logger().Info("ct positions moved on in the state since this process last read (another replica read the logs): reading on from there",
+			"logs", moved, "certificates", len(saved.Certificates))
+	}
+	s.loaded = true
 	return nil
 }
 

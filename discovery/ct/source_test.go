@@ -18,11 +18,16 @@ import (
 type memory struct {
 	mu    sync.Mutex
 	memos map[string][]byte
+	// down makes Memo fail, as a store that cannot be reached.
+	down bool
 }
 
 func (m *memory) Memo(_ context.Context, key string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return nil, errors.New("connection refused")
+	}
 	return m.memos[key], nil
 }
 
@@ -156,5 +161,68 @@ func TestSourceSaysHowFarBehindEachLogIs(t *testing.T) {
 	}
 	if len(y.Inventory.CTLogs) != 1 || y.Inventory.CTLogs[0].Behind() != 0 || y.Inventory.CTLogs[0].Next != 1000 {
 		t.Errorf("after reading to the end: %+v, want nothing behind", y.Inventory.CTLogs)
+	}
+}
+
+// Two Sources on one memory, as the leaders of two terms of replicas
+// sharing a state: the one that read first and reads again after the
+// other read on starts where the other stopped, not where it stopped
+// itself, and yields what the other saw.
+func TestSourceReadsOnFromWhereAnotherSourceStopped(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	appendEntries(t, log, p.entry(p.leaf(t, "www.example.com")))
+	fill(t, log, p, 510) // the other reads up to 512, the end of a tile
+	mem := &memory{}
+	a, b := newSource(t, log, mem, 1000), newSource(t, log, mem, 1000)
+	if _, err := a.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendEntries(t, log, p.entry(p.leaf(t, "api.example.com")))
+	if _, err := b.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	appendEntries(t, log, p.entry(p.leaf(t, "shop.example.com")))
+	before := len(log.Requests())
+	y, err := a.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dataTiles(log.Requests()[before:]); !slices.Equal(got, []string{"tile/data/002.p/1"}) {
+		t.Errorf("the first source read %v again, want only the partial tile holding the entry logged since the other read", got)
+	}
+	if len(y.Inventory.CT) != 3 {
+		t.Errorf("the first source yields %d certificates, want 3: its own, the one the other read, and the new one", len(y.Inventory.CT))
+	}
+}
+
+// A memo that cannot be read (the state is down) is the source's error,
+// saying the logs are not read; the certificates seen before are still
+// yielded, and no log is read from a position the state may have moved on
+// from.
+func TestSourceKeepsWhatItSawWhenTheMemoCannotBeRead(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	appendEntries(t, log, p.entry(p.leaf(t, "www.example.com")))
+	mem := &memory{}
+	s := newSource(t, log, mem, 1000)
+	if _, err := s.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mem.mu.Lock()
+	mem.down = true
+	mem.mu.Unlock()
+	before := len(log.Requests())
+	y, err := s.Discover(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("error %v, want the state's", err)
+	}
+	if len(y.Inventory.CT) != 1 || len(y.Targets) != 1 {
+		t.Errorf("yield %d certificates and %d targets, want www's kept", len(y.Inventory.CT), len(y.Targets))
+	}
+	if n := len(log.Requests()) - before; n != 0 {
+		t.Errorf("%d requests to the log while the state could not be read, want none", n)
 	}
 }
