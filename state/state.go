@@ -23,6 +23,7 @@
 package state
 
 import (
+	"cmp"
 	"errors"
 	"strconv"
 	"strings"
@@ -379,9 +380,11 @@ type SiteResult struct {
 }
 
 // EncodeEndpoints is how stores keep a certificate's endpoints: one per
-// line, "name port" or "name port address", a third of the size of JSON
-// for certificates served in many places. Names and addresses never
-// contain spaces.
+// line, "name port", "name port address", or, for an endpoint probed
+// through an AWS resource (policy.Endpoint.Via), "name port address via"
+// with "-" for no address; a third of the size of JSON for certificates
+// served in many places. Names, addresses and resources never contain
+// spaces. Endpoints without Via are written as before Via was kept.
 func EncodeEndpoints(eps []policy.Endpoint) string {
 	var b strings.Builder
 	for i, e := range eps {
@@ -391,13 +394,22 @@ func EncodeEndpoints(eps []policy.Endpoint) string {
 		b.WriteString(e.Name)
 		b.WriteByte(' ')
 		b.WriteString(strconv.Itoa(e.Port))
-		if e.Address != "" {
+		switch {
+		case e.Via != "":
+			b.WriteByte(' ')
+			b.WriteString(cmp.Or(e.Address, noAddress))
+			b.WriteByte(' ')
+			b.WriteString(e.Via)
+		case e.Address != "":
 			b.WriteByte(' ')
 			b.WriteString(e.Address)
 		}
 	}
 	return b.String()
 }
+
+// noAddress stands for an empty address before a Via in EncodeEndpoints.
+const noAddress = "-"
 
 // DecodeEndpoints reads what EncodeEndpoints wrote.
 func DecodeEndpoints(s string) []policy.Endpoint {
@@ -412,8 +424,11 @@ func DecodeEndpoints(s string) []policy.Endpoint {
 		}
 		e := policy.Endpoint{Name: f[0]}
 		e.Port, _ = strconv.Atoi(f[1])
-		if len(f) > 2 {
+		if len(f) > 2 && f[2] != noAddress {
 			e.Address = f[2]
+		}
+		if len(f) > 3 {
+			e.Via = f[3]
 		}
 		out = append(out, e)
 	}

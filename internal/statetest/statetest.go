@@ -503,7 +503,11 @@ func testPrune(t *testing.T, open Opener) {
 func testCertificatesKeepFirstSeen(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
-	eps := []policy.Endpoint{{Name: "a.example", Port: 443, Address: "10.0.0.1"}, {Name: "b.example", Port: 8443, Address: "2001:db8::1"}, {Name: "c.example", Port: 443}}
+	eps := []policy.Endpoint{{Name: "a.example", Port: 443, Address: "10.0.0.1"}, {Name: "b.example", Port: 8443, Address: "2001:db8::1"}, {Name: "c.example", Port: 443},
+		// Served by a load balancer and a distribution for the name, as
+		// SNI, wherever the name's own DNS leads.
+		{Name: "app.example", Port: 443, Address: "10.0.0.9", Via: "alb-1.eu-west-1.elb.amazonaws.com"},
+		{Name: "cdn.example", Port: 443, Via: "d111111abcdef8.cloudfront.net"}}
 	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", LastSeen: t0, Endpoints: eps[:1]}}})
 	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), LastSeen: t0.Add(time.Hour), Endpoints: eps}}})
 	got, ok, err := s.Certificate(ctx, "11")
