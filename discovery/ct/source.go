@@ -224,10 +224,27 @@ func (s *Source) readLog(ctx context.Context, l Log) error {
 	if err != nil {
 		// The pass logs the source's error; this says how far it got.
 		s.logger().Debug("ct log read failed", "log", l.URL, "from", from.Next, "next", res.Position.Next, "entries", res.Entries, "err", err)
-		return err
+		return fmt.Errorf("%w; %s", err, s.advice(res, err))
 	}
 	s.logger().Info("ct log read", "log", l.URL, "from", from.Next, "next", res.Position.Next, "entries", res.Entries, "watched", kept, "unparsed", res.Unparsed)
 	return nil
+}
+
+// advice says what a read that failed with err leaves, and what to do.
+func (s *Source) advice(res Result, err error) string {
+	fix := "check that the log is up (its operator's status page) and reachable from certwatch, raise ct.timeout if it is slow, or remove it from ct.logs"
+	if errors.Is(err, ErrVerification) {
+		fix = "check the log's key and origin in ct.logs against the log list; if they are right, the log served data that does not verify: report it to its operator"
+	}
+	switch {
+	case s.Memory == nil && res.Entries == 0:
+		return "nothing was read from it; " + fix
+	case s.Memory == nil:
+		return fmt.Sprintf("%d entries were read before it stopped (what they hold is in the report); %s", res.Entries, fix)
+	case res.Position.Next == FromTreeSize:
+		return fmt.Sprintf("the next read starts again from ct.start; %s", fix)
+	}
+	return fmt.Sprintf("what was read is kept, and the next read resumes at entry %d; %s", res.Position.Next, fix)
 }
 
 // add folds an entry into the certificate of its issuance.

@@ -569,20 +569,33 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 		}
 	}
 	if n > 0 {
-		return &exitError{code: ExitFindings, err: &findingsError{n: n, tier: failOn}}
+		fe := &findingsError{n: n, tier: failOn}
+		for _, f := range report.Findings {
+			if f.Kind == policy.DiscoveryFailed && failOn != policy.None && f.Tier >= failOn {
+				fe.failed = append(fe.failed, f.Message)
+			}
+		}
+		return &exitError{code: ExitFindings, err: fe}
 	}
 	return nil
 }
 
 // findingsError says the scan worked and found problems at or above
-// --fail-on.
+// --fail-on, and, one per line, which sources failed and why: a report
+// written to a file or a pipe says it too, but whoever reads the exit
+// code reads stderr.
 type findingsError struct {
-	n    int
-	tier policy.Tier
+	n      int
+	tier   policy.Tier
+	failed []string // the discovery_failed findings' messages
 }
 
 func (f *findingsError) Error() string {
-	return fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
+	msg := fmt.Sprintf("%d finding(s) at or above %s", f.n, f.tier)
+	for _, m := range f.failed {
+		msg += "\n" + m
+	}
+	return msg
 }
 
 // newPass builds the pass of c (assemble.Pass), refusing one without a
