@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/discovery/found"
 	"github.com/certwatch/certwatch/discovery/found/ctcert"
 )
 
@@ -48,6 +49,9 @@ type ctInventory struct {
 	ids   map[string]bool
 	// only are the names whose observations came from the CT source alone.
 	only map[string]bool
+	// gaps are the coverage gaps of names only CT shows, found by
+	// ctCoverage.
+	gaps []Gap
 	// bySerial finds a served leaf's fingerprint by serial number and
 	// NotAfter (servedKey); built by judgeCT.
 	bySerial map[string]string
@@ -337,13 +341,31 @@ func (e *Evaluator) ctCoverage(fs []Finding) []Finding {
 				probed = "it was probed because ct.probe_names is on"
 			}
 		}
+		// The gap and the finding say the same: the finding is the gap's
+		// detail, what was probed, and its fix.
+		gap := Gap{Gap: found.Gap{Reason: found.GapCTOnly, Zone: e.ctDomain(only[0]), Source: ctcert.Source,
+			Detail: fmt.Sprintf("%s %s on a certificate in Certificate Transparency (serial %s from %q, not after %s; %s), yet no zone or other source lists %s",
+				nameList(only, 8), areOrIs(only), c.Serial, issuerLabel(c.Issuer), stamp(c.NotAfter), loggedWhere(c), themOrIt(only)),
+			Fix: "add the names to their zone, or the zone they live in to zones; if nobody in your organisation asked for this certificate, find out who did"},
+			Names: clip(only), Certificates: []string{cmp.Or(c.SHA256, c.ID)}, Tier: tier}
+		e.ct.gaps = append(e.ct.gaps, gap)
 		fs = append(fs, Finding{
 			Kind: CoverageGap, Tier: tier, Name: "ct:" + c.ID, Subject: only[0], Deadline: e.now, Endpoints: eps, CTLogged: c.Logged,
-			Message: Printable(fmt.Sprintf("%s %s on a certificate in Certificate Transparency (serial %s from %q, not after %s; %s), yet no zone or other source lists %s, so where it is deployed is not watched; %s. Add the names to their zone, or the zone they live in to zones; if nobody in your organisation asked for this certificate, find out who did",
-				nameList(only, 8), areOrIs(only), c.Serial, issuerLabel(c.Issuer), stamp(c.NotAfter), loggedWhere(c), themOrIt(only), probed)),
+			Message: Printable(fmt.Sprintf("%s, so where it is deployed is not watched; %s. %s", gap.Detail, probed, capitalize(gap.Fix))),
 		})
 	}
 	return fs
+}
+
+// ctDomain returns the watched domain name lies under (the deepest).
+func (e *Evaluator) ctDomain(name string) string {
+	best := ""
+	for _, d := range e.rules.CT.Domains {
+		if discovery.InZone(name, d) && len(d) > len(best) {
+			best = d
+		}
+	}
+	return cmp.Or(best, ZoneOf(name))
 }
 
 // ctWatched reports whether a name lies at or below a watched domain.

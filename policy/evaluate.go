@@ -357,6 +357,7 @@ func (e *Evaluator) Result() Result {
 	out.Findings, out.Gaps = e.judgeUnattached(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUncovered(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUnverified(out.Findings, out.Gaps, out.ACM, out.IAM)
+	out.Gaps = append(out.Gaps, e.ct.gaps...)
 	slices.SortFunc(out.Gaps, func(a, b Gap) int {
 		return cmp.Or(strings.Compare(string(a.Reason), string(b.Reason)), strings.Compare(a.Zone, b.Zone))
 	})

@@ -97,7 +97,7 @@ func newMetrics(s *Server) *metrics {
 		crlThisUpdate:     d("crl_this_update_timestamp_seconds", "ThisUpdate of each CRL the latest probe run relied on, as a Unix time.", "url"),
 		crlNextUpdate:     d("crl_next_update_timestamp_seconds", "NextUpdate of each CRL the latest probe run relied on, as a Unix time; past it, the CRL is stale (revocation_stale).", "url"),
 		revocationChecked: d("revocation_checked_certificates", "Leaf certificates of the latest probe run by how their revocation was checked: crl, ocsp, or none (no URL, none answered, or checking off).", "method"),
-		coverageGaps:      d("coverage_gaps", "Coverage gaps in the latest probe run, by reason: delegation_refused, delegation_timeout, delegation_broken, delegation_failed, delegation_limit, unmonitored_zone, unverified_in_use, secret_not_read (0 for a reason without gaps).", "reason"),
+		coverageGaps:      d("coverage_gaps", "Coverage gaps in the latest probe run, by reason: delegation_refused, delegation_timeout, delegation_broken, delegation_failed, delegation_limit, unmonitored_zone, unverified_in_use, secret_not_read, ct_only_names (0 for a reason without gaps).", "reason"),
 		coverageZones:     d("coverage_zones", "DNS zones read whole in the latest probe run, by how: transfer (a configured zone), delegation (a child followed), route53.", "via"),
 		coverageRestCerts: d("coverage_at_rest_certificates", "Certificates held at rest in the latest probe run, by kind of location (file, keystore, kubeconfig, secret, configmap, webhook, apiservice, crd, certificate: a cert-manager Certificate); a certificate held in two kinds counts under each (0 for a kind without any).", "location_kind"),
 		coverageRestLocs:  d("coverage_at_rest_locations", "Places holding a certificate at rest in the latest probe run, by kind of location (0 for a kind without any).", "location_kind"),
@@ -327,7 +327,7 @@ func (m *metrics) collectChannels(ch chan<- prometheus.Metric, gauge gaugeFunc) 
 var coverageReasons = []string{
 	string(found.GapDelegationRefused), string(found.GapDelegationTimeout), string(found.GapDelegationBroken),
 	string(found.GapDelegationFailed), string(found.GapDelegationLimit), string(found.GapUnmonitoredZone), string(found.GapUnverifiedInUse),
-	string(found.GapSecretNotRead),
+	string(found.GapSecretNotRead), string(found.GapCTOnly),
 }
 
 // unix is t as Unix seconds, exact to the microsecond for every date a

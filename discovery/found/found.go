@@ -260,6 +260,9 @@ const (
 	// Secret it writes held no certificate the Kubernetes source read
 	// (left out by its label_selector or secret_types, or deleted).
 	GapSecretNotRead GapReason = "secret_not_read"
+	// GapCTOnly: a certificate in Certificate Transparency names DNS
+	// names under a watched domain that no source but CT lists.
+	GapCTOnly GapReason = "ct_only_names"
 )
 
 // Delegation reports whether the gap is a delegated zone not watched.

@@ -26,7 +26,8 @@ zones); the certificates held at rest by kind of location (file, keystore,
 secret, configmap, webhook, ...); and every coverage gap with its reason
 and fix (a delegated zone that refused its transfer, names on certificates
 under a zone no source watches, a certificate in use that no probed
-endpoint serves, a cert-manager Certificate whose Secret was not read). With
+endpoint serves, a cert-manager Certificate whose Secret was not read, names
+under ct.domains that only a CT log shows, with the log entry). With
 --output json, the coverage object of the scan's JSON report.
 
 Exit codes: 0 no coverage gap at or above --fail-on (default page; gaps
