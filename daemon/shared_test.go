@@ -430,3 +430,25 @@ func TestWorkerStopsMidShard(t *testing.T) {
 		t.Errorf("%d observations written back, want 30", len(part.Observations))
 	}
 }
+
+// TestSharedProbingKeepsVia: a target probed through an AWS resource
+// (Via: a load balancer asked with the name as SNI) keeps it across a
+// shared sweep: the shard a worker claims and the observations it writes
+// back carry it, so the report's endpoint says the certificate was served
+// for the name by that resource.
+func TestSharedProbingKeepsVia(t *testing.T) {
+	t.Parallel()
+	db := pg.Server(t)
+	url := db.CreateDatabase(t)
+	farm := newSharedFarm(t)
+	const alb = "internal-app-123.eu-west-1.elb.amazonaws.com"
+	target := farm.targets[len(farm.targets)-1] // a solo name on its own address
+	target.Via = alb
+	r := siteRun(t, url, "", farm, []discovery.Target{target}, time.Now)
+	if len(r.Endpoints) != 1 {
+		t.Fatalf("report: %d endpoints, want the one target's", len(r.Endpoints))
+	}
+	if ep := r.Endpoints[0]; ep.Via != alb || ep.Name != target.Name || ep.Failure != "" || ep.Certificate == "" {
+		t.Errorf("endpoint %+v; want %s probed via %s, with its certificate", ep, target.Name, alb)
+	}
+}
