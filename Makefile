@@ -15,4 +15,4 @@ bench:
 # The Go benchmarks: the probe path, and policy + JSON report of 100,000
 # endpoints.
 bench-go:
-	go test -run '^$$' -bench . -benchmem ./probes ./internal/cli ./discovery/networks
+	go test -run '^$$' -bench . -benchmem ./probes ./internal/cli ./internal/jsonstream ./discovery/networks

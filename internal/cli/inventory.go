@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -146,48 +146,16 @@ func writeSourceLine(w io.Writer, s scan.SourceResult) {
 // and iam byte for byte as writeJSON does, but takes the targets one at a
 // time.
 func writeInventoryJSON(w io.Writer, targets iter.Seq[discovery.Target], sources []scan.SourceResult, acm []policy.ACMCertificate, iam []policy.IAMCertificate) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	e := &jsonEncoder{w: bw, plans: make(map[reflect.Type]*typePlan)}
-	e.buf = append(e.buf, "{\n  \"targets\": ["...)
-	// One addressable Target that every yielded one is copied into: a
-	// reflect.Value of each would allocate it.
-	var cur discovery.Target
-	v := reflect.ValueOf(&cur).Elem()
-	n := 0
-	for t := range targets {
-		if n > 0 {
-			e.buf = append(e.buf, ',')
-		}
-		n++
-		e.newline(2)
-		cur = t
-		e.value(v, 2)
-		if len(e.buf) >= 32<<10 {
-			e.flush()
-			if e.err != nil {
-				return e.err
-			}
-		}
-	}
-	if n > 0 {
-		e.newline(1)
-	}
-	e.buf = append(e.buf, "],\n  \"sources\": "...)
-	e.value(reflect.ValueOf(sources), 1)
+	o := jsonstream.NewObject(w)
+	jsonstream.Array(o, "targets", targets)
+	o.Field("sources", sources)
 	if len(acm) > 0 {
-		e.buf = append(e.buf, ",\n  \"acm\": "...)
-		e.value(reflect.ValueOf(acm), 1)
+		o.Field("acm", acm)
 	}
 	if len(iam) > 0 {
-		e.buf = append(e.buf, ",\n  \"iam\": "...)
-		e.value(reflect.ValueOf(iam), 1)
+		o.Field("iam", iam)
 	}
-	e.buf = append(e.buf, "\n}\n"...)
-	e.flush()
-	if e.err != nil {
-		return e.err
-	}
-	return bw.Flush()
+	return o.Close()
 }
 
 // writeInventoryTable writes the table writeInventory writes for targets

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
@@ -28,9 +29,9 @@ func writeReport(w io.Writer, r *scan.Report, format string, color bool, width i
 
 // writeJSON writes v as indented JSON, streaming the long lists of a struct
 // (a report's endpoints, an inventory's targets) one element at a time; see
-// streamJSON.
+// jsonstream.Write.
 func writeJSON(w io.Writer, v any) error {
-	return streamJSON(w, v)
+	return jsonstream.Write(w, v)
 }
 
 // tierColor codes are all the same length, so the table's columns stay

@@ -1,4 +1,17 @@
-package cli
+// Package jsonstream writes JSON documents byte for byte as encoding/json's
+// Encoder with SetIndent("", "  ") writes them, but as it goes: a report
+// of a hundred thousand endpoints, or an inventory of a million names, is
+// never held as one encoded document, so memory stays flat whatever the
+// size. `certwatch scan --output json`, `inventory`, `coverage`, `notify`
+// and `silence` write their documents with it.
+//
+// Structs, slices, strings, booleans, integers, pointers, time.Time and
+// encoding.TextMarshaler values (addresses, tiers) are encoded here, with
+// encoding/json's rules (field names, omitempty and omitzero from json
+// tags, HTML-safe string escaping); any other value (maps, floats, custom
+// MarshalJSON, ...) is handed to encoding/json whole, so the output never
+// differs from it.
+package jsonstream
 
 import (
 	"bufio"
@@ -6,6 +19,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"io"
+	"iter"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -15,19 +29,11 @@ import (
 	"unicode/utf8"
 )
 
-// streamJSON writes v to w exactly as json.Encoder with SetIndent("", "  ")
-// writes it, but as it goes: a report of a hundred thousand endpoints, or
-// an inventory of a million names, is never held as one encoded document,
-// so memory stays flat whatever the size.
-//
-// Structs, slices, strings, booleans, integers, pointers, time.Time and
-// encoding.TextMarshaler values (addresses, tiers) are encoded here, with
-// encoding/json's rules (field names, omitempty and omitzero from json tags, HTML-safe
-// string escaping); any other value (maps, floats, custom MarshalJSON, ...)
-// is handed to encoding/json whole, so the output never differs from it.
-func streamJSON(w io.Writer, v any) error {
+// Write writes v to w as encoding/json's Encoder with SetIndent("", "  ")
+// writes it, newline included, encoding as it writes.
+func Write(w io.Writer, v any) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	e := &jsonEncoder{w: bw, plans: make(map[reflect.Type]*typePlan)}
+	e := newEncoder(bw)
 	e.value(reflect.ValueOf(v), 0)
 	e.buf = append(e.buf, '\n')
 	e.flush()
@@ -35,6 +41,97 @@ func streamJSON(w io.Writer, v any) error {
 		return e.err
 	}
 	return bw.Flush()
+}
+
+// Object writes a JSON object one field at a time, for a document whose
+// list is not held in memory: the fields written with Field and Array
+// and ended by Close are byte for byte what Write writes for a struct
+// with those fields in that order. The first error sticks and Close
+// returns it.
+type Object struct {
+	bw *bufio.Writer
+	e  *jsonEncoder
+	n  int
+}
+
+// NewObject starts an object written to w; nothing is written until the
+// first field.
+func NewObject(w io.Writer) *Object {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &Object{bw: bw, e: newEncoder(bw)}
+}
+
+// key writes the separator before the next field and its name.
+func (o *Object) key(name string) {
+	if o.n == 0 {
+		o.e.buf = append(o.e.buf, '{')
+	} else {
+		o.e.buf = append(o.e.buf, ',')
+	}
+	o.n++
+	o.e.newline(1)
+	o.e.buf = append(appendJSONString(o.e.buf, name), ": "...)
+}
+
+// Field writes the field name with the value v, as Write encodes v.
+func (o *Object) Field(name string, v any) {
+	o.key(name)
+	o.e.value(reflect.ValueOf(v), 1)
+}
+
+// Array writes the field name with the values seq yields, each written as
+// it is yielded: the list Write writes for a non-nil slice of them ([]
+// when seq yields nothing). It stops taking values at the first error.
+func Array[T any](o *Object, name string, seq iter.Seq[T]) {
+	e := o.e
+	o.key(name)
+	e.buf = append(e.buf, '[')
+	// One addressable T that every yielded one is copied into: a
+	// reflect.Value of each would allocate it.
+	var cur T
+	v := reflect.ValueOf(&cur).Elem()
+	n := 0
+	for x := range seq {
+		if n > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		n++
+		e.newline(2)
+		cur = x
+		e.value(v, 2)
+		if len(e.buf) >= 32<<10 {
+			e.flush()
+		}
+		if e.err != nil {
+			return
+		}
+	}
+	if n > 0 {
+		e.newline(1)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+// Close ends the object and its document (a newline, as Write) and
+// returns the first error met writing it.
+func (o *Object) Close() error {
+	e := o.e
+	if o.n == 0 {
+		e.buf = append(e.buf, "{}"...)
+	} else {
+		e.newline(0)
+		e.buf = append(e.buf, '}')
+	}
+	e.buf = append(e.buf, '\n')
+	e.flush()
+	if e.err != nil {
+		return e.err
+	}
+	return o.bw.Flush()
+}
+
+func newEncoder(w *bufio.Writer) *jsonEncoder {
+	return &jsonEncoder{w: w, plans: make(map[reflect.Type]*typePlan)}
 }
 
 // jsonEncoder writes one document; the first error sticks.

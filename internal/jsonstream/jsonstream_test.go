@@ -1,4 +1,4 @@
-package cli
+package jsonstream_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
@@ -106,9 +107,17 @@ type ptrText struct{ v string }
 
 func (p *ptrText) MarshalText() ([]byte, error) { return []byte("text:" + p.v), nil }
 
-// TestStreamJSON checks that the streamed JSON is byte for byte what
+// inventoryReport has the shape of `certwatch inventory --output json`.
+type inventoryReport struct {
+	Targets []discovery.Target      `json:"targets"`
+	Sources []scan.SourceResult     `json:"sources"`
+	ACM     []policy.ACMCertificate `json:"acm,omitempty"`
+	IAM     []policy.IAMCertificate `json:"iam,omitempty"`
+}
+
+// TestWrite checks that the streamed JSON is byte for byte what
 // encoding/json writes, so `--output json` keeps its shape.
-func TestStreamJSON(t *testing.T) {
+func TestWrite(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	targets, prober := syntheticFleet(300, now)
 	report := (&scan.Pass{Prober: prober, Rules: policy.DefaultRules()}).Probe(context.Background(), targets, now)
@@ -206,7 +215,7 @@ func TestStreamJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got bytes.Buffer
-			if err := writeJSON(&got, tt.v); err != nil {
+			if err := jsonstream.Write(&got, tt.v); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
@@ -245,16 +254,16 @@ func (w *maxWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestStreamJSONAtRest: a certificate held at rest in 20,000 places (a CA
+// TestWriteAtRest: a certificate held at rest in 20,000 places (a CA
 // in every Secret of a cluster) is streamed as it is encoded, as an
 // endpoint is, never held whole: policy.AtRestCertificate embeds
 // atrest.Certificate, and a struct with an embedded field was handed to
 // encoding/json whole (2.9 MB here, and as much again indented and copied,
 // at the end of a scan, when its heap is largest).
-func TestStreamJSONAtRest(t *testing.T) {
+func TestWriteAtRest(t *testing.T) {
 	t.Parallel()
 	var w maxWriter
-	if err := writeJSON(&w, atRestHeldIn(20000)); err != nil {
+	if err := jsonstream.Write(&w, atRestHeldIn(20000)); err != nil {
 		t.Fatal(err)
 	}
 	if w.n < 2<<20 || w.max > 64<<10 {
@@ -262,7 +271,7 @@ func TestStreamJSONAtRest(t *testing.T) {
 	}
 }
 
-// nested is a recursive type, for nesting deeper than jsonEncoder's
+// nested is a recursive type, for nesting deeper than the encoder's
 // table of indents.
 type nested struct {
 	N    int
@@ -297,7 +306,7 @@ func BenchmarkEvaluateReport(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		r := pass.Probe(context.Background(), targets, now)
-		if err := writeJSON(io.Discard, r); err != nil {
+		if err := jsonstream.Write(io.Discard, r); err != nil {
 			b.Fatal(err)
 		}
 	}
