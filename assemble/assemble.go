@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/config"
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
 	"github.com/certwatch/certwatch/discovery/networks"
 	"github.com/certwatch/certwatch/scan"
@@ -85,4 +86,19 @@ func pass(c config.Config, logger *slog.Logger, extra ...scan.Source) (*scan.Pas
 // discoveryTimeout is each source's deadline of c (discovery_timeout).
 func discoveryTimeout(c config.Config) time.Duration {
 	return cmp.Or(time.Duration(c.DiscoveryTimeout), config.DefaultDiscoveryTimeout)
+}
+
+// Vouch is what a report of c must show for `certwatch scan` to vouch for
+// it: which zones may transfer with no name to probe, by the name of
+// their source, and the storm guard's share of endpoints that may go
+// unanswered.
+func Vouch(c config.Config) scan.Vouch {
+	v := scan.Vouch{MaxFailureShare: c.Notify.Storm.MaxFailureShare}
+	if len(c.Zones) > 0 {
+		v.AllowEmpty = make(map[string]bool, len(c.Zones))
+	}
+	for _, z := range c.Zones {
+		v.AllowEmpty["dnszone:"+discovery.NormalizeName(z.Name)] = z.AllowEmpty
+	}
+	return v
 }

@@ -558,7 +558,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 			return err
 		}
 	}
-	if err := unverified(c, report); err != nil {
+	if err := assemble.Vouch(c).Unverified(report); err != nil {
 		return withCode(ExitUnverified, err)
 	}
 	failOn := c.FailOn

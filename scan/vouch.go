@@ -1,4 +1,4 @@
-package cli
+package scan
 
 import (
 	"cmp"
@@ -7,31 +7,40 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/certwatch/certwatch/config"
-	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
-	"github.com/certwatch/certwatch/scan"
 )
 
-// unverified says, in one line, why a scan that ran checked nothing it can
-// vouch for, or returns nil. A cron job on a host that lost its network, or
-// a zone whose names all moved away, would otherwise stay green for ever:
+// Vouch is what a one-off pass's report must show for `certwatch scan` to
+// vouch for what it checked (see Unverified); assemble.Vouch reads it
+// from the configuration.
+type Vouch struct {
+	// AllowEmpty has each zone source's name (dnszone:<zone>), and
+	// whether that zone may transfer with no name to probe
+	// (zones[].allow_empty, --allow-empty).
+	AllowEmpty map[string]bool
+	// MaxFailureShare is the storm guard's notify.storm.max_failure_share.
+	MaxFailureShare float64
+}
+
+// Unverified says, in one line, why the pass that wrote r checked nothing
+// it can vouch for, or returns nil. A cron job on a host that lost its
+// network, or a zone whose names all moved away, would otherwise stay
+// green for ever:
 //
 //   - a zone transferred with no name to probe, unless it allows it
 //     (zones[].allow_empty, --allow-empty);
 //   - nothing probed at all (no endpoint, no certificate);
 //   - no endpoint answered with a certificate;
-//   - more than notify.storm.max_failure_share of the endpoints went
-//     unanswered (policy.Unanswered: a refused port is an answer), by
-//     the rule of the daemon's storm guard (policy.FailureShareExceeded),
-//     so that a run the daemon treats as an outage is never a green scan.
-func unverified(c config.Config, r *scan.Report) error {
-	allowed := map[string]bool{}
-	allZonesAllow := len(c.Zones) > 0
-	for _, z := range c.Zones {
-		allowed["dnszone:"+discovery.NormalizeName(z.Name)] = z.AllowEmpty
-		allZonesAllow = allZonesAllow && z.AllowEmpty
+//   - more than MaxFailureShare of the endpoints went unanswered
+//     (policy.Unanswered: a refused port is an answer), by the rule of
+//     the daemon's storm guard (policy.FailureShareExceeded), so that a
+//     run the daemon treats as an outage is never a green scan.
+func (v Vouch) Unverified(r *Report) error {
+	allowed := v.AllowEmpty
+	allZonesAllow := len(allowed) > 0
+	for _, allow := range allowed {
+		allZonesAllow = allZonesAllow && allow
 	}
 	var empty []string
 	for _, s := range r.Sources {
@@ -60,7 +69,7 @@ func unverified(c config.Config, r *scan.Report) error {
 		}
 		return fmt.Errorf("nothing was probed: the sources found %d targets, none of them probeable (%d skipped), so nothing was checked; %s", r.Targets, len(r.Skipped), optOut)
 	}
-	share := c.Notify.Storm.MaxFailureShare
+	share := v.MaxFailureShare
 	switch {
 	case failed == total:
 		why := "likely a network problem on this host, or the services are down"
