@@ -120,8 +120,11 @@ Exit codes:
 `
 
 // Main is Run for the certwatch process itself: it also applies --procs,
-// which sets GOMAXPROCS for the whole process while a command runs.
+// which sets GOMAXPROCS for the whole process while a command runs, and
+// first gives back the pages of the executable that only start-up used
+// (releaseStartupPages; failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	_ = releaseStartupPages()
 	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS}).dispatch(ctx, args)
 }
 
