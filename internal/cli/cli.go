@@ -87,6 +87,10 @@ type env struct {
 	// returns what restores it; nil leaves them alone (Run, used in-process
 	// by tests, where the setting would leak into other tests).
 	setProcs func(n int) (restore func())
+	// setGCPercent sets the garbage collector's target percent (GOGC) for
+	// scan and inventory (applyBatchGC) and returns what restores it; nil,
+	// in Run, leaves it alone as setProcs does.
+	setGCPercent func(percent int) (restore func())
 }
 
 const topUsage = `certwatch finds every TLS certificate an organisation depends on, probes
@@ -120,12 +124,13 @@ Exit codes:
 `
 
 // Main is Run for the certwatch process itself: it also applies --procs,
-// which sets GOMAXPROCS for the whole process while a command runs, and
-// first gives back the pages of the executable that only start-up used
-// (releaseStartupPages; failing that, they merely stay mapped).
+// which sets GOMAXPROCS for the whole process while a command runs, and the
+// GC percent of scan and inventory (applyBatchGC); and it first gives back
+// the pages of the executable that only start-up used (releaseStartupPages;
+// failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_ = releaseStartupPages()
-	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS}).dispatch(ctx, args)
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent}).dispatch(ctx, args)
 }
 
 // Run executes the command line args (without the program name). It returns
