@@ -1,6 +1,6 @@
 # Developer targets. CI does not run the benchmark: it needs root (for a
 # private network namespace) and takes minutes. See docs/performance.md.
-.PHONY: build bench bench-go
+.PHONY: build bench bench-go fuzz
 
 # The release binary: no symbol table or DWARF, no build paths.
 build:
@@ -16,3 +16,7 @@ bench:
 # endpoints.
 bench-go:
 	go test -run '^$$' -bench . -benchmem ./probes ./internal/cli ./internal/jsonstream ./discovery/networks
+
+# Every fuzz target for FUZZTIME (default 1m here; CI gives each 3s).
+fuzz:
+	FUZZTIME=$${FUZZTIME:-1m} bash .ci/fuzz
