@@ -12,6 +12,8 @@ import (
 	"math/big"
 	"net/netip"
 	"runtime"
+	"runtime/metrics"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,24 +26,30 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// fleetProber answers every target with a prepared observation, as a fleet
-// in which every endpoint serves its own leaf would.
+// fleetProber answers every target with the observation a fleet in which
+// every endpoint serves its own leaf would give, built when the target is
+// probed, as a real probe's is: the scan, not the fleet, holds what it
+// keeps.
 type fleetProber struct {
-	obs map[string]probes.Observation
+	now         time.Time
+	root, inter *x509.Certificate
 }
 
 func (f fleetProber) Probe(_ context.Context, t discovery.Target) []probes.Observation {
-	return []probes.Observation{f.obs[t.Name]}
+	i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t.Name, "ep-"), ".farm.test"))
+	if err != nil {
+		panic("not a target of the synthetic fleet: " + t.Name)
+	}
+	return []probes.Observation{f.observe(i, t.Name, t.Addresses[0])}
 }
 
-// syntheticFleet returns n targets and the observation of each, with the
+// syntheticFleet returns n targets and a prober answering each, with the
 // mix of the benchmark farm (../shared/bench/tlsfarm): 4% expired, 10%
 // expiring in 3 days, 15% in 30 days, 62% in 90 days, 3% missing
 // intermediate, 3% wrong host name, 3% self-signed. Certificates are built
 // as parsed structures (unique DER-sized Raw bytes, no signatures): policy
 // and report never check signatures, so this keeps the setup fast.
 func syntheticFleet(n int, now time.Time) ([]discovery.Target, fleetProber) {
-	const day = 24 * time.Hour
 	root := &x509.Certificate{
 		Raw: []byte("bench root"), Subject: pkix.Name{CommonName: "bench root"}, Issuer: pkix.Name{CommonName: "bench root"},
 		SerialNumber: big.NewInt(1), NotBefore: now.AddDate(-5, 0, 0), NotAfter: now.AddDate(5, 0, 0), IsCA: true, BasicConstraintsValid: true,
@@ -51,54 +59,58 @@ func syntheticFleet(n int, now time.Time) ([]discovery.Target, fleetProber) {
 		SerialNumber: big.NewInt(2), NotBefore: now.AddDate(-1, 0, 0), NotAfter: now.AddDate(4, 0, 0), IsCA: true, BasicConstraintsValid: true,
 	}
 	targets := make([]discovery.Target, n)
-	f := fleetProber{obs: make(map[string]probes.Observation, n)}
 	for i := range n {
-		name := fmt.Sprintf("ep-%06d.farm.test", i)
-		raw := make([]byte, 900) // a typical leaf's DER size, unique per leaf
-		binary.BigEndian.PutUint64(raw, uint64(i))
-		leaf := &x509.Certificate{
-			Raw: raw, Subject: pkix.Name{CommonName: name}, Issuer: inter.Subject, DNSNames: []string{name},
-			SerialNumber: new(big.Int).SetUint64(uint64(i)<<40 | 0x5eed), NotBefore: now.Add(-60 * day),
-		}
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], uint32(i))
 		addr := netip.AddrFrom4([4]byte{127, 1 + b[1], b[2], b[3]})
-		o := probes.Observation{
-			Name: name, Port: 443, Address: addr, Sources: []string{"static"}, Explicit: true,
-			At: now, Duration: time.Millisecond, Attempts: 1, NameMatch: true, Trust: probes.Trusted,
-		}
-		switch r := i % 100; {
-		case r < 4:
-			leaf.NotAfter = now.Add(-time.Duration(1+i%30) * day)
-			o.Trust, o.TrustError = probes.TrustExpired, fmt.Sprintf("out of date: %q expired at %s", name, leaf.NotAfter.Format(time.RFC3339))
-		case r < 14:
-			leaf.NotAfter = now.Add(3 * day)
-		case r < 29:
-			leaf.NotAfter = now.Add(30 * day)
-		case r < 91:
-			leaf.NotAfter = now.Add(90 * day)
-		case r < 94:
-			leaf.NotAfter = now.Add(90 * day)
-			o.Trust, o.TrustError = probes.TrustUnknownAuthority, "incomplete chain: server did not send the intermediate"
-		case r < 97:
-			leaf.NotAfter = now.Add(90 * day)
-			leaf.Subject.CommonName, leaf.DNSNames = "wrong-"+name, []string{"wrong-" + name}
-			o.NameMatch = false
-		default:
-			leaf.NotAfter = now.Add(90 * day)
-			leaf.Issuer = leaf.Subject
-			o.Trust, o.TrustError = probes.TrustSelfSigned, "self-signed certificate is not a trusted root"
-		}
-		o.Chain = []*x509.Certificate{leaf, inter}
-		if o.Trust == probes.Trusted || o.Trust == probes.TrustExpired {
-			o.Paths = [][]*x509.Certificate{{leaf, inter, root}}
-		} else if o.Trust == probes.TrustSelfSigned {
-			o.Chain = o.Chain[:1]
-		}
-		f.obs[name] = o
-		targets[i] = discovery.Target{Name: name, Port: 443, Addresses: []netip.Addr{addr}, Sources: []string{"static"}, Explicit: true}
+		targets[i] = discovery.Target{Name: fmt.Sprintf("ep-%06d.farm.test", i), Port: 443, Addresses: []netip.Addr{addr}, Sources: []string{"static"}, Explicit: true}
 	}
-	return targets, f
+	return targets, fleetProber{now: now, root: root, inter: inter}
+}
+
+// observe returns the observation of the fleet's i-th endpoint, name at addr.
+func (f fleetProber) observe(i int, name string, addr netip.Addr) probes.Observation {
+	const day = 24 * time.Hour
+	now, inter := f.now, f.inter
+	raw := make([]byte, 900) // a typical leaf's DER size, unique per leaf
+	binary.BigEndian.PutUint64(raw, uint64(i))
+	leaf := &x509.Certificate{
+		Raw: raw, Subject: pkix.Name{CommonName: name}, Issuer: inter.Subject, DNSNames: []string{name},
+		SerialNumber: new(big.Int).SetUint64(uint64(i)<<40 | 0x5eed), NotBefore: now.Add(-60 * day),
+	}
+	o := probes.Observation{
+		Name: name, Port: 443, Address: addr, Sources: []string{"static"}, Explicit: true,
+		At: now, Duration: time.Millisecond, Attempts: 1, NameMatch: true, Trust: probes.Trusted,
+	}
+	switch r := i % 100; {
+	case r < 4:
+		leaf.NotAfter = now.Add(-time.Duration(1+i%30) * day)
+		o.Trust, o.TrustError = probes.TrustExpired, fmt.Sprintf("out of date: %q expired at %s", name, leaf.NotAfter.Format(time.RFC3339))
+	case r < 14:
+		leaf.NotAfter = now.Add(3 * day)
+	case r < 29:
+		leaf.NotAfter = now.Add(30 * day)
+	case r < 91:
+		leaf.NotAfter = now.Add(90 * day)
+	case r < 94:
+		leaf.NotAfter = now.Add(90 * day)
+		o.Trust, o.TrustError = probes.TrustUnknownAuthority, "incomplete chain: server did not send the intermediate"
+	case r < 97:
+		leaf.NotAfter = now.Add(90 * day)
+		leaf.Subject.CommonName, leaf.DNSNames = "wrong-"+name, []string{"wrong-" + name}
+		o.NameMatch = false
+	default:
+		leaf.NotAfter = now.Add(90 * day)
+		leaf.Issuer = leaf.Subject
+		o.Trust, o.TrustError = probes.TrustSelfSigned, "self-signed certificate is not a trusted root"
+	}
+	o.Chain = []*x509.Certificate{leaf, inter}
+	if o.Trust == probes.Trusted || o.Trust == probes.TrustExpired {
+		o.Paths = [][]*x509.Certificate{{leaf, inter, f.root}}
+	} else if o.Trust == probes.TrustSelfSigned {
+		o.Chain = o.Chain[:1]
+	}
+	return o
 }
 
 // ptrText marshals itself only through a pointer, which encoding/json uses
@@ -312,6 +324,45 @@ func BenchmarkEvaluateReport(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/endpoint")
 	b.ReportMetric(reportBytes(b, pass, targets, now)/n, "report-B/endpoint")
+	b.ReportMetric(peakHeap(b, pass, targets, now)/(1<<20), "peak-heap-MiB")
+}
+
+// peakHeap returns the most heap one pass over targets and its report
+// written out held in spans at once, above what was held before it, at
+// the GOGC the benchmark runs with (`certwatch scan` runs at 25): what the
+// pass adds to a scan's peak RSS, sampled every half millisecond.
+func peakHeap(b *testing.B, pass *scan.Pass, targets []discovery.Target, now time.Time) float64 {
+	b.Helper()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	inUse := func() int64 {
+		metrics.Read(sample)
+		return int64(sample[0].Value.Uint64() + sample[1].Value.Uint64())
+	}
+	runtime.GC()
+	base := inUse()
+	stop, done := make(chan struct{}), make(chan int64)
+	go func() {
+		peak := base
+		t := time.NewTicker(500 * time.Microsecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- max(peak, inUse())
+				return
+			case <-t.C:
+				peak = max(peak, inUse())
+			}
+		}
+	}()
+	r := pass.Probe(context.Background(), targets, now)
+	if err := jsonstream.Write(io.Discard, r); err != nil {
+		b.Fatal(err)
+	}
+	close(stop)
+	peak := <-done
+	runtime.KeepAlive(r)
+	return float64(peak - base)
 }
 
 // reportBytes returns the heap a report of targets holds until it is
