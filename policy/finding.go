@@ -313,6 +313,13 @@ func (f Finding) MarshalJSON() ([]byte, error) {
 	}{f.ID(), findingJSON(f)})
 }
 
+// JSONPrefix is the field MarshalJSON writes before the finding's own,
+// its ID, for a streaming encoder (internal/jsonstream) that writes a
+// report's findings itself.
+func (f Finding) JSONPrefix() (key, value string) {
+	return "id", f.ID()
+}
+
 // subjectOfID is what ID says the finding is about: its certificate, or
 // its name.
 func (f *Finding) subjectOfID() string {

@@ -8,9 +8,9 @@
 // Structs, slices, strings, booleans, integers, pointers, time.Time and
 // encoding.TextMarshaler values (addresses, tiers) are encoded here, with
 // encoding/json's rules (field names, omitempty and omitzero from json
-// tags, HTML-safe string escaping); any other value (maps, floats, custom
-// MarshalJSON, ...) is handed to encoding/json whole, so the output never
-// differs from it.
+// tags, HTML-safe string escaping), and a Prefixed struct's fields after
+// its prefix; any other value (maps, floats, custom MarshalJSON, ...) is
+// handed to encoding/json whole, so the output never differs from it.
 package jsonstream
 
 import (
@@ -150,6 +150,7 @@ type jsonEncoder struct {
 type typePlan struct {
 	kind   planKind
 	fields []fieldPlan // structs
+	prefix string      // Prefixed: its key, `"name": ` escaped
 }
 
 type planKind int
@@ -164,7 +165,8 @@ const (
 	planInt
 	planUint
 	planTime
-	planText // encoding.TextMarshaler with a value receiver
+	planText     // encoding.TextMarshaler with a value receiver
+	planPrefixed // Prefixed: a struct, with a value receiver
 )
 
 type fieldPlan struct {
@@ -178,7 +180,19 @@ var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	timeType          = reflect.TypeFor[time.Time]()
+	prefixedType      = reflect.TypeFor[Prefixed]()
+	textAppenderType  = reflect.TypeFor[encoding.TextAppender]()
 )
+
+// Prefixed is a struct whose MarshalJSON writes its fields as encoding/json
+// lays them out with one string field before them, JSONPrefix's key and
+// value (policy.Finding: its ID first). Write encodes such a struct
+// itself rather than calling its MarshalJSON, so that a list of thousands
+// of them is written without building each one's document. The key is the
+// same for every value of the type, and names none of its fields.
+type Prefixed interface {
+	JSONPrefix() (key, value string)
+}
 
 func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
 	if p, ok := e.plans[t]; ok {
@@ -189,6 +203,13 @@ func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
 	switch {
 	case t == timeType:
 		p.kind = planTime
+	case t.Kind() == reflect.Struct && t.Implements(prefixedType):
+		key, _ := reflect.New(t).Elem().Interface().(Prefixed).JSONPrefix()
+		p.prefix = string(appendJSONString(nil, key)) + ": "
+		p.fields, p.kind = structFields(t, key)
+		if p.kind == planStruct {
+			p.kind = planPrefixed
+		}
 	case t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType):
 		p.kind = planFallback
 	case t.Implements(textMarshalerType) && !reflect.PointerTo(t).Implements(jsonMarshalerType):
@@ -225,9 +246,13 @@ func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
 // structFields plans a struct's fields as encoding/json lays them out,
 // those of an embedded struct in its place, or falls back for what it does
 // not lay out as encoding/json would (see addFields).
-func structFields(t reflect.Type) ([]fieldPlan, planKind) {
+func structFields(t reflect.Type, taken ...string) ([]fieldPlan, planKind) {
 	var fields []fieldPlan
-	if !addFields(t, nil, &fields, map[string]bool{}) {
+	names := map[string]bool{}
+	for _, n := range taken {
+		names[n] = true
+	}
+	if !addFields(t, nil, &fields, names) {
 		return nil, planFallback
 	}
 	return fields, planStruct
@@ -340,7 +365,7 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 			// The common case (every endpoint's address), without boxing.
 			e.text, err = a.AppendText(e.text[:0])
 			b = e.text
-		} else if a, ok := v.Interface().(encoding.TextAppender); ok {
+		} else if a, ok := textAppender(v); ok {
 			// The same text as MarshalText, into reused memory.
 			e.text, err = a.AppendText(e.text[:0])
 			b = e.text
@@ -352,6 +377,15 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 			return
 		}
 		e.buf = appendJSONString(e.buf, string(b))
+	case planPrefixed:
+		var x Prefixed
+		if v.CanAddr() {
+			x, _ = reflect.TypeAssert[Prefixed](v.Addr()) // without boxing a copy
+		} else {
+			x, _ = reflect.TypeAssert[Prefixed](v)
+		}
+		_, prefix := x.JSONPrefix()
+		e.object(v, p, depth, prefix)
 	case planPointer:
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
@@ -361,10 +395,21 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 	case planSlice:
 		e.slice(v, depth)
 	case planStruct:
-		e.object(v, p, depth)
+		e.object(v, p, depth, "")
 	default:
 		e.fallback(v, depth)
 	}
+}
+
+// textAppender returns v as an encoding.TextAppender, through its address
+// when it has one: boxing a copy of v would allocate (a tier, a TLS
+// version: a few per endpoint and finding).
+func textAppender(v reflect.Value) (encoding.TextAppender, bool) {
+	if v.CanAddr() && v.Type().Implements(textAppenderType) {
+		return reflect.TypeAssert[encoding.TextAppender](v.Addr())
+	}
+	a, ok := v.Interface().(encoding.TextAppender)
+	return a, ok
 }
 
 func (e *jsonEncoder) slice(v reflect.Value, depth int) {
@@ -391,8 +436,16 @@ func (e *jsonEncoder) slice(v reflect.Value, depth int) {
 	e.buf = append(e.buf, ']')
 }
 
-func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int) {
+// object appends the struct v; a Prefixed one (p.prefix) with the value
+// prefix of its first field.
+func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int, prefix string) {
 	n := 0
+	if p.prefix != "" {
+		e.buf = append(e.buf, '{')
+		e.newline(depth + 1)
+		e.buf = appendJSONString(append(e.buf, p.prefix...), prefix)
+		n++
+	}
 	for _, f := range p.fields {
 		fv := v.FieldByIndex(f.index)
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZeroValue(fv) {
@@ -462,6 +515,9 @@ func (e *jsonEncoder) flush() {
 func isZeroValue(v reflect.Value) bool {
 	if v.Kind() == reflect.Pointer && v.IsNil() {
 		return true
+	}
+	if t, ok := reflect.TypeAssert[time.Time](v); ok {
+		return t.IsZero() // without boxing the time, as Interface would
 	}
 	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
 		return z.IsZero()

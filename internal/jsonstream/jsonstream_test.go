@@ -283,6 +283,37 @@ func TestWriteAtRest(t *testing.T) {
 	}
 }
 
+// TestWriteReportAllocations: writing a scan's report allocates next to
+// nothing per certificate and per finding. The report is written at the
+// end of a scan, when its heap is largest: a finding handed to
+// encoding/json (its MarshalJSON) and each omitzero time boxed to ask
+// IsZero cost 1.7 KB of garbage a finding and 0.3 KB a certificate, 40 MB
+// at 100,000 endpoints, which the collector could not reclaim as fast as
+// the report made it.
+func TestWriteReportAllocations(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	targets, prober := syntheticFleet(1000, now)
+	r := (&scan.Pass{Prober: prober, Rules: policy.DefaultRules()}).Probe(context.Background(), targets, now)
+	if len(r.Findings) < 300 || len(r.Certificates) != 1000 {
+		t.Fatalf("%d findings and %d certificates; want over 300 and 1000", len(r.Findings), len(r.Certificates))
+	}
+	var bytes float64
+	allocs := testing.AllocsPerRun(3, func() {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := jsonstream.Write(io.Discard, r); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		bytes = float64(after.TotalAlloc - before.TotalAlloc)
+	})
+	items := float64(len(r.Findings) + len(r.Certificates) + len(r.Endpoints))
+	if perItem := bytes / items; allocs > items || perItem > 200 {
+		t.Errorf("writing a report of %d endpoints, %d certificates and %d findings made %.0f allocations and %.0f bytes (%.0f bytes an item); want at most one allocation and 200 bytes an item",
+			len(r.Endpoints), len(r.Certificates), len(r.Findings), allocs, bytes, perItem)
+	}
+}
+
 // nested is a recursive type, for nesting deeper than the encoder's
 // table of indents.
 type nested struct {
