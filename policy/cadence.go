@@ -415,8 +415,7 @@ func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previou
 // does not verify this run, recorded before NamesSeen left such out) is no
 // newer certificate. None before then, or for a certificate without names.
 func (e *Evaluator) overdueNames(cad *cadence, broken map[string]bool, fp string, names []string, notBefore, notAfter time.Time) []string {
-	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
-	if due.IsZero() || e.now.Before(due.Add(RenewalGrace(notBefore, notAfter, due))) || e.now.Before(notBefore) {
+	if !e.renewalPast(notBefore, notAfter) {
 		return nil
 	}
 	var out []string
@@ -433,6 +432,29 @@ func (e *Evaluator) overdueNames(cad *cadence, broken map[string]bool, fp string
 		}
 	}
 	return out
+}
+
+// renewalPast is whether a certificate valid from notBefore to notAfter
+// is past its expected renewal and the grace after it.
+func (e *Evaluator) renewalPast(notBefore, notAfter time.Time) bool {
+	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
+	return !due.IsZero() && !e.now.Before(due.Add(RenewalGrace(notBefore, notAfter, due))) && !e.now.Before(notBefore)
+}
+
+// renewalsOverdue counts the served certificates not expired and past
+// their expected renewal: as many renewal_missed findings as judgeCadence
+// may add for them, at most.
+func (e *Evaluator) renewalsOverdue() int {
+	if e.rules.RenewalMissed == None {
+		return 0
+	}
+	n := 0
+	for i := range e.certs {
+		if c := &e.certs[i]; c.NotAfter.After(e.now) && e.renewalPast(c.NotBefore, c.NotAfter) {
+			n++
+		}
+	}
+	return n
 }
 
 // renewalMissed completes f, the renewal_missed finding of a certificate

@@ -336,7 +336,10 @@ func (e *Evaluator) Result() Result {
 		}
 	}
 	e.judgeGivenUp()
-	fs := e.findings.all()
+	// Room for the renewal_missed findings judgeCadence adds: growing
+	// the list there copied every finding while the first copy was live,
+	// at the end of a scan, when its heap is largest.
+	fs := e.findings.all(e.renewalsOverdue())
 	e.findings = blocks[Finding]{}
 	for i := range fs {
 		f := &fs[i]
@@ -362,6 +365,9 @@ func (e *Evaluator) Result() Result {
 		return cmp.Or(strings.Compare(string(a.Reason), string(b.Reason)), strings.Compare(a.Zone, b.Zone))
 	})
 	SortFindings(out.Findings)
+	if cap(out.Findings) > 2*len(out.Findings)+64 {
+		out.Findings = slices.Clone(out.Findings) // room for renewals that were seen
+	}
 	// Sorting certs moves them under certIdx: the Evaluator is spent.
 	out.Certificates = e.certs
 	if cap(out.Certificates) > 2*len(out.Certificates)+64 {
@@ -650,9 +656,9 @@ func (l *blocks[T]) at(i int32) *T { return &l.b[i/blockLen][i%blockLen] }
 
 func (l *blocks[T]) len() int { return l.n }
 
-// all returns the elements in one new slice.
-func (l *blocks[T]) all() []T {
-	out := make([]T, 0, l.n)
+// all returns the elements in one new slice, with room for extra more.
+func (l *blocks[T]) all(extra int) []T {
+	out := make([]T, 0, l.n+extra)
 	for _, b := range l.b {
 		out = append(out, b...)
 	}
