@@ -8,13 +8,17 @@
 # /etc/hosts only inside it. Needs root (or CAP_SYS_ADMIN for unshare),
 # Go, knotd, kdig, curl and GNU time (/usr/bin/time).
 #
-# Usage: bench/run.sh [-n "1000 10000 100000"] [-c 100] [-r 3] [-o DIR] [-x FLAGS] [-s] [-A] [-S]
+# Usage: bench/run.sh [-n "1000 10000 100000"] [-c 100] [-r 3] [-o DIR] [-x FLAGS] [-t TLSX] [-s] [-A] [-S]
 #   -n SIZES   endpoint counts to scan (default "1000 10000 100000")
 #   -c CONCS   --concurrency values to scan with (default 100)
 #   -r REPS    scans per size; the table shows medians (default 3)
 #   -o DIR     keep binaries, farm files, reports and raw figures in DIR
 #              (default: a new directory under /tmp)
 #   -x FLAGS   extra flags for every scan, e.g. -x --post-quantum
+#   -t TLSX    also scan the farm with this tlsx binary (projectdiscovery's
+#              TLS scanner, built by you; not part of certwatch): a "tlsx"
+#              row per size, same addresses and concurrency, its defaults
+#              otherwise (no chain verification, 5 s timeout)
 #   -s         also scan the names through static targets (a --config
 #              listing name:port, resolved through the farm's hosts file)
 #   -A         skip the zone-transfer benchmark
@@ -37,17 +41,19 @@ static=0
 axfr=1
 scans=1
 extra=""
-while getopts "n:c:r:o:x:sAS" opt; do
+tlsx=""
+while getopts "n:c:r:o:x:t:sAS" opt; do
 	case $opt in
 	n) sizes=$OPTARG ;;
 	c) concs=$OPTARG ;;
 	r) reps=$OPTARG ;;
 	o) out=$OPTARG ;;
 	x) extra=$OPTARG ;;
+	t) tlsx=$OPTARG ;;
 	s) static=1 ;;
 	A) axfr=0 ;;
 	S) scans=0 ;;
-	*) sed -n '2,27p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,31p' "$0" >&2; exit 2 ;;
 	esac
 done
 
@@ -64,8 +70,11 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	echo "bench: building certwatch and tlsfarm into $out" >&2
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch && CGO_ENABLED=0 go build -o "$out/floor" ./bench/floor)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
+	if [ -n "$tlsx" ]; then
+		cp "$tlsx" "$out/tlsx" || { echo "bench: -t $tlsx: not a file" >&2; exit 2; }
+	fi
 	exec env CERTWATCH_BENCH_NS=1 KNOTD="$knotd" unshare --net --mount -- \
-		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" -x "$extra" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
+		bash "$0" -n "$sizes" -c "$concs" -r "$reps" -o "$out" -x "$extra" -t "$tlsx" $([ $static = 1 ] && echo -s) $([ $axfr = 0 ] && echo -A) $([ $scans = 0 ] && echo -S)
 fi
 
 # ---- inside the namespace ----
@@ -205,6 +214,22 @@ if [ $scans = 1 ]; then
 				echo "bench: floor n=$n concurrency $c rep $r: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN {print u+s}')s rss $((rss / 1024))MiB" >&2
 			done
 		done
+		# tlsx, when given: the same addresses (the farm serves one leaf per
+		# address whatever the SNI), the same concurrency, no update check.
+		if [ -n "$tlsx" ]; then
+			for c in $concs; do
+				for r in $(seq "$reps"); do
+					read -r cpu0 hs0 < <(farm_totals)
+					/usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "$out/tlsx" -l "$farm/targets.txt" -c "$c" -json -silent -duc -o "$out/tlsx-$n.json" >/dev/null 2>"$out/tlsx-$n.err" || true
+					read -r cpu1 hs1 < <(farm_totals)
+					read -r wall user sys rss < <(tail -n 1 "$out/time.txt")
+					failed=$(grep -c '"error"' "$out/tlsx-$n.json" || true)
+					farm_cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b-a}')
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' tlsx "$n" "$c" "$r" "$wall" "$user" "$sys" "$rss" "$farm_cpu" "$((hs1 - hs0))" "$failed" "$(load1)" >>"$results"
+					echo "bench: tlsx n=$n concurrency $c rep $r: wall ${wall}s cpu $(awk -v u="$user" -v s="$sys" 'BEGIN {print u+s}')s rss $((rss / 1024))MiB failed $failed" >&2
+				done
+			done
+		fi
 		stop_pid "$knot_pid"
 		for p in "${farm_pids[@]}"; do stop_pid "$p"; done
 		umount /etc/hosts
@@ -246,7 +271,7 @@ echo "certwatch bench ($(nproc) CPUs, $(go version 2>/dev/null | awk '{print $3}
 echo
 printf '| %-6s | %9s | %11s | %6s | %22s | %12s | %12s | %10s | %6s |\n' mode endpoints concurrency "wall s" "client CPU ms/endpoint" "peak RSS MiB" "handshakes/s" "farm CPU s" failed
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------- ----------: ------------: -------: -----------------------: -------------: -------------: -----------: -------:
-for mode in zone static floor; do
+for mode in zone static tlsx floor; do
 	for n in $(awk -F'\t' -v m="$mode" '$1 == m {print $2}' "$results" | sort -nu); do
 		for c in $(awk -F'\t' -v m="$mode" -v n="$n" '$1 == m && $2 == n {print $3}' "$results" | sort -nu); do
 			col() { awk -F'\t' -v m="$mode" -v n="$n" -v c="$c" "\$1 == m && \$2 == n && \$3 == c {print $1}" "$results" | median; }
