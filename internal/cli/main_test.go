@@ -28,11 +28,13 @@ const stateDBPassword = "cw-state-pw"
 // waitingParallel is how many parallel tests run at once unless -parallel
 // says otherwise. The parallel ones are mostly `certwatch run` processes
 // that wait (for a daemon's schedule, a lease, a timeout) far more than
-// they compute: the whole package takes under half a minute of CPU. The
+// they compute: the whole package takes under a minute of CPU. The
 // default, GOMAXPROCS (two on a small CI machine), would queue them
-// behind each other. The in-process lab scans, which handshake with
-// 1.5s timeouts under the race detector, stay serial.
-const waitingParallel = 8
+// behind each other. The in-process scans, which handshake with 1.5s
+// timeouts under the race detector, run one after the other in one of
+// these slots (TestInProcessScans); those that set the environment stay
+// serial tests of their own, before the parallel ones.
+const waitingParallel = 16
 
 func TestMain(m *testing.M) {
 	flag.Parse()

