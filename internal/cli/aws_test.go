@@ -34,6 +34,7 @@ type awsEstate struct {
 	srv    *awstest.Server
 	port   int
 	caFile string
+	config string // the configuration file args names (writeConfig)
 	zoneID string
 	arn    map[string]string // by short name
 	fp     map[string]string // served certificate fingerprint, by short name
@@ -79,6 +80,8 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	ln.Close()
 
 	e := &awsEstate{srv: srv, port: port, arn: map[string]string{}, fp: map[string]string{}, old: map[string]string{}}
+	e.config = filepath.Join(t.TempDir(), "certwatch.yaml")
+	e.writeConfig(t, "")
 	e.caFile = filepath.Join(t.TempDir(), "root.pem")
 	if err := os.WriteFile(e.caFile, root.PEM(), 0o600); err != nil {
 		t.Fatal(err)
@@ -285,8 +288,22 @@ func startAWSEstate(t *testing.T) *awsEstate {
 	return e
 }
 
+// awsFakeRates lifts the per-region API rates (4 and 5 requests a second
+// by default, below AWS's quotas) for the fakes, which have none: the
+// estate's 14 ACM certificates would otherwise take 5 s of every scan.
+const awsFakeRates = "aws:\n  acm_rate_limit: 500\n  route53_rate_limit: 500\n"
+
+// writeConfig writes the configuration file e.args names: the fakes'
+// rates, then extra.
+func (e *awsEstate) writeConfig(t *testing.T, extra string) {
+	t.Helper()
+	if err := os.WriteFile(e.config, []byte(awsFakeRates+extra), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *awsEstate) args(cmd string, extra ...string) []string {
-	args := []string{cmd, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}
+	args := []string{cmd, "--config", e.config, "--route53", "--acm", "--region", "eu-west-1", "--ports", fmt.Sprint(e.port)}
 	if cmd == "scan" {
 		args = append(args, "--resolver", e.dns, "--allow-loopback")
 	}
@@ -754,16 +771,13 @@ func TestScanAWSServiceDenied(t *testing.T) {
 // without the setting it is an endpoint that could not be resolved.
 func TestScanAWSZoneResolver(t *testing.T) {
 	e := startAWSEstate(t)
-	cfg := filepath.Join(t.TempDir(), "certwatch.yaml")
-	if err := os.WriteFile(cfg, []byte("aws:\n  route53_resolvers:\n    \"internal.*\": \""+e.vpcDNS+"\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	for _, withResolver := range []bool{true, false} {
-		args := e.args("scan", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")
 		if withResolver {
-			args = append(args, "--config", cfg)
+			e.writeConfig(t, "  route53_resolvers:\n    \"internal.*\": \""+e.vpcDNS+"\"\n")
+		} else {
+			e.writeConfig(t, "")
 		}
-		stdout, stderr, code := run(t, args...)
+		stdout, stderr, code := run(t, e.args("scan", "--ca-file", e.caFile, "--timeout", "2s", "--output", "json")...)
 		if code != cli.ExitFindings {
 			t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
 		}

@@ -19,18 +19,39 @@ import (
 // second announces nothing new, and 'alerts' lists what is open. It runs on
 // a SQLite state file and on a PostgreSQL database.
 func TestScanNotify(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { testScanNotify(t, func(cfg string) string { return cfg }) })
 	t.Run("postgres", func(t *testing.T) {
 		srv := pgPW.Server(t)
 		url := srv.CreateDatabase(t)
-		t.Setenv("CW_E2E_STATE_PW", stateDBPassword)
+		pw := secretFile(t, stateDBPassword)
 		testScanNotify(t, func(cfg string) string {
 			if !stateLine.MatchString(cfg) {
 				t.Fatal("the configuration has no notify.state line to point at PostgreSQL")
 			}
-			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
+			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_file: %q\n", url, pw))
 		})
 	})
+}
+
+// secretFile writes secret to a file of its own and returns its path.
+func secretFile(t *testing.T, secret string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(f, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// channelSecretsInFiles rewrites runConfig's channels to read their
+// secrets from files rather than this process's environment, which a
+// test running beside others must not set.
+func channelSecretsInFiles(t *testing.T, cfg string) string {
+	return strings.NewReplacer(
+		"token_env: CW_E2E_SLACK_TOKEN", fmt.Sprintf("token_file: %q", secretFile(t, slackToken)),
+		"routing_key_env: CW_E2E_PD_KEY", fmt.Sprintf("routing_key_file: %q", secretFile(t, pdKey)),
+	).Replace(cfg)
 }
 
 var stateLine = regexp.MustCompile(`(?m)^  state: .*\n`)
@@ -41,11 +62,9 @@ func testScanNotify(t *testing.T, edit func(cfg string) string) {
 	pd := pagerdutytest.New(t, pdKey)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(edit(runConfig(l, dir, sl.URL(), pd.URL()))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(edit(channelSecretsInFiles(t, runConfig(l, dir, sl.URL(), pd.URL())))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CW_E2E_SLACK_TOKEN", slackToken)
-	t.Setenv("CW_E2E_PD_KEY", pdKey)
 
 	_, stderr, code := run(t, "scan", "--config", cfg, "--notify", "--output", "json")
 	if code != cli.ExitFindings {

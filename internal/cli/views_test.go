@@ -84,6 +84,7 @@ var (
 // the ID shown for the expired certificate silences that finding in the
 // next report.
 func TestOneStoryAcrossViews(t *testing.T) {
+	t.Parallel()
 	l, err := lab.StartWith(time.Now(), lab.Options{Delegations: true})
 	if err != nil {
 		t.Fatalf("start lab: %v", err)
@@ -170,8 +171,11 @@ func TestOneStoryAcrossViews(t *testing.T) {
 		hooks = append(hooks, b)
 	}))
 	defer hook.Close()
-	t.Setenv("CW_VIEWS_HOOK_SECRET", "a-secret-for-the-test")
 	dir := t.TempDir()
+	hookSecret := filepath.Join(dir, "hook-secret")
+	if err := os.WriteFile(hookSecret, []byte("a-secret-for-the-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "config.yaml")
 	text := fmt.Sprintf(`zones:
   - name: %s
@@ -196,7 +200,7 @@ notify:
   channels:
     - name: hook
       kind: webhook
-      webhook: {url: %q, secret_env: CW_VIEWS_HOOK_SECRET}
+      webhook: {url: %q, secret_file: %q}
   routes:
     - tiers: [critical]
       channels: [hook]
@@ -206,7 +210,7 @@ daemon:
     discovery: "@every 1m"
     probe: "@every 5s"
   jitter: 500ms
-`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, l.DelegationPort, filepath.Join(dir, "state.db"), hook.URL)
+`, lab.Zone, l.DNS, l.Unreachable, filepath.Join(l.AtRestDir, "**"), l.Network, l.Port, l.CAFile, l.DelegationPort, filepath.Join(dir, "state.db"), hook.URL, hookSecret)
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
