@@ -30,13 +30,13 @@ const stateDBPassword = "cw-state-pw"
 // that wait (for a daemon's schedule, a lease, a timeout) far more than
 // they compute: the whole package takes under a minute of CPU. The
 // default, GOMAXPROCS (two on a small CI machine), would queue them
-// behind each other, and so would 16: the longest (80 s) then start
-// last. Most in-process scans, which handshake with 1.5 s timeouts under
-// the race detector, run one after the other in one of these slots
-// (TestInProcessScans); those that set the environment stay serial tests
-// of their own, before the parallel ones, and the rest read their
-// secrets from files.
-const waitingParallel = 24
+// behind each other; 24 at once loaded a 2-core machine enough for 1 s
+// timeouts to fire. Most in-process scans, which handshake with 1.5 s
+// timeouts under the race detector, run one after the other in one of
+// these slots (TestInProcessScans); those that set the environment stay
+// serial tests of their own, before the parallel ones, and the rest read
+// their secrets from files.
+const waitingParallel = 16
 
 func TestMain(m *testing.M) {
 	flag.Parse()
