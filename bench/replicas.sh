@@ -32,7 +32,8 @@
 # time from the first replica's start to that line, shards written back by
 # each replica, and, from the start to the notifier's `findings applied`,
 # CPU of the replicas, of the farm and of PostgreSQL and the statements the
-# run's database executed (pg_stat_statements). Each repetition
+# run's database executed (pg_stat_statements), and each replica's peak
+# RSS (VmHWM) at the end of that run. Each repetition
 # ends with a `certwatch scan` of the same targets (one process, no state)
 # as the single-process reference under the same load.
 # Environment: SHARED (default: ../shared beside the repository) holds
@@ -308,6 +309,13 @@ measure() {
 	read -r stmts claims backs renews polls < <(statements "$db")
 	psql -qAt -F' ' -c "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements s
 		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$db' ORDER BY calls DESC" >"$dir/statements.txt"
+	# Each replica's peak resident memory so far (VmHWM), read before it
+	# is stopped: the daemon's start, discovery, its first shared probe
+	# run and the notifier's apply.
+	local hwm=()
+	for p in "${rp[@]}"; do
+		hwm+=("$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+	done
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
@@ -332,7 +340,7 @@ measure() {
 		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" \
 		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" \
 		"$(awk -v b="$((busy1 - busy0))" -v t="$((ticks1 - ticks0))" -v c="$(nproc)" 'BEGIN {printf "%.2f", t ? b / t * c : 0}')" >>"$results"
-	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes" >&2
+	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes, peak RSS $(IFS=+; echo "${hwm[*]}") MiB" >&2
 }
 
 # scan_ref REP: the same targets through `certwatch scan` (no state, no
