@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -25,6 +25,9 @@
 #              the benchmark falls on both alike
 #   -o DIR     keep binaries, farm files, configurations, logs and raw
 #              figures in DIR (default: a new directory under /tmp)
+#   -P         serve /debug/pprof on every replica (daemon.pprof) and save
+#              each replica's heap profile every 5 s of a run into its
+#              run's directory (heap-REPLICA-SECONDS.pprof)
 # Every replica is `certwatch run --config FILE` with the defaults (one
 # core each, probe.concurrency 100 unless -c, probe.per_address 2), the
 # farm's names as static targets, notify.state on the run's own database
@@ -48,7 +51,8 @@ reps=3
 counts="1 2"
 conc=""
 out=""
-while getopts "n:s:c:r:R:o:" opt; do
+profile=0
+while getopts "n:s:c:r:R:o:P" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -56,6 +60,7 @@ while getopts "n:s:c:r:R:o:" opt; do
 	r) reps=$OPTARG ;;
 	R) counts=$OPTARG ;;
 	o) out=$OPTARG ;;
+	P) profile=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -84,7 +89,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out"
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P)
 fi
 
 # ---- inside the namespace ----
@@ -243,6 +248,7 @@ config() {
 		  state: postgres://certwatch@127.0.0.1:$pgport/$1?sslmode=disable
 		daemon:
 		  listen: 127.0.0.1:0
+		  pprof: $([ $profile = 1 ] && echo true || echo false)
 		  schedules:
 		    discovery: "@every 1h"
 		    probe: "@every 10m"
@@ -276,6 +282,19 @@ measure() {
 		"$out/certwatch" run --config "$dir/config.yaml" >"$dir/replica-$i.out" 2>"$dir/replica-$i.log" &
 		rp+=($!)
 	done
+	local profiler=""
+	if [ $profile = 1 ]; then
+		(
+			for ((s = 0; ; s += 5)); do
+				sleep 5
+				for ((i = 1; i <= r; i++)); do
+					a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$dir/replica-$i.log" 2>/dev/null | cut -d'"' -f4) || continue
+					curl -sf -o "$dir/heap-$i-$s.pprof" "http://$a/debug/pprof/heap" || true
+				done
+			done
+		) &
+		profiler=$!
+	fi
 	# The leader's first probe run: at start, after discovery.
 	for _ in $(seq 6000); do
 		for ((i = 1; i <= r; i++)); do
@@ -309,6 +328,7 @@ measure() {
 	read -r stmts claims backs renews polls < <(statements "$db")
 	psql -qAt -F' ' -c "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements s
 		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$db' ORDER BY calls DESC" >"$dir/statements.txt"
+	[ -n "$profiler" ] && { kill "$profiler" 2>/dev/null || true; wait "$profiler" 2>/dev/null || true; }
 	# Each replica's peak resident memory so far (VmHWM), read before it
 	# is stopped: the daemon's start, discovery, its first shared probe
 	# run and the notifier's apply.
