@@ -138,6 +138,10 @@ type Pass struct {
 	// OnObservation, when set, is called for each observation as it is
 	// evaluated (serially), e.g. to feed metrics.
 	OnObservation func(*probes.Observation)
+	// OnProbed, when set, is called once the probing of a pass is done,
+	// before its report is built: the one-off scan gives the probing's
+	// freed memory back to the system there.
+	OnProbed func()
 	// Zones, when set, finds the zone of each name on a certificate that
 	// no source watches (policy.Evaluator.UncoveredNames), so that its
 	// coverage gap names the real zone rather than the name's parent. At
@@ -596,6 +600,9 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 func (p *Pass) probeAll(ctx context.Context, r *Report, ev *policy.Evaluator, n int, pull func() (*discovery.Target, bool)) {
 	if p.sweep(ctx, n, pull, func(obs []probes.Observation) { p.observe(ev, obs) }) {
 		r.CutShort, r.CutShortCause = true, context.Cause(ctx).Error()
+	}
+	if p.OnProbed != nil {
+		p.OnProbed()
 	}
 	inv := p.Inventory()
 	addInventory(ev, &inv)

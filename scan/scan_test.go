@@ -212,3 +212,27 @@ func TestStreamingSource(t *testing.T) {
 		t.Errorf("failed stream: Run error = %v, want ErrNoSource with the reason", err)
 	}
 }
+
+// refusingProber answers every target as refused, at once.
+type refusingProber struct{}
+
+func (refusingProber) Probe(_ context.Context, t discovery.Target) []probes.Observation {
+	return []probes.Observation{{Name: t.Name, Port: t.Port, Sources: t.Sources, Failure: probes.FailRefused, Error: "connection refused"}}
+}
+
+// TestOnProbed checks that OnProbed is called once, after the last
+// observation and before the report is built.
+func TestOnProbed(t *testing.T) {
+	targets := []discovery.Target{{Name: "a.example", Port: 443, Sources: []string{"list"}}, {Name: "b.example", Port: 443, Sources: []string{"list"}}}
+	seen, atProbed, calls := 0, -1, 0
+	p := &scan.Pass{Prober: refusingProber{}, Rules: policy.DefaultRules(), Parallelism: 2}
+	p.OnObservation = func(*probes.Observation) { seen++ }
+	p.OnProbed = func() { calls, atProbed = calls+1, seen }
+	r := p.Probe(context.Background(), targets, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	if calls != 1 || atProbed != len(targets) {
+		t.Errorf("OnProbed called %d times, after %d observations; want once, after %d", calls, atProbed, len(targets))
+	}
+	if len(r.Endpoints) != len(targets) {
+		t.Errorf("report has %d endpoints, want %d", len(r.Endpoints), len(targets))
+	}
+}

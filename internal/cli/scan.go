@@ -536,6 +536,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
+	pass.OnProbed = freeProbingMemory
 	stopProgress := func() {}
 	if progress {
 		stopProgress = showProgress(e.stderr, isTerminal(e.stderr), terminalWidth(e.stderr), pass.Progress)
