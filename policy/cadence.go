@@ -3,7 +3,6 @@ package policy
 import (
 	"cmp"
 	"fmt"
-	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -221,22 +220,21 @@ func (c *cadence) cand(i int32) cadenceCand {
 	return c.extra[int(i)-len(c.served)]
 }
 
-// of yields the candidates of name, in the order added.
-func (c *cadence) of(name string) iter.Seq[cadenceCand] {
+// of returns the entries of byName for name: its candidates, in the
+// order added.
+func (c *cadence) of(name string) []cadenceName {
 	if !c.sorted {
 		slices.SortFunc(c.byName, func(a, b cadenceName) int {
 			return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.cand, b.cand))
 		})
 		c.sorted = true
 	}
-	return func(yield func(cadenceCand) bool) {
-		i, _ := slices.BinarySearchFunc(c.byName, name, func(e cadenceName, name string) int { return strings.Compare(e.name, name) })
-		for ; i < len(c.byName) && c.byName[i].name == name; i++ {
-			if !yield(c.cand(c.byName[i].cand)) {
-				return
-			}
-		}
+	i, _ := slices.BinarySearchFunc(c.byName, name, func(e cadenceName, name string) int { return strings.Compare(e.name, name) })
+	j := i
+	for j < len(c.byName) && c.byName[j].name == name {
+		j++
 	}
+	return c.byName[i:j]
 }
 
 // newer returns a certificate carrying name (or a wildcard covering it)
@@ -248,7 +246,8 @@ func (c *cadence) newer(name, fp string, notBefore, notAfter time.Time) (cadence
 		keys = append(keys, "*."+parent)
 	}
 	for _, k := range keys {
-		for n := range c.of(k) {
+		for _, e := range c.of(k) {
+			n := c.cand(e.cand)
 			if n.fp != "" && n.fp == fp {
 				continue
 			}
