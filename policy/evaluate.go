@@ -55,9 +55,10 @@ type Evaluator struct {
 	rules Rules
 	now   time.Time
 	// findings are the findings so far, in blocks that never move (a
-	// fleet's tens of thousands are not copied at each growth);
+	// fleet's tens of thousands are not copied at each growth), each with
+	// only the fields evaluation sets (Result makes them Findings);
 	// findingIdx finds one by kind and subject.
-	findings   blocks[Finding]
+	findings   blocks[finding]
 	findingIdx map[findingKey]int32
 	// certs describes each leaf seen; certIdx finds one by fingerprint
 	// (lower-case hex SHA-256, the same string as Certificate.SHA256).
@@ -101,6 +102,19 @@ type Evaluator struct {
 	history map[string]*NameHistory
 	// ct is what Certificate Transparency shows (AddCT), judged in Result.
 	ct ctInventory
+}
+
+// finding is a Finding while evaluating: the fields Add sets, less than
+// half of a Finding's size (264 bytes), which its lists of ACM, IAM, at
+// rest and CT references and its later states make, empty until Result.
+type finding struct {
+	kind      Kind
+	tier      Tier
+	cert      string
+	name      string
+	deadline  time.Time
+	endpoints []Endpoint
+	message   string
 }
 
 // findingKey identifies a finding while evaluating: its kind and the
@@ -150,16 +164,16 @@ func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Ti
 	i, ok := e.findingIdx[id]
 	if !ok {
 		// Messages quote certificate fields and server errors: Printable.
-		f := Finding{Kind: kind, Tier: tier, Certificate: cert, Deadline: deadline, Message: Printable(msg())}
+		f := finding{kind: kind, tier: tier, cert: cert, deadline: deadline, message: Printable(msg())}
 		if cert == "" || kind == InconsistentDeployment {
-			f.Name = key
+			f.name = key
 		}
 		i = int32(e.findings.len())
 		e.findingIdx[id] = i
 		e.findings.append(f)
 	}
 	f := e.findings.at(i)
-	f.Endpoints = append(f.Endpoints, ep)
+	f.endpoints = append(f.endpoints, ep)
 }
 
 // Add folds one observation into the result: the endpoint joins Result's
@@ -339,8 +353,7 @@ func (e *Evaluator) Result() Result {
 	// Room for the renewal_missed findings judgeCadence adds: growing
 	// the list there copied every finding while the first copy was live,
 	// at the end of a scan, when its heap is largest.
-	fs := e.findings.all(e.renewalsOverdue())
-	e.findings = blocks[Finding]{}
+	fs := e.findingList(e.renewalsOverdue())
 	for i := range fs {
 		f := &fs[i]
 		sortEndpoints(f.Endpoints)
@@ -504,11 +517,11 @@ func (e *Evaluator) inconsistent(run []Probed) {
 		parts = append(parts, fmt.Sprintf("%s %s %q (sha256 %s…, not after %s)", strings.Join(addrs[fp], ", "), verb, c.Subject, fp[:12], c.NotAfter.UTC().Format(time.DateOnly)))
 	}
 	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(e.findings.len())
-	e.findings.append(Finding{
-		Kind: InconsistentDeployment, Tier: e.rules.Inconsistent, Certificate: fps[0], Name: nameKey,
-		Deadline:  e.cert(fps[0]).NotAfter,
-		Endpoints: eps,
-		Message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
+	e.findings.append(finding{
+		kind: InconsistentDeployment, tier: e.rules.Inconsistent, cert: fps[0], name: nameKey,
+		deadline:  e.cert(fps[0]).NotAfter,
+		endpoints: eps,
+		message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
 	})
 }
 
@@ -656,12 +669,18 @@ func (l *blocks[T]) at(i int32) *T { return &l.b[i/blockLen][i%blockLen] }
 
 func (l *blocks[T]) len() int { return l.n }
 
-// all returns the elements in one new slice, with room for extra more.
-func (l *blocks[T]) all(extra int) []T {
-	out := make([]T, 0, l.n+extra)
-	for _, b := range l.b {
-		out = append(out, b...)
+// findingList returns the findings as Findings, in one new slice with
+// room for extra more, and empties e.findings, block by block.
+func (e *Evaluator) findingList(extra int) []Finding {
+	out := make([]Finding, 0, e.findings.len()+extra)
+	for i, b := range e.findings.b {
+		for j := range b {
+			f := &b[j]
+			out = append(out, Finding{Kind: f.kind, Tier: f.tier, Certificate: f.cert, Name: f.name, Deadline: f.deadline, Endpoints: f.endpoints, Message: f.message})
+		}
+		e.findings.b[i] = nil
 	}
+	e.findings = blocks[finding]{}
 	return out
 }
 
