@@ -185,7 +185,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	}
 	leaf := o.Leaf()
 	if leaf == nil {
-		e.countSources(o.Sources, "")
+		e.countSources(o.Sources, -1)
 		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
 		e.noteCTOnly(o.Sources)
 		switch {
@@ -220,7 +220,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	if o.NameMatch || isIPLiteral(o.Name) || awsResourceName(o.Sources) {
 		e.certMatched[e.certIdx[fp]] = true
 	}
-	e.countSources(o.Sources, e.certs[e.certIdx[fp]].SHA256)
+	e.countSources(o.Sources, e.certIdx[fp])
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})

@@ -265,3 +265,32 @@ func TestReportKeyExchangeAndSignature(t *testing.T) {
 		t.Errorf("certificates %+v: want one signed with ECDSA-SHA256", r.Certificates)
 	}
 }
+
+// TestSourceCoverageCountsDistinctLeaves: a source's certificates are the
+// distinct leaves its endpoints served, whatever the number of endpoints
+// serving each.
+func TestSourceCoverageCountsDistinctLeaves(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	var leaves []*x509.Certificate
+	for i := range 130 { // more than two words of bits
+		leaves = append(leaves, root.MustLeaf(certtest.LeafOptions{DNSNames: []string{fmt.Sprintf("n%d.example", i)}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 200)}).Cert)
+	}
+	e := policy.NewEvaluator(policy.DefaultRules(), now)
+	add := func(name string, leaf *x509.Certificate, sources ...string) {
+		o := observe(name, "10.0.0.1", []*x509.Certificate{leaf}, root.Pool(), now)
+		o.Sources = sources
+		e.Add(&o)
+	}
+	for i, l := range leaves {
+		add(fmt.Sprintf("n%d.example", i), l, "zone")
+	}
+	add("n129.example", leaves[129], "zone", "list") // zone's again
+	add("n0.example", leaves[0], "list")
+	down := probes.Observation{Name: "down.example", Port: 443, Sources: []string{"list"}, Failure: probes.FailRefused, Error: "refused"}
+	e.Add(&down)
+	got := fmt.Sprint(e.Result().Sources)
+	if want := "[{list 3 2} {zone 131 130}]"; got != want {
+		t.Errorf("sources = %s, want %s", got, want)
+	}
+}
