@@ -61,10 +61,10 @@ type Evaluator struct {
 	findings   blocks[finding]
 	findingIdx map[findingKey]int32
 	// certs describes each leaf seen; certIdx finds one by fingerprint
-	// (lower-case hex SHA-256, the same string as Certificate.SHA256).
-	// Result hands certs out as they are, sorted: no copy.
+	// (lower-case hex SHA-256, Certificate.SHA256). Result hands certs out
+	// as they are, sorted: no copy.
 	certs   []Certificate
-	certIdx map[string]int32
+	certIdx fpIndex
 	// certMatched says, by the index of certs, whether the leaf was
 	// served on a name it is valid for (or where names are not checked):
 	// the names of a leaf served only where it does not belong tell
@@ -130,7 +130,6 @@ func NewEvaluator(rules Rules, now time.Time) *Evaluator {
 		rules:      rules,
 		now:        now,
 		findingIdx: make(map[findingKey]int32),
-		certIdx:    make(map[string]int32),
 		issuers:    make(map[string]string),
 	}
 	return e
@@ -145,15 +144,16 @@ func Evaluate(obs []probes.Observation, rules Rules, now time.Time) Result {
 	return e.Result()
 }
 
-// lookup returns c's fingerprint and description, if c was seen.
-func (e *Evaluator) lookup(c *x509.Certificate) (string, *Certificate) {
+// lookup returns c's fingerprint and the index of its description in
+// e.certs, if c was seen.
+func (e *Evaluator) lookup(c *x509.Certificate) (string, int32, bool) {
 	sum := sha256.Sum256(c.Raw)
 	var buf [2 * sha256.Size]byte
 	hex.Encode(buf[:], sum[:])
-	if i, ok := e.certIdx[string(buf[:])]; ok {
-		return e.certs[i].SHA256, &e.certs[i]
+	if i, ok := e.certIdx.findBytes(e.certs, buf[:]); ok {
+		return e.certs[i].SHA256, i, true
 	}
-	return string(buf[:]), nil
+	return string(buf[:]), -1, false
 }
 
 func (e *Evaluator) add(kind Kind, tier Tier, key, cert string, deadline time.Time, ep Endpoint, msg func() string) {
@@ -210,17 +210,18 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		}
 		return
 	}
-	fp, desc := e.lookup(leaf)
-	if desc == nil {
-		e.certIdx[fp] = int32(len(e.certs))
+	fp, ci, seen := e.lookup(leaf)
+	if !seen {
+		ci = int32(len(e.certs))
 		e.certs = append(e.certs, e.describe(leaf, fp))
+		e.certIdx.insert(e.certs, ci)
 		e.certMatched = append(e.certMatched, false)
 	}
-	e.revocation.add(o, desc == nil, e.now)
+	e.revocation.add(o, !seen, e.now)
 	if o.NameMatch || isIPLiteral(o.Name) || awsResourceName(o.Sources) {
-		e.certMatched[e.certIdx[fp]] = true
+		e.certMatched[ci] = true
 	}
-	e.countSources(o.Sources, e.certIdx[fp])
+	e.countSources(o.Sources, ci)
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Certificate: fp,
 		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
@@ -389,13 +390,13 @@ func (e *Evaluator) Result() Result {
 	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
 		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
 	})
-	e.certs, e.certIdx, e.findingIdx, e.probed = nil, nil, nil, nil
+	e.certs, e.certIdx, e.findingIdx, e.probed = nil, fpIndex{}, nil, nil
 	return out
 }
 
 // cert returns the description of the leaf with fingerprint fp, or nil.
 func (e *Evaluator) cert(fp string) *Certificate {
-	if i, ok := e.certIdx[fp]; ok {
+	if i, ok := e.certIdx.find(e.certs, fp); ok {
 		return &e.certs[i]
 	}
 	return nil
@@ -408,9 +409,7 @@ func (e *Evaluator) cert(fp string) *Certificate {
 func (e *Evaluator) Grow(n int) {
 	e.probed = slices.Grow(e.probed, n)
 	e.certs = slices.Grow(e.certs, n)
-	if len(e.certIdx) == 0 {
-		e.certIdx = make(map[string]int32, n)
-	}
+	e.certIdx.grow(e.certs, len(e.certs)+n)
 }
 
 // nameRuns yields the runs of the sorted probed list that share a name
