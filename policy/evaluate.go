@@ -213,7 +213,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	fp, ci, seen := e.lookup(leaf)
 	if !seen {
 		ci = int32(len(e.certs))
-		e.certs = append(e.certs, e.describe(leaf, fp))
+		e.certs = append(e.certs, e.describe(leaf, fp, o.Name))
 		e.certIdx.insert(e.certs, ci)
 		e.certMatched = append(e.certMatched, false)
 	}
@@ -540,9 +540,11 @@ func sortEndpoints(eps []Endpoint) {
 	})
 }
 
-// describe returns the description of leaf c. It shares what it can: the
-// subject with an equal first DNS name, the issuer with other leaves.
-func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
+// describe returns the description of leaf c, served for the name
+// served. It shares what it can: a DNS name equal to served with the
+// endpoint's name (which the report keeps anyway), the subject with an
+// equal first DNS name, the issuer with other leaves.
+func (e *Evaluator) describe(c *x509.Certificate, fp, served string) Certificate {
 	// What a server puts in its certificate is shown to people: Printable.
 	subject := Printable(atrest.SubjectName(c))
 	names := c.DNSNames
@@ -551,6 +553,12 @@ func (e *Evaluator) describe(c *x509.Certificate, fp string) Certificate {
 		for i, n := range c.DNSNames {
 			names[i] = Printable(n)
 		}
+	}
+	if i := slices.Index(names, served); i >= 0 {
+		if &names[0] == &c.DNSNames[0] {
+			names = slices.Clone(names)
+		}
+		names[i] = served
 	}
 	if len(names) > 0 && names[0] == subject {
 		subject = names[0]
