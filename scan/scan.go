@@ -562,12 +562,23 @@ func (p *Pass) Probe(ctx context.Context, targets []discovery.Target, now time.T
 func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], n int, now time.Time) *Report {
 	r, ev := p.newReport(n, now)
 	pull, stop := iter.Pull(seq)
-	defer stop()
-	// The schedule guards pull and r.Skipped.
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	// The schedule guards pull, stop and r.Skipped.
 	p.probeAll(ctx, r, ev, n, func() (*discovery.Target, bool) {
 		for {
+			if pull == nil {
+				return nil, false
+			}
 			t, ok := pull()
 			if !ok {
+				// Done: let go of the sequence and what it holds (a
+				// zone's index) before the report is built.
+				stop()
+				pull, stop = nil, nil
 				return nil, false
 			}
 			if t.Skip != "" {

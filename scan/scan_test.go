@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -234,5 +235,51 @@ func TestOnProbed(t *testing.T) {
 	}
 	if len(r.Endpoints) != len(targets) {
 		t.Errorf("report has %d endpoints, want %d", len(r.Endpoints), len(targets))
+	}
+}
+
+// heldStream is a streaming source whose sequence holds an index of held
+// bytes that Stream builds, as a zone's holds its index of names and
+// addresses.
+type heldStream struct {
+	listSource
+	held int
+}
+
+func (s heldStream) Stream(context.Context) (iter.Seq[discovery.Target], int, found.Inventory, error) {
+	index := make([]byte, s.held)
+	index[0] = 1
+	return func(yield func(discovery.Target) bool) {
+		for _, t := range s.targets {
+			if index[0] != 1 || !yield(t) {
+				return
+			}
+		}
+	}, len(s.targets), found.Inventory{}, nil
+}
+
+// TestStreamReleasedBeforeReport: once a streamed source's sequence is
+// done, what it holds (a zone's index) is not kept while the report is
+// built.
+func TestStreamReleasedBeforeReport(t *testing.T) {
+	const held = 64 << 20
+	src := heldStream{listSource: listSource{name: "dnszone:example", targets: []discovery.Target{{Name: "a.example", Port: 443, Sources: []string{"dnszone:example"}}}}, held: held}
+	var live uint64
+	p := &scan.Pass{Sources: []scan.Source{src}, Prober: refusingProber{}, Rules: policy.DefaultRules()}
+	p.OnProbed = func() {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		live = m.HeapAlloc
+	}
+	r, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Endpoints) != 1 {
+		t.Fatalf("report has %d endpoints, want 1", len(r.Endpoints))
+	}
+	if live >= held {
+		t.Errorf("%d MB live when the report is built: the source's sequence, holding %d MB, is still held", live>>20, held>>20)
 	}
 }
