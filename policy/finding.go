@@ -293,11 +293,8 @@ type Silenced struct {
 // it is the same problem past its deadline, so its alert goes on (expiry
 // does not page anew) and a silence of the expiry holds on.
 func (f Finding) ID() string {
-	kind := f.Kind
-	if kind == Expired && f.Certificate != "" {
-		kind = Expiring
-	}
-	return string(kind) + ":" + f.subjectOfID()
+	var buf [128]byte
+	return string(f.AppendID(buf[:0]))
 }
 
 // findingJSON is a Finding without its MarshalJSON.
@@ -314,10 +311,19 @@ func (f Finding) MarshalJSON() ([]byte, error) {
 }
 
 // JSONPrefix is the field MarshalJSON writes before the finding's own,
-// its ID, for a streaming encoder (internal/jsonstream) that writes a
-// report's findings itself.
-func (f Finding) JSONPrefix() (key, value string) {
-	return "id", f.ID()
+// its ID, appended to dst, for a streaming encoder (internal/jsonstream)
+// that writes a report's findings itself.
+func (f Finding) JSONPrefix(dst []byte) (key string, value []byte) {
+	return "id", f.AppendID(dst)
+}
+
+// AppendID appends the finding's ID to dst.
+func (f *Finding) AppendID(dst []byte) []byte {
+	kind := f.Kind
+	if kind == Expired && f.Certificate != "" {
+		kind = Expiring
+	}
+	return append(append(append(dst, kind...), ':'), f.subjectOfID()...)
 }
 
 // subjectOfID is what ID says the finding is about: its certificate, or

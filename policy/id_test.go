@@ -29,6 +29,12 @@ func TestFindingID(t *testing.T) {
 			if got := tt.f.ID(); got != tt.want {
 				t.Errorf("ID() = %q, want %q", got, tt.want)
 			}
+			if got := string(tt.f.AppendID([]byte("x"))); got != "x"+tt.want {
+				t.Errorf("AppendID(x) = %q, want %q", got, "x"+tt.want)
+			}
+			if key, got := tt.f.JSONPrefix(nil); key != "id" || string(got) != tt.want {
+				t.Errorf("JSONPrefix = %q, %q; want id, %q", key, got, tt.want)
+			}
 			b, err := json.Marshal(tt.f)
 			if err != nil {
 				t.Fatal(err)

@@ -139,6 +139,7 @@ type jsonEncoder struct {
 	w     *bufio.Writer
 	buf   []byte
 	text  []byte // scratch for AppendText
+	pre   []byte // scratch for a Prefixed value's prefix
 	err   error
 	plans map[reflect.Type]*typePlan
 	// fallback encodes what is left to encoding/json.
@@ -186,12 +187,13 @@ var (
 
 // Prefixed is a struct whose MarshalJSON writes its fields as encoding/json
 // lays them out with one string field before them, JSONPrefix's key and
-// value (policy.Finding: its ID first). Write encodes such a struct
-// itself rather than calling its MarshalJSON, so that a list of thousands
-// of them is written without building each one's document. The key is the
-// same for every value of the type, and names none of its fields.
+// value (policy.Finding: its ID first), the value appended to dst. Write
+// encodes such a struct itself rather than calling its MarshalJSON, so that
+// a list of thousands of them is written without building each one's
+// document, nor its prefix's string. The key is the same for every value of
+// the type, and names none of its fields.
 type Prefixed interface {
-	JSONPrefix() (key, value string)
+	JSONPrefix(dst []byte) (key string, value []byte)
 }
 
 func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
@@ -204,7 +206,7 @@ func (e *jsonEncoder) plan(t reflect.Type) *typePlan {
 	case t == timeType:
 		p.kind = planTime
 	case t.Kind() == reflect.Struct && t.Implements(prefixedType):
-		key, _ := reflect.New(t).Elem().Interface().(Prefixed).JSONPrefix()
+		key, _ := reflect.New(t).Elem().Interface().(Prefixed).JSONPrefix(nil)
 		p.prefix = string(appendJSONString(nil, key)) + ": "
 		p.fields, p.kind = structFields(t, key)
 		if p.kind == planStruct {
@@ -384,8 +386,8 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 		} else {
 			x, _ = reflect.TypeAssert[Prefixed](v)
 		}
-		_, prefix := x.JSONPrefix()
-		e.object(v, p, depth, prefix)
+		_, e.pre = x.JSONPrefix(e.pre[:0])
+		e.object(v, p, depth, e.pre)
 	case planPointer:
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
@@ -395,7 +397,7 @@ func (e *jsonEncoder) value(v reflect.Value, depth int) {
 	case planSlice:
 		e.slice(v, depth)
 	case planStruct:
-		e.object(v, p, depth, "")
+		e.object(v, p, depth, nil)
 	default:
 		e.fallback(v, depth)
 	}
@@ -438,7 +440,7 @@ func (e *jsonEncoder) slice(v reflect.Value, depth int) {
 
 // object appends the struct v; a Prefixed one (p.prefix) with the value
 // prefix of its first field.
-func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int, prefix string) {
+func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int, prefix []byte) {
 	n := 0
 	if p.prefix != "" {
 		e.buf = append(e.buf, '{')
@@ -545,7 +547,7 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString appends s quoted as encoding/json does with HTML
 // escaping on: <, > and & as \u003c..., control characters, invalid UTF-8
 // as \ufffd, and U+2028 and U+2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -575,7 +577,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
+		c, size := decodeRune(s[i:])
 		if c == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
@@ -594,4 +596,15 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// decodeRune is utf8.DecodeRune of a string or bytes.
+func decodeRune[S string | []byte](s S) (rune, int) {
+	switch s := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(s)
+	case []byte:
+		return utf8.DecodeRune(s)
+	}
+	return utf8.RuneError, 0
 }
