@@ -59,6 +59,10 @@ func ParseTier(s string) (Tier, error) {
 // MarshalText encodes the tier as its name.
 func (t Tier) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
+// AppendText appends the tier's name to b: MarshalText without a new
+// slice, for a report that writes one per finding.
+func (t Tier) AppendText(b []byte) ([]byte, error) { return append(b, t.String()...), nil }
+
 // UnmarshalText decodes a tier name.
 func (t *Tier) UnmarshalText(b []byte) error {
 	v, err := ParseTier(string(b))

@@ -89,6 +89,10 @@ func (k KeyExchange) Hybrid() bool {
 // MarshalText encodes the group as its name.
 func (k KeyExchange) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// AppendText appends the group's name to b: MarshalText without a new
+// slice, for a report that writes one per endpoint.
+func (k KeyExchange) AppendText(b []byte) ([]byte, error) { return append(b, k.String()...), nil }
+
 // UnmarshalText decodes a name MarshalText wrote.
 func (k *KeyExchange) UnmarshalText(b []byte) error {
 	s := string(b)

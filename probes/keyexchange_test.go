@@ -2,6 +2,7 @@ package probes_test
 
 import (
 	"crypto/tls"
+	"encoding"
 	"errors"
 	"io"
 	"net"
@@ -325,5 +326,27 @@ func TestKeyExchangeText(t *testing.T) {
 	var k probes.KeyExchange
 	if err := k.UnmarshalText([]byte("nonsense")); err == nil {
 		t.Error("UnmarshalText(nonsense) = nil error")
+	}
+}
+
+// TestAppendTextIsMarshalText: the names a report writes through
+// AppendText are MarshalText's, prefix kept.
+func TestAppendTextIsMarshalText(t *testing.T) {
+	for _, v := range []interface {
+		encoding.TextMarshaler
+		encoding.TextAppender
+	}{
+		probes.TLSVersion(tls.VersionTLS12), probes.TLSVersion(tls.VersionTLS13), probes.TLSVersion(0x0999),
+		probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256), probes.CipherSuite(tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384), probes.CipherSuite(0xfefe),
+		probes.KeyExchange(tls.X25519), probes.KeyExchange(tls.X25519MLKEM768), probes.KeyExchange(0x7777),
+	} {
+		want, err := v.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.AppendText([]byte("x"))
+		if err != nil || string(got) != "x"+string(want) {
+			t.Errorf("%T %v: AppendText = %q, %v; want %q", v, v, got, err, "x"+string(want))
+		}
 	}
 }

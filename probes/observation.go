@@ -195,6 +195,10 @@ func (v TLSVersion) String() string {
 // MarshalText encodes the version as its name.
 func (v TLSVersion) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// AppendText appends the version's name to b: MarshalText without a new
+// slice, for a report that writes one per endpoint.
+func (v TLSVersion) AppendText(b []byte) ([]byte, error) { return append(b, v.String()...), nil }
+
 // UnmarshalText decodes a name MarshalText wrote.
 func (v *TLSVersion) UnmarshalText(b []byte) error {
 	for _, id := range []uint16{tls.VersionTLS10, tls.VersionTLS11, tls.VersionTLS12, tls.VersionTLS13} {
@@ -220,6 +224,10 @@ func (c CipherSuite) String() string {
 
 // MarshalText encodes the suite as its name.
 func (c CipherSuite) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// AppendText appends the suite's name to b: MarshalText without a new
+// slice, for a report that writes one per endpoint.
+func (c CipherSuite) AppendText(b []byte) ([]byte, error) { return append(b, c.String()...), nil }
 
 // UnmarshalText decodes a name MarshalText wrote.
 func (c *CipherSuite) UnmarshalText(b []byte) error {
