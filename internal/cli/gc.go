@@ -40,11 +40,13 @@ func setGCPercent(percent int) (restore func()) {
 	return func() { debug.SetGCPercent(prev) }
 }
 
-// freeProbingMemory collects the probing's garbage and gives the heap's
-// free pages back to the system at the end of a one-off scan's probing,
-// before its report is built. Otherwise the pages the probing freed stay
-// resident beside those the report's lists take (the runtime returns them
-// only slowly), and the scan's peak RSS is the sum: 100,000 endpoints'
-// report phase peaked 14-15 MB lower with it (docs/performance.md). One
-// forced collection; the daemon, which probes again, does not.
-func freeProbingMemory() { debug.FreeOSMemory() }
+// giveBackMemory collects the garbage of a one-off scan's phase and gives
+// the heap's free pages back to the system, at the phase boundaries: when
+// the probing is done, before the report is built, and when the report is
+// built, before it is written. Otherwise the pages a phase freed stay
+// resident beside those the next one takes (the runtime returns them only
+// slowly), and the scan's peak RSS is their sum. On the 100,000-endpoint
+// farm the writing of the report, the peak, grew RSS by 10 MB on top of
+// what building it had left (docs/performance.md). One forced collection
+// each; the daemon, which probes again, does neither.
+func giveBackMemory() { debug.FreeOSMemory() }

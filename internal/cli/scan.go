@@ -536,7 +536,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	pass.OnProbed = freeProbingMemory
+	pass.OnProbed = giveBackMemory
 	stopProgress := func() {}
 	if progress {
 		stopProgress = showProgress(e.stderr, isTerminal(e.stderr), terminalWidth(e.stderr), pass.Progress)
@@ -549,6 +549,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if report == nil {
 		return err
 	}
+	giveBackMemory() // the evaluation's garbage, before the report is written
 	width := columnsFrom(e.getenv)
 	if width == 0 {
 		width = terminalWidth(e.stdout)
