@@ -350,3 +350,19 @@ func TestAppendTextIsMarshalText(t *testing.T) {
 		}
 	}
 }
+
+// TestCipherSuiteNames: a suite's name is crypto/tls's, for every suite it
+// knows.
+func TestCipherSuiteNames(t *testing.T) {
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if got := probes.CipherSuite(s.ID).String(); got != s.Name {
+			t.Errorf("suite 0x%04x: %q, want %q", s.ID, got, s.Name)
+		}
+	}
+	if got, want := probes.CipherSuite(0xfefe).String(), tls.CipherSuiteName(0xfefe); got != want {
+		t.Errorf("unknown suite: %q, want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256).String() }); n != 0 {
+		t.Errorf("naming a suite allocated %.0f times, want 0", n)
+	}
+}
