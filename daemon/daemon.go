@@ -16,6 +16,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -69,8 +70,9 @@ type Scanner interface {
 	// Probe probes targets here and evaluates what it saw.
 	Probe(ctx context.Context, targets []discovery.Target, now time.Time) *scan.Report
 	// Evaluate evaluates observations probed elsewhere (a shared run's
-	// shards, other sites' publications).
-	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*scan.Part) *scan.Report
+	// shards, other sites' publications), reading parts once, in order,
+	// and keeping none of them: a shared run decodes one shard at a time.
+	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts iter.Seq[*scan.Part]) *scan.Report
 	// SetHistory gives the runs that follow what the state remembers of
 	// each certificate name (see Daemon.History); nil judges a run on
 	// itself alone.

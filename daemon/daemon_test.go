@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -127,7 +128,7 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 func (f *fakeScanner) Inventory() scan.Inventory       { return scan.Inventory{} }
 func (f *fakeScanner) SetHistory([]policy.NameHistory) {}
 func (f *fakeScanner) Progress() scan.Progress         { return scan.Progress{} }
-func (f *fakeScanner) Evaluate(time.Time, int, []discovery.Target, ...*scan.Part) *scan.Report {
+func (f *fakeScanner) Evaluate(time.Time, int, []discovery.Target, iter.Seq[*scan.Part]) *scan.Report {
 	panic("fakeScanner evaluates no shared run: give the daemon a scan.Pass")
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -72,7 +73,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
 	dec := &scan.Decoder{}
-	obs, skipped, missed, unreadable, err := d.sweep(ctx, sh, dec, inventory, start)
+	closed, err := d.sweep(ctx, sh, inventory, start)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -88,71 +89,103 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		defer cancel()
 		ctx = nctx
 	}
-	notProbed := 0
-	seen = &scan.Report{Endpoints: make([]scan.Endpoint, len(obs))}
-	for i := range obs {
-		o := &obs[i]
-		if o.Failure == probes.FailNotProbed {
-			notProbed++
-		}
-		ep := scan.Endpoint{Name: o.Name, Port: o.Port, Failure: string(o.Failure), Error: o.Error}
-		if leaf := o.Leaf(); leaf != nil {
-			ep.Certificate = probes.Fingerprint(leaf)
-		}
-		seen.Endpoints[i] = ep
-	}
-	var own []policy.Finding
-	for _, f := range degraded {
-		own = append(own, d.siteScoped(f))
-	}
-	switch {
-	case unreadable > 0 && missed == 0 && notProbed == unreadable:
-		cut = fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", unreadable)
-		own = append(own, d.siteScoped(policy.Finding{
-			Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
-			Message: fmt.Sprintf("Shards of the shared probe run of %d targets came back unreadable (%d endpoints not probed): a replica probably runs another certwatch version. "+
-				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", len(inventory), unreadable),
-		}))
-	case missed > 0 || notProbed > 0:
-		cut = &timeoutError{job: JobProbe, limit: timeout}
-		own = append(own, d.siteScoped(cutShort(len(inventory), notProbed, len(obs), timeout, start)))
-	}
-	mine := &scan.Part{Observations: obs, Inventory: pe.Inventory()}
-	parts := []*scan.Part{mine}
-	targets, sources, findings := len(inventory), results, own
-	if sh.Sites != nil {
-		others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Findings: own}, start)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		// An endpoint two sites probe is judged once: by this site's
-		// run, else by the latest publication that has it.
-		slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
-		probed := map[endpointKey]bool{}
-		for i := range obs {
-			probed[endpointKey{obs[i].Name, obs[i].Port, obs[i].Address.String()}] = true
-		}
-		for _, o := range others {
-			o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
-				k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
-				if probed[k] {
-					return true
-				}
-				probed[k] = true
-				return false
-			})
-			o.part.Foreign = true
-			parts = append(parts, o.part)
-			targets += o.pub.Targets
-			for _, r := range o.pub.Sources {
-				r.Name = siteLabel(o.site) + "/" + r.Name
-				sources = append(sources, r)
+	// The shards' observations are decoded one shard at a time as the
+	// evaluation reads them, and let go once judged: a run of 100,000
+	// endpoints never holds 100,000 parsed certificates at once.
+	seen = &scan.Report{}
+	var readErr error
+	at := d.now()
+	shards := func(yield func(*scan.Part) bool) {
+		for i := range closed.outcomes {
+			obs, err := closed.observations(dec, i, at)
+			if err != nil {
+				readErr = err
+				return
 			}
-			findings = append(findings, o.pub.Findings...)
-			findings = append(findings, o.stale...)
+			for j := range obs {
+				seen.Endpoints = append(seen.Endpoints, seenEndpoint(&obs[j]))
+			}
+			if !yield(&scan.Part{Observations: obs}) {
+				return
+			}
 		}
 	}
-	r = pe.Evaluate(start, targets, skipped, parts...)
+	own := func() []policy.Finding {
+		var own []policy.Finding
+		for _, f := range degraded {
+			own = append(own, d.siteScoped(f))
+		}
+		var f *policy.Finding
+		f, cut = closed.cutShort(seen, len(inventory), timeout, start)
+		if f != nil {
+			own = append(own, d.siteScoped(*f))
+		}
+		return own
+	}
+	inv := &scan.Part{Inventory: pe.Inventory()}
+	if sh.Sites == nil {
+		r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
+			if yield(inv) {
+				shards(yield)
+			}
+		})
+		if readErr != nil {
+			return nil, nil, nil, readErr
+		}
+		findings := own()
+		if cut != nil {
+			r.CutShort, r.CutShortCause = true, cut.Error()
+		}
+		r.Sources = results
+		r.Coverage.AddSources(results)
+		r.Findings = append(r.Findings, findings...)
+		return r, seen, cut, nil
+	}
+
+	// With sites, this site's observations are published whole, so they
+	// are held for the run.
+	mine := inv
+	for part := range shards {
+		mine.Observations = append(mine.Observations, part.Observations...)
+	}
+	if readErr != nil {
+		return nil, nil, nil, readErr
+	}
+	own1 := own()
+	others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Findings: own1}, start)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	parts := []*scan.Part{mine}
+	targets, sources, findings := len(inventory), results, own1
+	// An endpoint two sites probe is judged once: by this site's run,
+	// else by the latest publication that has it.
+	slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
+	probed := map[endpointKey]bool{}
+	for i := range mine.Observations {
+		o := &mine.Observations[i]
+		probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
+	}
+	for _, o := range others {
+		o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
+			k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
+			if probed[k] {
+				return true
+			}
+			probed[k] = true
+			return false
+		})
+		o.part.Foreign = true
+		parts = append(parts, o.part)
+		targets += o.pub.Targets
+		for _, r := range o.pub.Sources {
+			r.Name = siteLabel(o.site) + "/" + r.Name
+			sources = append(sources, r)
+		}
+		findings = append(findings, o.pub.Findings...)
+		findings = append(findings, o.stale...)
+	}
+	r = pe.Evaluate(start, targets, closed.skipped, slices.Values(parts))
 	if cut != nil {
 		r.CutShort, r.CutShortCause = true, cut.Error()
 	}
@@ -160,6 +193,84 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	r.Coverage.AddSources(sources)
 	r.Findings = append(r.Findings, findings...)
 	return r, seen, cut, nil
+}
+
+// seenEndpoint is what the failure share reads of an observation.
+func seenEndpoint(o *probes.Observation) scan.Endpoint {
+	ep := scan.Endpoint{Name: o.Name, Port: o.Port, Failure: string(o.Failure), Error: o.Error}
+	if leaf := o.Leaf(); leaf != nil {
+		ep.Certificate = probes.Fingerprint(leaf)
+	}
+	return ep
+}
+
+// closedSweep is a shared sweep once closed: every shard's outcome, read
+// one at a time by observations.
+type closedSweep struct {
+	id       int64
+	outcomes []state.ShardOutcome
+	skipped  []discovery.Target
+	// missed counts the shards not written back before the sweep closed,
+	// unreadable the endpoints of shards whose result could not be read
+	// (counted as observations reads them).
+	missed, unreadable int
+	logger             *slog.Logger
+}
+
+// observations returns the observations of shard i: those written back,
+// or not_probed ones, stamped at, for every target of a shard that was
+// not (missed) or whose result could not be read (unreadable). The
+// shard's result is let go.
+func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) ([]probes.Observation, error) {
+	o := &c.outcomes[i]
+	var cause error
+	switch {
+	case o.Done:
+		part, err := dec.DecodePart(o.Result)
+		if err == nil {
+			o.Result = nil
+			return part.Observations, nil
+		}
+		cause = fmt.Errorf("shard %d came back from replica %q unreadable (%v): run the same certwatch version on every replica", o.Shard, o.Holder, err)
+		c.logger.Error("a probe shard's result cannot be read: its targets are reported not probed", "sweep", c.id, "shard", o.Shard, "holder", o.Holder, "err", err)
+	case o.Claims == 0:
+		cause = fmt.Errorf("shard %d was not claimed by any replica before the sweep deadline", o.Shard)
+	default:
+		cause = fmt.Errorf("shard %d was not written back before the sweep deadline (claimed %d times, last by %q)", o.Shard, o.Claims, o.Holder)
+	}
+	ts, err := scan.DecodeTargets(o.Work)
+	if err != nil {
+		return nil, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, c.id, err)
+	}
+	np := scan.NotProbed(ts, at, cause)
+	if o.Done {
+		c.unreadable += len(np)
+	}
+	o.Result = nil
+	return np, nil
+}
+
+// cutShort says, once every shard has been read, whether the run was cut
+// short (the error) and the probe_cut_short finding that says so.
+func (c *closedSweep) cutShort(seen *scan.Report, targets int, timeout time.Duration, start time.Time) (*policy.Finding, error) {
+	notProbed := 0
+	for i := range seen.Endpoints {
+		if seen.Endpoints[i].Failure == string(probes.FailNotProbed) {
+			notProbed++
+		}
+	}
+	switch {
+	case c.unreadable > 0 && c.missed == 0 && notProbed == c.unreadable:
+		return &policy.Finding{
+			Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
+			Message: fmt.Sprintf("Shards of the shared probe run of %d targets came back unreadable (%d endpoints not probed): a replica probably runs another certwatch version. "+
+				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", targets, c.unreadable),
+		}, fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", c.unreadable)
+	case c.missed > 0 || notProbed > 0:
+		f := cutShort(targets, notProbed, len(seen.Endpoints), timeout, start)
+		return &f, &timeoutError{job: JobProbe, limit: timeout}
+	}
+	return nil, nil
 }
 
 // siteScoped names a self-monitoring finding after the site it is about,
@@ -173,16 +284,14 @@ func (d *Daemon) siteScoped(f policy.Finding) policy.Finding {
 
 // sweep cuts the probeable targets of inventory into shards, opens a
 // sweep of them and waits until every shard is in or ctx is done, then
-// closes it and returns the observations: those written back, and
-// not_probed ones for every target of a shard that was not (missed
-// counts those shards) or whose result could not be read (unreadable
-// counts their endpoints).
-// skipped are the targets not probed by design.
-func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inventory []discovery.Target, start time.Time) (obs []probes.Observation, skipped []discovery.Target, missed, unreadable int, err error) {
+// closes it and returns what came back (closedSweep.observations reads
+// each shard). The targets not probed by design are its skipped.
+func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.Target, start time.Time) (*closedSweep, error) {
+	closed := &closedSweep{logger: d.logger}
 	var probe []discovery.Target
 	for _, t := range inventory {
 		if t.Skip != "" {
-			skipped = append(skipped, t)
+			closed.skipped = append(closed.skipped, t)
 		} else {
 			probe = append(probe, t)
 		}
@@ -190,8 +299,9 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	shards := scan.CutShards(probe, cmp.Or(sh.ShardSize, 100))
 	work := make([][]byte, len(shards))
 	for i, ts := range shards {
+		var err error
 		if work[i], err = scan.EncodeTargets(ts); err != nil {
-			return nil, nil, 0, 0, fmt.Errorf("probe run: encode shard %d: %w", i, err)
+			return nil, fmt.Errorf("probe run: encode shard %d: %w", i, err)
 		}
 	}
 	// Workers stop a little before the run's own deadline, so that what
@@ -203,8 +313,9 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	margin := min(max(time.Until(deadline)/20, time.Second), 10*time.Second)
 	id, err := sh.Shards.OpenSweep(ctx, deadline.Add(-margin), work)
 	if err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
+		return nil, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
 	}
+	closed.id = id
 	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
 	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
 	for ctx.Err() == nil {
@@ -224,43 +335,18 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, dec *scan.Decoder, inve
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(d.grace(), 10*time.Second))
 	defer cancel()
-	outcomes, err := sh.Shards.CloseSweep(cctx, id)
-	if err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("probe run: close shared sweep %d: %w; nothing was published or notified", id, err)
+	if closed.outcomes, err = sh.Shards.CloseSweep(cctx, id); err != nil {
+		return nil, fmt.Errorf("probe run: close shared sweep %d: %w; nothing was published or notified", id, err)
 	}
-	at := d.now()
-	for _, o := range outcomes {
-		var cause error
-		switch {
-		case o.Done:
-			part, err := dec.DecodePart(o.Result)
-			if err == nil {
-				obs = append(obs, part.Observations...)
-				continue
-			}
-			cause = fmt.Errorf("shard %d came back from replica %q unreadable (%v): run the same certwatch version on every replica", o.Shard, o.Holder, err)
-			d.logger.Error("a probe shard's result cannot be read: its targets are reported not probed", "sweep", id, "shard", o.Shard, "holder", o.Holder, "err", err)
-		case o.Claims == 0:
-			missed++
-			cause = fmt.Errorf("shard %d was not claimed by any replica before the sweep deadline", o.Shard)
-		default:
-			missed++
-			cause = fmt.Errorf("shard %d was not written back before the sweep deadline (claimed %d times, last by %q)", o.Shard, o.Claims, o.Holder)
+	for i := range closed.outcomes {
+		if !closed.outcomes[i].Done {
+			closed.missed++
 		}
-		ts, err := scan.DecodeTargets(o.Work)
-		if err != nil {
-			return nil, nil, 0, 0, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, id, err)
-		}
-		np := scan.NotProbed(ts, at, cause)
-		if o.Done {
-			unreadable += len(np)
-		}
-		obs = append(obs, np...)
 	}
-	if missed > 0 {
-		d.logger.Warn("shared probe run cut short: shards not written back are reported not probed", "sweep", id, "missed", missed, "shards", len(outcomes))
+	if closed.missed > 0 {
+		d.logger.Warn("shared probe run cut short: shards not written back are reported not probed", "sweep", id, "missed", closed.missed, "shards", len(closed.outcomes))
 	}
-	return obs, skipped, missed, unreadable, nil
+	return closed, nil
 }
 
 // siteLabel names a site in messages and source names: "" is "default".

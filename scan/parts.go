@@ -3,6 +3,7 @@ package scan
 import (
 	"cmp"
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,9 @@ func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes
 // returns the report: a certificate served in several parts is one
 // certificate, with one finding listing the endpoints of every part.
 // OnObservation is called for each observation of the parts not Foreign,
-// serially. The inventory
+// serially. parts is read once, in order, and no part is kept once it
+// has been judged (only its inventory is): a caller can decode one shard
+// at a time instead of holding every observation of a run. The inventory
 // judged is the parts' (every part's, as it is: a certificate listed in
 // two parts is listed twice), not p's own: a caller that wants it passes
 // p.Inventory() in one of the parts. targets is the run's number of
@@ -74,11 +77,11 @@ func (p *Pass) Collect(ctx context.Context, targets []discovery.Target) []probes
 // (a shard that never came back has no observations here: the caller
 // supplies not_probed observations for its targets, see Collect). Sources
 // too are the caller's.
-func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, parts ...*Part) *Report {
+func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, parts iter.Seq[*Part]) *Report {
 	r, ev := p.newReport(targets, now)
 	r.Skipped = skipped
-	invs := make([]*Inventory, 0, len(parts))
-	for _, part := range parts {
+	var invs []*Inventory
+	for part := range parts {
 		if part == nil {
 			continue
 		}
@@ -89,7 +92,10 @@ func (p *Pass) Evaluate(now time.Time, targets int, skipped []discovery.Target, 
 		} else {
 			p.observe(ev, part.Observations)
 		}
-		invs = append(invs, &part.Inventory)
+		// A copy: a pointer into the part would keep its observations
+		// too.
+		inv := part.Inventory
+		invs = append(invs, &inv)
 	}
 	addInventory(ev, invs...)
 	var all Inventory

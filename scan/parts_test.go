@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func TestCollectEvaluateIsProbe(t *testing.T) {
 			t.Errorf("Collect returned %d observations, want 7 (one per endpoint, none for the skipped target)", len(obs))
 		}
 		part := wire(t, new(scan.Decoder), &scan.Part{Observations: obs, Inventory: p.Inventory()})
-		got := p.Evaluate(l.now, len(l.targets), skipped(l.targets), part)
+		got := p.Evaluate(l.now, len(l.targets), skipped(l.targets), slices.Values([]*scan.Part{part}))
 		if diff := cmp.Diff(wantJSON, reportJSON(t, got)); diff != "" {
 			t.Errorf("Collect+Evaluate report differs from Probe's (-probe +evaluate):\n%s", diff)
 		}
@@ -153,13 +154,13 @@ func TestCollectEvaluateIsProbe(t *testing.T) {
 		partA := wire(t, &d, &scan.Part{Observations: l.pass().Collect(context.Background(), a)})
 		partB := wire(t, &d, &scan.Part{Observations: l.pass().Collect(context.Background(), b)})
 		leafA, leafB := leafOf(partA, "shared.example"), leafOf(partB, "shared.example")
-		if leafA == nil || leafA != leafB {
-			t.Errorf("the certificate served in both parts decodes to %p and %p, want one *x509.Certificate", leafA, leafB)
+		if leafA == nil || leafB == nil || !leafA.Equal(leafB) {
+			t.Errorf("the certificate served in both parts decodes to %v and %v, want the same certificate", leafA, leafB)
 		}
 		var seen int
 		p := l.pass()
 		p.OnObservation = func(*probes.Observation) { seen++ }
-		got := p.Evaluate(l.now, len(l.targets), skipped(l.targets), partA, partB)
+		got := p.Evaluate(l.now, len(l.targets), skipped(l.targets), slices.Values([]*scan.Part{partA, partB}))
 		if diff := cmp.Diff(wantJSON, reportJSON(t, got)); diff != "" {
 			t.Errorf("two parts' report differs from Probe's (-probe +evaluate):\n%s", diff)
 		}
@@ -240,7 +241,7 @@ func TestCollectCutShort(t *testing.T) {
 			t.Errorf("%s:%d: failure %q (%s), want not_probed naming the cause", o.Name, o.Port, o.Failure, o.Error)
 		}
 	}
-	r := p.Evaluate(l.now, len(l.targets), skipped(l.targets), &scan.Part{Observations: obs})
+	r := p.Evaluate(l.now, len(l.targets), skipped(l.targets), slices.Values([]*scan.Part{{Observations: obs}}))
 	if r.NotProbed != 7 || len(r.Endpoints) != 7 || len(r.Findings) != 0 {
 		t.Errorf("report: %d not probed, %d endpoints, findings %+v; want 7, 7, none", r.NotProbed, len(r.Endpoints), r.Findings)
 	}

@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestEvaluateSites(t *testing.T) {
 	if len(parts[0].Inventory.ACM) != 1 || len(parts[0].Inventory.Zones) != 1 || len(parts[1].Inventory.Zones) != 1 {
 		t.Fatalf("inventories after the wire: %+v / %+v, want a's certificate and each site's zone", parts[0].Inventory, parts[1].Inventory)
 	}
-	got := pass(a.sources...).Evaluate(now, targets, nil, parts...)
+	got := pass(a.sources...).Evaluate(now, targets, nil, slices.Values(parts))
 
 	// The sources are the caller's to report (Run's), and to complete
 	// the coverage with, as the daemon does.

@@ -137,10 +137,11 @@ func EncodePart(p *Part) ([]byte, error) {
 }
 
 // Decoder decodes the parts of one run (EncodePart). Certificates equal
-// in several parts, or in several observations of one, decode to one
-// *x509.Certificate, parsed once, as the observations of one pass share
-// them. It keeps every certificate it decoded: use one Decoder per
-// evaluation and drop it afterwards. The zero value is ready to use; a
+// in several observations of one part decode to one *x509.Certificate,
+// as the observations of one pass share them, and so does a CA
+// certificate equal in several parts: it keeps every CA certificate it
+// decoded (not the leaves), so use one Decoder per evaluation and drop it
+// afterwards. The zero value is ready to use; a
 // Decoder is safe for concurrent use.
 type Decoder struct {
 	mu    sync.Mutex
@@ -225,7 +226,11 @@ func (d *Decoder) DecodePart(b []byte) (*Part, error) {
 	return p, nil
 }
 
-// certificate returns the certificate of der, parsed once per Decoder.
+// certificate returns the certificate of der, a CA's parsed once per
+// Decoder: the intermediates and roots thousands of chains share. A leaf
+// is parsed each time it comes, and kept only as long as its
+// observations are: a Decoder reading a run shard by shard would
+// otherwise hold every leaf of the run.
 func (d *Decoder) certificate(der []byte) (*x509.Certificate, error) {
 	sum := sha256.Sum256(der)
 	d.mu.Lock()
@@ -237,6 +242,9 @@ func (d *Decoder) certificate(der []byte) (*x509.Certificate, error) {
 	c, err := x509.ParseCertificate(bytes.Clone(der))
 	if err != nil {
 		return nil, err
+	}
+	if !c.IsCA {
+		return c, nil
 	}
 	if d.certs == nil {
 		d.certs = make(map[[sha256.Size]byte]*x509.Certificate)
