@@ -11,10 +11,8 @@
 package serve
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +28,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/certwatch/certwatch/daemon"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -121,14 +120,13 @@ type Server struct {
 
 	// mu guards the latest view of the world and the probe results of the
 	// run in progress.
-	mu         sync.RWMutex
-	report     *scan.Report
-	reportJSON []byte
-	view       *view
-	discovery  []scan.SourceResult
-	inventory  int
-	lastRun    map[string]runInfo
-	pending    map[endpointKey]probeStat
+	mu        sync.RWMutex
+	report    *scan.Report
+	view      *view
+	discovery []scan.SourceResult
+	inventory int
+	lastRun   map[string]runInfo
+	pending   map[endpointKey]probeStat
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
@@ -307,15 +305,20 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
-	body := s.reportJSON
+	report := s.report
 	s.mu.RUnlock()
 	w.Header().Set("Cache-Control", "no-store")
-	if body == nil {
+	if report == nil {
 		http.Error(w, "no report yet: the first probe run has not finished", http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
+	// Encoded as it is sent, as `scan --output json` writes it: a report
+	// of 100,000 endpoints is about 100 MB of JSON, which a copy kept
+	// for the next request would hold beside the report itself.
+	if err := jsonstream.Write(w, report); err != nil {
+		s.logger.Debug("report not sent in full", "remote", r.RemoteAddr, "err", err)
+	}
 }
 
 // ObserveProbe records one probe's outcome for the duration histogram (if
@@ -359,19 +362,11 @@ func (s *Server) RecordReport(r *scan.Report) {
 	published := *r
 	published.Summary = scan.NewSummary(r)
 	r = &published
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		s.logger.Error("cannot encode report", "err", err)
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	probed := s.pending
 	s.pending = map[endpointKey]probeStat{}
 	s.report = r
-	s.reportJSON = buf.Bytes()
 	s.view = buildView(r, probed, s.opts.SeriesLimit)
 }
 
