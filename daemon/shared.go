@@ -55,12 +55,37 @@ type sitePublication struct {
 	Targets  int                 `json:"targets"`
 	Sources  []scan.SourceResult `json:"sources"`
 	Findings []policy.Finding    `json:"findings"`
-	Part     []byte              `json:"part"`
+	// Part is the site's inventory and observations in one part
+	// (version 1); Parts, from version 2, the same in several: the
+	// inventory, then each shard's result as it came back from the
+	// replica that probed it, so that a run is published without being
+	// held whole.
+	Part  []byte   `json:"part,omitempty"`
+	Parts [][]byte `json:"parts,omitempty"`
 }
 
 // publicationVersion is the version of sitePublication this certwatch
 // writes and the newest it reads.
-const publicationVersion = 1
+const publicationVersion = 2
+
+// decodePublication returns the one part of p's parts.
+func decodePublication(dec *scan.Decoder, p *sitePublication) (*scan.Part, error) {
+	if p.Version < 2 {
+		return dec.DecodePart(p.Part)
+	}
+	all := &scan.Part{}
+	for i, b := range p.Parts {
+		part, err := dec.DecodePart(b)
+		if err != nil {
+			return nil, fmt.Errorf("part %d: %w", i, err)
+		}
+		all.Observations = append(all.Observations, part.Observations...)
+		if i == 0 {
+			all.Inventory = part.Inventory
+		}
+	}
+	return all, nil
+}
 
 // probeShared runs one probe run as a shared sweep and returns its report,
 // merged with the other sites' latest publications when there are sites,
@@ -97,7 +122,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	at := d.now()
 	shards := func(yield func(*scan.Part) bool) {
 		for i := range closed.outcomes {
-			obs, err := closed.observations(dec, i, at)
+			obs, _, err := closed.observations(dec, i, at)
 			if err != nil {
 				readErr = err
 				return
@@ -142,50 +167,83 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		return r, seen, cut, nil
 	}
 
-	// With sites, this site's observations are published whole, so they
-	// are held for the run.
-	mine := inv
-	for part := range shards {
-		mine.Observations = append(mine.Observations, part.Observations...)
-	}
-	if readErr != nil {
-		return nil, nil, nil, readErr
-	}
-	own1 := own()
-	others, err := d.otherSites(ctx, sh, dec, mine, sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Findings: own1}, start)
+	// With sites, the run is published for the other sites as it is
+	// read: the shards' results as they came back (not_probed
+	// observations for those that did not), then every other site's
+	// latest publication is read and judged after this site's own.
+	invPart, err := scan.EncodePart(inv)
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
+	}
+	pub := sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Parts: [][]byte{invPart}}
+	targets, sources, findings := len(inventory), results, []policy.Finding(nil)
+	probed := map[endpointKey]bool{}
+	var shareErr error
+	r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
+		if !yield(inv) {
+			return
+		}
+		for i := range closed.outcomes {
+			raw := closed.outcomes[i].Result
+			obs, written, err := closed.observations(dec, i, at)
+			if err != nil {
+				readErr = err
+				return
+			}
+			if !written {
+				// Not written back, or unreadable: its not_probed
+				// observations are what this site saw.
+				if raw, err = scan.EncodePart(&scan.Part{Observations: obs}); err != nil {
+					shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
+					return
+				}
+			}
+			pub.Parts = append(pub.Parts, raw)
+			for j := range obs {
+				o := &obs[j]
+				seen.Endpoints = append(seen.Endpoints, seenEndpoint(o))
+				probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
+			}
+			if !yield(&scan.Part{Observations: obs}) {
+				return
+			}
+		}
+		findings = own()
+		pub.Findings = findings
+		var others []otherSite
+		if others, shareErr = d.otherSites(ctx, sh, dec, pub, start); shareErr != nil {
+			return
+		}
+		pub.Parts = nil
+		// An endpoint two sites probe is judged once: by this site's
+		// run, else by the latest publication that has it.
+		slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
+		for _, o := range others {
+			o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
+				k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
+				if probed[k] {
+					return true
+				}
+				probed[k] = true
+				return false
+			})
+			o.part.Foreign = true
+			targets += o.pub.Targets
+			for _, r := range o.pub.Sources {
+				r.Name = siteLabel(o.site) + "/" + r.Name
+				sources = append(sources, r)
+			}
+			findings = append(findings, o.pub.Findings...)
+			findings = append(findings, o.stale...)
+			if !yield(o.part) {
+				return
+			}
+		}
+	})
+	if err := cmp.Or(readErr, shareErr); err != nil {
 		return nil, nil, nil, err
 	}
-	parts := []*scan.Part{mine}
-	targets, sources, findings := len(inventory), results, own1
-	// An endpoint two sites probe is judged once: by this site's run,
-	// else by the latest publication that has it.
-	slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
-	probed := map[endpointKey]bool{}
-	for i := range mine.Observations {
-		o := &mine.Observations[i]
-		probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
-	}
-	for _, o := range others {
-		o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
-			k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
-			if probed[k] {
-				return true
-			}
-			probed[k] = true
-			return false
-		})
-		o.part.Foreign = true
-		parts = append(parts, o.part)
-		targets += o.pub.Targets
-		for _, r := range o.pub.Sources {
-			r.Name = siteLabel(o.site) + "/" + r.Name
-			sources = append(sources, r)
-		}
-		findings = append(findings, o.pub.Findings...)
-		findings = append(findings, o.stale...)
-	}
-	r = pe.Evaluate(start, targets, closed.skipped, slices.Values(parts))
+	r.Targets = targets
 	if cut != nil {
 		r.CutShort, r.CutShortCause = true, cut.Error()
 	}
@@ -217,19 +275,19 @@ type closedSweep struct {
 	logger             *slog.Logger
 }
 
-// observations returns the observations of shard i: those written back,
-// or not_probed ones, stamped at, for every target of a shard that was
-// not (missed) or whose result could not be read (unreadable). The
-// shard's result is let go.
-func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) ([]probes.Observation, error) {
+// observations returns the observations of shard i: those written back
+// (written), or not_probed ones, stamped at, for every target of a shard
+// that was not (missed) or whose result could not be read (unreadable).
+// The shard's result is let go.
+func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs []probes.Observation, written bool, err error) {
 	o := &c.outcomes[i]
+	defer func() { o.Result = nil }()
 	var cause error
 	switch {
 	case o.Done:
 		part, err := dec.DecodePart(o.Result)
 		if err == nil {
-			o.Result = nil
-			return part.Observations, nil
+			return part.Observations, true, nil
 		}
 		cause = fmt.Errorf("shard %d came back from replica %q unreadable (%v): run the same certwatch version on every replica", o.Shard, o.Holder, err)
 		c.logger.Error("a probe shard's result cannot be read: its targets are reported not probed", "sweep", c.id, "shard", o.Shard, "holder", o.Holder, "err", err)
@@ -240,14 +298,13 @@ func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) ([]pr
 	}
 	ts, err := scan.DecodeTargets(o.Work)
 	if err != nil {
-		return nil, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, c.id, err)
+		return nil, false, fmt.Errorf("probe run: read shard %d of sweep %d: %w", o.Shard, c.id, err)
 	}
 	np := scan.NotProbed(ts, at, cause)
 	if o.Done {
 		c.unreadable += len(np)
 	}
-	o.Result = nil
-	return np, nil
+	return np, false, nil
 }
 
 // cutShort says, once every shard has been read, whether the run was cut
@@ -366,15 +423,10 @@ type otherSite struct {
 	stale []policy.Finding
 }
 
-// otherSites publishes this site's run (pub, with mine encoded into it)
-// and returns every other site's latest publication. Another site's
+// otherSites publishes this site's run (pub) and returns every other site's latest publication. Another site's
 // publication is used however old it is, so that nothing it saw resolves
 // while it is away; one older than StaleAfter also raises site_stale.
-func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, mine *scan.Part, pub sitePublication, start time.Time) ([]otherSite, error) {
-	var err error
-	if pub.Part, err = scan.EncodePart(mine); err != nil {
-		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
-	}
+func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub sitePublication, start time.Time) ([]otherSite, error) {
 	b, err := json.Marshal(pub)
 	if err != nil {
 		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
@@ -398,7 +450,8 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 			err = fmt.Errorf("publication version %d, this certwatch reads up to %d", o.pub.Version, publicationVersion)
 		}
 		if err == nil {
-			o.part, err = dec.DecodePart(o.pub.Part)
+			o.part, err = decodePublication(dec, &o.pub)
+			o.pub.Part, o.pub.Parts = nil, nil
 		}
 		if err != nil {
 			// A site this one cannot read (a newer certwatch, a damaged
