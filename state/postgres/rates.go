@@ -22,10 +22,13 @@ import (
 // statement, one round trip, per batch: the UPDATE's row lock orders
 // concurrent reservations, and there is no transaction to hold.
 //
-// Slots are returned as offsets from the database's now() and turned into
-// this process's clock from the moment the answer arrived, after the
-// database took its now(): a slot is never earlier here than it was
-// there, only later by up to the round trip.
+// Slots are the database's times (clock_timestamp()), read as this
+// process's clock: every replica keeps to one schedule, however long its
+// round trip took (slots once taken as offsets from the moment each
+// answer arrived moved later by each replica's own round trip, so that
+// two replicas' slots could bunch beyond the rate on a loaded host). The
+// replicas' clocks are taken to agree with the database's, as NTP keeps
+// them; a replica whose clock runs ahead by d connects d early.
 
 // ReserveSlots reserves n slots of key's bucket, which refills rate a
 // second and holds burst, and returns when each starts, by this process's
@@ -42,20 +45,26 @@ func (s *Store) ReserveSlots(ctx context.Context, key string, rate float64, burs
 	interval := int64(math.Ceil(1e6 / rate))
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var tat int64 // the new tat, in microseconds after now()
-	err := s.pool.QueryRow(ctx, `INSERT INTO rate_buckets AS b (key, tat) VALUES ($1, now() + $2 * interval '1 microsecond')
-ON CONFLICT (key) DO UPDATE SET tat = GREATEST(b.tat, now()) + $2 * interval '1 microsecond'
-RETURNING (EXTRACT(EPOCH FROM b.tat - now()) * 1000000)::bigint`, key, int64(n)*interval).Scan(&tat)
+	// The slots are the database's times (clock_timestamp(), the time of
+	// the update itself, not of the transaction's start), in microseconds
+	// since the epoch: every replica reads the same schedule whatever the
+	// round trip took it, so a reply that comes back late to one replica
+	// does not move its slots onto another's. The replicas' clocks are
+	// taken to agree with the database's (NTP); a slot already past is
+	// taken at once.
+	var tat int64 // the new tat
+	err := s.pool.QueryRow(ctx, `INSERT INTO rate_buckets AS b (key, tat) VALUES ($1, clock_timestamp() + $2 * interval '1 microsecond')
+ON CONFLICT (key) DO UPDATE SET tat = GREATEST(b.tat, clock_timestamp()) + $2 * interval '1 microsecond'
+RETURNING (EXTRACT(EPOCH FROM b.tat) * 1000000)::bigint`, key, int64(n)*interval).Scan(&tat)
 	if err != nil {
 		return nil, s.wrap(ctx, fmt.Sprintf("reserve %d connection slot(s) of %s", n, key), err)
 	}
 	s.note(nil)
-	at := time.Now()
 	tolerance := int64(burst-1) * interval
 	base := tat - int64(n)*interval // the tat of the batch's first slot
 	slots := make([]time.Time, n)
 	for i := range slots {
-		slots[i] = at.Add(time.Duration(max(base+int64(i)*interval-tolerance, 0)) * time.Microsecond)
+		slots[i] = time.UnixMicro(base + int64(i)*interval - tolerance)
 	}
 	return slots, nil
 }
