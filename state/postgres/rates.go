@@ -45,14 +45,9 @@ func (s *Store) ReserveSlots(ctx context.Context, key string, rate float64, burs
 	interval := int64(math.Ceil(1e6 / rate))
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	// The slots are the database's times (clock_timestamp(), the time of
-	// the update itself, not of the transaction's start), in microseconds
-	// since the epoch: every replica reads the same schedule whatever the
-	// round trip took it, so a reply that comes back late to one replica
-	// does not move its slots onto another's. The replicas' clocks are
-	// taken to agree with the database's (NTP); a slot already past is
-	// taken at once.
-	var tat int64 // the new tat
+	// clock_timestamp(): the time of the update itself, not of the
+	// transaction's start, which may have waited for the row's lock.
+	var tat int64 // the new tat, in microseconds since the epoch
 	err := s.pool.QueryRow(ctx, `INSERT INTO rate_buckets AS b (key, tat) VALUES ($1, clock_timestamp() + $2 * interval '1 microsecond')
 ON CONFLICT (key) DO UPDATE SET tat = GREATEST(b.tat, clock_timestamp()) + $2 * interval '1 microsecond'
 RETURNING (EXTRACT(EPOCH FROM b.tat) * 1000000)::bigint`, key, int64(n)*interval).Scan(&tat)
