@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -100,10 +104,52 @@ func (d *Daemon) load(ctx context.Context, key string, v any) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := decodeMemo(b, v); err != nil {
 		return fmt.Errorf("decode memo %s: %w", key, err)
 	}
 	return nil
+}
+
+// maxMemo bounds a memo's JSON once decompressed.
+const maxMemo = 1 << 30
+
+// encodeMemo returns v as JSON, gzip-compressed as it is encoded: the
+// report memo of 100,000 endpoints is tens of megabytes of JSON, which
+// json.Marshal would build whole and the store's driver copy again.
+func encodeMemo(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if err := jsonstream.Write(zw, v); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeMemo decodes a memo encodeMemo wrote into v, or one written as
+// plain JSON, as certwatch did before (JSON never starts with gzip's
+// magic bytes).
+func decodeMemo(b []byte, v any) error {
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return json.Unmarshal(b, v)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	text, err := io.ReadAll(io.LimitReader(zr, maxMemo+1))
+	if err != nil {
+		return err
+	}
+	if len(text) > maxMemo {
+		return fmt.Errorf("more than %d bytes once decompressed", maxMemo)
+	}
+	return json.Unmarshal(text, v)
 }
 
 // rememberSuccess keeps job's last success in Memory.
@@ -164,7 +210,7 @@ func (d *Daemon) rememberReport(ctx context.Context, r *scan.Report) {
 // hold d.memoMu. A failure is logged: the state store's health (readiness,
 // certwatch_state_up) shows it too.
 func (d *Daemon) save(ctx context.Context, key string, v any) {
-	b, err := json.Marshal(v)
+	b, err := encodeMemo(v)
 	if err != nil {
 		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
 		return
