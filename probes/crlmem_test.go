@@ -195,10 +195,12 @@ func TestCRLMemory(t *testing.T) {
 	}
 	t.Logf("CRL of %d bytes on %d leaves: %.1f MiB allocated, peak RSS %.1f MiB", res.CRLBytes, crlMemLeaves, float64(res.AllocBytes)/(1<<20), float64(res.PeakRSSKiB)/1024)
 	// Each body is read once, and io.ReadAll copies it once more into a
-	// buffer of its size; a race build allocates about twice that.
+	// buffer of its size; a race build allocates about twice that, and
+	// on a loaded machine up to 6.2 times the CRLs' bytes was seen (the
+	// 1.3 GB this guards against is 45 times).
 	times := uint64(3)
 	if raceEnabled {
-		times = 6
+		times = 8
 	}
 	if limit := uint64(crlMemLeaves*res.CRLBytes) * times; res.AllocBytes > limit {
 		t.Errorf("checking %d forged CRLs of %d bytes allocated %d bytes, want at most %d (%dx their size)", crlMemLeaves, res.CRLBytes, res.AllocBytes, limit, times)
