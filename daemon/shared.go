@@ -116,69 +116,25 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	}
 	// The shards' observations are decoded one shard at a time as the
 	// evaluation reads them, and let go once judged: a run of 100,000
-	// endpoints never holds 100,000 parsed certificates at once.
+	// endpoints never holds 100,000 parsed certificates at once. With
+	// sites, the run is published for the other sites as it is read (the
+	// shards' results as they came back, not_probed observations for
+	// those that did not), then every other site's latest publication is
+	// read and judged after this site's own.
 	seen = &scan.Report{}
-	var readErr error
 	at := d.now()
-	shards := func(yield func(*scan.Part) bool) {
-		for i := range closed.outcomes {
-			obs, _, err := closed.observations(dec, i, at)
-			if err != nil {
-				readErr = err
-				return
-			}
-			for j := range obs {
-				seen.Endpoints = append(seen.Endpoints, seenEndpoint(&obs[j]))
-			}
-			if !yield(&scan.Part{Observations: obs}) {
-				return
-			}
-		}
-	}
-	own := func() []policy.Finding {
-		var own []policy.Finding
-		for _, f := range degraded {
-			own = append(own, d.siteScoped(f))
-		}
-		var f *policy.Finding
-		f, cut = closed.cutShort(seen, len(inventory), timeout, start)
-		if f != nil {
-			own = append(own, d.siteScoped(*f))
-		}
-		return own
-	}
 	inv := &scan.Part{Inventory: pe.Inventory()}
-	if sh.Sites == nil {
-		r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
-			if yield(inv) {
-				shards(yield)
-			}
-		})
-		if readErr != nil {
-			return nil, nil, nil, readErr
+	var pub *sitePublication
+	if sh.Sites != nil {
+		invPart, err := scan.EncodePart(inv)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 		}
-		findings := own()
-		if cut != nil {
-			r.CutShort, r.CutShortCause = true, cut.Error()
-		}
-		r.Sources = results
-		r.Coverage.AddSources(results)
-		r.Findings = append(r.Findings, findings...)
-		return r, seen, cut, nil
+		pub = &sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Parts: [][]byte{invPart}}
 	}
-
-	// With sites, the run is published for the other sites as it is
-	// read: the shards' results as they came back (not_probed
-	// observations for those that did not), then every other site's
-	// latest publication is read and judged after this site's own.
-	invPart, err := scan.EncodePart(inv)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
-	}
-	pub := sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Parts: [][]byte{invPart}}
 	targets, sources, findings := len(inventory), results, []policy.Finding(nil)
-	probed := map[endpointKey]bool{}
-	var shareErr error
+	probed := map[endpointKey]bool{} // with sites: what this site judged
+	var readErr, shareErr error
 	r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
 		if !yield(inv) {
 			return
@@ -190,28 +146,41 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 				readErr = err
 				return
 			}
-			if !written {
-				// Not written back, or unreadable: its not_probed
-				// observations are what this site saw.
-				if raw, err = scan.EncodePart(&scan.Part{Observations: obs}); err != nil {
-					shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
-					return
-				}
-			}
-			pub.Parts = append(pub.Parts, raw)
 			for j := range obs {
 				o := &obs[j]
 				seen.Endpoints = append(seen.Endpoints, seenEndpoint(o))
-				probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
+				if pub != nil {
+					probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
+				}
+			}
+			if pub != nil {
+				if !written {
+					// Not written back, or unreadable: its not_probed
+					// observations are what this site saw.
+					if raw, err = scan.EncodePart(&scan.Part{Observations: obs}); err != nil {
+						shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
+						return
+					}
+				}
+				pub.Parts = append(pub.Parts, raw)
 			}
 			if !yield(&scan.Part{Observations: obs}) {
 				return
 			}
 		}
-		findings = own()
+		for _, f := range degraded {
+			findings = append(findings, d.siteScoped(f))
+		}
+		var f *policy.Finding
+		if f, cut = closed.cutShort(seen, len(inventory), timeout, start); f != nil {
+			findings = append(findings, d.siteScoped(*f))
+		}
+		if pub == nil {
+			return
+		}
 		pub.Findings = findings
 		var others []otherSite
-		if others, shareErr = d.otherSites(ctx, sh, dec, pub, start); shareErr != nil {
+		if others, shareErr = d.otherSites(ctx, sh, dec, *pub, start); shareErr != nil {
 			return
 		}
 		pub.Parts = nil
