@@ -46,7 +46,9 @@ func byteSize(n int64) string {
 }
 
 // GuardClient returns a copy of c (nil means a plain http.Client) for a
-// sender to talk to its service with: it follows no redirect (Do returns
+// sender to talk to its service with, over connections of its own
+// (a pool cloned from http.DefaultTransport's when c has no transport of
+// its own): it follows no redirect (Do returns
 // a *RedirectError, wrapped in a *url.Error), and reading more than
 // maxBody bytes of an answer's body fails with a *BodyTooLargeError, so a
 // hostile or broken endpoint can neither collect the credential elsewhere
@@ -65,8 +67,11 @@ func GuardClient(c *http.Client, maxBody int64) *http.Client {
 		return &RedirectError{Status: status, Location: redactURL(req.URL)}
 	}
 	next := g.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	if next == nil || next == http.DefaultTransport {
+		// The sender's connections are its own: anything else in the
+		// process that closes the shared transport's idle connections
+		// would otherwise break a request just as it reuses one.
+		next = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	g.Transport = capTransport{next: next, max: maxBody}
 	return g

@@ -79,6 +79,11 @@ type Lab struct {
 	crl     *certtest.RevocationServer
 	ctLog   *cttest.Log
 	dir     string
+	// held keeps the lab's picked ports bound on portsAddr while it runs,
+	// so that no other lab, in this process or another, is given one of
+	// them: another lab's service on the same port, on one of this lab's
+	// addresses, would answer in its place.
+	held []net.Listener
 }
 
 // CTLog is the lab's Static CT log, as a ct: configuration names it.
@@ -111,6 +116,9 @@ func (l *Lab) Close() error {
 	}
 	if l.dir != "" {
 		errs = append(errs, os.RemoveAll(l.dir))
+	}
+	for _, ln := range l.held {
+		errs = append(errs, ln.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -221,14 +229,21 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 	return l, nil
 }
 
+// portsAddr is the loopback address labs pick their ports on, and hold
+// them at: no lab service listens there and no lab name points there
+// (127.0.0.1 would not do: the zone's ns points there).
+const portsAddr = "127.0.0.250"
+
 // pickPorts picks the free ports of the lab's TLS, LDAPS, submission and
-// IMAP services.
+// IMAP services, and holds each bound on portsAddr until Close.
 func (l *Lab) pickPorts() error {
 	for _, p := range []*int{&l.Port, &l.LDAPPort, &l.SubmissionPort, &l.IMAPPort} {
-		var err error
-		if *p, err = freePort(); err != nil {
-			return err
+		ln, err := net.Listen("tcp", net.JoinHostPort(portsAddr, "0"))
+		if err != nil {
+			return fmt.Errorf("lab: find a free port: %w", err)
 		}
+		l.held = append(l.held, ln)
+		*p = ln.Addr().(*net.TCPAddr).Port
 	}
 	return nil
 }
@@ -539,16 +554,6 @@ func (l *Lab) writeAtRest(now time.Time, root, issuing *certtest.CA) error {
 		fmt.Sprintf("%-51s %s", "(at rest) etc/ssl/wildcard.internal.example.pem", "the wildcard renewed, not deployed on api, auth, billing, search"),
 		fmt.Sprintf("%-51s %s", "(at rest) opt/billing/client.p12", "billing's mTLS client certificate (PKCS#12), expires in 9 days"))
 	return nil
-}
-
-// freePort asks the kernel for a TCP port that is free on 127.0.0.1.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("lab: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func ipv6Loopback() bool {
