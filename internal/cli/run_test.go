@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -420,7 +421,17 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	p.waitLog(t, "stop line", 1, msg("certwatch stopped"))
 	checkLogLines(t, p.log()) // one key once per record, durations as strings
-	p.waitLog(t, "undelivered outbox warning", 1, msg("outbox not fully delivered at shutdown; it is kept for the next start"))
+	undelivered := p.waitLog(t, "undelivered outbox warning", 1, msg("outbox not fully delivered at shutdown; it is kept for the next start"))
+	// What is kept is what was queued at shutdown: more than the count
+	// above when a finding changed since (state_created resolves, and the
+	// lasting Slack failure opens a finding of its own, at times that
+	// depend on the machine's load).
+	var kept int
+	if m := regexp.MustCompile(`channel certs: (\d+) notifications still queued`).FindStringSubmatch(fmt.Sprint(undelivered["err"])); m == nil {
+		t.Fatalf("undelivered outbox warning = %v, want the number of notifications kept for channel certs", undelivered)
+	} else if kept, _ = strconv.Atoi(m[1]); float64(kept) < queued {
+		t.Errorf("%d notifications kept at shutdown, fewer than the %v queued before", kept, queued)
+	}
 	if n := len(sl.TopLevel("#certs")); n != 0 {
 		t.Fatalf("%d Slack posts while Slack answered 500, want none", n)
 	}
@@ -456,8 +467,8 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	// Top-level posts and thread replies: the state_created alert of the
 	// first start (its state file was new) resolves in its thread.
-	if all := sl.Messages("#certs"); float64(len(all)) != queued {
-		t.Errorf("Slack got %d posts after the restart, want the %v kept in the outbox", len(all), queued)
+	if all := sl.Messages("#certs"); len(all) != kept {
+		t.Errorf("Slack got %d posts after the restart, want the %d kept in the outbox", len(all), kept)
 	}
 	posts := sl.TopLevel("#certs")
 	statePath := filepath.Join(dir, "state.db")
