@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(t *testing.T, open Opener)
 	}{
 		{"AlertsAndOutboxRoundTrip", testAlertsAndOutboxRoundTrip},
+		{"ManyAlertsInOneChange", testManyAlertsInOneChange},
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
 		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
@@ -267,6 +268,56 @@ func testAlertsAndOutboxRoundTrip(t *testing.T, open Opener) {
 	}
 	if diff := cmp.Diff(a, all[0]); diff != "" {
 		t.Errorf("Alerts()[0] (-want +got):\n%s", diff)
+	}
+}
+
+// testManyAlertsInOneChange: one change of more alerts, channel
+// announcements and outbox rows than a store sends in one round trip is
+// written whole and in order: the alert given twice keeps its last
+// version, each alert its channels, each channel its notifications.
+func testManyAlertsInOneChange(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	const n = 1300
+	var ch state.Changes
+	for i := range n {
+		a := Alert(fmt.Sprintf("%064x", i), policy.Warning, "certs", "oncall")
+		ch.Alerts = append(ch.Alerts, a)
+		ch.Outbox = append(ch.Outbox,
+			state.Outbound{Channel: "certs", AlertID: a.ID, Event: "new", Payload: []byte(`{}`), Created: t0},
+			state.Outbound{Channel: "oncall", AlertID: a.ID, Event: "new", Payload: []byte(`{}`), Created: t0})
+	}
+	again := Alert(fmt.Sprintf("%064x", 7), policy.Page, "oncall")
+	ch.Alerts = append(ch.Alerts, again)
+	update(t, s, ch)
+
+	all, err := s.Alerts(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n {
+		t.Fatalf("Alerts = %d alerts, want %d", len(all), n)
+	}
+	for _, a := range all {
+		want := 2
+		if a.ID == again.ID {
+			if a.Tier != policy.Page {
+				t.Errorf("alert %s given twice kept tier %v, want the last one's (page)", a.ID, a.Tier)
+			}
+			want = 1
+		}
+		if len(a.Channels) != want {
+			t.Errorf("alert %s has %d channels, want %d", a.ID, len(a.Channels), want)
+		}
+	}
+	for _, channel := range []string{"certs", "oncall"} {
+		p, err := s.Pending(ctx, channel, 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) != n {
+			t.Errorf("Pending(%s) = %d notifications, want %d", channel, len(p), n)
+		}
 	}
 }
 

@@ -39,17 +39,14 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var b pgx.Batch
+		b := &chunkedBatch{tx: tx}
 		for _, n := range seen {
-			b.Queue(recordName, n.Name, n.SHA256, state.UnixNano(n.NotBefore), state.UnixNano(n.NotAfter), state.UnixNano(at))
+			b.Queue(ctx, recordName, n.Name, n.SHA256, state.UnixNano(n.NotBefore), state.UnixNano(n.NotAfter), state.UnixNano(at))
 		}
 		if !pruneBefore.IsZero() {
-			b.Queue(`DELETE FROM name_history WHERE last_seen < $1`, state.UnixNano(pruneBefore))
+			b.Queue(ctx, `DELETE FROM name_history WHERE last_seen < $1`, state.UnixNano(pruneBefore))
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, &b).Close()
+		return b.Flush(ctx)
 	})
 	return s.wrap(ctx, "record certificate names", err)
 }

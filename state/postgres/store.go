@@ -141,13 +141,13 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 			return err
 		}
 	}
-	var b pgx.Batch
+	b := &chunkedBatch{tx: tx}
 	for _, k := range ch.Cancel {
-		b.Queue(`DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND digest
+		b.Queue(ctx, `DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND digest
 	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel)
 	}
 	for _, k := range ch.Supersede {
-		b.Queue(`DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND event = 'reminder'
+		b.Queue(ctx, `DELETE FROM outbox WHERE alert_id = $1 AND channel = $2 AND event = 'reminder'
 	AND delivered_at IS NULL AND failed_at IS NULL`, k.AlertID, k.Channel)
 	}
 	for _, o := range ch.Outbox {
@@ -155,20 +155,60 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 		if next.IsZero() {
 			next = o.Created
 		}
-		b.Queue(`INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
+		b.Queue(ctx, `INSERT INTO outbox (channel, alert_id, event, digest, payload, created_at, next_attempt_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)`, o.Channel, o.AlertID, o.Event, o.Digest, o.Payload, state.UnixNano(o.Created), state.UnixNano(next))
 	}
 	if t := ch.PruneBefore; !t.IsZero() {
-		b.Queue(`DELETE FROM outbox WHERE delivered_at < $1 OR failed_at < $1`, state.UnixNano(t))
-		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, state.UnixNano(t))
-		b.Queue(`DELETE FROM alerts WHERE resolved_at < $1`, state.UnixNano(t))
-		b.Queue(`DELETE FROM certificates WHERE last_seen < $1`, state.UnixNano(t))
-		b.Queue(`DELETE FROM silences WHERE until < $1 OR (expired_at <> 0 AND expired_at < $1)`, state.UnixNano(t))
+		b.Queue(ctx, `DELETE FROM outbox WHERE delivered_at < $1 OR failed_at < $1`, state.UnixNano(t))
+		b.Queue(ctx, `DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE resolved_at < $1)`, state.UnixNano(t))
+		b.Queue(ctx, `DELETE FROM alerts WHERE resolved_at < $1`, state.UnixNano(t))
+		b.Queue(ctx, `DELETE FROM certificates WHERE last_seen < $1`, state.UnixNano(t))
+		b.Queue(ctx, `DELETE FROM silences WHERE until < $1 OR (expired_at <> 0 AND expired_at < $1)`, state.UnixNano(t))
 	}
-	if b.Len() == 0 {
+	return b.Flush(ctx)
+}
+
+// batchLimit is the most statements one round trip sends: pgx encodes a
+// batch whole before sending it, and the alerts of 100,000 findings in
+// one batch were more than 100 MB of encoded statements at once.
+const batchLimit = 500
+
+// chunkedBatch queues statements and sends them, in order, batchLimit at
+// a time.
+type chunkedBatch struct {
+	tx  pgx.Tx
+	b   pgx.Batch
+	err error
+}
+
+// Queue adds a statement; sent with the ones before it once batchLimit
+// are waiting, or by Flush. After a failed send it does nothing: Flush
+// returns the failure.
+func (c *chunkedBatch) Queue(ctx context.Context, sql string, args ...any) {
+	if c.err != nil {
+		return
+	}
+	c.b.Queue(sql, args...)
+	if c.b.Len() >= batchLimit {
+		c.err = c.send(ctx)
+	}
+}
+
+// Flush sends what is waiting and returns the first failure.
+func (c *chunkedBatch) Flush(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	return c.send(ctx)
+}
+
+func (c *chunkedBatch) send(ctx context.Context) error {
+	if c.b.Len() == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, &b).Close()
+	err := c.tx.SendBatch(ctx, &c.b).Close()
+	c.b = pgx.Batch{}
+	return err
 }
 
 func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
@@ -199,17 +239,17 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 			reopened = append(reopened, a.ID)
 		}
 	}
-	var b pgx.Batch
+	b := &chunkedBatch{tx: tx}
 	if len(reopened) > 0 {
-		b.Queue(`DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE id = ANY($1) AND resolved_at IS NOT NULL)`, reopened)
+		b.Queue(ctx, `DELETE FROM message_refs WHERE alert_id IN (SELECT id FROM alerts WHERE id = ANY($1) AND resolved_at IS NOT NULL)`, reopened)
 	}
-	b.Queue(`DELETE FROM alert_channels WHERE alert_id = ANY($1)`, ids)
+	b.Queue(ctx, `DELETE FROM alert_channels WHERE alert_id = ANY($1)`, ids)
 	for _, a := range alerts {
 		finding, err := json.Marshal(a.Finding)
 		if err != nil {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
-		b.Queue(`INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding, issuer)
+		b.Queue(ctx, `INSERT INTO alerts (id, kind, certificate, tier, announced_tier, first_raised, last_seen, missing_runs, resolved_at, resolution, finding, issuer)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 	ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, certificate = excluded.certificate, tier = excluded.tier,
 		announced_tier = excluded.announced_tier, first_raised = excluded.first_raised, last_seen = excluded.last_seen,
@@ -219,11 +259,11 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
 		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
-			b.Queue(`INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			b.Queue(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				a.ID, name, int(an.Tier), state.UnixNano(an.At), an.Digest, an.Summary, an.SummaryKey)
 		}
 	}
-	return tx.SendBatch(ctx, &b).Close()
+	return b.Flush(ctx)
 }
 
 // certChunk is how many certificates one statement upserts: arrays of
