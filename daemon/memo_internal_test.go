@@ -22,18 +22,18 @@ func TestMemoEncoding(t *testing.T) {
 		Endpoints: []policy.Endpoint{{Name: "www.example", Port: 443, Address: "192.0.2.7"}}, Message: "expires in 2 days",
 	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: at.Add(48 * time.Hour)}}}
 
-	b, err := encodeMemo(want)
+	b, err := encodeCompressed(want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		t.Errorf("memo starts %x, want gzip's magic", b[:2])
 	}
-	if again, _ := encodeMemo(want); !bytes.Equal(again, b) {
+	if again, _ := encodeCompressed(want); !bytes.Equal(again, b) {
 		t.Error("the same value encodes to different memos")
 	}
 	var got savedReport
-	if err := decodeMemo(b, &got); err != nil {
+	if err := decodeCompressed(b, &got); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -45,7 +45,7 @@ func TestMemoEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	var old savedReport
-	if err := decodeMemo(plain, &old); err != nil {
+	if err := decodeCompressed(plain, &old); err != nil {
 		t.Fatalf("a plain JSON memo: %v", err)
 	}
 	if diff := cmp.Diff(want, old); diff != "" {
@@ -58,7 +58,7 @@ func TestMemoEncoding(t *testing.T) {
 		"not JSON":        []byte("{not json"),
 	} {
 		var v savedReport
-		if err := decodeMemo(bad, &v); err == nil {
+		if err := decodeCompressed(bad, &v); err == nil {
 			t.Errorf("%s: decoded without an error", name)
 		}
 	}

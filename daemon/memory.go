@@ -104,19 +104,22 @@ func (d *Daemon) load(ctx context.Context, key string, v any) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if err := decodeMemo(b, v); err != nil {
+	if err := decodeCompressed(b, v); err != nil {
 		return fmt.Errorf("decode memo %s: %w", key, err)
 	}
 	return nil
 }
 
-// maxMemo bounds a memo's JSON once decompressed.
+// maxMemo bounds a memo's or a site publication's JSON once
+// decompressed.
 const maxMemo = 1 << 30
 
-// encodeMemo returns v as JSON, gzip-compressed as it is encoded: the
-// report memo of 100,000 endpoints is tens of megabytes of JSON, which
-// json.Marshal would build whole and the store's driver copy again.
-func encodeMemo(v any) ([]byte, error) {
+// encodeCompressed returns v as JSON, gzip-compressed as it is encoded,
+// for a memo or a site publication: the report memo of 100,000 endpoints
+// is tens of megabytes of JSON, and a site publication of as many more
+// (its parts in base64), which json.Marshal would build whole and the
+// store's driver copy twice again.
+func encodeCompressed(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err != nil {
@@ -131,10 +134,10 @@ func encodeMemo(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeMemo decodes a memo encodeMemo wrote into v, or one written as
-// plain JSON, as certwatch did before (JSON never starts with gzip's
-// magic bytes).
-func decodeMemo(b []byte, v any) error {
+// decodeCompressed decodes what encodeCompressed wrote into v, or plain
+// JSON, as certwatch wrote memos and publications before (JSON never
+// starts with gzip's magic bytes).
+func decodeCompressed(b []byte, v any) error {
 	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 		return json.Unmarshal(b, v)
 	}
@@ -210,7 +213,7 @@ func (d *Daemon) rememberReport(ctx context.Context, r *scan.Report) {
 // hold d.memoMu. A failure is logged: the state store's health (readiness,
 // certwatch_state_up) shows it too.
 func (d *Daemon) save(ctx context.Context, key string, v any) {
-	b, err := encodeMemo(v)
+	b, err := encodeCompressed(v)
 	if err != nil {
 		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
 		return

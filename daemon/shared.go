@@ -3,7 +3,6 @@ package daemon
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -392,18 +391,19 @@ type otherSite struct {
 	stale []policy.Finding
 }
 
-// otherSites publishes this site's run (pub) and returns every other site's latest publication. Another site's
-// publication is used however old it is, so that nothing it saw resolves
+// otherSites publishes this site's run (pub), gzip-compressed (an older
+// certwatch cannot read it, and says to upgrade), and returns every other
+// site's latest publication. Another site's publication is used however old it is, so that nothing it saw resolves
 // while it is away; one older than StaleAfter also raises site_stale.
 func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub sitePublication, start time.Time) ([]otherSite, error) {
-	b, err := json.Marshal(pub)
+	b, err := encodeCompressed(pub)
 	if err != nil {
 		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 	}
 	if err := sh.Sites.PublishSite(ctx, start, b); err != nil {
 		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
 	}
-	all, err := sh.Sites.Sites(ctx)
+	all, err := sh.Sites.OtherSites(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("probe run: read the other sites' runs from the shared state: %w; nothing was notified", err)
 	}
@@ -414,7 +414,7 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 			continue
 		}
 		o := otherSite{site: s.Site, at: s.At}
-		err := json.Unmarshal(s.Result, &o.pub)
+		err := decodeCompressed(s.Result, &o.pub)
 		if err == nil && o.pub.Version > publicationVersion {
 			err = fmt.Errorf("publication version %d, this certwatch reads up to %d", o.pub.Version, publicationVersion)
 		}

@@ -193,6 +193,9 @@ type Sites interface {
 	PublishSite(ctx context.Context, at time.Time, result []byte) error
 	// Sites returns every site's latest publication, this one's included.
 	Sites(ctx context.Context) ([]SiteResult, error)
+	// OtherSites returns every other site's latest publication: what a
+	// run merges with its own, without reading its own back.
+	OtherSites(ctx context.Context) ([]SiteResult, error)
 }
 
 // Rates paces the connections of every replica sharing the store to one

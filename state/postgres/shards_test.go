@@ -393,6 +393,13 @@ func TestSitesShareNothingButResults(t *testing.T) {
 	if r := sites[1]; !r.At.Equal(at.Add(time.Hour)) || r.Epoch != 1 || !bytes.Equal(r.Result, big) {
 		t.Errorf("site b's result = %v epoch %d %d bytes, want the latest: %v epoch 1 3 MB", r.At, r.Epoch, len(r.Result), at.Add(time.Hour))
 	}
+	others, err := a.OtherSites(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(others) != 1 || others[0].Site != "b" || !bytes.Equal(others[0].Result, big) {
+		t.Errorf("OtherSites of site a = %d results, want b's alone", len(others))
+	}
 }
 
 // BenchmarkShardCycle measures one shard's claim and write back, the
@@ -579,6 +586,7 @@ func TestShardRoundTrips(t *testing.T) {
 		{"CloseSweep", 4, func() error { _, err := s.CloseSweep(ctx, sweep); return err }},
 		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), result) }},
 		{"Sites", 1, func() error { _, err := s.Sites(ctx); return err }},
+		{"OtherSites", 1, func() error { _, err := s.OtherSites(ctx); return err }},
 	}
 	for round := range 2 { // the first round prepares the statements
 		for _, c := range calls {
