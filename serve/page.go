@@ -72,8 +72,13 @@ func (f filter) match(r *row) bool {
 	if f.Source != "" && !slices.Contains(r.Sources, f.Source) {
 		return false
 	}
-	for _, w := range strings.Fields(strings.ToLower(f.Query)) {
-		if !strings.Contains(r.search, w) {
+	words := strings.Fields(strings.ToLower(f.Query))
+	if len(words) == 0 {
+		return true
+	}
+	text := r.searchText()
+	for _, w := range words {
+		if !strings.Contains(text, w) {
 			return false
 		}
 	}
@@ -228,7 +233,7 @@ func (d *pageData) addRows(rows []row, f filter, now time.Time) {
 			d.Truncated = true
 			continue
 		}
-		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.search}
+		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.searchText()}
 		pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
 		pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
 		pr.ShownLocations = rw.Locations[:min(len(rw.Locations), endpointsShown)]

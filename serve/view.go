@@ -2,7 +2,6 @@ package serve
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,23 +51,24 @@ type view struct {
 // about it, or a finding about no certificate (an unreachable target, a
 // degraded discovery source).
 type row struct {
-	Tier      policy.Tier
-	Deadline  time.Time
-	Subject   string
-	Issuer    string
-	SHA256    string
-	NotAfter  time.Time
-	Findings  []policy.Finding
+	Tier     policy.Tier
+	Deadline time.Time
+	Subject  string
+	Issuer   string
+	SHA256   string
+	NotAfter time.Time
+	// Findings point into the report's, which the server keeps with
+	// the view (a copy of each would cost a finding's 264 bytes more).
+	Findings  []*policy.Finding
 	Kinds     []string
 	Endpoints []policy.Endpoint
 	Names     []string
 	Sources   []string
 	Renewal   string
-	// ExpectedRenewal, FirstSeen and LastChanged are the served
-	// certificate's (policy.Certificate): when it is normally renewed,
-	// when certwatch first saw it for its names, and when it was seen
-	// replacing an earlier one; zero when unknown.
-	ExpectedRenewal, FirstSeen, LastChanged time.Time
+	// cert is the served certificate of the row, in the report; nil for
+	// a row of an ACM certificate or one held at rest that no endpoint
+	// serves, or of a finding about no certificate.
+	cert *policy.Certificate
 	// Unverified is the earliest UnverifiedSince of the row's findings:
 	// since then its endpoints have not answered.
 	Unverified time.Time
@@ -79,7 +79,6 @@ type row struct {
 	// Locations are the places the certificate is held at rest
 	// (atrest.Location.String), sorted.
 	Locations []string
-	search    string
 }
 
 type certSeries struct {
@@ -154,6 +153,7 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 		}
 	}
 	kept := keptCertificates(r)
+	ports := portTexts{}
 	for _, ep := range r.Endpoints {
 		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
 		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
@@ -166,7 +166,7 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 			}
 		}
 		v.endpointSeries = append(v.endpointSeries, endpointSeries{
-			name: ep.Name, port: fmt.Sprint(ep.Port), address: ep.Address,
+			name: ep.Name, port: ports.text(ep.Port), address: ep.Address,
 			ok: ep.Certificate != "", duration: st.duration,
 		})
 		if ep.Certificate == "" {
@@ -176,6 +176,19 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 		addSources(ep.Certificate, st)
 	}
 	return served, sources
+}
+
+// portTexts is each port number's decimal text, made once: a fleet's
+// hundred thousand series share a handful of ports.
+type portTexts map[int]string
+
+func (p portTexts) text(port int) string {
+	t, ok := p[port]
+	if !ok {
+		t = strconv.Itoa(port)
+		p[port] = t
+	}
+	return t
 }
 
 // keptCertificates returns, by endpoint, the certificates kept with an
@@ -206,9 +219,10 @@ func reportedCertificates(r *scan.Report) map[string]bool {
 
 // findingsByCertificate splits r's findings into those about a reported
 // certificate, by fingerprint, and the loose rest.
-func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map[string][]policy.Finding, loose []policy.Finding) {
-	byCert = map[string][]policy.Finding{}
-	for _, f := range r.Findings {
+func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map[string][]*policy.Finding, loose []*policy.Finding) {
+	byCert = map[string][]*policy.Finding{}
+	for i := range r.Findings {
+		f := &r.Findings[i]
 		if f.Certificate != "" && reported[f.Certificate] {
 			byCert[f.Certificate] = append(byCert[f.Certificate], f)
 		} else {
@@ -219,7 +233,7 @@ func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map
 }
 
 // addCertificateRows adds a row and its series for each certificate of r.
-func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]policy.Finding, served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
+func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Finding, served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
 	acmBySHA := map[string][]policy.ACMCertificate{}
 	for _, a := range r.ACM {
 		if a.SHA256 != "" {
@@ -230,9 +244,10 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]policy.Fin
 	for i := range r.AtRest {
 		restBySHA[r.AtRest[i].SHA256] = &r.AtRest[i]
 	}
-	for _, c := range r.Certificates {
+	for i := range r.Certificates {
+		c := &r.Certificates[i]
 		fs := byCert[c.SHA256]
-		rw := row{
+		rw := row{cert: c,
 			Tier: policy.None, Deadline: c.NotAfter, Subject: c.Subject, Issuer: c.Issuer,
 			SHA256: c.SHA256, NotAfter: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
 			Sources: sortedKeys(sources[c.SHA256]),
@@ -247,7 +262,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]policy.Fin
 		if a := restBySHA[c.SHA256]; a != nil {
 			rw.Locations = locationStrings(a.Locations)
 		}
-		rw.Renewal = renewal(c, fs, r)
+		rw.Renewal = renewal(*c, fs, r)
 		for _, a := range acmBySHA[c.SHA256] {
 			rw.ACM = append(rw.ACM, a.ARN)
 			rw.Resources = append(rw.Resources, a.InUseBy...)
@@ -256,14 +271,13 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]policy.Fin
 			}
 		}
 		v.addCertSeries(c, rw.Sources)
-		rw.ExpectedRenewal, rw.FirstSeen, rw.LastChanged = c.ExpectedRenewal, c.FirstSeen, c.LastChanged
 		v.rows = append(v.rows, rw)
 	}
 }
 
 // addCertSeries adds c's series, one per source it came from ("unknown"
 // when none).
-func (v *view) addCertSeries(c policy.Certificate, sources []string) {
+func (v *view) addCertSeries(c *policy.Certificate, sources []string) {
 	if len(sources) == 0 {
 		sources = []string{"unknown"}
 	}
@@ -312,7 +326,7 @@ func (v *view) addUnservedAtRestRows(r *scan.Report, reported map[string]bool) m
 // addLooseFindings puts each finding about no reported certificate on the
 // row of its ACM certificate (by ARN) or certificate at rest, else on a row
 // of its own.
-func (v *view) addLooseFindings(loose []policy.Finding, acmRows, restRows map[string]int, probed map[endpointKey]probeStat) {
+func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[string]int, probed map[endpointKey]probeStat) {
 	for _, f := range loose {
 		i, ok := acmRows[f.Name]
 		if !ok && f.Certificate != "" {
@@ -332,14 +346,14 @@ func (v *view) addLooseFindings(loose []policy.Finding, acmRows, restRows map[st
 		}
 		v.rows = append(v.rows, row{
 			Tier: f.Tier, Deadline: f.Deadline, Subject: cmp.Or(f.Name, f.Subject, string(f.Kind)),
-			Findings: []policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(f, probed),
+			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, probed),
 		})
 	}
 }
 
 // completeRow derives what the page shows of a row from its findings and
 // endpoints: printable text, since when it is unverified, its endpoints
-// sorted once each, its names, its finding kinds and what search matches.
+// sorted once each, its names and its finding kinds.
 func completeRow(rw *row) {
 	printableRow(rw)
 	for _, f := range rw.Findings {
@@ -361,6 +375,37 @@ func completeRow(rw *row) {
 		kinds[string(f.Kind)] = true
 	}
 	rw.Kinds = sortedKeys(kinds)
+}
+
+// ExpectedRenewal, FirstSeen and LastChanged are the served
+// certificate's (policy.Certificate): when it is normally renewed, when
+// certwatch first saw it for its names, and when it was seen replacing an
+// earlier one; zero when unknown.
+func (rw *row) ExpectedRenewal() time.Time {
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.ExpectedRenewal })
+}
+
+// FirstSeen: see ExpectedRenewal.
+func (rw *row) FirstSeen() time.Time {
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.FirstSeen })
+}
+
+// LastChanged: see ExpectedRenewal.
+func (rw *row) LastChanged() time.Time {
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.LastChanged })
+}
+
+func (rw *row) certTime(of func(*policy.Certificate) time.Time) time.Time {
+	if rw.cert == nil {
+		return time.Time{}
+	}
+	return of(rw.cert)
+}
+
+// searchText is what the page's search matches a row on, lower-case:
+// built when a search or the page asks for it, not kept with every row
+// (about 120 bytes a row, 12 MB at 100,000 certificates).
+func (rw *row) searchText() string {
 	parts := []string{rw.Subject, rw.Issuer, rw.SHA256}
 	parts = append(parts, rw.Names...)
 	for _, ep := range rw.Endpoints {
@@ -372,7 +417,7 @@ func completeRow(rw *row) {
 	parts = append(parts, rw.ACM...)
 	parts = append(parts, rw.Resources...)
 	parts = append(parts, rw.Locations...)
-	rw.search = strings.ToLower(strings.Join(parts, " "))
+	return strings.ToLower(strings.Join(parts, " "))
 }
 
 // filterChoices returns the page's filter choices, sorted: every finding
@@ -402,7 +447,10 @@ func (v *view) capCertSeries(limit int) {
 	})
 	if len(v.certSeries) > limit {
 		v.certDropped = len(v.certSeries) - limit
-		v.certSeries = v.certSeries[:limit]
+		// A copy of the kept ones: the full list's array (100,000
+		// series at 100,000 certificates) is let go with the report's
+		// building, not held until the next one.
+		v.certSeries = slices.Clone(v.certSeries[:limit])
 	}
 }
 
@@ -420,7 +468,7 @@ func (v *view) capEndpointSeries(limit int) {
 	})
 	if len(v.endpointSeries) > limit {
 		v.endpointDropped = len(v.endpointSeries) - limit
-		v.endpointSeries = v.endpointSeries[:limit]
+		v.endpointSeries = slices.Clone(v.endpointSeries[:limit]) // as capCertSeries
 	}
 }
 
@@ -453,8 +501,8 @@ func locationStrings(locs []atrest.Location) []string {
 // printableRow escapes control and format characters (policy.Printable) in
 // everything the row shows: a certificate's subject, a name from DNS or a
 // finding kept from an earlier report must not reorder or hide what a
-// person reads. Findings and endpoints are copied when one changes, since
-// they belong to the report.
+// person reads. A finding, and the endpoints, are copied when one changes,
+// since they belong to the report.
 func printableRow(rw *row) {
 	rw.Subject, rw.Issuer, rw.Renewal = policy.Printable(rw.Subject), policy.Printable(rw.Issuer), policy.Printable(rw.Renewal)
 	for _, l := range [][]string{rw.Sources, rw.ACM, rw.Resources, rw.Locations} {
@@ -462,17 +510,17 @@ func printableRow(rw *row) {
 			l[i] = policy.Printable(s)
 		}
 	}
-	if slices.ContainsFunc(rw.Findings, func(f policy.Finding) bool {
-		return policy.Printable(f.Message) != f.Message || policy.Printable(f.Name) != f.Name || policy.Printable(f.Subject) != f.Subject || f.Silenced != nil
-	}) {
-		rw.Findings = slices.Clone(rw.Findings)
-		for i := range rw.Findings {
-			f := &rw.Findings[i]
-			f.Message, f.Name, f.Subject = policy.Printable(f.Message), policy.Printable(f.Name), policy.Printable(f.Subject)
-			if si := f.Silenced; si != nil {
-				// Who and why were typed by people: no escape reaches the page.
-				f.Silenced = &policy.Silenced{ID: si.ID, Author: policy.Printable(si.Author), Reason: policy.Printable(si.Reason), Until: si.Until, UpTo: si.UpTo}
-			}
+	for i, rf := range rw.Findings {
+		if policy.Printable(rf.Message) == rf.Message && policy.Printable(rf.Name) == rf.Name && policy.Printable(rf.Subject) == rf.Subject && rf.Silenced == nil {
+			continue
+		}
+		// The row's list is its own; the finding is the report's.
+		f := new(*rf)
+		rw.Findings[i] = f
+		f.Message, f.Name, f.Subject = policy.Printable(f.Message), policy.Printable(f.Name), policy.Printable(f.Subject)
+		if si := f.Silenced; si != nil {
+			// Who and why were typed by people: no escape reaches the page.
+			f.Silenced = &policy.Silenced{ID: si.ID, Author: policy.Printable(si.Author), Reason: policy.Printable(si.Reason), Until: si.Until, UpTo: si.UpTo}
 		}
 	}
 	if slices.ContainsFunc(rw.Endpoints, func(ep policy.Endpoint) bool { return policy.Printable(ep.Name) != ep.Name }) {
@@ -492,13 +540,14 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 		certs[r.Certificates[i].SHA256] = &r.Certificates[i]
 	}
 	var out []certEndpointSeries
+	ports := portTexts{}
 	for _, ep := range r.Endpoints {
 		c := certs[ep.Certificate]
 		if c == nil {
 			continue
 		}
 		out = append(out, certEndpointSeries{
-			name: ep.Name, port: strconv.Itoa(ep.Port), address: ep.Address, sha: ep.Certificate,
+			name: ep.Name, port: ports.text(ep.Port), address: ep.Address, sha: ep.Certificate,
 			version: ep.TLSVersion.String(), cipher: ep.CipherSuite.String(), kx: ep.KeyExchange.String(),
 			notBefore: c.NotBefore, notAfter: c.NotAfter,
 		})
@@ -507,7 +556,7 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 		return cmp.Or(a.notAfter.Compare(b.notAfter), strings.Compare(a.name, b.name), strings.Compare(a.port, b.port), strings.Compare(a.address, b.address))
 	})
 	if len(out) > limit {
-		return out[:limit], len(out) - limit
+		return slices.Clone(out[:limit]), len(out) - limit // as capCertSeries
 	}
 	return out, 0
 }
@@ -535,7 +584,7 @@ func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []stri
 // renewed, as policy judged it: renewed and still served here
 // (Certificate.RenewedBy); else a finding about its renewal; else what the
 // deadline implies.
-func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
+func renewal(c policy.Certificate, fs []*policy.Finding, r *scan.Report) string {
 	if c.RenewedBy != nil && len(c.RenewedBy.Locations) > 0 {
 		return "renewed in " + atrest.Where(c.RenewedBy.Locations, 1) + ", but not deployed on these endpoints"
 	}
@@ -552,18 +601,18 @@ func renewal(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
 
 // aboutRenewal reports whether f says its certificate's renewal is late or
 // failed (policy.KindInfo.Renewal).
-func aboutRenewal(f policy.Finding) bool {
+func aboutRenewal(f *policy.Finding) bool {
 	k, _ := f.Kind.Info()
 	return k.Renewal
 }
 
 // renewalByDeadline is renewal's answer when no newer certificate is
 // served: what the deadline implies.
-func renewalByDeadline(c policy.Certificate, fs []policy.Finding, r *scan.Report) string {
+func renewalByDeadline(c policy.Certificate, fs []*policy.Finding, r *scan.Report) string {
 	switch {
 	case !c.NotAfter.After(r.GeneratedAt):
 		return "not renewed: expired"
-	case slices.ContainsFunc(fs, func(f policy.Finding) bool { return f.Kind == policy.Expiring }):
+	case slices.ContainsFunc(fs, func(f *policy.Finding) bool { return f.Kind == policy.Expiring }):
 		return "due: not renewed yet"
 	}
 	return ""
