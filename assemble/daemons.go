@@ -36,6 +36,8 @@ type Daemons struct {
 	// state_corrupt finding.
 	StateCheck func(context.Context) error
 	StateName  string
+	// AfterProbe is each daemon's (daemon.Daemon.AfterProbe).
+	AfterProbe func()
 	Logger     *slog.Logger
 
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
@@ -65,6 +67,7 @@ func (h *Daemons) start() (*daemon.Daemon, error) {
 	d.History = h.History
 	d.Sharing = h.sharing
 	d.StateCheck, d.StateName = h.StateCheck, h.StateName
+	d.AfterProbe = h.AfterProbe
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
 	d.EmptyState, h.EmptyState = h.EmptyState, ""

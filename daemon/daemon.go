@@ -188,6 +188,11 @@ type Daemon struct {
 	// Sharing, when set, makes probe runs shared by the replicas (and
 	// merged with the other sites').
 	Sharing *Sharing
+	// AfterProbe, when set, is called when a probe run is over (published
+	// and notified, or failed): `certwatch run` gives the memory the run
+	// freed back to the system there, so that between runs the process
+	// does not stay at its peak.
+	AfterProbe func()
 
 	logger *slog.Logger
 

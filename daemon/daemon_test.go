@@ -776,6 +776,48 @@ func TestHeartbeatAfterSuccessfulRunsOnly(t *testing.T) {
 	})
 }
 
+// TestAfterProbeOnceARun: AfterProbe is called once a probe run is over,
+// after its report was notified, for a run whose notification fails too.
+func TestAfterProbeOnceARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeScanner{sources: map[string]int{"static": 1}}
+		n := &fakeNotifier{}
+		d, err := daemon.New(config(0), s, n, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var after []int // the reports notified when AfterProbe was called
+		d.AfterProbe = func() {
+			n.mu.Lock()
+			notified := len(n.reports)
+			n.mu.Unlock()
+			mu.Lock()
+			after = append(after, notified)
+			mu.Unlock()
+		}
+		stop := start(t, d)
+		synctest.Wait()
+		time.Sleep(10*time.Minute + time.Second)
+		synctest.Wait()
+		n.mu.Lock()
+		n.fail = errors.New("state is locked by another process")
+		n.mu.Unlock()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		n.mu.Lock()
+		notified := len(n.reports)
+		n.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(after) < 3 || len(after) != notified || after[0] != 1 {
+			t.Errorf("AfterProbe called %d times, after %v reports notified, for %d runs notified; want once a run, after its notification", len(after), after, notified)
+		}
+	})
+}
+
 func TestHeartbeatErrorHidesURL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs strings.Builder

@@ -23,6 +23,9 @@ import (
 // has produced an inventory, the report (of discovery_degraded findings
 // only) is recorded but not notified.
 func (d *Daemon) probe(ctx context.Context) error {
+	if d.AfterProbe != nil {
+		defer d.AfterProbe()
+	}
 	in := d.snapshotForProbe()
 	if !in.loaded && len(in.degraded) == 0 {
 		return errNoInventory

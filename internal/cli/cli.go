@@ -88,7 +88,7 @@ type env struct {
 	// by tests, where the setting would leak into other tests).
 	setProcs func(n int) (restore func())
 	// setGCPercent sets the garbage collector's target percent (GOGC) for
-	// scan and inventory (applyBatchGC) and returns what restores it; nil,
+	// scan, inventory and run (applyGC) and returns what restores it; nil,
 	// in Run, leaves it alone as setProcs does.
 	setGCPercent func(percent int) (restore func())
 }
@@ -125,7 +125,7 @@ Exit codes:
 
 // Main is Run for the certwatch process itself: it also applies --procs,
 // which sets GOMAXPROCS for the whole process while a command runs, and the
-// GC percent of scan and inventory (applyBatchGC); and it first gives back
+// GC percent of scan, inventory and run (applyGC); and it first gives back
 // the pages of the executable that only start-up used (releaseStartupPages;
 // failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {

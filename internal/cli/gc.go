@@ -10,23 +10,30 @@ import "runtime/debug"
 // was as much memory again as the results themselves. At 10,000 endpoints
 // the collector runs 240 times instead of 54 and its share of the scan's
 // CPU grows from 1-2% to 6-8% (GODEBUG=gctrace=1), for 13-15 MiB less peak
-// memory (docs/performance.md). The daemon keeps Go's default.
+// memory (docs/performance.md).
 const batchGCPercent = 25
 
-// gcPercentFor says what GC percent a batch command sets, and whether it
-// sets one: not when $GOGC or $GOMEMLIMIT is set, which the runtime has
-// applied as the user asked.
-func gcPercentFor(getenv func(string) string) (percent int, set bool) {
+// daemonGCPercent is the target `certwatch run` collects at unless $GOGC
+// or $GOMEMLIMIT is set: the heap may grow to 1.5 times what is live. A
+// probe run of 100,000 endpoints peaked about 330 MiB lower than at Go's
+// default for a few percent more CPU in the run (docs/performance.md),
+// and between runs the daemon is idle.
+const daemonGCPercent = 50
+
+// gcPercentFor says whether a command sets percent as its GC percent: not
+// when $GOGC or $GOMEMLIMIT is set, which the runtime has applied as the
+// user asked.
+func gcPercentFor(getenv func(string) string, percent int) (int, bool) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return 0, false
 	}
-	return batchGCPercent, true
+	return percent, true
 }
 
-// applyBatchGC sets the batch commands' GC percent through e.setGCPercent,
-// unless the environment sets one, and returns what restores it.
-func (e *env) applyBatchGC() (restore func()) {
-	percent, set := gcPercentFor(e.getenv)
+// applyGC sets a command's GC percent through e.setGCPercent, unless the
+// environment sets one, and returns what restores it.
+func (e *env) applyGC(percent int) (restore func()) {
+	percent, set := gcPercentFor(e.getenv, percent)
 	if !set || e.setGCPercent == nil {
 		return func() {}
 	}
@@ -48,5 +55,6 @@ func setGCPercent(percent int) (restore func()) {
 // slowly), and the scan's peak RSS is their sum. On the 100,000-endpoint
 // farm the writing of the report, the peak, grew RSS by 10 MB on top of
 // what building it had left (docs/performance.md). One forced collection
-// each; the daemon, which probes again, does neither.
+// each. `certwatch run` calls it once a probe run is over, so that between
+// runs it holds what it keeps, not the run's peak.
 func giveBackMemory() { debug.FreeOSMemory() }

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestBatchGCPercent: scan and inventory run with GOGC=25 unless the user
-// set $GOGC or $GOMEMLIMIT, which stay as the runtime applied them; the
-// setting is restored when the command returns.
-func TestBatchGCPercent(t *testing.T) {
+// TestGCPercent: scan and inventory run with GOGC=25, and run with
+// GOGC=50, unless the user set $GOGC or $GOMEMLIMIT, which stay as the
+// runtime applied them; the setting is restored when the command returns.
+func TestGCPercent(t *testing.T) {
 	zone := filepath.Join(t.TempDir(), "x.example.zone")
 	if err := os.WriteFile(zone, []byte("$ORIGIN x.example.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nwww A 127.0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -27,6 +27,8 @@ func TestBatchGCPercent(t *testing.T) {
 		{"inventory", nil, []string{"inventory", "--zone-file", "x.example=" + zone}, []int{25}},
 		{"scan, GOGC set", map[string]string{"GOGC": "200"}, scanArgs, nil},
 		{"inventory, GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"inventory", "--zone-file", "x.example=" + zone}, nil},
+		{"run", nil, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, []int{50}},
+		{"run, GOGC set", map[string]string{"GOGC": "100"}, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, nil},
 		{"version", nil, []string{"--version"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

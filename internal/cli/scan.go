@@ -491,7 +491,7 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 		level = slog.LevelDebug
 	}
 	logger := newLogger(e.stderr, level)
-	defer e.applyBatchGC()()
+	defer e.applyGC(batchGCPercent)()
 	if inventory {
 		return e.runInventory(ctx, c, logger)
 	}
