@@ -36,7 +36,8 @@
 # each replica, and, from the start to the notifier's `findings applied`,
 # CPU of the replicas, of the farm and of PostgreSQL and the statements the
 # run's database executed (pg_stat_statements), and each replica's peak
-# RSS (VmHWM) at the end of that run. Each repetition
+# RSS (VmHWM) at the end of that run, and its RSS 5 s later (printed, not
+# tabled). Each repetition
 # ends with a `certwatch scan` of the same targets (one process, no state)
 # as the single-process reference under the same load.
 # Environment: SHARED (default: ../shared beside the repository) holds
@@ -336,6 +337,13 @@ measure() {
 	for p in "${rp[@]}"; do
 		hwm+=("$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 	done
+	# And what each holds between runs: its resident memory (VmRSS) 5 s
+	# after the run was notified, once it gave back what the run freed.
+	sleep 5
+	local after=()
+	for p in "${rp[@]}"; do
+		after+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+	done
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
@@ -360,7 +368,7 @@ measure() {
 		"$((hs1 - hs0))" "$stmts" "$claims" "$backs" "$renews" "$polls" "$(load1)" \
 		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" \
 		"$(awk -v b="$((busy1 - busy0))" -v t="$((ticks1 - ticks0))" -v c="$(nproc)" 'BEGIN {printf "%.2f", t ? b / t * c : 0}')" >>"$results"
-	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes, peak RSS $(IFS=+; echo "${hwm[*]}") MiB" >&2
+	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes, peak RSS $(IFS=+; echo "${hwm[*]}") MiB, RSS after the run $(IFS=+; echo "${after[*]}") MiB" >&2
 }
 
 # scan_ref REP: the same targets through `certwatch scan` (no state, no
