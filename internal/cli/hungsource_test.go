@@ -234,8 +234,8 @@ func TestScanSIGTERMDuringHungSource(t *testing.T) {
 // API server that never answers, beside a files source whose glob matches
 // a FIFO, probes the static target once the source's deadline (2s) has
 // passed, publishes its expiry, and reports both sources as degraded (the
-// report's findings, /metrics); /readyz is ready, the static target's
-// inventory being probed. SIGTERM, with the API server still silent, ends
+// report's findings, /metrics, a note on /readyz); /readyz is ready, the
+// static target's inventory being probed. SIGTERM, with the API server still silent, ends
 // the process within the grace period.
 func TestRunHungSource(t *testing.T) {
 	if testing.Short() {
@@ -281,6 +281,9 @@ daemon:
 	}
 	if code, body := httpGet(t, base+"/readyz"); code != 200 {
 		t.Errorf("/readyz = %d %q, want 200: the static target's inventory is probed", code, body)
+	} else if !strings.Contains(body, "note: discovery source kubernetes:stuck is degraded") || !strings.Contains(body, want) ||
+		!strings.Contains(body, "note: discovery source files is degraded") || !strings.Contains(body, fifo) {
+		t.Errorf("/readyz = %q, want a note for each degraded source, saying why", body)
 	}
 	for _, series := range []string{`certwatch_findings{kind="discovery_degraded",tier="warning"}`, `certwatch_job_runs_total{daemon_job="discovery",result="error"}`} {
 		if v := metric(t, base, series); v < 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/certwatch/certwatch/config"
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
@@ -36,7 +37,9 @@ serve on daemon.listen (default 127.0.0.1:9814):
   /metrics        Prometheus metrics
   /healthz        the process is up
   /readyz         the state store works (its file is the one opened and
-                  its latest write committed) and an inventory is loaded
+                  its latest write committed) and an inventory is loaded;
+                  notes follow (no channel, empty inventory, a failed
+                  discovery source) without making it unready
   /api/v1/report  the latest report, as 'certwatch scan --output json'
   /api/v1/silences  the silences in force; adding (POST) and expiring
                   (POST /api/v1/silences/ID/expire) need the bearer token of
@@ -320,8 +323,9 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 // startupNotes says at start-up, in a log line and as a /readyz note, what
 // leaves a running daemon quieter than its operator may think: no
 // notification channel (findings only reach the status page and metrics),
-// or a first inventory with nothing to probe. It passes every record on to
-// Recorder.
+// or a first inventory with nothing to probe; and, as a /readyz note only
+// (discovery_degraded and the logs say it otherwise), each source whose
+// latest discovery failed. It passes every record on to Recorder.
 type startupNotes struct {
 	daemon.Recorder
 	logger *slog.Logger
@@ -331,6 +335,9 @@ type startupNotes struct {
 	noChannel bool
 	empty     string // why the inventory is empty; "" when it is not
 	first     bool   // the first discovery was recorded
+	// failing are the sources whose latest discovery failed, with why:
+	// ready, since their last good targets are still probed, but said.
+	failing []string
 }
 
 // channels notes whether n has no channel, and logs it when that is new.
@@ -352,6 +359,13 @@ func (s *startupNotes) RecordDiscovery(results []scan.SourceResult, inventory in
 	first := !s.first
 	s.first = true
 	s.empty = ""
+	s.failing = nil
+	for _, r := range results {
+		if r.Error != "" {
+			s.failing = append(s.failing, fmt.Sprintf("discovery source %s is degraded (its last good targets are still probed; discovery_degraded): %s",
+				policy.Printable(r.Name), policy.Printable(strings.Join(strings.Fields(r.Error), " "))))
+		}
+	}
 	if inventory == 0 {
 		names := make([]string, len(results))
 		for i, r := range results {
@@ -376,5 +390,5 @@ func (s *startupNotes) list() []string {
 	if s.empty != "" {
 		out = append(out, s.empty)
 	}
-	return out
+	return append(out, s.failing...)
 }
