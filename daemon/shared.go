@@ -123,13 +123,18 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	seen = &scan.Report{}
 	at := d.now()
 	inv := &scan.Part{Inventory: pe.Inventory()}
-	var pub *sitePublication
+	var pub *publicationWriter
 	if sh.Sites != nil {
 		invPart, err := scan.EncodePart(inv)
+		if err == nil {
+			pub, err = newPublicationWriter(len(inventory), results)
+		}
+		if err == nil {
+			err = pub.part(invPart)
+		}
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 		}
-		pub = &sitePublication{Version: publicationVersion, Targets: len(inventory), Sources: results, Parts: [][]byte{invPart}}
 	}
 	targets, sources, findings := len(inventory), results, []policy.Finding(nil)
 	probed := map[endpointKey]bool{} // with sites: what this site judged
@@ -156,12 +161,15 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 				if !written {
 					// Not written back, or unreadable: its not_probed
 					// observations are what this site saw.
-					if raw, err = scan.EncodePart(&scan.Part{Observations: obs}); err != nil {
-						shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
-						return
-					}
+					raw, err = scan.EncodePart(&scan.Part{Observations: obs})
 				}
-				pub.Parts = append(pub.Parts, raw)
+				if err == nil {
+					err = pub.part(raw)
+				}
+				if err != nil {
+					shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
+					return
+				}
 			}
 			if !yield(&scan.Part{Observations: obs}) {
 				return
@@ -177,12 +185,15 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		if pub == nil {
 			return
 		}
-		pub.Findings = findings
-		var others []otherSite
-		if others, shareErr = d.otherSites(ctx, sh, dec, *pub, start); shareErr != nil {
+		b, err := pub.finish(findings)
+		if err != nil {
+			shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 			return
 		}
-		pub.Parts = nil
+		var others []otherSite
+		if others, shareErr = d.otherSites(ctx, sh, dec, b, start); shareErr != nil {
+			return
+		}
 		// An endpoint two sites probe is judged once: by this site's
 		// run, else by the latest publication that has it.
 		slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
@@ -391,16 +402,12 @@ type otherSite struct {
 	stale []policy.Finding
 }
 
-// otherSites publishes this site's run (pub), gzip-compressed (an older
-// certwatch cannot read it, and says to upgrade), and returns every other
-// site's latest publication. Another site's publication is used however old it is, so that nothing it saw resolves
+// otherSites publishes this site's run (pub, a publicationWriter's:
+// gzip-compressed, which an older certwatch cannot read and says to
+// upgrade), and returns every other site's latest publication. Another site's publication is used however old it is, so that nothing it saw resolves
 // while it is away; one older than StaleAfter also raises site_stale.
-func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub sitePublication, start time.Time) ([]otherSite, error) {
-	b, err := encodeCompressed(pub)
-	if err != nil {
-		return nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
-	}
-	if err := sh.Sites.PublishSite(ctx, start, b); err != nil {
+func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub []byte, start time.Time) ([]otherSite, error) {
+	if err := sh.Sites.PublishSite(ctx, start, pub); err != nil {
 		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
 	}
 	all, err := sh.Sites.OtherSites(ctx)
