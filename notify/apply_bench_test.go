@@ -24,13 +24,16 @@ const (
 )
 
 // benchSweep is a run that sees benchCerts certificates, each on its own
-// endpoint.
-func benchSweep(now time.Time) notify.Sweep {
+// endpoint; renewed, the ones that expire soon are replaced on their
+// endpoints by certificates good for 400 days.
+func benchSweep(now time.Time, renewed bool) notify.Sweep {
 	var sw notify.Sweep
 	for i := range benchCerts {
 		c := cert{subject: fmt.Sprintf("svc%06d.internal.example", i), notAfter: t0.Add(400 * day)}
-		if i%benchFindingEvery == 0 {
+		if i%benchFindingEvery == 0 && !renewed {
 			c.notAfter = t0.Add(12 * day)
+		} else if i%benchFindingEvery == 0 {
+			c.notAfter = t0.Add(401 * day)
 		}
 		c.eps = []policy.Endpoint{{Name: c.subject, Port: 443, Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)}}
 		sw.Findings = append(sw.Findings, findingsOf(c, now)...)
@@ -65,7 +68,10 @@ func benchNotifier(b *testing.B, store state.Outbox) *notify.Notifier {
 // (certificate upserts, alert transitions, the outbox), on SQLite and on
 // PostgreSQL (skipped without one, see internal/pgtest). first: a run on
 // an empty store (every certificate new, 1,000 alerts opened and queued);
-// steady: the next run of the same daemon, seeing the same certificates.
+// steady: the next run of the same daemon, seeing the same certificates;
+// renewed: a run after the first in which every expiring certificate was
+// replaced on its endpoint, so that each of the 1,000 alerts resolves as
+// replaced.
 //
 //	go test -run - -bench Apply100k -benchtime 3x ./notify
 func BenchmarkApply100k(b *testing.B) {
@@ -101,7 +107,7 @@ func BenchmarkApply100k(b *testing.B) {
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			open := st.setup(b)
-			sw := benchSweep(t0)
+			sw := benchSweep(t0, false)
 			b.Run("first", func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
@@ -131,6 +137,25 @@ func BenchmarkApply100k(b *testing.B) {
 					}
 					if rep.New+rep.Escalated+rep.Resolved != 0 {
 						b.Fatalf("steady run: %+v, want no transitions", rep)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchCerts), "ns/cert")
+			})
+			renewed := benchSweep(t0, true)
+			b.Run("renewed", func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					n := benchNotifier(b, open(b))
+					if _, err := n.Apply(ctx, sw, t0); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					rep, err := n.Apply(ctx, renewed, t0.Add(time.Hour))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rep.Resolved != benchCerts/benchFindingEvery {
+						b.Fatalf("renewed run resolved %d alerts, want %d", rep.Resolved, benchCerts/benchFindingEvery)
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchCerts), "ns/cert")
