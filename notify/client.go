@@ -46,14 +46,13 @@ func byteSize(n int64) string {
 }
 
 // GuardClient returns a copy of c (nil means a plain http.Client) for a
-// sender to talk to its service with, over connections of its own
-// (a pool cloned from http.DefaultTransport's when c has no transport of
-// its own): it follows no redirect (Do returns
-// a *RedirectError, wrapped in a *url.Error), and reading more than
-// maxBody bytes of an answer's body fails with a *BodyTooLargeError, so a
-// hostile or broken endpoint can neither collect the credential elsewhere
-// nor make certwatch hold an answer of any size in memory. c itself is not
-// changed.
+// sender to talk to its service with, over connections of its own (a
+// pool cloned from http.DefaultTransport's when c has no transport of its
+// own): it follows no redirect (Do returns a *RedirectError, wrapped in a
+// *url.Error), and reading more than maxBody bytes of an answer's body
+// fails with a *BodyTooLargeError, so a hostile or broken endpoint can
+// neither collect the credential elsewhere nor make certwatch hold an
+// answer of any size in memory. c itself is not changed.
 func GuardClient(c *http.Client, maxBody int64) *http.Client {
 	g := &http.Client{}
 	if c != nil {
