@@ -22,16 +22,7 @@ func (x *fpIndex) find(certs []Certificate, fp string) (int32, bool) {
 	if len(x.slots) == 0 {
 		return -1, false
 	}
-	mask := uint64(len(x.slots) - 1)
-	for h := maphash.String(x.seed, fp) & mask; ; h = (h + 1) & mask {
-		s := x.slots[h]
-		if s == 0 {
-			return -1, false
-		}
-		if certs[s-1].SHA256 == fp {
-			return s - 1, true
-		}
-	}
+	return probe(x, certs, fp, maphash.String(x.seed, fp))
 }
 
 // findBytes is find for a fingerprint held in bytes.
@@ -39,8 +30,14 @@ func (x *fpIndex) findBytes(certs []Certificate, fp []byte) (int32, bool) {
 	if len(x.slots) == 0 {
 		return -1, false
 	}
+	return probe(x, certs, fp, maphash.Bytes(x.seed, fp))
+}
+
+// probe walks the slots from fp's hash h until it meets fp's description
+// or a free slot.
+func probe[F string | []byte](x *fpIndex, certs []Certificate, fp F, h uint64) (int32, bool) {
 	mask := uint64(len(x.slots) - 1)
-	for h := maphash.Bytes(x.seed, fp) & mask; ; h = (h + 1) & mask {
+	for h &= mask; ; h = (h + 1) & mask {
 		s := x.slots[h]
 		if s == 0 {
 			return -1, false
