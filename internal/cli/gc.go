@@ -20,21 +20,11 @@ const batchGCPercent = 25
 // and between runs the daemon is idle.
 const daemonGCPercent = 50
 
-// gcPercentFor says whether a command sets percent as its GC percent: not
-// when $GOGC or $GOMEMLIMIT is set, which the runtime has applied as the
-// user asked.
-func gcPercentFor(getenv func(string) string, percent int) (int, bool) {
-	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
-		return 0, false
-	}
-	return percent, true
-}
-
-// applyGC sets a command's GC percent through e.setGCPercent, unless the
-// environment sets one, and returns what restores it.
+// applyGC sets a command's GC percent through e.setGCPercent, unless
+// $GOGC or $GOMEMLIMIT is set, which the runtime has applied as the user
+// asked, and returns what restores it.
 func (e *env) applyGC(percent int) (restore func()) {
-	percent, set := gcPercentFor(e.getenv, percent)
-	if !set || e.setGCPercent == nil {
+	if e.getenv("GOGC") != "" || e.getenv("GOMEMLIMIT") != "" || e.setGCPercent == nil {
 		return func() {}
 	}
 	return e.setGCPercent(percent)
