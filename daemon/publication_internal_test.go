@@ -34,10 +34,11 @@ func TestPublicationWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := w.finish(want.Findings)
+	parts, err := w.finish(want.Findings)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := bytes.Join(parts, nil)
 	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		t.Errorf("publication starts %x, want gzip's magic", b[:2])
 	}
@@ -61,14 +62,41 @@ func TestPublicationWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err = w.finish(nil); err != nil {
+	if parts, err = w.finish(nil); err != nil {
 		t.Fatal(err)
 	}
+	b = bytes.Join(parts, nil)
 	got = sitePublication{}
 	if err := decodeCompressed(b, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Version != publicationVersion || got.Findings == nil || len(got.Findings) != 0 || len(got.Parts) != 0 {
 		t.Errorf("empty publication = %+v, want version %d, an empty findings list, no parts", got, publicationVersion)
+	}
+}
+
+// TestPartsBuffer: what is written is kept in order in parts of
+// partSize bytes, every one full but the last, whatever the sizes of the
+// writes.
+func TestPartsBuffer(t *testing.T) {
+	var p partsBuffer
+	var want []byte
+	for i, n := range []int{0, 1, partSize - 2, 3, 5 * partSize / 2, 17} {
+		b := bytes.Repeat([]byte{byte('a' + i)}, n)
+		if k, err := p.Write(b); err != nil || k != n {
+			t.Fatalf("write of %d bytes = %d, %v", n, k, err)
+		}
+		want = append(want, b...)
+	}
+	if got := bytes.Join(p.parts, nil); !bytes.Equal(got, want) {
+		t.Fatalf("parts joined = %d bytes, want the %d written, in order", len(got), len(want))
+	}
+	for i, q := range p.parts {
+		if len(q) > partSize || (i < len(p.parts)-1 && len(q) != partSize) {
+			t.Errorf("part %d of %d holds %d bytes, want %d (all but the last full)", i, len(p.parts), len(q), partSize)
+		}
+	}
+	if want := (len(want) + partSize - 1) / partSize; len(p.parts) != want {
+		t.Errorf("%d parts, want %d", len(p.parts), want)
 	}
 }

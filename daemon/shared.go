@@ -408,7 +408,7 @@ type otherSite struct {
 // site's publication is used however old it is, so that nothing it saw
 // resolves while it is away; one older than StaleAfter also raises
 // site_stale.
-func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub []byte, start time.Time) ([]otherSite, error) {
+func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub [][]byte, start time.Time) ([]otherSite, error) {
 	if err := sh.Sites.PublishSite(ctx, start, pub); err != nil {
 		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
 	}

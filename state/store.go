@@ -189,8 +189,10 @@ type Claimer interface {
 // Sites is where the sites sharing one store publish what their runs saw,
 // for each other's evaluations.
 type Sites interface {
-	// PublishSite replaces this site's latest publication.
-	PublishSite(ctx context.Context, at time.Time, result []byte) error
+	// PublishSite replaces this site's latest publication with parts,
+	// whose concatenation SiteResult.Result returns: the parts need not
+	// be held as one value (tens of megabytes at 100,000 endpoints).
+	PublishSite(ctx context.Context, at time.Time, parts [][]byte) error
 	// Sites returns every site's latest publication, this one's included.
 	Sites(ctx context.Context) ([]SiteResult, error)
 	// OtherSites returns every other site's latest publication: what a

@@ -391,3 +391,35 @@ INSERT INTO dispatch_leases (channel, holder, expires_at, epoch) VALUES ('certs'
 		t.Errorf("new leader's delivery lease = %v, %v; want taken from the migrated leader", held, err)
 	}
 }
+
+// TestSitePartsMigration: a publication written before publications
+// were kept in parts (schema version 9, the whole of it in
+// site_results.result) is read as it was after the migration, until the
+// site publishes again in parts.
+func TestSitePartsMigration(t *testing.T) {
+	t.Parallel()
+	srv := pg.Server(t)
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
+	for i, m := range postgres.MigrationSQL[:9] {
+		exec(t, url, m)
+		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
+	}
+	exec(t, url, `INSERT INTO site_results (site, at, epoch, result) VALUES ('b', 1, 1, 'whole')`)
+
+	a, b := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "b"})
+	if v, err := a.SchemaVersion(ctx); err != nil || v != postgres.Migrations() || postgres.Migrations() < 10 {
+		t.Fatalf("schema version = %d, %v; want the latest, at least 10 (migrations known: %d)", v, err, postgres.Migrations())
+	}
+	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "whole" {
+		t.Fatalf("site b's publication after the migration = %+v, %v; want the one written before it", others, err)
+	}
+	campaign(t, b, "b", time.Hour)
+	if err := b.PublishSite(ctx, time.Now(), [][]byte{[]byte("in "), []byte("parts")}); err != nil {
+		t.Fatal(err)
+	}
+	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "in parts" {
+		t.Errorf("site b's publication = %+v, %v; want the new one, in parts", others, err)
+	}
+}

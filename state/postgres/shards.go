@@ -289,21 +289,28 @@ func (s *Store) CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutco
 
 var errNoSweep = errors.New("no such sweep")
 
-// PublishSite records result as the store's site's latest evaluation
-// input, of the run that started at at, replacing the one before. Like
-// every write it is refused (state.ErrFenced) unless this process leads
-// its site.
-func (s *Store) PublishSite(ctx context.Context, at time.Time, result []byte) error {
+// PublishSite records parts, in order, as the store's site's latest
+// evaluation input, of the run that started at at, replacing the one
+// before. The parts are stored as they are (site_result_parts), a few
+// megabytes a round trip, so that no statement holds the whole
+// publication. Like every write it is refused (state.ErrFenced) unless
+// this process leads its site.
+func (s *Store) PublishSite(ctx context.Context, at time.Time, parts [][]byte) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	if result == nil {
-		result = []byte{}
-	}
 	epoch := s.epoch()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO site_results (site, at, epoch, result, published_at) VALUES ($1, $2, $3, $4, clock_timestamp())
-	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, state.UnixNano(at), epoch, result)
-		return err
+		b := &chunkedBatch{tx: tx}
+		b.Queue(ctx, `INSERT INTO site_results (site, at, epoch, result, published_at) VALUES ($1, $2, $3, ''::bytea, clock_timestamp())
+	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, state.UnixNano(at), epoch)
+		b.Queue(ctx, `DELETE FROM site_result_parts WHERE site = $1`, s.site)
+		for i, p := range parts {
+			if p == nil {
+				p = []byte{}
+			}
+			b.Queue(ctx, `INSERT INTO site_result_parts (site, part, data) VALUES ($1, $2, $3)`, s.site, i, p)
+		}
+		return b.Flush(ctx)
 	})
 	return s.wrap(ctx, fmt.Sprintf("publish the evaluation input of site %q", s.site), err)
 }
@@ -324,8 +331,10 @@ func (s *Store) OtherSites(ctx context.Context) ([]state.SiteResult, error) {
 func (s *Store) sites(ctx context.Context, others bool) ([]state.SiteResult, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch, result, (EXTRACT(EPOCH FROM clock_timestamp() - published_at) * 1000000)::bigint
-FROM site_results WHERE NOT ($1 AND site = $2) ORDER BY site`, others, s.site)
+	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch,
+	result || COALESCE((SELECT string_agg(data, ''::bytea ORDER BY part) FROM site_result_parts p WHERE p.site = r.site), ''::bytea),
+	(EXTRACT(EPOCH FROM clock_timestamp() - published_at) * 1000000)::bigint
+FROM site_results r WHERE NOT ($1 AND site = $2) ORDER BY site`, others, s.site)
 	if err != nil {
 		return nil, s.wrap(ctx, "read the sites' evaluation input", err)
 	}

@@ -312,7 +312,7 @@ func TestShardsFenced(t *testing.T) {
 	if _, err := sb.CloseSweep(ctx, sweep); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("standby's CloseSweep = %v, want ErrFenced", err)
 	}
-	if err := sb.PublishSite(ctx, time.Now(), []byte("x")); !errors.Is(err, state.ErrFenced) {
+	if err := sb.PublishSite(ctx, time.Now(), [][]byte{[]byte("x")}); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("standby's PublishSite = %v, want ErrFenced", err)
 	}
 
@@ -326,7 +326,7 @@ func TestShardsFenced(t *testing.T) {
 	if _, err := l.CloseSweep(ctx, sweep); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("replaced leader's CloseSweep = %v, want ErrFenced", err)
 	}
-	if err := l.PublishSite(ctx, time.Now(), []byte("late")); !errors.Is(err, state.ErrFenced) {
+	if err := l.PublishSite(ctx, time.Now(), [][]byte{[]byte("late")}); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("replaced leader's PublishSite = %v, want ErrFenced", err)
 	}
 	// The replaced leader still probes, as a standby does.
@@ -370,15 +370,21 @@ func TestSitesShareNothingButResults(t *testing.T) {
 	}
 
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
-	big := bytes.Repeat([]byte("x"), 3<<20)
-	if err := b.PublishSite(ctx, at, []byte("b1")); err != nil {
+	// 9 MB in 1 MB parts: more than one round trip (batchBytes), read
+	// back as one value, the parts in order.
+	var parts [][]byte
+	for i := range 9 {
+		parts = append(parts, bytes.Repeat([]byte{'0' + byte(i)}, 1<<20))
+	}
+	big := bytes.Join(parts, nil)
+	if err := b.PublishSite(ctx, at, [][]byte{[]byte("b"), []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.PublishSite(ctx, at, []byte("a1")); err != nil {
+	if err := a.PublishSite(ctx, at, [][]byte{[]byte("a1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PublishSite(ctx, at.Add(time.Hour), big); err != nil {
-		t.Fatalf("publishing 3 MB: %v", err)
+	if err := b.PublishSite(ctx, at.Add(time.Hour), parts); err != nil {
+		t.Fatalf("publishing 9 MB: %v", err)
 	}
 	sites, err := a.Sites(ctx)
 	if err != nil {
@@ -391,7 +397,17 @@ func TestSitesShareNothingButResults(t *testing.T) {
 		t.Errorf("site a's result = %v epoch %d %q, want %v epoch 2 a1", r.At, r.Epoch, r.Result, at)
 	}
 	if r := sites[1]; !r.At.Equal(at.Add(time.Hour)) || r.Epoch != 1 || !bytes.Equal(r.Result, big) {
-		t.Errorf("site b's result = %v epoch %d %d bytes, want the latest: %v epoch 1 3 MB", r.At, r.Epoch, len(r.Result), at.Add(time.Hour))
+		t.Errorf("site b's result = %v epoch %d %d bytes, want the latest: %v epoch 1, its 9 MB in order", r.At, r.Epoch, len(r.Result), at.Add(time.Hour))
+	}
+	// A shorter publication replaces every part of a longer one.
+	if err := b.PublishSite(ctx, at.Add(2*time.Hour), [][]byte{[]byte("b3")}); err != nil {
+		t.Fatal(err)
+	}
+	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "b3" {
+		t.Fatalf("site b's result after a shorter one = %d results, %v; want b3 alone", len(others), err)
+	}
+	if err := b.PublishSite(ctx, at.Add(time.Hour), parts); err != nil {
+		t.Fatal(err)
 	}
 	others, err := a.OtherSites(ctx)
 	if err != nil {
@@ -584,7 +600,7 @@ func TestShardRoundTrips(t *testing.T) {
 		{"CompleteShard", 1, func() error { return s.CompleteShard(ctx, c, result) }},
 		{"SweepProgress", 1, func() error { _, _, err := s.SweepProgress(ctx, sweep); return err }},
 		{"CloseSweep", 4, func() error { _, err := s.CloseSweep(ctx, sweep); return err }},
-		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), result) }},
+		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), [][]byte{result}) }},
 		{"Sites", 1, func() error { _, err := s.Sites(ctx); return err }},
 		{"OtherSites", 1, func() error { _, err := s.OtherSites(ctx); return err }},
 	}

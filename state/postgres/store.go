@@ -168,28 +168,38 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 	return b.Flush(ctx)
 }
 
-// batchLimit is the most statements one round trip sends: pgx encodes a
-// batch whole before sending it, and the alerts of 100,000 findings in
-// one batch were more than 100 MB of encoded statements at once.
-const batchLimit = 500
+// batchLimit is the most statements one round trip sends, and
+// batchBytes about the most bytes of bytea arguments: pgx encodes a batch
+// whole before sending it, and the alerts of 100,000 findings in one
+// batch were more than 100 MB of encoded statements at once.
+const (
+	batchLimit = 500
+	batchBytes = 4 << 20
+)
 
-// chunkedBatch queues statements and sends them, in order, batchLimit at
-// a time.
+// chunkedBatch queues statements and sends them, in order, batchLimit
+// (or batchBytes of bytea arguments) at a time.
 type chunkedBatch struct {
-	tx  pgx.Tx
-	b   pgx.Batch
-	err error
+	tx    pgx.Tx
+	b     pgx.Batch
+	bytes int
+	err   error
 }
 
 // Queue adds a statement; sent with the ones before it once batchLimit
-// are waiting, or by Flush. After a failed send it does nothing: Flush
-// returns the failure.
+// are waiting or their bytea arguments reach batchBytes, or by Flush.
+// After a failed send it does nothing: Flush returns the failure.
 func (c *chunkedBatch) Queue(ctx context.Context, sql string, args ...any) {
 	if c.err != nil {
 		return
 	}
 	c.b.Queue(sql, args...)
-	if c.b.Len() >= batchLimit {
+	for _, a := range args {
+		if b, ok := a.([]byte); ok {
+			c.bytes += len(b)
+		}
+	}
+	if c.b.Len() >= batchLimit || c.bytes >= batchBytes {
 		c.err = c.send(ctx)
 	}
 }
@@ -207,7 +217,7 @@ func (c *chunkedBatch) send(ctx context.Context) error {
 		return nil
 	}
 	err := c.tx.SendBatch(ctx, &c.b).Close()
-	c.b = pgx.Batch{}
+	c.b, c.bytes = pgx.Batch{}, 0
 	return err
 }
 
