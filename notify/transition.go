@@ -152,27 +152,41 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		p.issuers[c.SHA256] = c.Issuer
 	}
 
-	present := map[string]policy.Finding{}
-	for _, f := range sw.Findings {
+	// present indexes the sweep's findings at a notified tier by alert
+	// ID (the most urgent of those sharing one), into sw.Findings: tens of
+	// thousands at fleet size, not copied.
+	present := map[string]int{}
+	for i := range sw.Findings {
+		f := &sw.Findings[i]
 		if f.Tier < policy.Notice {
 			continue
 		}
-		id := AlertID(f)
-		f.Silenced = nil // the report's mark; notifications do not carry it
-		if old, ok := present[id]; !ok || f.Tier > old.Tier {
-			present[id] = f
+		id := AlertID(*f)
+		if old, ok := present[id]; !ok || f.Tier > sw.Findings[old].Tier {
+			present[id] = i
 		}
 	}
 	ids := slices.Collect(maps.Keys(present))
 	slices.SortFunc(ids, func(a, b string) int {
-		fa, fb := present[a], present[b]
+		fa, fb := &sw.Findings[present[a]], &sw.Findings[present[b]]
 		return cmp.Or(cmp.Compare(fb.Tier, fa.Tier), fa.Deadline.Compare(fb.Deadline), strings.Compare(a, b))
 	})
 
 	outage, outageReason := outage(sw, n.cfg.Storm.MaxFailureShare)
 
+	// The alerts of the run are written back, each at most once (about
+	// 400 bytes each): room for them at once, not grown step by step,
+	// every step a copy.
+	absent := 0
+	for id := range snap.Alerts {
+		if _, ok := present[id]; !ok {
+			absent++
+		}
+	}
+	p.ch.Alerts = make([]state.Alert, 0, len(ids)+absent)
 	for _, id := range ids {
-		f := present[id]
+		f := sw.Findings[present[id]]
+		f.Silenced = nil // the report's mark; notifications do not carry it
 		if a, ok := snap.Alerts[id]; ok {
 			p.updateOpenAlert(a, f)
 		} else {
