@@ -61,11 +61,12 @@ func (w *written) sum(c state.Certificate) uint64 {
 }
 
 // changed returns the certificates of certs (seen at now) that need
-// writing, with their sums for record.
+// writing, with their sums for record. It filters certs in place (a
+// first run writes every one of a fleet's: no second list of them).
 func (w *written) changed(certs []state.Certificate, now time.Time) ([]state.Certificate, []uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []state.Certificate
+	out := certs[:0]
 	var sums []uint64
 	half := CertificateRefresh / 2
 	for _, c := range certs {
@@ -79,6 +80,12 @@ func (w *written) changed(certs []state.Certificate, now time.Time) ([]state.Cer
 		}
 		out = append(out, c)
 		sums = append(sums, s)
+	}
+	switch {
+	case len(out) == 0:
+		out = nil // not the whole list for none
+	case len(out) < len(certs)/2:
+		out = append([]state.Certificate(nil), out...) // nor for a few
 	}
 	return out, sums
 }
