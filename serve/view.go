@@ -142,15 +142,14 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 // addEndpoints records each endpoint of r (its series, the key exchange
 // it negotiated) and returns where each certificate is served and through
 // which sources.
-func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
-	served, sources = map[string][]policy.Endpoint{}, map[string]map[string]bool{}
+func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (served map[string][]policy.Endpoint, sources map[string][]string) {
+	// sources are sorted lists, shared (with the probes' and each other)
+	// until a certificate's sources differ from what it has: a set per
+	// certificate was a map of its own for each of a fleet's 100,000,
+	// 25 MB as the view was built.
+	served, sources = map[string][]policy.Endpoint{}, map[string][]string{}
 	addSources := func(cert string, st probeStat) {
-		if sources[cert] == nil {
-			sources[cert] = map[string]bool{}
-		}
-		for _, s := range st.sources {
-			sources[cert][s] = true
-		}
+		sources[cert] = unionSorted(sources[cert], st.sources)
 	}
 	kept := keptCertificates(r)
 	ports := portTexts{}
@@ -233,7 +232,7 @@ func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map
 }
 
 // addCertificateRows adds a row and its series for each certificate of r.
-func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Finding, served map[string][]policy.Endpoint, sources map[string]map[string]bool) {
+func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Finding, served map[string][]policy.Endpoint, sources map[string][]string) {
 	acmBySHA := map[string][]policy.ACMCertificate{}
 	for _, a := range r.ACM {
 		if a.SHA256 != "" {
@@ -250,7 +249,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 		rw := row{cert: c,
 			Tier: policy.None, Deadline: c.NotAfter, Subject: c.Subject, Issuer: c.Issuer,
 			SHA256: c.SHA256, NotAfter: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
-			Sources: sortedKeys(sources[c.SHA256]),
+			Sources: sources[c.SHA256],
 		}
 		for _, f := range fs {
 			rw.Tier = max(rw.Tier, f.Tier)
@@ -639,6 +638,39 @@ func acmSource(sources []scan.SourceResult, account string) []string {
 		}
 	}
 	return []string{"acm"}
+}
+
+// unionSorted returns the sorted union of a, sorted without duplicates
+// (or nil), and b, in any order: a itself when it holds all of b (b
+// itself when a is nil and b is sorted), else a new list. Neither is
+// modified.
+func unionSorted(a, b []string) []string {
+	if a == nil && strictlySorted(b) {
+		return b
+	}
+	missing := false
+	for _, s := range b {
+		if _, ok := slices.BinarySearch(a, s); !ok {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return a
+	}
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// strictlySorted says whether l is sorted without duplicates.
+func strictlySorted(l []string) bool {
+	for i := 1; i < len(l); i++ {
+		if l[i-1] >= l[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys(m map[string]bool) []string {
