@@ -100,14 +100,21 @@ func NormalizeName(name string) string {
 // sorted by name, then port, then via (none first). Inputs are not
 // modified.
 func Merge(lists ...[]Target) []Target {
-	byKey := make(map[string]int)
-	var out []Target
+	n := 0
+	for _, list := range lists {
+		n += len(list)
+	}
+	// Room for every target at once: grown step by step, a fleet's list
+	// was copied at each step.
+	byKey := make(map[string]int, n)
+	out := make([]Target, 0, n)
 	for _, list := range lists {
 		for _, t := range list {
 			t.Name = NormalizeName(t.Name)
-			i, ok := byKey[t.Key()]
+			key := t.Key()
+			i, ok := byKey[key]
 			if !ok {
-				byKey[t.Key()] = len(out)
+				byKey[key] = len(out)
 				t.Addresses = slices.Clone(t.Addresses)
 				t.Sources = slices.Clone(t.Sources)
 				out = append(out, t)
@@ -141,6 +148,12 @@ func Merge(lists ...[]Target) []Target {
 	slices.SortFunc(out, func(a, b Target) int {
 		return Compare(&a, &b)
 	})
+	switch {
+	case len(out) == 0:
+		return nil
+	case cap(out)-len(out) > len(out)/4:
+		out = slices.Clone(out) // not the room of the duplicates merged
+	}
 	return out
 }
 
