@@ -153,6 +153,7 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 	}
 	kept := keptCertificates(r)
 	ports := portTexts{}
+	v.endpointSeries = slices.Grow(v.endpointSeries, len(r.Endpoints)) // one per endpoint, sized once
 	for _, ep := range r.Endpoints {
 		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
 		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
