@@ -59,7 +59,19 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	var t state.Term
 	var left time.Duration
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO leader AS l (site, holder, epoch, expires_at)
+		// A renewal sets expires_at alone, so that it does not wait for
+		// this leader's own writes in progress (checkFence).
+		err := tx.QueryRow(ctx, `UPDATE leader SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+	WHERE site = $3 AND holder = $1 AND expires_at > clock_timestamp()
+	RETURNING epoch`, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
+		if err == nil {
+			t.Leader, t.Holder = true, holder
+			return nil
+		}
+		if err != pgx.ErrNoRows {
+			return err
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO leader AS l (site, holder, epoch, expires_at)
 	VALUES ($3, $1, 1, clock_timestamp() + $2 * interval '1 microsecond')
 	ON CONFLICT (site) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
 		epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() THEN l.epoch ELSE l.epoch + 1 END
@@ -147,7 +159,10 @@ func (s *Store) checkFence(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	var epoch int64
-	err = tx.QueryRow(ctx, `SELECT epoch FROM leader WHERE site = $1 FOR SHARE`, s.site).Scan(&epoch)
+	// FOR KEY SHARE: a takeover, which sets a new epoch (a key of the
+	// row, migration 11), waits for this write to end, and this write
+	// commits before it; the leader's own renewal does not wait.
+	err = tx.QueryRow(ctx, `SELECT epoch FROM leader WHERE site = $1 FOR KEY SHARE`, s.site).Scan(&epoch)
 	if err == pgx.ErrNoRows {
 		// The row was deleted by hand: no one leads the site.
 		epoch, err = 0, nil

@@ -423,3 +423,65 @@ func TestSitePartsMigration(t *testing.T) {
 		t.Errorf("site b's publication = %+v, %v; want the new one, in parts", others, err)
 	}
 }
+
+// TestRenewalDuringLongWrite: a leader renews its lease while one of its
+// own writes is in progress (the notifier's, seconds long at fleet size),
+// where it used to wait for the write to end and lose the leadership to a
+// write longer than its lease; a takeover still waits for the write,
+// which commits before it.
+func TestRenewalDuringLongWrite(t *testing.T) {
+	t.Parallel()
+	srv := pg.Server(t)
+	url := srv.CreateDatabase(t)
+	a, b := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
+	ctx := context.Background()
+	ta := campaign(t, a, "a", time.Hour)
+	if !ta.Leader {
+		t.Fatal("a does not lead")
+	}
+	inside, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Update(ctx, func(state.Snapshot) (state.Changes, error) {
+			close(inside)
+			<-resume // a long write, past the fence
+			return state.Changes{Outbox: []state.Outbound{{Channel: "c", Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
+		})
+	}()
+	<-inside
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	tr, err := a.Campaign(rctx, "a", time.Hour)
+	cancel()
+	if err != nil || !tr.Leader || tr.Epoch != ta.Epoch {
+		close(resume)
+		t.Fatalf("renewal during the leader's own write = %+v, %v; want leading epoch %d at once", tr, err, ta.Epoch)
+	}
+
+	// The lease ends (a pause, a partition): b's takeover waits for the
+	// write that passed the fence.
+	endLease(t, url, "")
+	took := make(chan state.Term, 1)
+	go func() {
+		tb, err := b.Campaign(ctx, "b", time.Hour)
+		if err != nil {
+			t.Errorf("takeover: %v", err)
+		}
+		took <- tb
+	}()
+	select {
+	case tb := <-took:
+		close(resume)
+		t.Fatalf("takeover = %+v before the old leader's write ended, want it to wait", tb)
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Errorf("the write that passed the fence = %v, want committed", err)
+	}
+	if tb := <-took; !tb.Leader || tb.Epoch != ta.Epoch+1 {
+		t.Errorf("takeover after the write = %+v, want b leading epoch %d", tb, ta.Epoch+1)
+	}
+	if p, err := b.Pending(ctx, "c", 10); err != nil || len(p) != 1 {
+		t.Errorf("outbox = %d rows, %v; want the old leader's write, committed before the takeover", len(p), err)
+	}
+}

@@ -527,6 +527,15 @@ CREATE TABLE site_result_parts (
 	PRIMARY KEY (site, part)
 );
 `,
+	// 11: the leader's epoch as a key of its row, for row locks: a write
+	// checks the fence under FOR KEY SHARE, which a takeover (it sets a
+	// new epoch, a key) waits for but the leader's renewal (it sets only
+	// expires_at) does not. Under FOR SHARE a write as long as the lease
+	// (the notifier's at 100,000 endpoints) kept its own leader from
+	// renewing, and the leadership was lost at the end of the run.
+	`
+CREATE UNIQUE INDEX leader_site_epoch ON leader (site, epoch);
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds
