@@ -369,6 +369,11 @@ measure() {
 		"$(since "$topen" "$tclaim")" "$(since "$topen" "$tback")" "$(since "$tback" "$t1")" \
 		"$(awk -v b="$((busy1 - busy0))" -v t="$((ticks1 - ticks0))" -v c="$(nproc)" 'BEGIN {printf "%.2f", t ? b / t * c : 0}')" >>"$results"
 	echo "bench: $r replica(s) rep $rep: run ${dur}s (wall ${wall}s from start), endpoints $(field "$line" endpoints), failed $(field "$line" failed), shards ${total:--} written back $joined, replica CPU ${cpu}s, $((hs1 - hs0)) handshakes, peak RSS $(IFS=+; echo "${hwm[*]}") MiB, RSS after the run $(IFS=+; echo "${after[*]}") MiB" >&2
+	# A leadership lost during the run (a lease not renewed in time) makes
+	# the figures of a failover, not of a run: say so.
+	local lost
+	lost=$(cat "$dir"/replica-*.log | grep -c '"msg":"leadership lost' || true)
+	[ "$lost" = 0 ] || echo "bench: WARNING: $lost leadership(s) lost during $r replica(s) rep $rep (see $dir/replica-*.log)" >&2
 }
 
 # scan_ref REP: the same targets through `certwatch scan` (no state, no
