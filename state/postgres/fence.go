@@ -59,30 +59,16 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	var t state.Term
 	var left time.Duration
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// A renewal sets expires_at alone, so that it does not wait for
-		// this leader's own writes in progress (checkFence).
-		err := tx.QueryRow(ctx, `UPDATE leader SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
-	WHERE site = $3 AND holder = $1 AND expires_at > clock_timestamp()
-	RETURNING epoch`, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
-		if err == nil {
-			t.Leader, t.Holder = true, holder
-			return nil
-		}
-		if err != pgx.ErrNoRows {
-			return err
-		}
-		err = tx.QueryRow(ctx, `INSERT INTO leader AS l (site, holder, epoch, expires_at)
-	VALUES ($3, $1, 1, clock_timestamp() + $2 * interval '1 microsecond')
-	ON CONFLICT (site) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
-		epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() THEN l.epoch ELSE l.epoch + 1 END
-	WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp()
-	RETURNING epoch`, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
-		if err == nil {
-			t.Leader, t.Holder = true, holder
-			return nil
-		}
-		if err != pgx.ErrNoRows {
-			return err
+		// A renewal first, then a first term or a takeover.
+		for _, q := range []string{renewLease, takeLease} {
+			err := tx.QueryRow(ctx, q, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
+			if err == nil {
+				t.Leader, t.Holder = true, holder
+				return nil
+			}
+			if err != pgx.ErrNoRows {
+				return err
+			}
 		}
 		var micros int64
 		if err := tx.QueryRow(ctx, `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader WHERE site = $1`, s.site).
@@ -106,6 +92,25 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	}
 	return t, nil
 }
+
+// renewLease extends holder ($1) for lease ($2, µs) on site $3 while its
+// lease runs. It sets expires_at alone, so that it does not wait for the
+// leader's own writes in progress, which hold the row under FOR KEY SHARE
+// (checkFence).
+const renewLease = `UPDATE leader SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+	WHERE site = $3 AND holder = $1 AND expires_at > clock_timestamp()
+	RETURNING epoch`
+
+// takeLease gives holder ($1) the lease ($2, µs) of site $3 when no one
+// holds it, with a new epoch (a key of the row: it waits for the writes in
+// progress of the leader it replaces). It returns no row while another
+// holder's lease runs.
+const takeLease = `INSERT INTO leader AS l (site, holder, epoch, expires_at)
+	VALUES ($3, $1, 1, clock_timestamp() + $2 * interval '1 microsecond')
+	ON CONFLICT (site) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+		epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() THEN l.epoch ELSE l.epoch + 1 END
+	WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp()
+	RETURNING epoch`
 
 // Resign ends holder's lease on the store's site at once, if it holds it,
 // so that a standby takes over without waiting for the lease to run out.

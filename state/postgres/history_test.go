@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,11 +20,7 @@ func TestNameHistoryMigration(t *testing.T) {
 	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
-	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
-	for i, m := range postgres.MigrationSQL[:7] {
-		exec(t, url, m)
-		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
-	}
+	migrateTo(t, url, 7)
 	exec(t, url, `INSERT INTO silences (id, matchers, up_to, reason, author, created_at, until) VALUES ('s-1', '{"kind":"expiring"}', 3, 'known', 'alice', 1, 2)`)
 
 	s := open(t, url, postgres.Options{})

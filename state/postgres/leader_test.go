@@ -355,11 +355,7 @@ func TestSitesMigration(t *testing.T) {
 	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
-	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
-	for i, m := range postgres.MigrationSQL[:3] {
-		exec(t, url, m)
-		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
-	}
+	migrateTo(t, url, 3)
 	exec(t, url, `INSERT INTO leader (holder, epoch, expires_at) VALUES ('old', 7, clock_timestamp() + interval '1 hour');
 INSERT INTO memos (key, value) VALUES ('k', 'v');
 INSERT INTO dispatch_leases (channel, holder, expires_at, epoch) VALUES ('certs', 'notify-old', 9223372036854775807, 7)`)
@@ -401,11 +397,7 @@ func TestSitePartsMigration(t *testing.T) {
 	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
 	ctx := context.Background()
-	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
-	for i, m := range postgres.MigrationSQL[:9] {
-		exec(t, url, m)
-		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
-	}
+	migrateTo(t, url, 9)
 	exec(t, url, `INSERT INTO site_results (site, at, epoch, result) VALUES ('b', 1, 1, 'whole')`)
 
 	a, b := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "b"})
@@ -483,5 +475,16 @@ func TestRenewalDuringLongWrite(t *testing.T) {
 	}
 	if p, err := b.Pending(ctx, "c", 10); err != nil || len(p) != 1 {
 		t.Errorf("outbox = %d rows, %v; want the old leader's write, committed before the takeover", len(p), err)
+	}
+}
+
+// migrateTo brings the empty database at url to schema version v, as a
+// certwatch that knew only the first v migrations left it.
+func migrateTo(t *testing.T, url string, v int) {
+	t.Helper()
+	exec(t, url, `CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at BIGINT NOT NULL)`)
+	for i, m := range postgres.MigrationSQL[:v] {
+		exec(t, url, m)
+		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
 	}
 }
