@@ -59,24 +59,35 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 	var t state.Term
 	var left time.Duration
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// A renewal first, then a first term or a takeover.
-		for _, q := range []string{renewLease, takeLease} {
-			err := tx.QueryRow(ctx, q, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
-			if err == nil {
-				t.Leader, t.Holder = true, holder
-				return nil
-			}
-			if err != pgx.ErrNoRows {
-				return err
-			}
+		// A renewal first. A takeover is tried only when no other
+		// holder's lease runs: it waits for the writes in progress of the
+		// leader it replaces, which a standby campaigning every few
+		// seconds must not do while that leader is alive.
+		held := func() (bool, error) {
+			var micros int64
+			err := tx.QueryRow(ctx, peekLease, s.site).Scan(&t.Holder, &t.Epoch, &micros)
+			left = time.Duration(micros) * time.Microsecond
+			return err == nil && t.Holder != holder && left > 0, ignoreNoRows(err)
 		}
-		var micros int64
-		if err := tx.QueryRow(ctx, `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader WHERE site = $1`, s.site).
-			Scan(&t.Holder, &t.Epoch, &micros); err != nil {
+		take := func(q string) (bool, error) {
+			err := tx.QueryRow(ctx, q, holder, lease.Microseconds(), s.site).Scan(&t.Epoch)
+			if err != nil {
+				return false, ignoreNoRows(err)
+			}
+			t.Leader, t.Holder = true, holder
+			return true, nil
+		}
+		if ok, err := take(renewLease); ok || err != nil {
 			return err
 		}
-		left = time.Duration(micros) * time.Microsecond
-		return nil
+		if other, err := held(); other || err != nil {
+			return err
+		}
+		if ok, err := take(takeLease); ok || err != nil {
+			return err
+		}
+		_, err := held() // taken by another since
+		return err
 	})
 	if err != nil {
 		return state.Term{}, s.wrap(ctx, "campaign for leadership", err)
@@ -100,6 +111,18 @@ func (s *Store) Campaign(ctx context.Context, holder string, lease time.Duration
 const renewLease = `UPDATE leader SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
 	WHERE site = $3 AND holder = $1 AND expires_at > clock_timestamp()
 	RETURNING epoch`
+
+// ignoreNoRows is err, nil for pgx.ErrNoRows.
+func ignoreNoRows(err error) error {
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	return err
+}
+
+// peekLease reads who holds the lease of site $1, its epoch and the
+// microseconds it has left, without a lock.
+const peekLease = `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader WHERE site = $1`
 
 // takeLease gives holder ($1) the lease ($2, µs) of site $3 when no one
 // holds it, with a new epoch (a key of the row: it waits for the writes in

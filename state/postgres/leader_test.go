@@ -419,8 +419,8 @@ func TestSitePartsMigration(t *testing.T) {
 // TestRenewalDuringLongWrite: a leader renews its lease while one of its
 // own writes is in progress (the notifier's, seconds long at fleet size),
 // where it used to wait for the write to end and lose the leadership to a
-// write longer than its lease; a takeover still waits for the write,
-// which commits before it.
+// write longer than its lease; a standby's campaign does not wait for it
+// either; a takeover still waits for the write, which commits before it.
 func TestRenewalDuringLongWrite(t *testing.T) {
 	t.Parallel()
 	srv := pg.Server(t)
@@ -447,6 +447,16 @@ func TestRenewalDuringLongWrite(t *testing.T) {
 	if err != nil || !tr.Leader || tr.Epoch != ta.Epoch {
 		close(resume)
 		t.Fatalf("renewal during the leader's own write = %+v, %v; want leading epoch %d at once", tr, err, ta.Epoch)
+	}
+
+	// A standby campaigning meanwhile learns at once that a leads: it
+	// does not wait for a's write as a takeover would.
+	rctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+	tb, err := b.Campaign(rctx, "b", time.Hour)
+	cancel()
+	if err != nil || tb.Leader || tb.Holder != "a" || tb.Epoch != ta.Epoch {
+		close(resume)
+		t.Fatalf("standby's campaign during the leader's write = %+v, %v; want a leading epoch %d, at once", tb, err, ta.Epoch)
 	}
 
 	// The lease ends (a pause, a partition): b's takeover waits for the
