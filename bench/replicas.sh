@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -28,6 +28,10 @@
 #   -P         serve /debug/pprof on every replica (daemon.pprof) and save
 #              each replica's heap profile every 5 s of a run into its
 #              run's directory (heap-REPLICA-SECONDS.pprof)
+#   -2         also wait for the leader's second probe run (probes every
+#              4 minutes instead of 10) and print each replica's peak RSS
+#              during it alone (VmHWM reset after the first): a run in
+#              steady state, with the previous report and page still held
 # Every replica is `certwatch run --config FILE` with the defaults (one
 # core each, probe.concurrency 100 unless -c, probe.per_address 2), the
 # farm's names as static targets, notify.state on the run's own database
@@ -53,7 +57,8 @@ counts="1 2"
 conc=""
 out=""
 profile=0
-while getopts "n:s:c:r:R:o:P" opt; do
+second=0
+while getopts "n:s:c:r:R:o:P2" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -62,6 +67,7 @@ while getopts "n:s:c:r:R:o:P" opt; do
 	R) counts=$OPTARG ;;
 	o) out=$OPTARG ;;
 	P) profile=1 ;;
+	2) second=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -90,7 +96,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P)
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $second = 1 ] && echo -2)
 fi
 
 # ---- inside the namespace ----
@@ -252,7 +258,7 @@ config() {
 		  pprof: $([ $profile = 1 ] && echo true || echo false)
 		  schedules:
 		    discovery: "@every 1h"
-		    probe: "@every 10m"
+		    probe: "@every $([ $second = 1 ] && echo 4m || echo 10m)"
 		  jitter: 1s
 		  sweep_timeout: 9m
 		  grace_period: 5s
@@ -344,10 +350,28 @@ measure() {
 	for p in "${rp[@]}"; do
 		after+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 	done
+	read -r fcpu1 hs1 < <(farm_totals)
+	if [ $second = 1 ]; then
+		# The second run: each replica's peak from here on alone.
+		for p in "${rp[@]}"; do echo 5 >"/proc/$p/clear_refs"; done
+		for _ in $(seq 6000); do
+			[ "$(grep -c '"msg":"findings applied"' "$dir/replica-$leader.log")" -ge 2 ] && break
+			sleep 0.1
+		done
+		local hwm2=() after2=() line2
+		for p in "${rp[@]}"; do
+			hwm2+=("$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+		done
+		sleep 5
+		for p in "${rp[@]}"; do
+			after2+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+		done
+		line2=$(grep '"msg":"probe run finished"' "$dir/replica-$leader.log" | sed -n 2p)
+		echo "bench: $r replica(s) rep $rep, second run: run $(field "$line2" duration), peak RSS during it $(IFS=+; echo "${hwm2[*]}") MiB, RSS after it $(IFS=+; echo "${after2[*]}") MiB" >&2
+	fi
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
-	read -r fcpu1 hs1 < <(farm_totals)
 	local shared total
 	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
 	total=$(field "$shared" shards)

@@ -414,6 +414,12 @@ func TestSitePartsMigration(t *testing.T) {
 	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "in parts" {
 		t.Errorf("site b's publication = %+v, %v; want the new one, in parts", others, err)
 	}
+	// A replica of b still running the older certwatch writes its
+	// publication whole: it is read as it is, not joined to the parts.
+	exec(t, url, `UPDATE site_results SET result = 'whole again' WHERE site = 'b'`)
+	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "whole again" {
+		t.Errorf("site b's publication written whole after parts = %+v, %v; want it alone", others, err)
+	}
 }
 
 // TestRenewalDuringLongWrite: a leader renews its lease while one of its

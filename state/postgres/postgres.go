@@ -515,10 +515,12 @@ CREATE TABLE rate_buckets (
 	tat TIMESTAMPTZ NOT NULL
 );
 `,
-	// 10: a site's publication in parts of about a megabyte, in order
-	// after site_results.result (now empty): sent as one value, tens of
-	// megabytes at 100,000 endpoints, the driver kept a copy of it on the
-	// connection until its next statement.
+	// 10: a site's publication in parts of about a megabyte, in order,
+	// read when site_results.result is empty (a publication written whole,
+	// before, or by a replica still running an older certwatch, is read
+	// as it is): sent as one value, tens of megabytes at 100,000
+	// endpoints, the driver kept a copy of it on the connection until its
+	// next statement.
 	`
 CREATE TABLE site_result_parts (
 	site TEXT NOT NULL,

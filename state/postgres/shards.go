@@ -332,7 +332,8 @@ func (s *Store) sites(ctx context.Context, others bool) ([]state.SiteResult, err
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT site, at, epoch,
-	result || COALESCE((SELECT string_agg(data, ''::bytea ORDER BY part) FROM site_result_parts p WHERE p.site = r.site), ''::bytea),
+	CASE WHEN result <> ''::bytea THEN result
+		ELSE COALESCE((SELECT string_agg(data, ''::bytea ORDER BY part) FROM site_result_parts p WHERE p.site = r.site), ''::bytea) END,
 	(EXTRACT(EPOCH FROM clock_timestamp() - published_at) * 1000000)::bigint
 FROM site_results r WHERE NOT ($1 AND site = $2) ORDER BY site`, others, s.site)
 	if err != nil {
