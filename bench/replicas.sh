@@ -29,9 +29,10 @@
 #              each replica's heap profile every 5 s of a run into its
 #              run's directory (heap-REPLICA-SECONDS.pprof)
 #   -2         also wait for the leader's second probe run (probes every
-#              4 minutes instead of 10) and print each replica's peak RSS
-#              during it alone (VmHWM reset after the first): a run in
-#              steady state, with the previous report and page still held
+#              4 minutes instead of 10, sweep_timeout 3m30s) and print
+#              each replica's peak RSS during it alone (VmHWM reset after
+#              the first): a run in steady state, with the previous report
+#              and page still held
 # Every replica is `certwatch run --config FILE` with the defaults (one
 # core each, probe.concurrency 100 unless -c, probe.per_address 2), the
 # farm's names as static targets, notify.state on the run's own database
@@ -260,7 +261,7 @@ config() {
 		    discovery: "@every 1h"
 		    probe: "@every $([ $second = 1 ] && echo 4m || echo 10m)"
 		  jitter: 1s
-		  sweep_timeout: 9m
+		  sweep_timeout: $([ $second = 1 ] && echo 3m30s || echo 9m)
 		  grace_period: 5s
 		  leader_lease: 10s
 		  shard_size: $shard_size
@@ -350,6 +351,16 @@ measure() {
 	for p in "${rp[@]}"; do
 		after+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 	done
+	local shared total
+	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
+	total=$(field "$shared" shards)
+	# Where the run's time goes: from the sweep's opening to the first
+	# claim of any replica, to the last shard written back, and from that
+	# to the leader's end of the run (closing the sweep, evaluating).
+	local topen tclaim tback
+	topen=$(log_t "$dir/replica-$leader.log" "probe run shared" first)
+	tclaim=$(log_t "$dir/replica-*.log" "probe shard claimed" first)
+	tback=$(log_t "$dir/replica-*.log" "probe shard written back" last)
 	read -r fcpu1 hs1 < <(farm_totals)
 	if [ $second = 1 ]; then
 		# The second run: each replica's peak from here on alone.
@@ -372,16 +383,6 @@ measure() {
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
-	local shared total
-	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
-	total=$(field "$shared" shards)
-	# Where the run's time goes: from the sweep's opening to the first
-	# claim of any replica, to the last shard written back, and from that
-	# to the leader's end of the run (closing the sweep, evaluating).
-	local topen tclaim tback
-	topen=$(log_t "$dir/replica-$leader.log" "probe run shared" first)
-	tclaim=$(log_t "$dir/replica-*.log" "probe shard claimed" first)
-	tback=$(log_t "$dir/replica-*.log" "probe shard written back" last)
 	local dur wall joined
 	dur=$(dur_s "$(field "$line" duration)")
 	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
