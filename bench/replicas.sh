@@ -336,7 +336,6 @@ measure() {
 	read -r stmts claims backs renews polls < <(statements "$db")
 	psql -qAt -F' ' -c "SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements s
 		JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$db' ORDER BY calls DESC" >"$dir/statements.txt"
-	[ -n "$profiler" ] && { kill "$profiler" 2>/dev/null || true; wait "$profiler" 2>/dev/null || true; }
 	# Each replica's peak resident memory so far (VmHWM), read before it
 	# is stopped: the daemon's start, discovery, its first shared probe
 	# run and the notifier's apply.
@@ -380,6 +379,8 @@ measure() {
 		line2=$(grep '"msg":"probe run finished"' "$dir/replica-$leader.log" | sed -n 2p)
 		echo "bench: $r replica(s) rep $rep, second run: run $(field "$line2" duration), peak RSS during it $(IFS=+; echo "${hwm2[*]}") MiB, RSS after it $(IFS=+; echo "${after2[*]}") MiB" >&2
 	fi
+	# Profiles go on through the second run (-2), until the replicas stop.
+	[ -n "$profiler" ] && { kill "$profiler" 2>/dev/null || true; wait "$profiler" 2>/dev/null || true; }
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
