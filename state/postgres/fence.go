@@ -112,14 +112,6 @@ const renewLease = `UPDATE leader SET expires_at = clock_timestamp() + $2 * inte
 	WHERE site = $3 AND holder = $1 AND expires_at > clock_timestamp()
 	RETURNING epoch`
 
-// ignoreNoRows is err, nil for pgx.ErrNoRows.
-func ignoreNoRows(err error) error {
-	if err == pgx.ErrNoRows {
-		return nil
-	}
-	return err
-}
-
 // peekLease reads who holds the lease of site $1, its epoch and the
 // microseconds it has left, without a lock.
 const peekLease = `SELECT holder, epoch, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM leader WHERE site = $1`
@@ -134,6 +126,14 @@ const takeLease = `INSERT INTO leader AS l (site, holder, epoch, expires_at)
 		epoch = CASE WHEN l.holder = excluded.holder AND l.expires_at > clock_timestamp() THEN l.epoch ELSE l.epoch + 1 END
 	WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp()
 	RETURNING epoch`
+
+// ignoreNoRows is err, nil for pgx.ErrNoRows.
+func ignoreNoRows(err error) error {
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	return err
+}
 
 // Resign ends holder's lease on the store's site at once, if it holds it,
 // so that a standby takes over without waiting for the lease to run out.

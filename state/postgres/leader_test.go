@@ -190,16 +190,7 @@ func TestPausedInTransactionDoesNotStallTakeover(t *testing.T) {
 	if ta := campaign(t, a, "a", lease); !ta.Leader {
 		t.Fatal("a does not lead")
 	}
-	inside, resume := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Update(ctx, func(state.Snapshot) (state.Changes, error) {
-			close(inside)
-			<-resume // paused inside the transaction, holding its locks
-			return state.Changes{Outbox: []state.Outbound{{Channel: "c", Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
-		})
-	}()
-	<-inside
+	resume, done := holdWrite(a) // paused inside the transaction, holding its locks
 	start := time.Now()
 	var tb state.Term
 	var err error
@@ -437,16 +428,7 @@ func TestRenewalDuringLongWrite(t *testing.T) {
 	if !ta.Leader {
 		t.Fatal("a does not lead")
 	}
-	inside, resume := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Update(ctx, func(state.Snapshot) (state.Changes, error) {
-			close(inside)
-			<-resume // a long write, past the fence
-			return state.Changes{Outbox: []state.Outbound{{Channel: "c", Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
-		})
-	}()
-	<-inside
+	resume, done := holdWrite(a) // a long write, past the fence
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	tr, err := a.Campaign(rctx, "a", time.Hour)
 	cancel()
@@ -503,4 +485,21 @@ func migrateTo(t *testing.T, url string, v int) {
 		exec(t, url, m)
 		exec(t, url, `INSERT INTO schema_version VALUES (`+strconv.Itoa(i+1)+`, 0)`)
 	}
+}
+
+// holdWrite starts an Update of s that writes an outbox row to channel c,
+// and returns once it is inside its transaction, past the fence: it
+// commits (or fails, on done) after resume is closed.
+func holdWrite(s *postgres.Store) (resume chan struct{}, done chan error) {
+	inside := make(chan struct{})
+	resume, done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(state.Snapshot) (state.Changes, error) {
+			close(inside)
+			<-resume
+			return state.Changes{Outbox: []state.Outbound{{Channel: "c", Event: "new", Payload: []byte("{}"), Created: time.Now()}}}, nil
+		})
+	}()
+	<-inside
+	return resume, done
 }
