@@ -1,9 +1,9 @@
 package notify
 
 import (
+	"encoding/binary"
 	"hash/maphash"
-	"slices"
-	"strconv"
+	"iter"
 	"sync"
 	"time"
 
@@ -47,45 +47,59 @@ func (w *written) sum(c state.Certificate) uint64 {
 	h.WriteByte(0)
 	h.WriteString(c.Issuer)
 	h.WriteByte(0)
-	h.WriteString(strconv.FormatInt(c.NotAfter.UnixNano(), 10))
-	eps := make([]string, len(c.Endpoints))
-	for i, e := range c.Endpoints {
-		eps[i] = e.Name + " " + strconv.Itoa(e.Port) + " " + e.Address
+	// The endpoints in any order: the sum of each one's hash.
+	var eps uint64
+	for _, e := range c.Endpoints {
+		var he maphash.Hash
+		he.SetSeed(w.seed)
+		he.WriteString(e.Name)
+		he.WriteByte(0)
+		he.WriteString(e.Address)
+		he.Write(binary.LittleEndian.AppendUint64(nil, uint64(e.Port)))
+		eps += he.Sum64()
 	}
-	slices.Sort(eps)
-	for _, e := range eps {
-		h.WriteByte(0)
-		h.WriteString(e)
-	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(c.NotAfter.UnixNano()))
+	binary.LittleEndian.PutUint64(b[8:], eps)
+	h.Write(b[:])
 	return h.Sum64()
 }
 
 // changed returns the certificates of certs (seen at now) that need
-// writing, with their sums for record. It filters certs in place (a
-// first run writes every one of a fleet's: no second list of them).
-func (w *written) changed(certs []state.Certificate, now time.Time) ([]state.Certificate, []uint64) {
+// writing, with their sums for record: in a steady run a few of a fleet's,
+// in a first run or a renewal of everything, every one. certs is read
+// twice, to decide and then to keep exactly those (one list of the size
+// it ends with, not grown step by step nor kept whole for a few).
+func (w *written) changed(certs iter.Seq[state.Certificate], now time.Time) ([]state.Certificate, []uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := certs[:0]
-	var sums []uint64
+	var all []uint64 // each certificate's sum, or 0 when it need not be written
+	kept := 0
 	half := CertificateRefresh / 2
-	for _, c := range certs {
-		s := w.sum(c)
+	for c := range certs {
+		s := w.sum(c) | 1 // never 0
 		last, ok := w.last[c.SHA256]
 		if ok && last.sum == s {
 			due := half + time.Duration(s%uint64(half))
 			if age := now.Sub(last.at); age >= 0 && age < due {
+				all = append(all, 0)
 				continue
 			}
 		}
-		out = append(out, c)
-		sums = append(sums, s)
+		all = append(all, s)
+		kept++
 	}
-	switch {
-	case len(out) == 0:
-		out = nil // not the whole list for none
-	case len(out) < len(certs)/2:
-		out = append([]state.Certificate(nil), out...) // nor for a few
+	if kept == 0 {
+		return nil, nil
+	}
+	out, sums := make([]state.Certificate, 0, kept), make([]uint64, 0, kept)
+	i := 0
+	for c := range certs {
+		if i < len(all) && all[i] != 0 {
+			out = append(out, c)
+			sums = append(sums, all[i])
+		}
+		i++
 	}
 	return out, sums
 }

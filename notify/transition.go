@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -72,7 +73,7 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 		var ch state.Changes
 		ch, rep, err = n.plan(snap, sw, now)
 		// Only what changed since this process last wrote it.
-		ch.Certificates, sums = n.written.changed(ch.Certificates, now)
+		ch.Certificates, sums = n.written.changed(inventory(sw, now), now)
 		certs = ch.Certificates
 		return ch, err
 	})
@@ -101,12 +102,12 @@ type item struct {
 
 // planner holds one run's work.
 type planner struct {
-	n       *Notifier
-	now     time.Time
-	issuers map[string]string
-	items   []item
-	ch      state.Changes
-	rep     Report
+	n     *Notifier
+	now   time.Time
+	certs certsByFingerprint
+	items []item
+	ch    state.Changes
+	rep   Report
 	// summarised is the alert standing for this run's storm summaries on
 	// channels that keep incidents open, nil if there are none.
 	summarised *state.Alert
@@ -147,10 +148,7 @@ func (n *Notifier) labels(f policy.Finding) map[string]string {
 
 // plan is the pure part of Apply.
 func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Changes, Report, error) {
-	p := &planner{n: n, now: now, issuers: map[string]string{}, silences: silencesAt(n.allSilences(snap.Silences), now)}
-	for _, c := range sw.Certificates {
-		p.issuers[c.SHA256] = c.Issuer
-	}
+	p := &planner{n: n, now: now, certs: indexCertificates(sw.Certificates), silences: silencesAt(n.allSilences(snap.Silences), now)}
 
 	// present indexes the sweep's findings at a notified tier by alert
 	// ID (the most urgent of those sharing one), into sw.Findings: tens of
@@ -194,16 +192,17 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 		}
 	}
 
-	failed := failedIn(sw)
-	var current *servedNow // made at the first absent alert
+	var gone []*state.Alert // open alerts whose finding the run did not show
 	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 		a := snap.Alerts[id]
 		if _, ok := present[id]; ok || fromDelivery(a.Finding.Kind) {
 			continue
 		}
-		if current == nil {
-			current = newServedNow(servedBy(sw), sw.Certificates)
-		}
+		gone = append(gone, a)
+	}
+	failed := failedIn(sw)
+	current := newServedNow(sw, p.certs, gone)
+	for _, a := range gone {
 		reason := replacedBy(a.Finding, current)
 		switch {
 		case reason != "":
@@ -232,7 +231,6 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	p.capPerChannel()
 	p.closeSummaries(snap)
 
-	p.ch.Certificates = inventory(sw, now)
 	p.ch.PruneBefore = now.Add(-Retention)
 	for _, it := range p.items {
 		payload, err := json.Marshal(it.n)
@@ -264,7 +262,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 // it resolved).
 func (p *planner) openAlert(f policy.Finding) {
 	a := &state.Alert{
-		ID: AlertID(f), Finding: f, Issuer: p.issuers[f.Certificate], Tier: f.Tier, Announced: f.Tier,
+		ID: AlertID(f), Finding: f, Issuer: p.certs.issuer(f.Certificate), Tier: f.Tier, Announced: f.Tier,
 		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
 	}
 	if p.silenced(f) != nil {
@@ -298,7 +296,7 @@ func (p *planner) forget(a *state.Alert) {
 func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 	p.forget(a)
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
-	if is := p.issuers[f.Certificate]; is != "" {
+	if is := p.certs.issuer(f.Certificate); is != "" {
 		a.Issuer = is
 	}
 	if a.Channels == nil {
@@ -603,22 +601,6 @@ type endpointKey struct {
 	via     string
 }
 
-// servedBy maps endpoints to the certificate each served in the sweep, by
-// (name, port, address, via) and by (name, port, via) with an empty
-// address.
-func servedBy(sw Sweep) map[endpointKey]string {
-	m := map[endpointKey]string{}
-	for _, s := range sw.Endpoints {
-		if s.Failed || s.Certificate == "" {
-			continue
-		}
-		e := s.Endpoint
-		m[endpointKey{e.Name, e.Port, e.Address, e.Via}] = s.Certificate
-		m[endpointKey{e.Name, e.Port, "", e.Via}] = s.Certificate
-	}
-	return m
-}
-
 // failedIn is the set of endpoints whose probe failed in the sweep, by
 // (name, port, address, via).
 func failedIn(sw Sweep) map[endpointKey]bool {
@@ -648,51 +630,123 @@ func unseen(f policy.Finding, failed map[endpointKey]bool) bool {
 	return true
 }
 
-// servedNow is what replacedBy asks of a sweep, indexed once at the
-// first absent alert: a scan of the served endpoints and of the sweep's
-// certificates for each was as long as the fleet (200,000 map entries and
-// 100,000 certificates at 100,000 endpoints) for every alert resolving.
+// servedNow is what replacedBy asks of a sweep about the open alerts it
+// did not show (gone): which of their certificates some endpoint still
+// serves, and what their endpoints serve now. It holds only those
+// certificates and endpoints, found in two passes over the sweep's
+// endpoints: an index of every endpoint was 32 MB at 100,000 endpoints,
+// for the few alerts a run resolves.
 type servedNow struct {
-	// served is servedBy's; certs are the certificates it serves, and
-	// byFingerprint the sweep's certificates by fingerprint.
-	served        map[endpointKey]string
-	certs         map[string]bool
-	byFingerprint map[string]*policy.Certificate
+	// stillServed: certificate -> served by an endpoint of the sweep.
+	stillServed map[string]bool
+	// served: what an endpoint of a gone alert serves now, by (name,
+	// port, address, via), and by (name, port, via) with an empty
+	// address; empty when the sweep has no such endpoint answering.
+	served map[endpointKey]string
+	certs  certsByFingerprint
 }
 
-func newServedNow(served map[endpointKey]string, certs []policy.Certificate) *servedNow {
-	s := &servedNow{served: served, certs: map[string]bool{}, byFingerprint: make(map[string]*policy.Certificate, len(certs))}
-	for _, c := range served {
-		s.certs[c] = true
+func newServedNow(sw Sweep, certs certsByFingerprint, gone []*state.Alert) *servedNow {
+	s := &servedNow{stillServed: map[string]bool{}, served: map[endpointKey]string{}, certs: certs}
+	for _, a := range gone {
+		if asksReplacement(a.Finding) {
+			s.stillServed[a.Finding.Certificate] = false
+		}
 	}
-	for i := range certs {
-		if _, ok := s.byFingerprint[certs[i].SHA256]; !ok {
-			s.byFingerprint[certs[i].SHA256] = &certs[i]
+	if len(s.stillServed) == 0 {
+		return s
+	}
+	for _, e := range sw.Endpoints {
+		if _, ok := s.stillServed[e.Certificate]; ok && !e.Failed {
+			s.stillServed[e.Certificate] = true
+		}
+	}
+	for _, a := range gone {
+		if !asksReplacement(a.Finding) || s.stillServed[a.Finding.Certificate] {
+			continue
+		}
+		for _, e := range a.Finding.Endpoints {
+			s.served[endpointKey{e.Name, e.Port, e.Address, e.Via}] = ""
+		}
+	}
+	if len(s.served) == 0 {
+		return s
+	}
+	// In the sweep's order, as each endpoint's certificate was indexed by
+	// both keys: the last endpoint answering for a key gives its
+	// certificate.
+	for _, sv := range sw.Endpoints {
+		if sv.Failed || sv.Certificate == "" {
+			continue
+		}
+		e := sv.Endpoint
+		for _, k := range [2]endpointKey{{e.Name, e.Port, e.Address, e.Via}, {e.Name, e.Port, "", e.Via}} {
+			if _, ok := s.served[k]; ok {
+				s.served[k] = sv.Certificate
+			}
 		}
 	}
 	return s
 }
 
+// asksReplacement reports whether replacedBy looks for a newer
+// certificate on f's endpoints once f is gone from a sweep.
+func asksReplacement(f policy.Finding) bool {
+	return f.Certificate != "" && f.Kind != policy.InconsistentDeployment
+}
+
 // replacedBy returns a resolution reason when f's certificate is gone from
 // the sweep and an endpoint that served it now serves another one.
 func replacedBy(f policy.Finding, sw *servedNow) string {
-	if f.Certificate == "" || f.Kind == policy.InconsistentDeployment {
-		return ""
-	}
-	if sw.certs[f.Certificate] {
+	if !asksReplacement(f) || sw.stillServed[f.Certificate] {
 		return ""
 	}
 	for _, e := range f.Endpoints {
-		c, ok := sw.served[endpointKey{e.Name, e.Port, e.Address, e.Via}]
-		if !ok || c == f.Certificate {
+		c := sw.served[endpointKey{e.Name, e.Port, e.Address, e.Via}]
+		if c == "" || c == f.Certificate {
 			continue
 		}
-		nc := sw.byFingerprint[c]
+		nc := sw.certs.find(c)
 		if nc == nil {
 			return fmt.Sprintf("certificate replaced on %s by %s", e, short(c))
 		}
 		return fmt.Sprintf("certificate replaced on %s by %s (%s), valid until %s",
 			e, nc.Subject, short(c), nc.NotAfter.UTC().Format("2006-01-02"))
+	}
+	return ""
+}
+
+// certsByFingerprint finds a sweep's certificates by fingerprint: their
+// indices sorted by it (4 bytes a certificate, where a map was 80).
+type certsByFingerprint struct {
+	certs []policy.Certificate
+	order []int32
+}
+
+func indexCertificates(certs []policy.Certificate) certsByFingerprint {
+	order := make([]int32, len(certs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(certs[a].SHA256, certs[b].SHA256) })
+	return certsByFingerprint{certs: certs, order: order}
+}
+
+// find returns the first certificate of the sweep with fingerprint fp, or
+// nil.
+func (x certsByFingerprint) find(fp string) *policy.Certificate {
+	i, ok := slices.BinarySearchFunc(x.order, fp, func(i int32, fp string) int { return strings.Compare(x.certs[i].SHA256, fp) })
+	if !ok {
+		return nil
+	}
+	return &x.certs[x.order[i]]
+}
+
+// issuer is the issuer of the certificate with fingerprint fp, empty when
+// the sweep has none.
+func (x certsByFingerprint) issuer(fp string) string {
+	if c := x.find(fp); c != nil {
+		return c.Issuer
 	}
 	return ""
 }
@@ -705,22 +759,42 @@ func short(sha string) string {
 }
 
 // inventory turns the sweep's certificates and endpoints into state
-// records.
-func inventory(sw Sweep, now time.Time) []state.Certificate {
-	where := map[string][]policy.Endpoint{}
-	for _, s := range sw.Endpoints {
+// records, one at a time (a steady run writes few of them). The endpoints
+// serving each certificate are runs of one list sorted by certificate (in
+// the sweep's order within a run), not a slice of each in a map.
+func inventory(sw Sweep, now time.Time) iter.Seq[state.Certificate] {
+	order := make([]int32, 0, len(sw.Endpoints))
+	for i, s := range sw.Endpoints {
 		if s.Certificate != "" {
-			where[s.Certificate] = append(where[s.Certificate], s.Endpoint)
+			order = append(order, int32(i))
 		}
 	}
-	out := make([]state.Certificate, 0, len(sw.Certificates))
-	for _, c := range sw.Certificates {
-		out = append(out, state.Certificate{
-			SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
-			LastSeen: now, Endpoints: where[c.SHA256],
-		})
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return strings.Compare(sw.Endpoints[a].Certificate, sw.Endpoints[b].Certificate)
+	})
+	eps := make([]policy.Endpoint, len(order))
+	for j, i := range order {
+		eps[j] = sw.Endpoints[i].Endpoint
 	}
-	return out
+	return func(yield func(state.Certificate) bool) {
+		for _, c := range sw.Certificates {
+			lo, _ := slices.BinarySearchFunc(order, c.SHA256, func(i int32, fp string) int { return strings.Compare(sw.Endpoints[i].Certificate, fp) })
+			hi := lo
+			for hi < len(order) && sw.Endpoints[order[hi]].Certificate == c.SHA256 {
+				hi++
+			}
+			var where []policy.Endpoint
+			if hi > lo {
+				where = eps[lo:hi:hi]
+			}
+			if !yield(state.Certificate{
+				SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
+				LastSeen: now, Endpoints: where,
+			}) {
+				return
+			}
+		}
+	}
 }
 
 // nextDigest is the next digest time after now: the next multiple of the

@@ -40,7 +40,7 @@ func TestScanNetwork(t *testing.T) {
 	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"scan", "--network", fmt.Sprintf("127.31.8.0/29,%d", s.Addr().Port()), "--resolver", dns.Addr(), "--ca-file", caFile, "--timeout", "1s"}
+	args := []string{"scan", "--network", fmt.Sprintf("127.31.8.0/29,%d", s.Addr().Port()), "--resolver", dns.Addr(), "--ca-file", caFile, "--timeout", "5s"}
 
 	stdout, stderr, code := run(t, append(args, "--output", "json")...)
 	if code != cli.ExitFindings {
@@ -200,7 +200,7 @@ func TestScanNetworkMappedIPv4(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, "scan", "--config", cfg, "--timeout", "1s", "--output", "json")
+	stdout, stderr, code := run(t, "scan", "--config", cfg, "--timeout", "5s", "--output", "json")
 	if code == cli.ExitUsage {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}

@@ -61,7 +61,7 @@ func testScanRevocation(t *testing.T) {
 	if err := os.WriteFile(caFile, root.PEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"scan", "--ca-file", caFile, "--timeout", "1s", "--output", "json"}
+	args := []string{"scan", "--ca-file", caFile, "--timeout", "5s", "--output", "json"}
 	var downTarget string
 	for _, l := range []*certtest.Leaf{good, revoked, under, down, stale} {
 		s, err := certtest.Serve("127.0.0.1:0", l.FullChain())
@@ -77,7 +77,7 @@ func testScanRevocation(t *testing.T) {
 
 	// A CRL host that is down never fails a scan, whatever --fail-on
 	// short of info.
-	stdout, stderr, code := run(t, "scan", "--ca-file", caFile, "--timeout", "1s", "--output", "json", "--fail-on", "notice", "--target", downTarget)
+	stdout, stderr, code := run(t, "scan", "--ca-file", caFile, "--timeout", "5s", "--output", "json", "--fail-on", "notice", "--target", downTarget)
 	if code != cli.ExitOK || !strings.Contains(stdout, `"revocation_unavailable"`) || !strings.Contains(stdout, `"tier": "info"`) {
 		t.Errorf("scan of an endpoint whose CRL host is down: exit %d, want 0 with an info note; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
