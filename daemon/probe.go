@@ -77,9 +77,10 @@ func (d *Daemon) probe(ctx context.Context) error {
 		d.recordHistory(ctx, r, start, cut == nil && len(in.degraded) == 0)
 	}
 	if seen == nil {
-		seen = r
+		t := tallyOf(r.Endpoints)
+		seen = &t
 	}
-	failedN, outage := failureShare(seen, in.cfg.MaxFailureShare)
+	failedN, outage := seen.share(in.cfg.MaxFailureShare)
 	d.logger.Info("probe run finished", "targets", r.Targets, "endpoints", len(r.Endpoints), "failed", failedN,
 		"certificates", len(r.Certificates), "findings", len(published.Findings), "unverified", len(published.Findings)-len(r.Findings),
 		"cut_short", cut != nil, "duration", d.now().Sub(start).Round(time.Millisecond).String())
@@ -130,7 +131,7 @@ func (d *Daemon) snapshotForProbe() probeSnapshot {
 // returns the report, what this site probed when that differs (for the
 // failure share), the timeout that cut the run short, and whether it was
 // shared.
-func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r, seen *scan.Report, cut error, shared bool, err error) {
+func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r *scan.Report, seen *tally, cut error, shared bool, err error) {
 	shared = d.Sharing != nil && in.loaded
 	stopProgress := d.logProgress(in.scanner, true)
 	defer stopProgress()

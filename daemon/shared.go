@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -93,7 +94,7 @@ func decodePublication(dec *scan.Decoder, p *sitePublication) (*scan.Part, error
 // set (matching ErrTimeout) when shards or endpoints were not probed in
 // time. err is a failure of the shared state: the run then publishes and
 // notifies nothing.
-func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r, seen *scan.Report, cut error, err error) {
+func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, seen *tally, cut error, err error) {
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
 	dec := &scan.Decoder{}
@@ -120,7 +121,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	// shards' results as they came back, not_probed observations for
 	// those that did not), then every other site's latest publication is
 	// read and judged after this site's own.
-	seen = &scan.Report{}
+	seen = &tally{}
 	at := d.now()
 	inv := &scan.Part{Inventory: pe.Inventory()}
 	var pub *publicationWriter
@@ -137,7 +138,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		}
 	}
 	targets, sources, findings := len(inventory), results, []policy.Finding(nil)
-	probed := map[endpointKey]bool{} // with sites: what this site judged
+	probed := map[judgedKey]bool{} // with sites: what this site judged
 	var readErr, shareErr error
 	r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
 		if !yield(inv) {
@@ -152,9 +153,9 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 			}
 			for j := range obs {
 				o := &obs[j]
-				seen.Endpoints = append(seen.Endpoints, seenEndpoint(o))
+				seen.add(o.Leaf() != nil, string(o.Failure), o.Error)
 				if pub != nil {
-					probed[endpointKey{o.Name, o.Port, o.Address.String()}] = true
+					probed[judgedKey{o.Name, o.Port, o.Address}] = true
 				}
 			}
 			if pub != nil {
@@ -199,7 +200,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		slices.SortStableFunc(others, func(a, b otherSite) int { return b.at.Compare(a.at) })
 		for _, o := range others {
 			o.part.Observations = slices.DeleteFunc(o.part.Observations, func(ob probes.Observation) bool {
-				k := endpointKey{ob.Name, ob.Port, ob.Address.String()}
+				k := judgedKey{ob.Name, ob.Port, ob.Address}
 				if probed[k] {
 					return true
 				}
@@ -232,13 +233,12 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	return r, seen, cut, nil
 }
 
-// seenEndpoint is what the failure share reads of an observation.
-func seenEndpoint(o *probes.Observation) scan.Endpoint {
-	ep := scan.Endpoint{Name: o.Name, Port: o.Port, Failure: string(o.Failure), Error: o.Error}
-	if leaf := o.Leaf(); leaf != nil {
-		ep.Certificate = probes.Fingerprint(leaf)
-	}
-	return ep
+// judgedKey is an endpoint judged in a run with sites: its address as
+// parsed, not as text (100,000 strings at 100,000 endpoints).
+type judgedKey struct {
+	name string
+	port int
+	addr netip.Addr
 }
 
 // closedSweep is a shared sweep once closed: every shard's outcome, read
@@ -288,13 +288,8 @@ func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs 
 
 // cutShort says, once every shard has been read, whether the run was cut
 // short (the error) and the probe_cut_short finding that says so.
-func (c *closedSweep) cutShort(seen *scan.Report, targets int, timeout time.Duration, start time.Time) (*policy.Finding, error) {
-	notProbed := 0
-	for i := range seen.Endpoints {
-		if seen.Endpoints[i].Failure == string(probes.FailNotProbed) {
-			notProbed++
-		}
-	}
+func (c *closedSweep) cutShort(seen *tally, targets int, timeout time.Duration, start time.Time) (*policy.Finding, error) {
+	notProbed := seen.notProbed
 	switch {
 	case c.unreadable > 0 && c.missed == 0 && notProbed == c.unreadable:
 		return &policy.Finding{
@@ -303,7 +298,7 @@ func (c *closedSweep) cutShort(seen *scan.Report, targets int, timeout time.Dura
 				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", targets, c.unreadable),
 		}, fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", c.unreadable)
 	case c.missed > 0 || notProbed > 0:
-		f := cutShort(targets, notProbed, len(seen.Endpoints), timeout, start)
+		f := cutShort(targets, notProbed, seen.endpoints, timeout, start)
 		return &f, &timeoutError{job: JobProbe, limit: timeout}
 	}
 	return nil, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -103,16 +104,41 @@ func allDown(eps []policy.Endpoint, down map[endpointKey]bool) bool {
 // cannot see, rather than everything being down. Every endpoint failing
 // counts however few there are. share 0 disables the check.
 func failureShare(r *scan.Report, share float64) (int, string) {
-	n, unanswered := 0, 0
-	for i := range r.Endpoints {
-		if ep := &r.Endpoints[i]; failed(ep) {
-			n++
-			if policy.Unanswered(ep.Failure) {
-				unanswered++
-			}
+	return tallyOf(r.Endpoints).share(share)
+}
+
+// tally counts a run's endpoints by how they fared: what the failure share
+// and the probe_cut_short finding need of them, without keeping them.
+type tally struct {
+	endpoints, failed, unanswered, notProbed int
+}
+
+// add counts one endpoint: answered when it served a certificate, else
+// its failure class and error.
+func (t *tally) add(answered bool, failure, errText string) {
+	t.endpoints++
+	if !answered && (failure != "" || errText != "") {
+		t.failed++
+		if policy.Unanswered(failure) {
+			t.unanswered++
 		}
 	}
-	total := len(r.Endpoints)
+	if failure == string(probes.FailNotProbed) {
+		t.notProbed++
+	}
+}
+
+func tallyOf(eps []scan.Endpoint) tally {
+	var t tally
+	for i := range eps {
+		t.add(eps[i].Certificate != "", eps[i].Failure, eps[i].Error)
+	}
+	return t
+}
+
+// share is failureShare of the endpoints counted.
+func (t tally) share(share float64) (int, string) {
+	n, unanswered, total := t.failed, t.unanswered, t.endpoints
 	// Nothing answered: loud whatever the estate's size, as certwatch scan
 	// exits 3. The share's minimum run (policy.MinEndpointsForFailureShare)
 	// keeps a few refused ports from making the share jump; below it, a
