@@ -73,6 +73,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 	}
 	policy.SortFindings(r.Findings)
 	published := d.publish(ctx, r, in)
+	// The previous report is spent (carried forward into published): not
+	// held through the notifier's work, the run's largest.
+	in.previous = nil
 	if in.loaded {
 		d.recordHistory(ctx, r, start, cut == nil && len(in.degraded) == 0)
 	}

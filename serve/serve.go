@@ -366,7 +366,11 @@ func (s *Server) RecordReport(r *scan.Report) {
 	defer s.mu.Unlock()
 	probed := s.pending
 	s.pending = map[endpointKey]probeStat{}
-	s.report = r
+	// The previous report and view are let go before the new view is
+	// built (readers wait on s.mu meanwhile; one rendering still holds
+	// what it took): at 100,000 certificates a view is tens of MB, and
+	// two of them at once were the daemon's peak.
+	s.report, s.view = r, nil
 	s.view = buildView(r, probed, s.opts.SeriesLimit)
 }
 
