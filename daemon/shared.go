@@ -257,10 +257,10 @@ type closedSweep struct {
 // observations returns the observations of shard i: those written back
 // (written), or not_probed ones, stamped at, for every target of a shard
 // that was not (missed) or whose result could not be read (unreadable).
-// The shard's result is let go.
+// The shard's result and targets are let go.
 func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs []probes.Observation, written bool, err error) {
 	o := &c.outcomes[i]
-	defer func() { o.Result = nil }()
+	defer func() { o.Result, o.Work = nil, nil }()
 	var cause error
 	switch {
 	case o.Done:
