@@ -69,16 +69,18 @@ func newHeartbeats(t *testing.T) *heartbeats {
 
 // reportFinding is a finding as /api/v1/report shows it.
 type reportFinding struct {
-	Kind            string `json:"kind"`
-	Tier            string `json:"tier"`
-	Certificate     string `json:"certificate"`
-	Subject         string `json:"subject"`
-	Name            string `json:"name"`
-	Message         string `json:"message"`
-	UnverifiedSince string `json:"unverified_since"`
-	Endpoints       []struct {
-		Name string `json:"name"`
-	} `json:"endpoints"`
+	Kind            string           `json:"kind"`
+	Tier            string           `json:"tier"`
+	Certificate     string           `json:"certificate"`
+	Subject         string           `json:"subject"`
+	Name            string           `json:"name"`
+	Message         string           `json:"message"`
+	UnverifiedSince string           `json:"unverified_since"`
+	Endpoints       []reportEndpoint `json:"endpoints"`
+}
+
+type reportEndpoint struct {
+	Name string `json:"name"`
 }
 
 type apiReport struct {
@@ -135,7 +137,10 @@ func TestRunOutageKeepsFindings(t *testing.T) {
 	type key struct{ kind, cert, name string }
 	want := map[key]string{}
 	for _, f := range before.Findings {
-		if len(f.Endpoints) > 0 && f.Kind != "unreachable" {
+		// The zone's ns (127.0.0.1) serves no TLS of the lab's: what
+		// answers there on the lab's port is another process's
+		// listener, which stays through the outage.
+		if len(f.Endpoints) > 0 && f.Kind != "unreachable" && !slices.ContainsFunc(f.Endpoints, func(e reportEndpoint) bool { return e.Name == "ns."+lab.Zone }) {
 			want[key{f.Kind, f.Certificate, f.Name}] = f.Tier
 		}
 	}
