@@ -145,7 +145,11 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 			return
 		}
 		for i := range closed.outcomes {
-			raw := closed.outcomes[i].Result
+			raw, err := closed.result(ctx, i)
+			if err != nil {
+				readErr = err
+				return
+			}
 			obs, written, err := closed.observations(dec, i, at)
 			if err != nil {
 				readErr = err
@@ -244,8 +248,11 @@ type judgedKey struct {
 // closedSweep is a shared sweep once closed: every shard's outcome, read
 // one at a time by observations.
 type closedSweep struct {
-	id       int64
+	id int64
+	// outcomes are the shards, their results read by results a window at
+	// a time as they are judged.
 	outcomes []state.ShardOutcome
+	results  state.Shards
 	skipped  []discovery.Target
 	// missed counts the shards not written back before the sweep closed,
 	// unreadable the endpoints of shards whose result could not be read
@@ -284,6 +291,44 @@ func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs 
 		c.unreadable += len(np)
 	}
 	return np, false, nil
+}
+
+// resultsWindow is how many shards' results a run reads from the shared
+// state at a time (about 36 KB each at 100 endpoints a shard).
+const resultsWindow = 32
+
+// result returns the i-th shard's result, reading it from the shared state
+// with those of the next shards written back (resultsWindow in all) when
+// it is not read yet; nil for a shard not written back. Like the sweep's
+// close, the reads outlast the run's time (each within the store's own
+// timeout): a run whose time runs out as it is judged still publishes
+// what was probed.
+func (c *closedSweep) result(ctx context.Context, i int) ([]byte, error) {
+	if o := &c.outcomes[i]; o.Done && o.Result == nil && c.results != nil {
+		if err := c.readResults(context.WithoutCancel(ctx), i); err != nil {
+			return nil, err
+		}
+	}
+	return c.outcomes[i].Result, nil
+}
+
+// readResults reads the results of the next resultsWindow shards written
+// back, from the i-th on.
+func (c *closedSweep) readResults(ctx context.Context, i int) error {
+	var shards, at []int
+	for j := i; j < len(c.outcomes) && len(shards) < resultsWindow; j++ {
+		if c.outcomes[j].Done && c.outcomes[j].Result == nil {
+			shards, at = append(shards, c.outcomes[j].Shard), append(at, j)
+		}
+	}
+	results, err := c.results.ShardResults(ctx, c.id, shards)
+	if err != nil {
+		return fmt.Errorf("probe run: read the results of shared sweep %d: %w; nothing was published or notified", c.id, err)
+	}
+	for k, j := range at {
+		c.outcomes[j].Result = results[k]
+	}
+	return nil
 }
 
 // cutShort says, once every shard has been read, whether the run was cut
@@ -346,7 +391,7 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.T
 	if err != nil {
 		return nil, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
 	}
-	closed.id = id
+	closed.id, closed.results = id, sh.Shards
 	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
 	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
 	for ctx.Err() == nil {

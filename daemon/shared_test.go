@@ -417,7 +417,11 @@ func TestWorkerStopsMidShard(t *testing.T) {
 	if err != nil || len(got) != 1 || !got[0].Done || got[0].Holder != "next" || got[0].Claims != 2 {
 		t.Fatalf("the shard after the hand-over: %+v (%v); want it written by the next worker, claimed twice", got, err)
 	}
-	part, err := (&scan.Decoder{}).DecodePart(got[0].Result)
+	results, err := store.ShardResults(ctx, sweep, []int{got[0].Shard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := (&scan.Decoder{}).DecodePart(results[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -355,8 +355,9 @@ type Claim struct {
 type ShardOutcome struct {
 	Shard int
 	Work  []byte
-	// Done is set when a claimant wrote Result back before the sweep was
-	// closed; Holder names that claimant (or the last one to claim it).
+	// Done is set when a claimant wrote a result back before the sweep
+	// was closed (Shards.ShardResults reads it into Result); Holder names
+	// that claimant (or the last one to claim it).
 	Done   bool
 	Result []byte
 	Holder string

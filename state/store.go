@@ -166,8 +166,14 @@ type Shards interface {
 	// SweepProgress says how many of the sweep's shards are in.
 	SweepProgress(ctx context.Context, sweep int64) (done, total int, err error)
 	// CloseSweep closes the sweep (later write-backs are refused) and
-	// returns every shard, in order.
+	// returns every shard, in order, without its result (Result nil):
+	// ShardResults reads those a few at a time, so that a sweep's results
+	// (tens of MB at 100,000 endpoints) are never held at once.
 	CloseSweep(ctx context.Context, sweep int64) ([]ShardOutcome, error)
+	// ShardResults returns the results written back for shards of a
+	// closed sweep, in the order asked; an error when one of them was not
+	// written back or is gone (the sweep pruned after newer ones opened).
+	ShardResults(ctx context.Context, sweep int64, shards []int) ([][]byte, error)
 }
 
 // Claimer hands out the shards of its site's open sweeps, one claimant at

@@ -258,15 +258,12 @@ func (s *Store) CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutco
 			QueryRow(func(row pgx.Row) error { return row.Scan(&found) })
 		// In READ COMMITTED this statement sees every write back that
 		// committed before the UPDATE above took the sweep's row.
-		b.Queue(`SELECT shard, work, done, COALESCE(result, ''::bytea), holder, claims FROM shards WHERE sweep = $1 ORDER BY shard`, sweep).
+		b.Queue(`SELECT shard, work, done, holder, claims FROM shards WHERE sweep = $1 ORDER BY shard`, sweep).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var o state.ShardOutcome
-					if err := rows.Scan(&o.Shard, &o.Work, &o.Done, &o.Result, &o.Holder, &o.Claims); err != nil {
+					if err := rows.Scan(&o.Shard, &o.Work, &o.Done, &o.Holder, &o.Claims); err != nil {
 						return err
-					}
-					if !o.Done {
-						o.Result = nil
 					}
 					out = append(out, o)
 				}
@@ -288,6 +285,38 @@ func (s *Store) CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutco
 }
 
 var errNoSweep = errors.New("no such sweep")
+
+// ShardResults returns the results written back for shards of a closed
+// sweep of the store's site, in the order asked.
+func (s *Store) ShardResults(ctx context.Context, sweep int64, shards []int) ([][]byte, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT h.shard, h.result FROM shards h JOIN sweeps w ON w.id = h.sweep
+WHERE h.sweep = $1 AND w.site = $2 AND w.closed_at IS NOT NULL AND h.done AND h.shard = ANY($3)`, sweep, s.site, shards)
+	if err != nil {
+		return nil, s.wrap(ctx, fmt.Sprintf("read results of probe sweep %d", sweep), err)
+	}
+	got := make(map[int][]byte, len(shards))
+	var n int
+	var b []byte
+	_, err = pgx.ForEachRow(rows, []any{&n, &b}, func() error {
+		got[n] = b
+		b = nil // the next row gets its own
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(ctx, fmt.Sprintf("read results of probe sweep %d", sweep), err)
+	}
+	out := make([][]byte, len(shards))
+	for i, shard := range shards {
+		r, ok := got[shard]
+		if !ok {
+			return nil, fmt.Errorf("read results of probe sweep %d on %s: shard %d has none: it was not written back before the sweep closed, the sweep is still open, or it was pruned after newer sweeps were opened (another leader?)", sweep, s.name, shard)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
 
 // PublishSite records parts, in order, as the store's site's latest
 // evaluation input, of the run that started at at, replacing the one

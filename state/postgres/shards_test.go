@@ -115,9 +115,17 @@ func TestShardClaimsAreDistinct(t *testing.T) {
 	if len(out) != shards {
 		t.Fatalf("CloseSweep returned %d shards, want %d", len(out), shards)
 	}
+	all := make([]int, shards)
+	for i := range all {
+		all[i] = i
+	}
+	results, err := leader.ShardResults(ctx, sweep, all)
+	if err != nil || len(results) != shards {
+		t.Fatalf("ShardResults = %d results, %v; want %d", len(results), err, shards)
+	}
 	for i, o := range out {
-		if o.Shard != i || !o.Done || o.Claims != 1 || len(got[i]) != 1 || string(o.Result) != "probed by "+got[i][0] || o.Holder != got[i][0] {
-			t.Errorf("outcome %d = shard %d done %v claims %d holder %q result %q; want shard %d done once by %v", i, o.Shard, o.Done, o.Claims, o.Holder, o.Result, i, got[i])
+		if o.Shard != i || !o.Done || o.Claims != 1 || len(got[i]) != 1 || o.Result != nil || string(results[i]) != "probed by "+got[i][0] || o.Holder != got[i][0] {
+			t.Errorf("outcome %d = shard %d done %v claims %d holder %q result %q (read: %q); want shard %d done once by %v, its result read apart", i, o.Shard, o.Done, o.Claims, o.Holder, o.Result, results[i], i, got[i])
 		}
 	}
 }
@@ -193,8 +201,9 @@ func TestShardClaimExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 1 || !out[0].Done || string(out[0].Result) != "y" || out[0].Holder != "y" || out[0].Claims != 2 {
-		t.Errorf("outcomes = %+v, want the one shard done by y after 2 claims", out)
+	results, err := x.ShardResults(ctx, sweep, []int{0})
+	if len(out) != 1 || !out[0].Done || err != nil || string(results[0]) != "y" || out[0].Holder != "y" || out[0].Claims != 2 {
+		t.Errorf("outcomes = %+v, result %q (%v); want the one shard done by y after 2 claims", out, results, err)
 	}
 }
 
@@ -229,12 +238,20 @@ func TestCloseSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []state.ShardOutcome{
-		{Shard: 0, Work: []byte("targets of shard 0"), Done: true, Result: []byte("r0"), Holder: "r", Claims: 1},
+		{Shard: 0, Work: []byte("targets of shard 0"), Done: true, Holder: "r", Claims: 1},
 		{Shard: 1, Work: []byte("targets of shard 1"), Holder: "r", Claims: 1},
 		{Shard: 2, Work: []byte("targets of shard 2")},
 	}
 	if fmt.Sprintf("%+v", out) != fmt.Sprintf("%+v", want) {
 		t.Errorf("CloseSweep =\n%+v\nwant\n%+v", out, want)
+	}
+	// Results are read apart, a few shards at a time: only those written
+	// back, of this site's closed sweep.
+	if r, err := s.ShardResults(ctx, sweep, []int{0}); err != nil || len(r) != 1 || string(r[0]) != "r0" {
+		t.Errorf("ShardResults(shard 0) = %q, %v; want r0", r, err)
+	}
+	if r, err := s.ShardResults(ctx, sweep, []int{0, 1}); err == nil || !strings.Contains(err.Error(), "shard 1 has none") {
+		t.Errorf("ShardResults(shards 0 and 1, 1 not written back) = %q, %v; want an error naming shard 1", r, err)
 	}
 	if err := s.CompleteShard(ctx, c1, []byte("late")); !errors.Is(err, state.ErrClaimLost) {
 		t.Errorf("write back after the sweep closed = %v, want ErrClaimLost", err)
