@@ -231,6 +231,12 @@ func TestSharedProbing(t *testing.T) {
 // published report.
 func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time) *scan.Report {
 	t.Helper()
+	return siteRunSized(t, url, site, farm, targets, now, 5)
+}
+
+// siteRunSized is siteRun with shards of shardSize targets.
+func siteRunSized(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time, shardSize int) *scan.Report {
+	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, url, postgres.Options{Site: site})
 	if err != nil {
@@ -253,7 +259,7 @@ func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discove
 		t.Fatal(err)
 	}
 	d.Now = now
-	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: 5, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
+	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
 	r, err := runFirst(t, d)
 	if err != nil {
 		t.Fatalf("site %s: probe run: %v", site, err)
@@ -454,5 +460,47 @@ func TestSharedProbingKeepsVia(t *testing.T) {
 	}
 	if ep := r.Endpoints[0]; ep.Via != alb || ep.Name != target.Name || ep.Failure != "" || ep.Certificate == "" {
 		t.Errorf("endpoint %+v; want %s probed via %s, with its certificate", ep, target.Name, alb)
+	}
+}
+
+// TestSharedResultsReadInWindows: a sweep of more shards than a run reads
+// back at once (41 addresses in shards of one target: 41 shards, the
+// farm's crowded address one of them) is judged whole: every endpoint of
+// every shard is in the report, each with its certificate.
+func TestSharedResultsReadInWindows(t *testing.T) {
+	t.Parallel()
+	db := pg.Server(t)
+	url := db.CreateDatabase(t)
+	farm := newSharedFarm(t)
+	now := time.Now()
+	for i := range 10 {
+		name := fmt.Sprintf("more%02d.example", i)
+		l := farm.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
+		srv, err := certtest.Serve(fmt.Sprintf("127.0.2.%d:0", i+1), l.FullChain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		farm.targets = append(farm.targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()),
+			Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+	}
+	if shards := len(scan.CutShards(farm.targets, 1)); shards <= 32 {
+		t.Fatalf("%d shards; want more than a run reads back at once (32)", shards)
+	}
+	r := siteRunSized(t, url, "", farm, farm.targets, time.Now, 1)
+	if len(r.Endpoints) != len(farm.targets) {
+		t.Fatalf("report: %d endpoints, want %d", len(r.Endpoints), len(farm.targets))
+	}
+	seen := map[string]bool{}
+	for _, ep := range r.Endpoints {
+		if ep.Failure != "" || ep.Certificate == "" {
+			t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Failure, ep.Certificate)
+		}
+		seen[ep.Name] = true
+	}
+	for _, tg := range farm.targets {
+		if !seen[tg.Name] {
+			t.Errorf("%s missing from the report", tg.Name)
+		}
 	}
 }
