@@ -62,7 +62,15 @@ func testScanNotify(t *testing.T, edit func(cfg string) string) {
 	pd := pagerdutytest.New(t, pdKey)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(edit(channelSecretsInFiles(t, runConfig(l, dir, sl.URL(), pd.URL())))), 0o600); err != nil {
+	// A scan has no sweep to fit in: a longer probe timeout than the
+	// daemon tests' 2s, as a handshake of the lab took more than 2s on a
+	// loaded CI machine (the race detector, every package at once on 2
+	// cores) and the revoked leaf was first seen by the second scan.
+	text := strings.Replace(runConfig(l, dir, sl.URL(), pd.URL()), "probe:\n  timeout: 2s\n", "probe:\n  timeout: 4s\n", 1)
+	if !strings.Contains(text, "timeout: 4s") {
+		t.Fatal("runConfig has no probe timeout of 2s to lengthen")
+	}
+	if err := os.WriteFile(cfg, []byte(edit(channelSecretsInFiles(t, text))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

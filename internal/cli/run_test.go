@@ -187,10 +187,8 @@ func httpGet(t *testing.T, url string) (int, string) {
 // most 10s: a notification's next attempt is kept in the outbox across a
 // restart or a failover, and with the default of 5 minutes a test's wait
 // for a drained outbox after Slack comes back would be a draw. The probe
-// timeout is 4s, four times what the lab needs: on a loaded machine (the
-// race detector, every package's tests at once on 2 cores) a handshake
-// took more than 2s, and one that runs out in one run and not the next
-// reads as a new finding.
+// timeout is 2s, twice what the lab needs: on a loaded machine a handshake
+// that runs out of 1s in one run and not the next reads as a new finding.
 func runConfig(l *lab.Lab, dir, slackURL, pdURL string) string {
 	return fmt.Sprintf(`zones:
   - name: %s
@@ -199,7 +197,7 @@ targets: [%q]
 ports: [%d]
 ca_files: [%q]
 probe:
-  timeout: 4s
+  timeout: 2s
   retries: 0
   allow_loopback: true
 notify:
