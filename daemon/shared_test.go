@@ -105,17 +105,24 @@ func newSharedFarm(t *testing.T) *sharedFarm {
 			Addresses: []netip.Addr{crowded.Addr().Addr()}, Sources: []string{"dnszone:example"}})
 	}
 	for i := range 30 {
-		name := fmt.Sprintf("solo%02d.example", i)
-		l := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
-		srv, err := certtest.Serve(fmt.Sprintf("127.0.1.%d:0", i+1), l.FullChain())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { srv.Close() })
-		f.targets = append(f.targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()),
-			Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+		f.serveSolo(t, fmt.Sprintf("solo%02d.example", i), fmt.Sprintf("127.0.1.%d", i+1))
 	}
 	return f
+}
+
+// serveSolo adds a target of its own address, host, serving a leaf for
+// name under the farm's CA.
+func (f *sharedFarm) serveSolo(t *testing.T, name, host string) {
+	t.Helper()
+	now := time.Now()
+	l := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
+	srv, err := certtest.Serve(host+":0", l.FullChain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	f.targets = append(f.targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()),
+		Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
 }
 
 func (f *sharedFarm) pass() *scan.Pass {
@@ -472,17 +479,8 @@ func TestSharedResultsReadInWindows(t *testing.T) {
 	db := pg.Server(t)
 	url := db.CreateDatabase(t)
 	farm := newSharedFarm(t)
-	now := time.Now()
 	for i := range 10 {
-		name := fmt.Sprintf("more%02d.example", i)
-		l := farm.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
-		srv, err := certtest.Serve(fmt.Sprintf("127.0.2.%d:0", i+1), l.FullChain())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { srv.Close() })
-		farm.targets = append(farm.targets, discovery.Target{Name: name, Port: int(srv.Addr().Port()),
-			Addresses: []netip.Addr{srv.Addr().Addr()}, Sources: []string{"dnszone:example"}})
+		farm.serveSolo(t, fmt.Sprintf("more%02d.example", i), fmt.Sprintf("127.0.2.%d", i+1))
 	}
 	if shards := len(scan.CutShards(farm.targets, 1)); shards <= 32 {
 		t.Fatalf("%d shards; want more than a run reads back at once (32)", shards)
