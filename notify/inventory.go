@@ -49,13 +49,15 @@ func (w *written) sum(c state.Certificate) uint64 {
 	h.WriteByte(0)
 	// The endpoints in any order: the sum of each one's hash.
 	var eps uint64
+	var port [8]byte
 	for _, e := range c.Endpoints {
 		var he maphash.Hash
 		he.SetSeed(w.seed)
 		he.WriteString(e.Name)
 		he.WriteByte(0)
 		he.WriteString(e.Address)
-		he.Write(binary.LittleEndian.AppendUint64(nil, uint64(e.Port)))
+		binary.LittleEndian.PutUint64(port[:], uint64(e.Port))
+		he.Write(port[:])
 		eps += he.Sum64()
 	}
 	var b [16]byte

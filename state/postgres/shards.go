@@ -242,9 +242,10 @@ func (s *Store) SweepProgress(ctx context.Context, sweep int64) (done, total int
 
 // CloseSweep closes sweep, one of the store's site, so that its shards are
 // no longer claimed or written back (CompleteShard fails with
-// state.ErrClaimLost), and returns all its shards in shard order, those
-// written back with their Result. Closing a closed sweep returns its
-// shards again. Like every write it is refused (state.ErrFenced) unless
+// state.ErrClaimLost), and returns all its shards in shard order, Done
+// for those written back, without their results (Result nil:
+// ShardResults reads them). Closing a closed sweep returns its shards
+// again. Like every write it is refused (state.ErrFenced) unless
 // this process leads its site.
 func (s *Store) CloseSweep(ctx context.Context, sweep int64) ([]state.ShardOutcome, error) {
 	ctx, cancel := s.op(ctx)
