@@ -249,10 +249,10 @@ type judgedKey struct {
 // one at a time by observations.
 type closedSweep struct {
 	id int64
-	// outcomes are the shards, their results read by results a window at
-	// a time as they are judged.
+	// outcomes are the sweep's shards; their results are read from store
+	// resultsWindow at a time as they are judged (result).
 	outcomes []state.ShardOutcome
-	results  state.Shards
+	store    state.Shards
 	skipped  []discovery.Target
 	// missed counts the shards not written back before the sweep closed,
 	// unreadable the endpoints of shards whose result could not be read
@@ -304,7 +304,7 @@ const resultsWindow = 32
 // timeout): a run whose time runs out as it is judged still publishes
 // what was probed.
 func (c *closedSweep) result(ctx context.Context, i int) ([]byte, error) {
-	if o := &c.outcomes[i]; o.Done && o.Result == nil && c.results != nil {
+	if o := &c.outcomes[i]; o.Done && o.Result == nil && c.store != nil {
 		if err := c.readResults(context.WithoutCancel(ctx), i); err != nil {
 			return nil, err
 		}
@@ -321,7 +321,7 @@ func (c *closedSweep) readResults(ctx context.Context, i int) error {
 			shards, at = append(shards, c.outcomes[j].Shard), append(at, j)
 		}
 	}
-	results, err := c.results.ShardResults(ctx, c.id, shards)
+	results, err := c.store.ShardResults(ctx, c.id, shards)
 	if err != nil {
 		return fmt.Errorf("probe run: read the results of shared sweep %d: %w; nothing was published or notified", c.id, err)
 	}
@@ -391,7 +391,7 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.T
 	if err != nil {
 		return nil, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
 	}
-	closed.id, closed.results = id, sh.Shards
+	closed.id, closed.store = id, sh.Shards
 	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
 	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
 	for ctx.Err() == nil {
