@@ -96,8 +96,8 @@ func TestRenewalCadenceAcrossRuns(t *testing.T) {
 
 	r := next("the old certificate", serving(old))
 	c := r.Certificates[0]
-	if !c.FirstSeen.Equal(t0) || !c.LastChanged.IsZero() || !c.ExpectedRenewal.Equal(t0.AddDate(0, 0, -10)) {
-		t.Errorf("first run: first seen %v, last changed %v, expected renewal %v; want %v, none, %v", c.FirstSeen, c.LastChanged, c.ExpectedRenewal, t0, t0.AddDate(0, 0, -10))
+	if !c.History().FirstSeen.Equal(t0) || !c.History().LastChanged.IsZero() || !c.ExpectedRenewal.Equal(t0.AddDate(0, 0, -10)) {
+		t.Errorf("first run: first seen %v, last changed %v, expected renewal %v; want %v, none, %v", c.History().FirstSeen, c.History().LastChanged, c.ExpectedRenewal, t0, t0.AddDate(0, 0, -10))
 	}
 	missed := findingsOf(r, policy.RenewalMissed)
 	if len(missed) != 1 || !strings.Contains(missed[0].Message, "should have been renewed by 2029-12-22") || !strings.Contains(missed[0].Message, "first saw it for "+name+" in this run") {
@@ -110,8 +110,8 @@ func TestRenewalCadenceAcrossRuns(t *testing.T) {
 	served.Store(&renewedTLS)
 	r = next("the renewed certificate", serving(renewed))
 	c = r.Certificates[0]
-	if !c.LastChanged.Equal(t1) || c.Previous != probes.Fingerprint(old.Cert) {
-		t.Errorf("run seeing the renewal: last changed %v, previous %q; want %v, the old certificate's", c.LastChanged, c.Previous, t1)
+	if !c.History().LastChanged.Equal(t1) || c.History().Previous != probes.Fingerprint(old.Cert) {
+		t.Errorf("run seeing the renewal: last changed %v, previous %q; want %v, the old certificate's", c.History().LastChanged, c.History().Previous, t1)
 	}
 	if m := findingsOf(r, policy.RenewalMissed); len(m) != 0 {
 		t.Errorf("renewal_missed after the renewal = %+v, want none", m)

@@ -287,7 +287,9 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 			c.ExpectedRenewal = ExpectedRenewal(c.NotBefore, c.NotAfter, e.rules.Tiers)
 		}
 		if !broken[c.SHA256] {
-			c.FirstSeen, c.LastChanged, c.Previous = e.historyOf(c)
+			if first, changed, prev := e.historyOf(c); !first.IsZero() || !changed.IsZero() || prev != "" {
+				c.Lineage = &Lineage{FirstSeen: first, LastChanged: changed, Previous: prev}
+			}
 		}
 	}
 	if e.rules.RenewalMissed == None {

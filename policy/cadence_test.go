@@ -227,8 +227,8 @@ func TestCertificateHistory(t *testing.T) {
 	if want := now.AddDate(0, 0, 50); !c.ExpectedRenewal.Equal(want) {
 		t.Errorf("expected renewal = %v, want %v (a third of 90 days before it expires)", c.ExpectedRenewal, want)
 	}
-	if !c.FirstSeen.Equal(since) || !c.LastChanged.Equal(since) || c.Previous != "cd" {
-		t.Errorf("first seen %v, last changed %v, previous %q; want %v, %v, cd", c.FirstSeen, c.LastChanged, c.Previous, since, since)
+	if !c.History().FirstSeen.Equal(since) || !c.History().LastChanged.Equal(since) || c.History().Previous != "cd" {
+		t.Errorf("first seen %v, last changed %v, previous %q; want %v, %v, cd", c.History().FirstSeen, c.History().LastChanged, c.History().Previous, since, since)
 	}
 
 	// The run that first sees the renewal says it changed now, replacing
@@ -251,8 +251,8 @@ func TestCertificateHistory(t *testing.T) {
 		ev.Add(&o)
 		ev.SetHistory(tt.history)
 		c := ev.Result().Certificates[0]
-		if !c.FirstSeen.Equal(tt.first) || !c.LastChanged.Equal(tt.changed) || c.Previous != tt.prev {
-			t.Errorf("%s: first seen %v, last changed %v, previous %q; want %v, %v, %q", tt.name, c.FirstSeen, c.LastChanged, c.Previous, tt.first, tt.changed, tt.prev)
+		if !c.History().FirstSeen.Equal(tt.first) || !c.History().LastChanged.Equal(tt.changed) || c.History().Previous != tt.prev {
+			t.Errorf("%s: first seen %v, last changed %v, previous %q; want %v, %v, %q", tt.name, c.History().FirstSeen, c.History().LastChanged, c.History().Previous, tt.first, tt.changed, tt.prev)
 		}
 	}
 }
@@ -377,12 +377,12 @@ func TestUntrustedInTheHistory(t *testing.T) {
 	for _, c := range r.Certificates {
 		switch c.SHA256 {
 		case fingerprint(self.Cert):
-			if !c.FirstSeen.IsZero() || !c.LastChanged.IsZero() || c.Previous != "" {
-				t.Errorf("self-signed: first seen %v, last changed %v, previous %q; want none", c.FirstSeen, c.LastChanged, c.Previous)
+			if !c.History().FirstSeen.IsZero() || !c.History().LastChanged.IsZero() || c.History().Previous != "" {
+				t.Errorf("self-signed: first seen %v, last changed %v, previous %q; want none", c.History().FirstSeen, c.History().LastChanged, c.History().Previous)
 			}
 		case fingerprint(old.Cert):
-			if !c.FirstSeen.Equal(since) || !c.LastChanged.IsZero() || c.Previous != "" {
-				t.Errorf("old: first seen %v, last changed %v, previous %q; want %v, none, none", c.FirstSeen, c.LastChanged, c.Previous, since)
+			if !c.History().FirstSeen.Equal(since) || !c.History().LastChanged.IsZero() || c.History().Previous != "" {
+				t.Errorf("old: first seen %v, last changed %v, previous %q; want %v, none, none", c.History().FirstSeen, c.History().LastChanged, c.History().Previous, since)
 			}
 		}
 	}

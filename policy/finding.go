@@ -200,15 +200,30 @@ type Certificate struct {
 	// grace (RenewalGrace), with no newer certificate for its names seen
 	// anywhere, it is renewal_missed. Zero when that check is off.
 	ExpectedRenewal time.Time `json:"expected_renewal,omitzero"`
-	// FirstSeen is when certwatch first saw this certificate for its
-	// names, and LastChanged when it was seen replacing an earlier one
-	// (Previous, that one's fingerprint), from the history the state
-	// keeps (NameHistory); zero, and empty, when the state has no history
-	// of it (a one-off scan) or, for LastChanged, when certwatch has not
-	// seen its names' certificate change.
+	// Lineage is what the history the state keeps (NameHistory) says of
+	// the certificate; nil when it says nothing (a one-off scan). Its
+	// fields are the certificate's in JSON. It sits behind a pointer
+	// because a scan has none: 56 bytes a certificate, 5.6 MB of a scan
+	// of 100,000 endpoints. Read it through History.
+	*Lineage
+}
+
+// Lineage is when certwatch first saw a certificate for its names, and
+// when it was seen replacing an earlier one (Previous, that one's
+// fingerprint); zero, and empty, for LastChanged and Previous when
+// certwatch has not seen its names' certificate change.
+type Lineage struct {
 	FirstSeen   time.Time `json:"first_seen,omitzero"`
 	LastChanged time.Time `json:"last_changed,omitzero"`
 	Previous    string    `json:"previous_sha256,omitempty"`
+}
+
+// History returns the certificate's Lineage, zero when it has none.
+func (c *Certificate) History() Lineage {
+	if c.Lineage == nil {
+		return Lineage{}
+	}
+	return *c.Lineage
 }
 
 // Replacement names the newer certificate that renewed a served one.

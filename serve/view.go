@@ -283,7 +283,7 @@ func (v *view) addCertSeries(c *policy.Certificate, sources []string) {
 	}
 	for _, s := range sources {
 		v.certSeries = append(v.certSeries, certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: s, notBefore: c.NotBefore, notAfter: c.NotAfter,
-			lastChanged: c.LastChanged, expectedRenewal: c.ExpectedRenewal})
+			lastChanged: c.History().LastChanged, expectedRenewal: c.ExpectedRenewal})
 	}
 }
 
@@ -387,12 +387,12 @@ func (rw *row) ExpectedRenewal() time.Time {
 
 // FirstSeen: see ExpectedRenewal.
 func (rw *row) FirstSeen() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.FirstSeen })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().FirstSeen })
 }
 
 // LastChanged: see ExpectedRenewal.
 func (rw *row) LastChanged() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.LastChanged })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().LastChanged })
 }
 
 func (rw *row) certTime(of func(*policy.Certificate) time.Time) time.Time {

@@ -240,11 +240,11 @@ func cadence(c *policy.Certificate) string {
 	if !c.ExpectedRenewal.IsZero() {
 		parts = append(parts, "expected by "+c.ExpectedRenewal.UTC().Format(time.DateOnly))
 	}
-	switch {
-	case !c.LastChanged.IsZero():
-		parts = append(parts, "last changed "+c.LastChanged.UTC().Format(time.DateOnly))
-	case !c.FirstSeen.IsZero():
-		parts = append(parts, "unchanged since "+c.FirstSeen.UTC().Format(time.DateOnly))
+	switch h := c.History(); {
+	case !h.LastChanged.IsZero():
+		parts = append(parts, "last changed "+h.LastChanged.UTC().Format(time.DateOnly))
+	case !h.FirstSeen.IsZero():
+		parts = append(parts, "unchanged since "+h.FirstSeen.UTC().Format(time.DateOnly))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -109,7 +109,7 @@ func TestTableRenewalCadence(t *testing.T) {
 	fp := strings.Repeat("a", 64)
 	r := &scan.Report{GeneratedAt: at,
 		Certificates: []policy.Certificate{{SHA256: fp, Subject: "api.example", NotAfter: at.AddDate(0, 0, 40),
-			ExpectedRenewal: at.AddDate(0, 0, -10), FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}},
+			ExpectedRenewal: at.AddDate(0, 0, -10), Lineage: &policy.Lineage{FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}}},
 		Findings: []policy.Finding{{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: fp, Subject: "api.example", Deadline: at.AddDate(0, 0, 40), Message: "renewal overdue: …"}},
 	}
 	var b strings.Builder

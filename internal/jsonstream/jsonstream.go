@@ -262,7 +262,7 @@ func structFields(t reflect.Type, taken ...string) ([]fieldPlan, planKind) {
 
 // addFields appends the fields of t, reached from the outer struct by
 // index, and reports false for what encoding/json lays out otherwise: an
-// embedded pointer, an embedded type not exported or not a struct,
+// embedded type not exported or not a struct (or pointer to one),
 // ",string", and a name two fields share (encoding/json keeps the
 // shallower or the tagged one, or drops both). An untagged embedded
 // struct's fields are the outer struct's, in its place: an at-rest
@@ -288,7 +288,11 @@ func addFields(t reflect.Type, index []int, fields *[]fieldPlan, names map[strin
 		}
 		at := append(slices.Clip(index), i)
 		if f.Anonymous && name == "" {
-			if f.Type.Kind() != reflect.Struct || !addFields(f.Type, at, fields, names) {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem() // nil, its fields are left out (object)
+			}
+			if et.Kind() != reflect.Struct || !addFields(et, at, fields, names) {
 				return false
 			}
 			continue
@@ -449,7 +453,10 @@ func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int, prefix []b
 		n++
 	}
 	for _, f := range p.fields {
-		fv := v.FieldByIndex(f.index)
+		fv, ok := fieldByIndex(v, f.index)
+		if !ok {
+			continue // a field of a nil embedded pointer, as encoding/json
+		}
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZeroValue(fv) {
 			continue
 		}
@@ -469,6 +476,21 @@ func (e *jsonEncoder) object(v reflect.Value, p *typePlan, depth int, prefix []b
 	}
 	e.newline(depth)
 	e.buf = append(e.buf, '}')
+}
+
+// fieldByIndex is v.FieldByIndex, false through a nil embedded pointer
+// (FieldByIndexErr's error is an allocation a field).
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
 }
 
 // indent is the indentation of the first levels, sliced rather than built.
