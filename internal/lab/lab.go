@@ -188,7 +188,10 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 		return nil, err
 	}
 	var zone strings.Builder
-	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nportal CNAME www\n*.dyn A 127.0.0.18\n")
+	// The zone's ns is at an address of its own, where nothing listens:
+	// at 127.0.0.1, a listener of another program on the lab's TLS port
+	// answered as ns.
+	fmt.Fprintf(&zone, "@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A %s\nportal CNAME www\n*.dyn A 127.0.0.18\n", nsAddr)
 	fmt.Fprintf(&zone, "_ldaps._tcp SRV 10 0 %d ldap\n", l.LDAPPort)
 	fmt.Fprintf(&zone, "_submission._tcp SRV 10 0 %d smtp\n", l.SubmissionPort)
 	fmt.Fprintf(&zone, "_imap._tcp SRV 10 0 %d imap\n", l.IMAPPort)
@@ -229,9 +232,14 @@ func StartWith(now time.Time, o Options) (l *Lab, err error) {
 	return l, nil
 }
 
+// nsAddr is the address of the zone's ns record: no lab service listens
+// there.
+const nsAddr = "127.0.0.22"
+
 // portsAddr is the loopback address labs pick their ports on, and hold
 // them at: no lab service listens there and no lab name points there
-// (127.0.0.1 would not do: the zone's ns points there).
+// (127.0.0.1 would not do: a server of another program may listen
+// there).
 const portsAddr = "127.0.0.250"
 
 // pickPorts picks the free ports of the lab's TLS, LDAPS, submission and
