@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"time"
@@ -297,6 +298,15 @@ func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs 
 // state at a time (about 36 KB each at 100 endpoints a shard).
 const resultsWindow = 32
 
+// resultsAttempts is how many times a window of results is read before the
+// run fails, the first retry after about resultsRetry, then twice that: a
+// dropped connection or a database failing over costs a read, not a
+// probe run of every endpoint.
+const (
+	resultsAttempts = 3
+	resultsRetry    = time.Second
+)
+
 // result returns the i-th shard's result, reading it from the shared state
 // with those of the next shards written back (resultsWindow in all) when
 // it is not read yet; nil for a shard not written back. Like the sweep's
@@ -321,9 +331,21 @@ func (c *closedSweep) readResults(ctx context.Context, i int) error {
 			shards, at = append(shards, c.outcomes[j].Shard), append(at, j)
 		}
 	}
-	results, err := c.store.ShardResults(ctx, c.id, shards)
+	var results [][]byte
+	var err error
+	for attempt := range resultsAttempts {
+		if attempt > 0 {
+			c.logger.Warn("cannot read the results of probe shards; retrying", "sweep", c.id, "shards", len(shards), "attempt", attempt+1, "err", err)
+			wait := resultsRetry << (attempt - 1)
+			t := time.NewTimer(wait/2 + rand.N(wait/2)) // full jitter over the upper half
+			<-t.C
+		}
+		if results, err = c.store.ShardResults(ctx, c.id, shards); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("probe run: read the results of shared sweep %d: %w; nothing was published or notified", c.id, err)
+		return fmt.Errorf("probe run: read the results of shared sweep %d (%d attempts): %w; nothing was published or notified", c.id, resultsAttempts, err)
 	}
 	for k, j := range at {
 		c.outcomes[j].Result = results[k]

@@ -244,6 +244,17 @@ func siteRun(t *testing.T, url, site string, farm *sharedFarm, targets []discove
 // siteRunSized is siteRun with shards of shardSize targets.
 func siteRunSized(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time, shardSize int) *scan.Report {
 	t.Helper()
+	r, err := siteRunThrough(t, url, site, farm, targets, now, shardSize, nil)
+	if err != nil {
+		t.Fatalf("site %s: probe run: %v", site, err)
+	}
+	return r
+}
+
+// siteRunThrough is siteRunSized whose leader reaches the shared state
+// through wrap (when not nil), and which returns the run's error.
+func siteRunThrough(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time, shardSize int, wrap func(state.Shards) state.Shards) (*scan.Report, error) {
+	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, url, postgres.Options{Site: site})
 	if err != nil {
@@ -266,12 +277,12 @@ func siteRunSized(t *testing.T, url, site string, farm *sharedFarm, targets []di
 		t.Fatal(err)
 	}
 	d.Now = now
-	d.Sharing = &daemon.Sharing{Shards: store, Sites: store, Site: site, ShardSize: shardSize, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
-	r, err := runFirst(t, d)
-	if err != nil {
-		t.Fatalf("site %s: probe run: %v", site, err)
+	var shards state.Shards = store
+	if wrap != nil {
+		shards = wrap(store)
 	}
-	return r
+	d.Sharing = &daemon.Sharing{Shards: shards, Sites: store, Site: site, ShardSize: shardSize, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
+	return runFirst(t, d)
 }
 
 // TestSiteStale: a site whose last run was published two hours ago by the
@@ -500,5 +511,63 @@ func TestSharedResultsReadInWindows(t *testing.T) {
 		if !seen[tg.Name] {
 			t.Errorf("%s missing from the report", tg.Name)
 		}
+	}
+}
+
+// failingResults is the shared state of PostgreSQL whose reads of shard
+// results fail, the first fail of them, as a dropped connection or a
+// database failing over makes them fail.
+type failingResults struct {
+	state.Shards
+	mu    sync.Mutex
+	fail  int
+	calls int
+}
+
+func (f *failingResults) ShardResults(ctx context.Context, sweep int64, shards []int) ([][]byte, error) {
+	f.mu.Lock()
+	f.calls++
+	failing := f.calls <= f.fail
+	f.mu.Unlock()
+	if failing {
+		return nil, errors.New("read shard results: connection reset by peer")
+	}
+	return f.Shards.ShardResults(ctx, sweep, shards)
+}
+
+// TestSharedResultsReadRetried: a read of shard results that fails once
+// (and then again) is retried, and the run publishes every endpoint
+// probed; one that keeps failing fails the run, which says so, rather
+// than publishing a report without those endpoints.
+func TestSharedResultsReadRetried(t *testing.T) {
+	t.Parallel()
+	db := pg.Server(t)
+	farm := newSharedFarm(t)
+	for _, fail := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d failures", fail), func(t *testing.T) {
+			t.Parallel()
+			f := &failingResults{fail: fail}
+			r, err := siteRunThrough(t, db.CreateDatabase(t), "", farm, farm.targets, time.Now, 1, func(s state.Shards) state.Shards {
+				f.Shards = s
+				return f
+			})
+			if fail == 3 {
+				if err == nil || !strings.Contains(err.Error(), "connection reset by peer") || !strings.Contains(err.Error(), "3 attempts") || !strings.Contains(err.Error(), "nothing was published") {
+					t.Fatalf("run with every read failing: err = %v; want the read's error, its 3 attempts, and that nothing was published", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run with %d failed reads: %v; want them retried", fail, err)
+			}
+			if len(r.Endpoints) != len(farm.targets) {
+				t.Fatalf("report: %d endpoints, want %d", len(r.Endpoints), len(farm.targets))
+			}
+			for _, ep := range r.Endpoints {
+				if ep.Failure != "" || ep.Certificate == "" {
+					t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Failure, ep.Certificate)
+				}
+			}
+		})
 	}
 }
