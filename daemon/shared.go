@@ -299,7 +299,8 @@ func (c *closedSweep) observations(dec *scan.Decoder, i int, at time.Time) (obs 
 const resultsWindow = 32
 
 // resultsAttempts is how many times a window of results is read before the
-// run fails, the first retry after about resultsRetry, then twice that: a
+// run fails, the first retry after up to resultsRetry (at least half of
+// it), the next after up to twice that: a
 // dropped connection or a database failing over costs a read, not a
 // probe run of every endpoint.
 const (
