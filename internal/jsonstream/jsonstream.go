@@ -254,22 +254,23 @@ func structFields(t reflect.Type, taken ...string) ([]fieldPlan, planKind) {
 	for _, n := range taken {
 		names[n] = true
 	}
-	if !addFields(t, nil, &fields, names) {
+	if !addFields(t, nil, []reflect.Type{t}, &fields, names) {
 		return nil, planFallback
 	}
 	return fields, planStruct
 }
 
 // addFields appends the fields of t, reached from the outer struct by
-// index, and reports false for what encoding/json lays out otherwise: an
-// embedded type not exported or not a struct (or pointer to one),
+// index through the embedded types of path (t last), and reports false for what encoding/json lays out otherwise: an
+// embedded type not exported or not a struct (or pointer to one), a type
+// embedded in itself through pointers,
 // ",string", and a name two fields share (encoding/json keeps the
 // shallower or the tagged one, or drops both). An untagged embedded
 // struct's fields are the outer struct's, in its place: an at-rest
 // certificate (atrest.Certificate in policy.AtRestCertificate) is
 // streamed like any other, not encoded whole with its thousands of
 // locations.
-func addFields(t reflect.Type, index []int, fields *[]fieldPlan, names map[string]bool) bool {
+func addFields(t reflect.Type, index []int, path []reflect.Type, fields *[]fieldPlan, names map[string]bool) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -292,7 +293,9 @@ func addFields(t reflect.Type, index []int, fields *[]fieldPlan, names map[strin
 			if et.Kind() == reflect.Pointer {
 				et = et.Elem() // nil, its fields are left out (object)
 			}
-			if et.Kind() != reflect.Struct || !addFields(et, at, fields, names) {
+			// A type embedded in itself, through pointers, is left to
+			// encoding/json, which stops where it has been.
+			if et.Kind() != reflect.Struct || slices.Contains(path, et) || !addFields(et, at, append(slices.Clip(path), et), fields, names) {
 				return false
 			}
 			continue

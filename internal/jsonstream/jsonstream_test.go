@@ -207,6 +207,8 @@ func TestWrite(t *testing.T) {
 			*Inner
 			D int
 		}{nil, 2}},
+		{"type embedded in itself", SelfEmbedding{&SelfEmbedding{X: 1}, 2}},
+		{"certificate with history", policy.Certificate{SHA256: "ab", NotAfter: now, Lineage: &policy.Lineage{FirstSeen: now.AddDate(0, -1, 0), Previous: "cd"}}},
 		{"certificate at rest", atRestHeldIn(3)},
 		{"other kinds", oddValue},
 		{"pointer-receiver marshaller", []struct{ T ptrText }{{ptrText{"a"}}, {ptrText{"b"}}}},
@@ -266,6 +268,13 @@ func (w *maxWriter) Write(p []byte) (int, error) {
 	w.n += len(p)
 	w.max = max(w.max, len(p))
 	return len(p), nil
+}
+
+// SelfEmbedding embeds a pointer to its own type, which encoding/json
+// stops following where it has been.
+type SelfEmbedding struct {
+	*SelfEmbedding
+	X int
 }
 
 // TestWriteAtRest: a certificate held at rest in 20,000 places (a CA
