@@ -683,7 +683,7 @@ func (s *LogSender) Send(ctx context.Context, n Notification) (string, error) {
 		if HasDeadline(f) {
 			attrs = append(attrs, slog.Time("deadline", f.Deadline), slog.Int("days_left", f.DaysLeft(n.At)))
 		}
-		for _, a := range f.ACM {
+		for _, a := range f.Refs().ACM {
 			attrs = append(attrs, slog.String("acm_arn", a.ARN))
 		}
 		attrs = append(attrs, slog.Int("endpoints", len(f.Endpoints)), slog.String("message", f.Message))

@@ -275,7 +275,7 @@ func TestExpirySilenceCoversRenewalMissed(t *testing.T) {
 func TestExpirySilenceCoversCertManager(t *testing.T) {
 	cert := strings.Repeat("ab", 32)
 	notReady := policy.Finding{Kind: policy.CertManagerNotReady, Tier: policy.Page, Certificate: cert, Subject: "api.payments.svc",
-		Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}}}
+		Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{{Kind: atrest.Secret, Where: "payments/api-tls", Key: "tls.crt"}}}}
 	overdue := notReady
 	overdue.Kind = policy.CertManagerRenewalOverdue
 	expiring := notReady

@@ -94,7 +94,7 @@ func (e *Evaluator) judgeAtRest(fs []Finding) ([]Finding, []AtRestCertificate) {
 			continue // about a name, not one certificate
 		}
 		if r := e.atRest(f.Certificate); r != nil {
-			f.Locations = r.Locations
+			f.withRecords(func(rs *Records) { rs.Locations = r.Locations })
 		}
 	}
 	report := make([]AtRestCertificate, len(e.rest))
@@ -115,7 +115,7 @@ func (e *Evaluator) judgeAtRest(fs []Finding) ([]Finding, []AtRestCertificate) {
 // endpoint serves: it lists no endpoint (an empty list) and its locations.
 func restFinding(kind Kind, tier Tier, r *atrest.Certificate, msg string) Finding {
 	return Finding{Kind: kind, Tier: tier, Certificate: r.SHA256, Subject: Printable(r.Subject), Deadline: r.NotAfter,
-		Endpoints: []Endpoint{}, Locations: r.Locations, Message: Printable(msg)}
+		Endpoints: []Endpoint{}, Records: recordsOf(Records{Locations: r.Locations}), Message: Printable(msg)}
 }
 
 // judgeRestExpiry judges the expiry of r by the expiry tiers, as a served

@@ -353,9 +353,9 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 			continue
 		}
 		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256),
-			ACM: acmRefs[c.SHA256], IAM: iamRefs[c.SHA256]}
+			Records: recordsOf(Records{ACM: acmRefs[c.SHA256], IAM: iamRefs[c.SHA256]})}
 		if r := e.atRest(c.SHA256); r != nil {
-			f.Locations = r.Locations
+			f.withRecords(func(rs *Records) { rs.Locations = r.Locations })
 		}
 		fs = append(fs, e.renewalMissed(f, c.DNSNames, names, c.Serial, c.NotBefore, "served by "+endpointList(f.Endpoints, 8)))
 	}

@@ -114,7 +114,7 @@ func (e *Evaluator) certManagerFinding(fs []Finding, sv servedIndex, r *atrest.C
 		if len(fs[j].Endpoints) > 0 {
 			f.Endpoints = slices.Clone(fs[j].Endpoints)
 		}
-		f.ACM, f.IAM = slices.Clone(fs[j].ACM), slices.Clone(fs[j].IAM)
+		f.withRecords(func(rs *Records) { rs.ACM, rs.IAM = slices.Clone(fs[j].Refs().ACM), slices.Clone(fs[j].Refs().IAM) })
 	}
 	f.Tier = min(f.Tier, Page)
 	var says []string
@@ -259,7 +259,7 @@ func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap)
 			msg := fmt.Sprintf("%s, and %s, which it writes, holds no certificate certwatch read: nothing is issued for it yet, or the Secret was deleted. To do: %s",
 				e.notReadyClause(is), secret, certManagerAdvice(is))
 			fs = append(fs, Finding{Kind: CertManagerNotReady, Tier: tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
-				Locations: []atrest.Location{is.Location}, Message: Printable(msg)})
+				Records: &Records{Locations: []atrest.Location{is.Location}}, Message: Printable(msg)})
 			continue
 		}
 		ns, sname, _ := strings.Cut(is.Secret.Where, "/")
@@ -274,8 +274,8 @@ func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap)
 			continue
 		}
 		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
-			Locations: []atrest.Location{is.Location},
-			Message:   Printable(gap.Detail + ": the expiry of the certificate it holds is not watched; " + gap.Fix)})
+			Records: &Records{Locations: []atrest.Location{is.Location}},
+			Message: Printable(gap.Detail + ": the expiry of the certificate it holds is not watched; " + gap.Fix)})
 	}
 	return fs, gaps
 }

@@ -163,7 +163,7 @@ func TestCertManagerServed(t *testing.T) {
 		kinds = append(kinds, string(f.Kind))
 		switch f.Kind {
 		case policy.CertManagerNotReady:
-			if f.Certificate != probes.Fingerprint(leaf.Cert) || f.Tier != policy.Warning || len(f.Endpoints) != 1 || len(f.Locations) != 2 {
+			if f.Certificate != probes.Fingerprint(leaf.Cert) || f.Tier != policy.Warning || len(f.Endpoints) != 1 || len(f.Refs().Locations) != 2 {
 				t.Errorf("finding %+v: want the leaf's, a warning, with its endpoint and 2 locations", f)
 			}
 		case policy.Expiring:

@@ -312,7 +312,7 @@ func (e *Evaluator) judgeUncovered(fs []Finding, gaps []Gap) ([]Finding, []Gap) 
 			eps = []Endpoint{}
 		}
 		slices.SortFunc(locs, atrest.Location.Compare)
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: e.now, Endpoints: eps, Locations: clipLocations(slices.Compact(locs)),
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: e.now, Endpoints: eps, Records: recordsOf(Records{Locations: clipLocations(slices.Compact(locs))}),
 			Message: Printable(fmt.Sprintf("zone %s is watched by no source (no zone transferred, delegation followed, Route 53 zone or static target covers it), yet certificates name it: %s on %s. certwatch cannot see where else these certificates are deployed; %s",
 				z, listNames(g.names, 10), listNames(described, 5), gap.Fix))})
 	}

@@ -143,7 +143,7 @@ func TestCoverageAtRest(t *testing.T) {
 		t.Fatalf("no coverage_gap for other.example: %+v", res.Findings)
 	}
 	if f.Tier != policy.Notice || !strings.Contains(f.Message, `"api.team.other.example" (held at rest in secret payments/api-tls tls.crt)`) ||
-		len(f.Locations) != 1 || f.Locations[0] != secret {
+		len(f.Refs().Locations) != 1 || f.Refs().Locations[0] != secret {
 		t.Errorf("coverage_gap = %+v, want a notice naming the certificate and its Secret", f)
 	}
 	if len(res.Gaps) != 1 || len(res.Gaps[0].Certificates) != 1 || res.Gaps[0].Certificates[0] != held.SHA256 {

@@ -51,8 +51,8 @@ func TestCTRenewalTurnsExpiryIntoStaleDeployment(t *testing.T) {
 			if len(about) != 1 || about[0].Kind != tt.want || about[0].Tier != policy.Page {
 				t.Fatalf("findings about the served certificate %+v, want one %s at page", about, tt.want)
 			}
-			if tt.want == policy.StaleDeployment && (len(about[0].CTLogged) != 2 || about[0].CTLogged[0].Index != 7) {
-				t.Errorf("stale deployment names log entries %+v, want the renewal's two", about[0].CTLogged)
+			if tt.want == policy.StaleDeployment && (len(about[0].Refs().CTLogged) != 2 || about[0].Refs().CTLogged[0].Index != 7) {
+				t.Errorf("stale deployment names log entries %+v, want the renewal's two", about[0].Refs().CTLogged)
 			}
 		})
 	}

@@ -451,7 +451,7 @@ func TestEvaluatorGolden(t *testing.T) {
 		}
 		// Its expiry and its renewal_missed (past its expected renewal, no
 		// newer one anywhere), each with every endpoint and location.
-		if xs := byCert[probes.Fingerprint(x)]; len(xs) != 2 || slices.ContainsFunc(xs, func(f policy.Finding) bool { return len(f.Endpoints) != 2 || len(f.Locations) != 3 }) {
+		if xs := byCert[probes.Fingerprint(x)]; len(xs) != 2 || slices.ContainsFunc(xs, func(f policy.Finding) bool { return len(f.Endpoints) != 2 || len(f.Refs().Locations) != 3 }) {
 			t.Errorf("findings of x = %+v, want two with 2 endpoints and 3 locations", xs)
 		}
 		if fs := byCert[probes.Fingerprint(t2)]; len(fs) != 0 {

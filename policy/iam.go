@@ -83,7 +83,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 		ref := IAMRef{ARN: c.ARN, ID: c.ID, Name: c.Name, Account: c.Account}
 		for j := range fs {
 			if fp != "" && fs[j].Certificate == fp {
-				fs[j].IAM = append(fs[j].IAM, ref)
+				fs[j].withRecords(func(rs *Records) { rs.IAM = append(slices.Clip(rs.IAM), ref) })
 			}
 		}
 		tier, msg := e.judgeServerCertificate(c, cons, fp != "")
@@ -100,7 +100,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 			continue
 		}
 		f := Finding{Kind: kind, Tier: tier, Certificate: cmp.Or(fp, c.Fingerprint), Subject: cmp.Or(c.Subject, c.Name),
-			Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: msg, IAM: []IAMRef{ref}}
+			Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: msg, Records: &Records{IAM: []IAMRef{ref}}}
 		if fp == "" {
 			f.Name, f.Endpoints = c.ARN, []Endpoint{}
 		}

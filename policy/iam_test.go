@@ -43,18 +43,18 @@ func TestIAMServerCertificates(t *testing.T) {
 		if f.Kind == policy.RenewalMissed {
 			missed = append(missed, f) // beside the expiry finding of the one served
 		}
-		if len(f.IAM) != 1 {
-			t.Errorf("finding %s %s lists IAM %v, want one certificate", f.Tier, f.Kind, f.IAM)
+		if len(f.Refs().IAM) != 1 {
+			t.Errorf("finding %s %s lists IAM %v, want one certificate", f.Tier, f.Kind, f.Refs().IAM)
 			continue
 		}
 		if f.Kind != policy.RenewalMissed {
-			byName[f.IAM[0].Name] = f
+			byName[f.Refs().IAM[0].Name] = f
 		}
 	}
 	if len(res.Findings) != 4 {
 		t.Errorf("%d findings, want 4 (the endpoint's merged with its IAM certificate's, and its renewal_missed)", len(res.Findings))
 	}
-	if len(missed) != 1 || missed[0].IAM[0].Name != "used" || missed[0].Tier != policy.Warning {
+	if len(missed) != 1 || missed[0].Refs().IAM[0].Name != "used" || missed[0].Tier != policy.Warning {
 		t.Errorf("renewal_missed findings = %+v, want one warning about the IAM certificate used", missed)
 	}
 	for name, w := range map[string]struct {

@@ -180,7 +180,7 @@ func (j *inventoryJudgement) link() {
 	for i := range j.out {
 		f := &j.out[i]
 		if r, ok := refs[f.Certificate]; ok {
-			f.ACM = r
+			f.withRecords(func(rs *Records) { rs.ACM = r })
 		}
 		switch f.Kind {
 		case ChainUntrusted, SelfSigned:
@@ -214,7 +214,7 @@ func (j *inventoryJudgement) mergeACM() {
 			eps := j.sv.endpoints(g.fp)
 			f := Finding{
 				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.cert(g.fp).Subject,
-				Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: v.msg + e.directNote(c, eps), ACM: g.refs,
+				Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: v.msg + e.directNote(c, eps), Records: recordsOf(Records{ACM: g.refs}),
 			}
 			if hasExpiry {
 				f.Tier = max(f.Tier, j.out[i].Tier)
@@ -235,7 +235,7 @@ func (j *inventoryJudgement) mergeACM() {
 		// finding lists no endpoint (an empty list, not none at all).
 		j.out = append(j.out, Finding{
 			Kind: v.kind, Tier: v.tier, Certificate: g.pem, Name: c.ARN, Subject: c.DomainName,
-			Deadline: deadline, Endpoints: []Endpoint{}, Message: v.msg, ACM: g.refs,
+			Deadline: deadline, Endpoints: []Endpoint{}, Message: v.msg, Records: recordsOf(Records{ACM: g.refs}),
 		})
 	}
 }

@@ -425,7 +425,7 @@ func TestRenewal(t *testing.T) {
 				for _, ep := range f.Endpoints {
 					eps = append(eps, ep.Name)
 				}
-				for _, r := range f.ACM {
+				for _, r := range f.Refs().ACM {
 					arns = append(arns, r.ARN[strings.LastIndex(r.ARN, "/")+1:])
 				}
 				if f.Kind != w.kind || f.Tier != w.tier || strings.Join(eps, ",") != w.endpoints || strings.Join(arns, ",") != w.acm {

@@ -102,7 +102,7 @@ func TestPassLinksRoute53EndpointToACM(t *testing.T) {
 	for _, f := range r.Findings {
 		kinds[f.Kind] = f
 	}
-	if f, ok := kinds[policy.RenewalOverdue]; !ok || len(f.Endpoints) != 1 || f.Endpoints[0].Name != "www.corp.example" || len(f.ACM) != 1 || f.ACM[0].ARN != arns[0] {
+	if f, ok := kinds[policy.RenewalOverdue]; !ok || len(f.Endpoints) != 1 || f.Endpoints[0].Name != "www.corp.example" || len(f.Refs().ACM) != 1 || f.Refs().ACM[0].ARN != arns[0] {
 		t.Errorf("renewal_overdue finding = %+v, want one on www.corp.example linked to %s", f, arns[0])
 	}
 	if _, ok := kinds[policy.Expiring]; ok {

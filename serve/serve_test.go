@@ -661,9 +661,11 @@ func TestStatusPageAtRest(t *testing.T) {
 		{Certificate: atrest.Certificate{SHA256: shaClient, Subject: "client.internal.example", Issuer: "Example Issuing CA 2", NotAfter: now.Add(4 * 24 * time.Hour), Locations: []atrest.Location{client}}},
 		{Certificate: atrest.Certificate{SHA256: shaWildcard, Subject: "*.internal.example", NotAfter: now.Add(5 * 24 * time.Hour), Locations: []atrest.Location{file, sec}}},
 	}
-	r.Findings[1].Locations = []atrest.Location{file, sec}
+	rec := r.Findings[1].Refs()
+	rec.Locations = []atrest.Location{file, sec}
+	r.Findings[1].Records = &rec
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.CertManagerRenewalOverdue, Tier: policy.Page, Certificate: shaClient, Subject: "client.internal.example",
-		Deadline: now.Add(4 * 24 * time.Hour), Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{client}, Message: "certificate held at rest expires in 4 days"})
+		Deadline: now.Add(4 * 24 * time.Hour), Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{client}}, Message: "certificate held at rest expires in 4 days"})
 
 	s := serve.New(serve.Options{Now: func() time.Time { return now }, SeriesLimit: 2})
 	s.RecordReport(r)

@@ -363,7 +363,7 @@ func TestScanAWS(t *testing.T) {
 		{"orphan", "not used by any listener certwatch sees", policy.Notice, ""},
 	}
 	for _, w := range iamWants {
-		i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return len(f.IAM) == 1 && f.IAM[0].ARN == e.iam[w.name] })
+		i := slices.IndexFunc(r.Findings, func(f policy.Finding) bool { return len(f.Refs().IAM) == 1 && f.Refs().IAM[0].ARN == e.iam[w.name] })
 		if i < 0 {
 			t.Errorf("no finding about IAM server certificate %s", w.name)
 			continue
@@ -487,7 +487,7 @@ func TestScanAWS(t *testing.T) {
 				eps = append(eps, strings.TrimSuffix(ep.Name, "."+awsZone))
 			}
 			var arns []string
-			for _, ref := range f.ACM {
+			for _, ref := range f.Refs().ACM {
 				arns = append(arns, ref.ARN)
 			}
 			if strings.Join(eps, ",") != w.endpoint || (w.acm != "" && strings.Join(arns, ",") != e.arn[w.acm]) || (w.acm == "" && len(arns) > 0) {

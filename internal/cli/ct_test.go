@@ -174,7 +174,7 @@ func TestScanReconcilesCertificateTransparency(t *testing.T) {
 
 	stale := findingsOf(r, policy.StaleDeployment)
 	if len(stale) != 1 || stale[0].Certificate != e.stale || !strings.Contains(stale[0].Message, where) ||
-		!strings.Contains(stale[0].Message, "issued 3 days ago") || len(stale[0].CTLogged) != 2 || stale[0].CTLogged[0].Index != 2 ||
+		!strings.Contains(stale[0].Message, "issued 3 days ago") || len(stale[0].Refs().CTLogged) != 2 || stale[0].Refs().CTLogged[0].Index != 2 ||
 		len(stale[0].Endpoints) != 1 || stale[0].Endpoints[0].Name != "www."+ctZone {
 		t.Errorf("stale deployments %+v; want one about www's old certificate naming the renewal's log entries (%s…)", stale, where)
 	}

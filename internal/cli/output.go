@@ -108,18 +108,18 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			if n := len(f.Endpoints); n > 0 {
 				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, policy.Printable(endpointList(f.Endpoints, 8)))
 			}
-			if n := len(f.Locations); n > 0 {
-				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(f.Locations, 8)))
+			if n := len(f.Refs().Locations); n > 0 {
+				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(f.Refs().Locations, 8)))
 			}
 			if c := certs[f.Certificate]; c != nil && (f.Kind == policy.RenewalMissed || f.Kind == policy.Expiring) {
 				if s := cadence(c); s != "" {
 					fmt.Fprintf(w, "   renewal: %s\n", s)
 				}
 			}
-			if len(f.ACM) > 0 {
-				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.ACM))
+			if len(f.Refs().ACM) > 0 {
+				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.Refs().ACM))
 			}
-			for _, ref := range f.IAM {
+			for _, ref := range f.Refs().IAM {
 				fmt.Fprintf(w, "   IAM: %s (server certificate %s, renewed by hand)\n", ref.ARN, ref.Name)
 			}
 		}
@@ -208,8 +208,8 @@ func firstNames(f policy.Finding, n int) string {
 			names = append(names, k)
 		}
 	}
-	if len(names) == 0 && len(f.Locations) > 0 {
-		return atrest.Where(f.Locations, 1)
+	if len(names) == 0 && len(f.Refs().Locations) > 0 {
+		return atrest.Where(f.Refs().Locations, 1)
 	}
 	if len(names) == 0 {
 		return f.Name

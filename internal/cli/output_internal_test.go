@@ -89,7 +89,7 @@ func TestTableAtRest(t *testing.T) {
 	loc := atrest.Location{Kind: atrest.Secret, Where: "mtls/client", Key: "tls.crt"}
 	r := &scan.Report{GeneratedAt: now, Findings: []policy.Finding{{
 		Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("c1", 32), Subject: "client.example", Deadline: now.AddDate(0, 0, 4),
-		Endpoints: []policy.Endpoint{}, Locations: []atrest.Location{loc, {Kind: atrest.File, Where: "/etc/ssl/client.pem"}}, Message: "held at rest, expires in 4 days",
+		Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{loc, {Kind: atrest.File, Where: "/etc/ssl/client.pem"}}}, Message: "held at rest, expires in 4 days",
 	}}, AtRest: []policy.AtRestCertificate{{Certificate: atrest.Certificate{SHA256: strings.Repeat("c1", 32), Locations: []atrest.Location{loc}}}}}
 	var out bytes.Buffer
 	if err := writeTable(&out, r, false); err != nil {

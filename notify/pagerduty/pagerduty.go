@@ -216,8 +216,8 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 			d["deadline"] = f.Deadline.UTC().Format(time.RFC3339)
 			d["days_left"] = f.DaysLeft(n.At)
 		}
-		if len(f.ACM) > 0 {
-			d["acm"] = acmDetails(f.ACM)
+		if len(f.Refs().ACM) > 0 {
+			d["acm"] = acmDetails(f.Refs().ACM)
 		}
 		if !n.Since.IsZero() {
 			d["first_raised"] = n.Since.UTC().Format(time.RFC3339)
@@ -234,14 +234,14 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		if len(f.Endpoints) > maxEndpoints {
 			d["endpoints_not_listed"] = len(f.Endpoints) - maxEndpoints
 		}
-		if len(f.Locations) > 0 {
-			locs := make([]string, 0, min(len(f.Locations), maxEndpoints))
-			for _, l := range f.Locations[:min(len(f.Locations), maxEndpoints)] {
+		if len(f.Refs().Locations) > 0 {
+			locs := make([]string, 0, min(len(f.Refs().Locations), maxEndpoints))
+			for _, l := range f.Refs().Locations[:min(len(f.Refs().Locations), maxEndpoints)] {
 				locs = append(locs, policy.Printable(l.String()))
 			}
 			d["locations"] = locs
-			if len(f.Locations) > maxEndpoints {
-				d["locations_not_listed"] = len(f.Locations) - maxEndpoints
+			if len(f.Refs().Locations) > maxEndpoints {
+				d["locations_not_listed"] = len(f.Refs().Locations) - maxEndpoints
 			}
 		}
 	}

@@ -101,8 +101,8 @@ func TestACMAndBrokenNowDetails(t *testing.T) {
 	pd := pagerdutytest.New(t, routingKey)
 	s := newSender(t, pd.URL())
 	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "old.example.com", Deadline: now,
-		ACM: []policy.ACMRef{{ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/1", Region: "eu-west-1", Type: "IMPORTED", Renewal: policy.RenewalManual,
-			InUseBy: []string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/a/1"}}}}
+		Records: &policy.Records{ACM: []policy.ACMRef{{ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/1", Region: "eu-west-1", Type: "IMPORTED", Renewal: policy.RenewalManual,
+			InUseBy: []string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/a/1"}}}}}
 	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestACMAndBrokenNowDetails(t *testing.T) {
 		t.Fatalf("custom_details acm = %v, want one certificate", d["acm"])
 	}
 	a := acm[0].(map[string]any)
-	if a["arn"] != f.ACM[0].ARN || a["renewal"] != "manual" || a["in_use_by_count"] != float64(1) {
+	if a["arn"] != f.Refs().ACM[0].ARN || a["renewal"] != "manual" || a["in_use_by_count"] != float64(1) {
 		t.Errorf("acm details = %v, want the ARN, manual renewal and its user", a)
 	}
 }
@@ -226,9 +226,9 @@ func TestAtRestLocations(t *testing.T) {
 	pd := pagerdutytest.New(t, routingKey)
 	s := newSender(t, pd.URL())
 	f := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "client.internal.example",
-		Deadline: now.AddDate(0, 0, 4), Endpoints: []policy.Endpoint{}, Message: "certificate held at rest expires in 4 days"}
+		Deadline: now.AddDate(0, 0, 4), Endpoints: []policy.Endpoint{}, Message: "certificate held at rest expires in 4 days", Records: &policy.Records{}}
 	for i := range 52 {
-		f.Locations = append(f.Locations, atrest.Location{Kind: atrest.Secret, Where: fmt.Sprintf("ns-%02d/client", i), Key: "tls.crt"})
+		f.Records.Locations = append(f.Records.Locations, atrest.Location{Kind: atrest.Secret, Where: fmt.Sprintf("ns-%02d/client", i), Key: "tls.crt"})
 	}
 	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, Channel: "oncall", At: now, Key: f.ID(), Finding: f, Since: now}); err != nil {
 		t.Fatal(err)

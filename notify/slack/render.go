@@ -132,11 +132,11 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if len(f.Endpoints) > 0 {
 		blocks = append(blocks, section(blastRadius(f.Endpoints)))
 	}
-	if len(f.Locations) > 0 {
-		blocks = append(blocks, section(heldAtRest(f.Locations)))
+	if len(f.Refs().Locations) > 0 {
+		blocks = append(blocks, section(heldAtRest(f.Refs().Locations)))
 	}
-	if len(f.ACM) > 0 {
-		blocks = append(blocks, section(acmList(f.ACM)))
+	if len(f.Refs().ACM) > 0 {
+		blocks = append(blocks, section(acmList(f.Refs().ACM)))
 	}
 	blocks = append(blocks, footer(n.Key, runbook))
 	return blocks

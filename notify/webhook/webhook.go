@@ -225,7 +225,7 @@ func NewBody(n notify.Notification) Body {
 	bf := &Finding{
 		Kind: string(f.Kind), Tier: f.Tier.String(), Subject: f.Subject, Issuer: n.Issuer, Name: f.Name,
 		Message: f.Message, Endpoints: f.Endpoints[:min(len(f.Endpoints), MaxEndpoints)], EndpointsTotal: len(f.Endpoints),
-		ACM: f.ACM, IAM: f.IAM, Labels: n.Labels,
+		ACM: f.Refs().ACM, IAM: f.Refs().IAM, Labels: n.Labels,
 	}
 	if bf.Endpoints == nil {
 		bf.Endpoints = []policy.Endpoint{}
