@@ -60,8 +60,15 @@ func TestResultCopiesFindingsOnce(t *testing.T) {
 	list := float64(len(res.Findings)) * float64(unsafe.Sizeof(Finding{}))
 	allocated := float64(after.TotalAlloc - before.TotalAlloc)
 	t.Logf("Result allocated %.0f bytes, %.2f times the findings' list", allocated, allocated/list)
-	if allocated > 3.5*list {
-		t.Errorf("Result allocated %.0f bytes for %d findings, %.2f times their list of %.0f bytes; want at most 3.5 times (one copy of the list, the renewal index and the rest of its work; a second copy made it 3.7)",
-			allocated, len(res.Findings), allocated/list, list)
+	// One copy of the list, the renewal index and the rest of its work
+	// come to 2.8-3.0 times the list of 176-byte findings (3.7 under the
+	// race detector, which allocates beside them); a second copy adds one.
+	bound := 3.5
+	if raceEnabled {
+		bound = 4.2
+	}
+	if allocated > bound*list {
+		t.Errorf("Result allocated %.0f bytes for %d findings, %.2f times their list of %.0f bytes; want at most %.1f times (one copy of the list, the renewal index and the rest of its work)",
+			allocated, len(res.Findings), allocated/list, list, bound)
 	}
 }
