@@ -177,7 +177,7 @@ func Sweep(r *scan.Report) notify.Sweep {
 			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via},
 			Certificate: ep.Certificate,
 			Failed:      ep.Certificate == "",
-			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Failure),
+			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Fault().Failure),
 		})
 	}
 	return sw

@@ -15,7 +15,7 @@ import (
 // for the other's.
 func TestSweepKeepsVia(t *testing.T) {
 	r := &scan.Report{Endpoints: []scan.Endpoint{
-		{Name: "shop.corp.example", Port: 443, Address: "10.0.0.1", Failure: "timeout", Error: "no answer"},
+		{Name: "shop.corp.example", Port: 443, Address: "10.0.0.1", Failed: &policy.Failed{Failure: "timeout", Error: "no answer"}},
 		{Name: "shop.corp.example", Port: 443, Address: "10.0.0.1", Via: "web-1.eu-west-1.elb.amazonaws.com", Certificate: "ab12"},
 	}}
 	var got []policy.Endpoint

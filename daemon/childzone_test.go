@@ -128,7 +128,7 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	}
 	probed := func(r *scan.Report) bool {
 		return slices.ContainsFunc(r.Endpoints, func(e scan.Endpoint) bool {
-			return e.Name == name && e.Address == tlsIP && e.Port == tlsPort && e.Failure == ""
+			return e.Name == name && e.Address == tlsIP && e.Port == tlsPort && e.Fault().Failure == ""
 		})
 	}
 	expiring := func(r *scan.Report) bool {

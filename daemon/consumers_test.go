@@ -114,7 +114,7 @@ func TestConsumersTargetsProbed(t *testing.T) {
 	served := func(r *scan.Report) []string {
 		var out []string
 		for _, ep := range r.Endpoints {
-			subject := ep.Failure
+			subject := ep.Fault().Failure
 			if i := slices.IndexFunc(r.Certificates, func(c policy.Certificate) bool { return c.SHA256 == ep.Certificate }); i >= 0 {
 				subject = r.Certificates[i].Subject
 			}

@@ -102,10 +102,10 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 		ep := scan.Endpoint{Name: tg.Name, Port: tg.Port, Address: "127.0.0.1"}
 		switch {
 		case run.cancelled: // as scan.Pass reports a sweep cut short
-			ep.Error, ep.Failure = "not probed: "+context.Cause(ctx).Error(), "not_probed"
+			ep.Failed = &policy.Failed{Error: "not probed: " + context.Cause(ctx).Error(), Failure: "not_probed"}
 			r.CutShort, r.NotProbed = true, r.NotProbed+1
 		case down:
-			ep.Error, ep.Failure = "dial: connection refused", "refused"
+			ep.Failed = &policy.Failed{Error: "dial: connection refused", Failure: "refused"}
 		case certs:
 			ep.Certificate = "c-" + tg.Name
 			r.Certificates = append(r.Certificates, policy.Certificate{SHA256: ep.Certificate, Subject: tg.Name, NotAfter: now.Add(-time.Hour)})

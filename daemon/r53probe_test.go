@@ -57,7 +57,7 @@ func TestRoute53TargetsProbed(t *testing.T) {
 					if len(r.Sources) == 0 || r.Sources[0].Targets == 0 {
 						continue // before the first discovery
 					}
-					if len(r.Endpoints) != 1 || r.Endpoints[0].Name != "www.r53.example" || r.Endpoints[0].Failure != "" {
+					if len(r.Endpoints) != 1 || r.Endpoints[0].Name != "www.r53.example" || r.Endpoints[0].Fault().Failure != "" {
 						t.Fatalf("%s found %d targets; the daemon probed %+v, want www.r53.example", r.Sources[0].Name, r.Sources[0].Targets, r.Endpoints)
 					}
 					return

@@ -208,8 +208,8 @@ func TestSharedProbing(t *testing.T) {
 		t.Fatalf("report: %d endpoints, cut short %v; want all 60, complete", len(r.Endpoints), r.CutShort)
 	}
 	for _, ep := range r.Endpoints {
-		if ep.Failure != "" {
-			t.Errorf("%s %s: failed %s (%s)", ep.Name, ep.Address, ep.Failure, ep.Error)
+		if ep.Fault().Failure != "" {
+			t.Errorf("%s %s: failed %s (%s)", ep.Name, ep.Address, ep.Fault().Failure, ep.Fault().Error)
 		}
 	}
 	if n := len(r.Certificates); n != 31 {
@@ -476,7 +476,7 @@ func TestSharedProbingKeepsVia(t *testing.T) {
 	if len(r.Endpoints) != 1 {
 		t.Fatalf("report: %d endpoints, want the one target's", len(r.Endpoints))
 	}
-	if ep := r.Endpoints[0]; ep.Via != alb || ep.Name != target.Name || ep.Failure != "" || ep.Certificate == "" {
+	if ep := r.Endpoints[0]; ep.Via != alb || ep.Name != target.Name || ep.Fault().Failure != "" || ep.Certificate == "" {
 		t.Errorf("endpoint %+v; want %s probed via %s, with its certificate", ep, target.Name, alb)
 	}
 }
@@ -502,8 +502,8 @@ func TestSharedResultsReadInWindows(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, ep := range r.Endpoints {
-		if ep.Failure != "" || ep.Certificate == "" {
-			t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Failure, ep.Certificate)
+		if ep.Fault().Failure != "" || ep.Certificate == "" {
+			t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Fault().Failure, ep.Certificate)
 		}
 		seen[ep.Name] = true
 	}
@@ -564,8 +564,8 @@ func TestSharedResultsReadRetried(t *testing.T) {
 				t.Fatalf("report: %d endpoints, want %d", len(r.Endpoints), len(farm.targets))
 			}
 			for _, ep := range r.Endpoints {
-				if ep.Failure != "" || ep.Certificate == "" {
-					t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Failure, ep.Certificate)
+				if ep.Fault().Failure != "" || ep.Certificate == "" {
+					t.Errorf("endpoint %s:%d: failure %q, certificate %q; want it probed with its certificate", ep.Name, ep.Port, ep.Fault().Failure, ep.Certificate)
 				}
 			}
 		})

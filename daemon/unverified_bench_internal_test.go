@@ -32,7 +32,7 @@ func BenchmarkCarryForward100k(b *testing.B) {
 				Deadline: c.NotAfter, Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"})
 		}
 		if i < n/2 {
-			cur.Endpoints = append(cur.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Failure: "timeout", Error: "no answer"})
+			cur.Endpoints = append(cur.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Failed: &policy.Failed{Failure: "timeout", Error: "no answer"}})
 			continue
 		}
 		cur.Certificates = append(cur.Certificates, c)

@@ -19,7 +19,7 @@ func TestCarryForward(t *testing.T) {
 		return scan.Endpoint{Name: name, Port: 443, Address: addr, Certificate: cert}
 	}
 	down := func(name, addr, failure string) scan.Endpoint {
-		return scan.Endpoint{Name: name, Port: 443, Address: addr, Error: "dial: " + failure, Failure: failure}
+		return scan.Endpoint{Name: name, Port: 443, Address: addr, Failed: &policy.Failed{Error: "dial: " + failure, Failure: failure}}
 	}
 	expired := policy.Finding{Kind: policy.Expired, Tier: policy.Critical, Certificate: "aa", Subject: "a.example",
 		Endpoints: []policy.Endpoint{ep("a.example", "127.0.0.2"), ep("a.example", "127.0.0.3")}}
@@ -81,7 +81,7 @@ func TestFailureShare(t *testing.T) {
 		for i := range 10 {
 			ep := scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Certificate: "aa"}
 			if i < failed {
-				ep = scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Error: failure, Failure: failure}
+				ep = scan.Endpoint{Name: "h.example", Port: 443, Address: "127.0.0.1", Failed: &policy.Failed{Error: failure, Failure: failure}}
 			}
 			r.Endpoints = append(r.Endpoints, ep)
 		}

@@ -186,7 +186,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	leaf := o.Leaf()
 	if leaf == nil {
 		e.countSources(o.Sources, -1)
-		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Error: o.Error, Failure: string(o.Failure)})
+		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Failed: &Failed{Error: o.Error, Failure: string(o.Failure)}})
 		e.noteCTOnly(o.Sources)
 		switch {
 		case o.Failure == probes.FailNotProbed:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -168,17 +169,17 @@ func TestResultEndpoints(t *testing.T) {
 	fp := probes.Fingerprint(l.Cert)
 	want := []policy.Probed{
 		{Name: "a.example", Port: 443, Address: "10.0.0.1", Certificate: fp},
-		{Name: "a.example", Port: 443, Address: "10.0.0.9", Error: "connect to 10.0.0.9:443: connection refused", Failure: "refused"},
+		{Name: "a.example", Port: 443, Address: "10.0.0.9", Failed: &policy.Failed{Error: "connect to 10.0.0.9:443: connection refused", Failure: "refused"}},
 		{Name: "b.example", Port: 443, Address: "10.0.0.2", Certificate: fp},
-		{Name: "c.example", Port: 443, Error: "lookup c.example: no such host", Failure: "resolve"},
+		{Name: "c.example", Port: 443, Failed: &policy.Failed{Error: "lookup c.example: no such host", Failure: "resolve"}},
 	}
 	got := policy.Evaluate(obs, policy.DefaultRules(), now).Endpoints
 	if len(got) != len(want) {
 		t.Fatalf("got %d endpoints, want %d: %+v", len(got), len(want), got)
 	}
 	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("endpoint %d = %+v, want %+v", i, got[i], want[i])
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("endpoint %d = %+v (%+v), want %+v (%+v)", i, got[i], got[i].Fault(), want[i], want[i].Fault())
 		}
 	}
 }

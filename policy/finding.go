@@ -164,10 +164,28 @@ type Probed struct {
 	// suggests, or why it could not be had (probes.RenewalInfo); absent
 	// when no configured ACME CA matched the leaf's issuer or knew it.
 	Renewal *probes.RenewalInfo `json:"renewal,omitempty"`
+	// Failed says why there was no handshake; nil when there was one, as for
+	// most endpoints. Its fields are the endpoint's in JSON. It sits
+	// behind a pointer to save 24 bytes an endpoint (2.4 MB of a scan of
+	// 100,000). Read it through Fault.
+	*Failed
+}
+
+// Failed says why an endpoint served no certificate.
+type Failed struct {
 	// Error says why there was no handshake, and Failure classifies it
 	// (probes.Failure).
 	Error   string `json:"error,omitempty"`
 	Failure string `json:"failure,omitempty"`
+}
+
+// Fault returns why the endpoint served no certificate, zero when it
+// served one.
+func (p *Probed) Fault() Failed {
+	if p.Failed == nil {
+		return Failed{}
+	}
+	return *p.Failed
 }
 
 func (p *Probed) endpoint() Endpoint {

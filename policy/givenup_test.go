@@ -57,7 +57,7 @@ func TestTLSBrokenCoversGivenUpNames(t *testing.T) {
 	}
 	givenUp := 0
 	for _, ep := range r.Endpoints {
-		if strings.Contains(ep.Error, "given up on") {
+		if strings.Contains(ep.Fault().Error, "given up on") {
 			givenUp++
 		}
 	}

@@ -29,7 +29,7 @@ func TestNoStartTLS(t *testing.T) {
 	if f := r.Findings[0]; f.Kind != policy.Unreachable || f.Name != "db.example:5432" || f.Tier != policy.Warning {
 		t.Errorf("finding %s %s %s, want unreachable warning db.example:5432", f.Kind, f.Tier, f.Name)
 	}
-	if len(r.Endpoints) != 2 || r.Endpoints[1].Failure != "no_starttls" || r.Endpoints[1].Error != msg || r.Endpoints[1].Protocol != discovery.SMTP {
+	if len(r.Endpoints) != 2 || r.Endpoints[1].Fault().Failure != "no_starttls" || r.Endpoints[1].Fault().Error != msg || r.Endpoints[1].Protocol != discovery.SMTP {
 		t.Errorf("endpoints %+v, want mx.example:25 listed as smtp with its no_starttls error", r.Endpoints)
 	}
 }

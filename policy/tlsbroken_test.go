@@ -144,7 +144,7 @@ ok A 127.0.21.7
 		}
 	}
 	refused := slices.IndexFunc(r.Endpoints, func(p scan.Endpoint) bool { return p.Name == name("refused") })
-	if refused < 0 || r.Endpoints[refused].Failure != string(probes.FailRefused) {
+	if refused < 0 || r.Endpoints[refused].Fault().Failure != string(probes.FailRefused) {
 		t.Errorf("the refused name is not in the report's endpoints as refused: %+v", r.Endpoints)
 	}
 }

@@ -754,7 +754,7 @@ func fillReport(r *Report, ev *policy.Evaluator, inv *Inventory) {
 		r.Endpoints = []Endpoint{}
 	}
 	for i := range r.Endpoints {
-		switch r.Endpoints[i].Failure {
+		switch r.Endpoints[i].Fault().Failure {
 		case string(probes.FailNotProbed):
 			r.NotProbed++
 		case string(probes.FailAddressSkipped):

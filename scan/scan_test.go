@@ -204,7 +204,7 @@ func TestStreamingSource(t *testing.T) {
 	}
 	for _, ep := range got.Endpoints {
 		if ep.Certificate == "" {
-			t.Errorf("%s:%d: no certificate (%s)", ep.Name, ep.Port, ep.Error)
+			t.Errorf("%s:%d: no certificate (%s)", ep.Name, ep.Port, ep.Fault().Error)
 		}
 	}
 

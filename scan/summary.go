@@ -138,7 +138,7 @@ func NewSummary(r *Report) Summary {
 		if ep.Certificate != "" {
 			s.Endpoints.TLS++
 		} else {
-			s.Endpoints.Failures[cmp.Or(ep.Failure, "error")]++
+			s.Endpoints.Failures[cmp.Or(ep.Fault().Failure, "error")]++
 		}
 	}
 	for _, src := range r.Sources {

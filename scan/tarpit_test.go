@@ -162,10 +162,10 @@ func TestTarpitZone(t *testing.T) {
 		if ep.Name == "zz-expired.example" {
 			continue
 		}
-		if ep.Failure != string(probes.FailTimeout) {
-			t.Errorf("%s: failure %q (%s), want timeout", ep.Name, ep.Failure, ep.Error)
+		if ep.Fault().Failure != string(probes.FailTimeout) {
+			t.Errorf("%s: failure %q (%s), want timeout", ep.Name, ep.Fault().Failure, ep.Fault().Error)
 		}
-		if givenUpOn.MatchString(ep.Error) {
+		if givenUpOn.MatchString(ep.Fault().Error) {
 			givenUp++
 		}
 	}
@@ -232,15 +232,15 @@ func TestHungAddressHoldsItsShare(t *testing.T) {
 		switch {
 		case strings.HasPrefix(ep.Name, "zz-"):
 			if ep.Certificate == "" {
-				t.Errorf("%s: no certificate (%s: %s)", ep.Name, ep.Failure, ep.Error)
+				t.Errorf("%s: no certificate (%s: %s)", ep.Name, ep.Fault().Failure, ep.Fault().Error)
 			}
-		case ep.Failure == string(probes.FailNotProbed):
+		case ep.Fault().Failure == string(probes.FailNotProbed):
 			notProbed++
-			if !strings.Contains(ep.Error, healthyDone.Error()) {
-				t.Errorf("%s: not_probed error %q does not name the cause", ep.Name, ep.Error)
+			if !strings.Contains(ep.Fault().Error, healthyDone.Error()) {
+				t.Errorf("%s: not_probed error %q does not name the cause", ep.Name, ep.Fault().Error)
 			}
-		case ep.Failure != string(probes.FailTimeout):
-			t.Errorf("%s: failure %q (%s), want timeout or not_probed", ep.Name, ep.Failure, ep.Error)
+		case ep.Fault().Failure != string(probes.FailTimeout):
+			t.Errorf("%s: failure %q (%s), want timeout or not_probed", ep.Name, ep.Fault().Failure, ep.Fault().Error)
 		}
 	}
 	if notProbed == 0 || notProbed != r.NotProbed {
@@ -255,7 +255,7 @@ func noFindingOnNotProbed(t *testing.T, r *scan.Report) {
 	t.Helper()
 	notProbed := map[policy.Endpoint]bool{}
 	for _, ep := range r.Endpoints {
-		if ep.Failure == string(probes.FailNotProbed) {
+		if ep.Fault().Failure == string(probes.FailNotProbed) {
 			notProbed[policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address}] = true
 		}
 	}

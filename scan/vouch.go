@@ -57,8 +57,8 @@ func (v Vouch) Unverified(r *Report) error {
 	for _, e := range r.Endpoints {
 		if e.Certificate == "" {
 			failed++
-			classes[cmp.Or(e.Failure, "error")]++
-			if policy.Unanswered(e.Failure) {
+			classes[cmp.Or(e.Fault().Failure, "error")]++
+			if policy.Unanswered(e.Fault().Failure) {
 				unanswered++
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
 
@@ -15,7 +16,7 @@ func endpoints(n int, failures ...string) []scan.Endpoint {
 		es = append(es, scan.Endpoint{Name: "ok.example", Port: 443, Certificate: "ab"})
 	}
 	for _, f := range failures {
-		es = append(es, scan.Endpoint{Name: "down.example", Port: 443, Failure: f})
+		es = append(es, scan.Endpoint{Name: "down.example", Port: 443, Failed: &policy.Failed{Failure: f}})
 	}
 	return es
 }

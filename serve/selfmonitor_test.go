@@ -53,7 +53,7 @@ func TestUnverifiedFindings(t *testing.T) {
 	}
 	for i := range r.Endpoints {
 		if r.Endpoints[i].Name == "expired.internal.example" {
-			r.Endpoints[i].Certificate, r.Endpoints[i].Error, r.Endpoints[i].Failure = "", "connection refused", "refused"
+			r.Endpoints[i].Certificate, r.Endpoints[i].Failed = "", &policy.Failed{Error: "connection refused", Failure: "refused"}
 			obs[i].Failure = "refused"
 		}
 	}

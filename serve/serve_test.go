@@ -53,7 +53,7 @@ func testReport() (*scan.Report, []probes.Observation) {
 		{Name: "api.internal.example", Port: 443, Address: "127.0.0.3", Certificate: shaWildcard},
 		{Name: "auth.internal.example", Port: 443, Address: "127.0.0.4", Certificate: shaWildcard},
 		{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7", Certificate: shaExpired},
-		{Name: "hung.internal.example", Port: 443, Address: "127.0.0.16", Error: "handshake timed out", Failure: "timeout"},
+		{Name: "hung.internal.example", Port: 443, Address: "127.0.0.16", Failed: &policy.Failed{Error: "handshake timed out", Failure: "timeout"}},
 		{Name: "www.internal.example", Port: 443, Address: "127.0.0.2", Certificate: shaHealthy,
 			TLSVersion: tls.VersionTLS13, CipherSuite: probes.CipherSuite(tls.TLS_AES_128_GCM_SHA256),
 			KeyExchange: probes.KeyExchange(tls.X25519MLKEM768), PostQuantum: new(true)},
@@ -77,7 +77,7 @@ func testReport() (*scan.Report, []probes.Observation) {
 	var obs []probes.Observation
 	for _, ep := range eps {
 		o := probes.Observation{Name: ep.Name, Port: ep.Port, Address: netip.MustParseAddr(ep.Address), Sources: []string{"dnszone:internal.example"},
-			Duration: 20 * time.Millisecond, Attempts: 1, Failure: probes.Failure(ep.Failure)}
+			Duration: 20 * time.Millisecond, Attempts: 1, Failure: probes.Failure(ep.Fault().Failure)}
 		if ep.Name == "www.internal.example" {
 			o.Sources = append(o.Sources, "static")
 		}

@@ -79,8 +79,8 @@ func TestScanDiscoveredSpecialAddresses(t *testing.T) {
 	skipped := func(r scan.Report) map[string]string {
 		out := map[string]string{}
 		for _, ep := range r.Endpoints {
-			if ep.Failure == "address_skipped" {
-				out[strings.TrimSuffix(ep.Name, "."+zone)] = ep.Error
+			if ep.Fault().Failure == "address_skipped" {
+				out[strings.TrimSuffix(ep.Name, "."+zone)] = ep.Fault().Error
 			}
 		}
 		return out

@@ -796,7 +796,7 @@ func TestScanAWSZoneResolver(t *testing.T) {
 		if withResolver && (ep.Address != "127.0.0.55" || ep.Certificate == "" || !found) {
 			t.Errorf("with the zone's resolver: endpoint %+v, expiry finding %v; want 127.0.0.55 probed and its expiry found", ep, found)
 		}
-		if !withResolver && (ep.Certificate != "" || !strings.Contains(ep.Error, "resolve cache-1.vpc-0abc.example")) {
+		if !withResolver && (ep.Certificate != "" || !strings.Contains(ep.Fault().Error, "resolve cache-1.vpc-0abc.example")) {
 			t.Errorf("without it: endpoint %+v, want a resolve error", ep)
 		}
 	}

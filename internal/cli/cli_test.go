@@ -165,10 +165,10 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 			t.Errorf("%s: endpoints %+v, want a certificate", name(n), eps)
 		}
 	}
-	if eps := byName[name("mail")]; len(eps) != 1 || eps[0].Failure != "refused" {
+	if eps := byName[name("mail")]; len(eps) != 1 || eps[0].Fault().Failure != "refused" {
 		t.Errorf("mail endpoint = %+v, want one refused", eps)
 	}
-	if eps := byName[name("hung")]; len(eps) != 1 || eps[0].Failure != "timeout" {
+	if eps := byName[name("hung")]; len(eps) != 1 || eps[0].Fault().Failure != "timeout" {
 		t.Errorf("hung endpoint = %+v, want one timeout", eps)
 	}
 	// The STARTTLS services behind SRV records: SMTP upgraded and judged,
@@ -180,7 +180,7 @@ func checkLabReport(t *testing.T, l *lab.Lab, stdout string) {
 		found := false
 		for _, ep := range byName[name(c.name)] {
 			if ep.Port == c.port {
-				found = ep.Protocol.String() == c.proto && ep.Failure == c.failure && (c.failure != "") == (ep.Certificate == "")
+				found = ep.Protocol.String() == c.proto && ep.Fault().Failure == c.failure && (c.failure != "") == (ep.Certificate == "")
 			}
 		}
 		if !found {

@@ -79,7 +79,7 @@ func TestScanCTLogThatStopsMidRead(t *testing.T) {
 			}
 			probed := map[string]bool{}
 			for _, ep := range r.Endpoints {
-				if ep.Failure == "" {
+				if ep.Fault().Failure == "" {
 					probed[ep.Name] = true
 				}
 			}

@@ -153,8 +153,8 @@ func writeSummary(w io.Writer, r *scan.Report) {
 		fmt.Fprintf(w, "Not probed: %d target(s) (e.g. %s: %s).\n", len(r.Skipped), policy.Printable(r.Skipped[0].Key()), r.Skipped[0].Skip)
 	}
 	if r.AddressesSkipped > 0 {
-		i := slices.IndexFunc(r.Endpoints, func(ep scan.Endpoint) bool { return ep.Failure == string(probes.FailAddressSkipped) })
-		fmt.Fprintf(w, "Not dialled: %d address(es) discovery named (e.g. %s).\n", r.AddressesSkipped, policy.Printable(r.Endpoints[i].Error))
+		i := slices.IndexFunc(r.Endpoints, func(ep scan.Endpoint) bool { return ep.Fault().Failure == string(probes.FailAddressSkipped) })
+		fmt.Fprintf(w, "Not dialled: %d address(es) discovery named (e.g. %s).\n", r.AddressesSkipped, policy.Printable(r.Endpoints[i].Fault().Error))
 	}
 	writeSourceErrors(w, r.Sources)
 }

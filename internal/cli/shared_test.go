@@ -167,8 +167,8 @@ func TestSharedProbingKillMidShard(t *testing.T) {
 		}
 		probed := map[string]bool{}
 		for _, ep := range rep.Endpoints {
-			if ep.Failure != "" {
-				t.Errorf("%s:%d failed %s: %s", ep.Name, ep.Port, ep.Failure, ep.Error)
+			if ep.Fault().Failure != "" {
+				t.Errorf("%s:%d failed %s: %s", ep.Name, ep.Port, ep.Fault().Failure, ep.Fault().Error)
 			}
 			probed[net.JoinHostPort(ep.Name, fmt.Sprint(ep.Port))] = true
 		}
