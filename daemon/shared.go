@@ -300,9 +300,8 @@ const resultsWindow = 32
 
 // resultsAttempts is how many times a window of results is read before the
 // run fails, the first retry after up to resultsRetry (at least half of
-// it), the next after up to twice that: a
-// dropped connection or a database failing over costs a read, not a
-// probe run of every endpoint.
+// it), the next after up to twice that: a dropped connection or a
+// database failing over costs a read, not a probe run of every endpoint.
 const (
 	resultsAttempts = 3
 	resultsRetry    = time.Second
@@ -337,9 +336,9 @@ func (c *closedSweep) readResults(ctx context.Context, i int) error {
 	for attempt := range resultsAttempts {
 		if attempt > 0 {
 			c.logger.Warn("cannot read the results of probe shards; retrying", "sweep", c.id, "shards", len(shards), "attempt", attempt+1, "err", err)
+			// Not cut short by ctx: the reads outlast the run's time (result).
 			wait := resultsRetry << (attempt - 1)
-			t := time.NewTimer(wait/2 + rand.N(wait/2)) // full jitter over the upper half
-			<-t.C
+			time.Sleep(wait/2 + rand.N(wait/2)) // jittered over the upper half
 		}
 		if results, err = c.store.ShardResults(ctx, c.id, shards); err == nil {
 			break

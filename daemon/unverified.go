@@ -18,7 +18,8 @@ type endpointKey struct {
 // failed reports whether ep gave no certificate and a reason (refused, timed
 // out, not probed before the sweep timeout).
 func failed(ep *scan.Endpoint) bool {
-	return ep.Certificate == "" && (ep.Fault().Failure != "" || ep.Fault().Error != "")
+	fault := ep.Fault()
+	return ep.Certificate == "" && (fault.Failure != "" || fault.Error != "")
 }
 
 // carryForward returns the report to publish for cur, the report of this
@@ -131,7 +132,8 @@ func (t *tally) add(answered bool, failure, errText string) {
 func tallyOf(eps []scan.Endpoint) tally {
 	var t tally
 	for i := range eps {
-		t.add(eps[i].Certificate != "", eps[i].Fault().Failure, eps[i].Fault().Error)
+		fault := eps[i].Fault()
+		t.add(eps[i].Certificate != "", fault.Failure, fault.Error)
 	}
 	return t
 }

@@ -107,7 +107,8 @@ func networkReports(r *Report, invs ...*Inventory) []NetworkReport {
 			addr := a.Address.String()
 			ne := NetworkEndpoint{Address: a.Address, Port: a.Port, ReverseNames: a.Names, Names: sortedSet(names[addr])}
 			if ep := byAP[apKey{addr, a.Port}]; ep != nil {
-				ne.Certificate, ne.Failure, ne.Error = ep.Certificate, ep.Fault().Failure, ep.Fault().Error
+				fault := ep.Fault()
+				ne.Certificate, ne.Failure, ne.Error = ep.Certificate, fault.Failure, fault.Error
 			}
 			nr.Answered = append(nr.Answered, ne)
 			if ne.Certificate == "" {

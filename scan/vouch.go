@@ -57,8 +57,9 @@ func (v Vouch) Unverified(r *Report) error {
 	for _, e := range r.Endpoints {
 		if e.Certificate == "" {
 			failed++
-			classes[cmp.Or(e.Fault().Failure, "error")]++
-			if policy.Unanswered(e.Fault().Failure) {
+			failure := e.Fault().Failure
+			classes[cmp.Or(failure, "error")]++
+			if policy.Unanswered(failure) {
 				unanswered++
 			}
 		}

@@ -108,18 +108,19 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			if n := len(f.Endpoints); n > 0 {
 				fmt.Fprintf(w, "   served by %d endpoint(s): %s\n", n, policy.Printable(endpointList(f.Endpoints, 8)))
 			}
-			if n := len(f.Refs().Locations); n > 0 {
-				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(f.Refs().Locations, 8)))
+			refs := f.Refs()
+			if n := len(refs.Locations); n > 0 {
+				fmt.Fprintf(w, "   held at rest in %d place(s): %s\n", n, policy.Printable(atrest.Where(refs.Locations, 8)))
 			}
 			if c := certs[f.Certificate]; c != nil && (f.Kind == policy.RenewalMissed || f.Kind == policy.Expiring) {
 				if s := cadence(c); s != "" {
 					fmt.Fprintf(w, "   renewal: %s\n", s)
 				}
 			}
-			if len(f.Refs().ACM) > 0 {
-				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(f.Refs().ACM))
+			if len(refs.ACM) > 0 {
+				fmt.Fprintf(w, "   ACM: %s\n", acmRefs(refs.ACM))
 			}
-			for _, ref := range f.Refs().IAM {
+			for _, ref := range refs.IAM {
 				fmt.Fprintf(w, "   IAM: %s (server certificate %s, renewed by hand)\n", ref.ARN, ref.Name)
 			}
 		}
@@ -208,8 +209,8 @@ func firstNames(f policy.Finding, n int) string {
 			names = append(names, k)
 		}
 	}
-	if len(names) == 0 && len(f.Refs().Locations) > 0 {
-		return atrest.Where(f.Refs().Locations, 1)
+	if at := f.Refs().Locations; len(names) == 0 && len(at) > 0 {
+		return atrest.Where(at, 1)
 	}
 	if len(names) == 0 {
 		return f.Name

@@ -216,8 +216,9 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 			d["deadline"] = f.Deadline.UTC().Format(time.RFC3339)
 			d["days_left"] = f.DaysLeft(n.At)
 		}
-		if len(f.Refs().ACM) > 0 {
-			d["acm"] = acmDetails(f.Refs().ACM)
+		refs := f.Refs()
+		if len(refs.ACM) > 0 {
+			d["acm"] = acmDetails(refs.ACM)
 		}
 		if !n.Since.IsZero() {
 			d["first_raised"] = n.Since.UTC().Format(time.RFC3339)
@@ -234,14 +235,14 @@ func (s *Sender) trigger(n notify.Notification, key string) event {
 		if len(f.Endpoints) > maxEndpoints {
 			d["endpoints_not_listed"] = len(f.Endpoints) - maxEndpoints
 		}
-		if len(f.Refs().Locations) > 0 {
-			locs := make([]string, 0, min(len(f.Refs().Locations), maxEndpoints))
-			for _, l := range f.Refs().Locations[:min(len(f.Refs().Locations), maxEndpoints)] {
+		if at := refs.Locations; len(at) > 0 {
+			locs := make([]string, 0, min(len(at), maxEndpoints))
+			for _, l := range at[:min(len(at), maxEndpoints)] {
 				locs = append(locs, policy.Printable(l.String()))
 			}
 			d["locations"] = locs
-			if len(f.Refs().Locations) > maxEndpoints {
-				d["locations_not_listed"] = len(f.Refs().Locations) - maxEndpoints
+			if len(at) > maxEndpoints {
+				d["locations_not_listed"] = len(at) - maxEndpoints
 			}
 		}
 	}

@@ -132,11 +132,12 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	if len(f.Endpoints) > 0 {
 		blocks = append(blocks, section(blastRadius(f.Endpoints)))
 	}
-	if len(f.Refs().Locations) > 0 {
-		blocks = append(blocks, section(heldAtRest(f.Refs().Locations)))
+	refs := f.Refs()
+	if len(refs.Locations) > 0 {
+		blocks = append(blocks, section(heldAtRest(refs.Locations)))
 	}
-	if len(f.Refs().ACM) > 0 {
-		blocks = append(blocks, section(acmList(f.Refs().ACM)))
+	if len(refs.ACM) > 0 {
+		blocks = append(blocks, section(acmList(refs.ACM)))
 	}
 	blocks = append(blocks, footer(n.Key, runbook))
 	return blocks
