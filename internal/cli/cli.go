@@ -126,10 +126,10 @@ Exit codes:
 // Main is Run for the certwatch process itself: it also applies --procs,
 // which sets GOMAXPROCS for the whole process while a command runs, and the
 // GC percent of scan, inventory and run (applyGC); and it first gives back
-// the pages of the executable that only start-up used (releaseStartupPages;
+// the pages of the executable that start-up mapped (releaseExecutablePages;
 // failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_ = releaseStartupPages()
+	_ = releaseExecutablePages()
 	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent}).dispatch(ctx, args)
 }
 
