@@ -154,11 +154,19 @@ func (e *Evaluator) uncoveredNames() []uncovered {
 	// UncoveredNames runs before Result, which merges the certificates
 	// held at rest: their names are asked about too.
 	e.mergeAtRest()
-	probed := map[string]bool{}
-	for i := range e.probed {
-		if e.probed[i].Via == "" { // a name asked of a resource: its DNS is not watched
-			probed[e.probed[i].Name] = true
+	// The names probed, made when first needed: most names of a fleet's
+	// certificates lie in a watched zone, and need not be looked up.
+	var probed map[string]bool
+	isProbed := func(name string) bool {
+		if probed == nil {
+			probed = map[string]bool{}
+			for i := range e.probed {
+				if e.probed[i].Via == "" { // a name asked of a resource: its DNS is not watched
+					probed[e.probed[i].Name] = true
+				}
+			}
 		}
+		return probed[name]
 	}
 	byName := map[string][]string{}
 	consider := func(name, cert string) {
@@ -167,9 +175,9 @@ func (e *Evaluator) uncoveredNames() []uncovered {
 		switch {
 		case !strings.Contains(base, "."), isIPLiteral(base), Printable(name) != name:
 			return
-		case name == base && probed[name]:
-			return
 		case slices.ContainsFunc(zones, func(z string) bool { return discovery.InZone(base, z) }):
+			return
+		case name == base && isProbed(name):
 			return
 		case e.outOfScope(base):
 			return

@@ -649,7 +649,11 @@ func awsResourceName(sources []string) bool {
 	return len(sources) > 0 && !slices.ContainsFunc(sources, func(s string) bool { return !strings.HasPrefix(s, certconsumer.LoadBalancerSource) })
 }
 
+// isIPLiteral reports whether name is an IP address.
 func isIPLiteral(name string) bool {
+	if !strings.Contains(name, ":") && strings.ContainsFunc(name, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }) {
+		return false // not an address: spares ParseAddr's error, for every name
+	}
 	_, err := netip.ParseAddr(name)
 	return err == nil
 }
