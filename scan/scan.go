@@ -142,6 +142,10 @@ type Pass struct {
 	// before its report is built: the one-off scan gives the probing's
 	// freed memory back to the system there.
 	OnProbed func()
+	// OnTargets, when set, is called once a pass knows how many targets it
+	// probes, before it probes them: the one-off scan collects its garbage
+	// more often in a large one.
+	OnTargets func(n int)
 	// Zones, when set, finds the zone of each name on a certificate that
 	// no source watches (policy.Evaluator.UncoveredNames), so that its
 	// coverage gap names the real zone rather than the name's parent. At
@@ -594,6 +598,9 @@ func (p *Pass) probeStream(ctx context.Context, seq iter.Seq[discovery.Target], 
 }
 
 func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
+	if p.OnTargets != nil {
+		p.OnTargets(n)
+	}
 	r := &Report{GeneratedAt: now.UTC(), Targets: n}
 	ev := policy.NewEvaluator(p.Rules, now)
 	ev.Grow(n) // one address per target is the common case; more grow the lists

@@ -91,6 +91,9 @@ type env struct {
 	// scan, inventory and run (applyGC) and returns what restores it; nil,
 	// in Run, leaves it alone as setProcs does.
 	setGCPercent func(percent int) (restore func())
+	// largeScan is how many targets make a scan large (largeScanTargets
+	// when zero): it collects at largeScanGCPercent.
+	largeScan int
 }
 
 const topUsage = `certwatch finds every TLS certificate an organisation depends on, probes

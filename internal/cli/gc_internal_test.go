@@ -4,12 +4,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
-// TestGCPercent: scan and inventory run with GOGC=25, and run with
-// GOGC=50, unless the user set $GOGC or $GOMEMLIMIT, which stay as the
-// runtime applied them; the setting is restored when the command returns.
+// TestGCPercent: scan and inventory run with GOGC=25, a large scan's
+// probing and report with GOGC=10, and run with GOGC=50, unless the user
+// set $GOGC or $GOMEMLIMIT, which stay as the runtime applied them; each
+// setting is restored when the command returns.
 func TestGCPercent(t *testing.T) {
 	zone := filepath.Join(t.TempDir(), "x.example.zone")
 	if err := os.WriteFile(zone, []byte("$ORIGIN x.example.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\nwww A 127.0.0.1\n"), 0o644); err != nil {
@@ -22,25 +24,29 @@ func TestGCPercent(t *testing.T) {
 		environ map[string]string
 		args    []string
 		want    []int // the percents set, in order
+		large   int   // targets that make a scan large; 0 for largeScanTargets
 	}{
-		{"scan", nil, scanArgs, []int{25}},
-		{"inventory", nil, []string{"inventory", "--zone-file", "x.example=" + zone}, []int{25}},
-		{"scan, GOGC set", map[string]string{"GOGC": "200"}, scanArgs, nil},
-		{"inventory, GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"inventory", "--zone-file", "x.example=" + zone}, nil},
-		{"run", nil, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, []int{50}},
-		{"run, GOGC set", map[string]string{"GOGC": "100"}, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, nil},
-		{"version", nil, []string{"--version"}, nil},
+		{"scan", nil, scanArgs, []int{25}, 0},
+		{"scan, large", nil, scanArgs, []int{25, 10}, 1},
+		{"scan, large, GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, scanArgs, nil, 1},
+		{"inventory, large", nil, []string{"inventory", "--zone-file", "x.example=" + zone}, []int{25}, 1},
+		{"inventory", nil, []string{"inventory", "--zone-file", "x.example=" + zone}, []int{25}, 0},
+		{"scan, GOGC set", map[string]string{"GOGC": "200"}, scanArgs, nil, 0},
+		{"inventory, GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, []string{"inventory", "--zone-file", "x.example=" + zone}, nil, 0},
+		{"run", nil, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, []int{50}, 0},
+		{"run, GOGC set", map[string]string{"GOGC": "100"}, []string{"run", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, nil, 0},
+		{"version", nil, []string{"--version"}, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var set []int
 			restored := 0
-			e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tt.environ[k] },
+			e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tt.environ[k] }, largeScan: tt.large,
 				setGCPercent: func(p int) func() {
 					set = append(set, p)
 					return func() { restored++ }
 				}}
 			_ = e.dispatch(t.Context(), tt.args) // the scan's findings do not matter here
-			if len(set) != len(tt.want) || (len(set) > 0 && set[0] != tt.want[0]) {
+			if !slices.Equal(set, tt.want) {
 				t.Errorf("certwatch %v with %v set the GC percent to %v, want %v", tt.args, tt.environ, set, tt.want)
 			}
 			if restored != len(set) {

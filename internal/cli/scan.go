@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -66,8 +67,9 @@ expanded. Delegated child zones are still transferred from their name
 servers (signed with the TSIG key, if any), or reported as coverage gaps.
 
 Memory: scan and inventory collect garbage at GOGC=25 (the heap grows to
-1.25 times what is live, not Go's twice) unless $GOGC or $GOMEMLIMIT is
-set; GOGC=100 spends a little less CPU for more memory.
+1.25 times what is live, not Go's twice), and a scan of 50,000 targets or
+more at GOGC=10 once it knows their number, unless $GOGC or $GOMEMLIMIT
+is set; GOGC=100 spends a little less CPU for more memory.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
 2 usage or config error, or every discovery source failed; 3 nothing was
@@ -537,6 +539,14 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 		return err
 	}
 	pass.OnProbed = giveBackMemory
+	restoreGC := func() {}
+	pass.OnTargets = func(n int) { // once, before probing
+		if n >= cmp.Or(e.largeScan, largeScanTargets) {
+			restoreGC()
+			restoreGC = e.applyGC(largeScanGCPercent)
+		}
+	}
+	defer func() { restoreGC() }()
 	stopProgress := func() {}
 	if progress {
 		stopProgress = showProgress(e.stderr, isTerminal(e.stderr), terminalWidth(e.stderr), pass.Progress)
