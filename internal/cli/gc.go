@@ -17,9 +17,9 @@ const batchGCPercent = 25
 // collects at instead (unless $GOGC or $GOMEMLIMIT is set). At that size
 // the results are most of the heap, and a quarter of them again as
 // headroom is what pushes the scan over a container's memory limit: on the
-// 100,000-endpoint farm the scan peaked at 111 MiB instead of 123–124, for
-// 16–20% more CPU and about the same wall time, which the network bounds
-// (docs/performance.md). Below it the CPU matters more than the few MiB.
+// 100,000-endpoint farm the scan peaked at 111 MiB instead of 122–124, for
+// about 15% more CPU (2–24% over seven pairs of runs) and about the same
+// wall time, which the network bounds (docs/performance.md). Below it the CPU matters more than the few MiB.
 const (
 	largeScanGCPercent = 10
 	largeScanTargets   = 50_000
