@@ -302,6 +302,7 @@ const resultsWindow = 32
 // run fails, the first retry after up to resultsRetry (at least half of
 // it), the next after up to twice that: a dropped connection or a
 // database failing over costs a read, not a probe run of every endpoint.
+// A shard with no result (state.ShardMissingError) is not read again.
 const (
 	resultsAttempts = 3
 	resultsRetry    = time.Second
@@ -333,19 +334,28 @@ func (c *closedSweep) readResults(ctx context.Context, i int) error {
 	}
 	var results [][]byte
 	var err error
+	attempts := 0
 	for attempt := range resultsAttempts {
 		if attempt > 0 {
+			if errors.As(err, new(*state.ShardMissingError)) {
+				break // no read brings it back
+			}
 			c.logger.Warn("cannot read the results of probe shards; retrying", "sweep", c.id, "shards", len(shards), "attempt", attempt+1, "err", err)
 			// Not cut short by ctx: the reads outlast the run's time (result).
 			wait := resultsRetry << (attempt - 1)
 			time.Sleep(wait/2 + rand.N(wait/2)) // jittered over the upper half
 		}
+		attempts++
 		if results, err = c.store.ShardResults(ctx, c.id, shards); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("probe run: read the results of shared sweep %d (%d attempts): %w; nothing was published or notified", c.id, resultsAttempts, err)
+		tries := fmt.Sprintf("%d attempts", attempts)
+		if attempts == 1 {
+			tries = "read once: no retry brings a missing shard back"
+		}
+		return fmt.Errorf("probe run: read the results of shared sweep %d (%s): %w; nothing was published or notified", c.id, tries, err)
 	}
 	for k, j := range at {
 		c.outcomes[j].Result = results[k]

@@ -522,6 +522,9 @@ type failingResults struct {
 	mu    sync.Mutex
 	fail  int
 	calls int
+	// missing makes the failures a shard with no result, as PostgreSQL
+	// says of a sweep pruned under the leader.
+	missing bool
 }
 
 func (f *failingResults) ShardResults(ctx context.Context, sweep int64, shards []int) ([][]byte, error) {
@@ -529,6 +532,9 @@ func (f *failingResults) ShardResults(ctx context.Context, sweep int64, shards [
 	f.calls++
 	failing := f.calls <= f.fail
 	f.mu.Unlock()
+	if failing && f.missing {
+		return nil, &state.ShardMissingError{Sweep: sweep, Shard: shards[0], Store: "postgres"}
+	}
 	if failing {
 		return nil, errors.New("read shard results: connection reset by peer")
 	}
@@ -570,4 +576,23 @@ func TestSharedResultsReadRetried(t *testing.T) {
 			}
 		})
 	}
+	// A shard with no result is not read again: no retry brings it back.
+	t.Run("a shard missing", func(t *testing.T) {
+		t.Parallel()
+		f := &failingResults{fail: 1, missing: true}
+		start := time.Now()
+		_, err := siteRunThrough(t, db.CreateDatabase(t), "", farm, farm.targets, time.Now, 1, func(s state.Shards) state.Shards {
+			f.Shards = s
+			return f
+		})
+		if err == nil || !strings.Contains(err.Error(), "has none") || !strings.Contains(err.Error(), "read once") || !strings.Contains(err.Error(), "nothing was published") {
+			t.Fatalf("run with a shard missing: err = %v; want the shard's error, read once, and that nothing was published", err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.calls != 1 {
+			t.Errorf("the missing shard's results were read %d times, want once", f.calls)
+		}
+		t.Logf("failed after %v", time.Since(start))
+	})
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/certwatch/certwatch/policy"
@@ -171,9 +172,22 @@ type Shards interface {
 	// (tens of MB at 100,000 endpoints) are never held at once.
 	CloseSweep(ctx context.Context, sweep int64) ([]ShardOutcome, error)
 	// ShardResults returns the results written back for shards of a
-	// closed sweep, in the order asked; an error when one of them was not
-	// written back or is gone (the sweep pruned after newer ones opened).
+	// closed sweep, in the order asked; a *ShardMissingError when one of
+	// them was not written back or is gone (the sweep pruned after newer
+	// ones opened).
 	ShardResults(ctx context.Context, sweep int64, shards []int) ([][]byte, error)
+}
+
+// ShardMissingError is Shards.ShardResults's error for a shard of a closed
+// sweep that has no result: reading it again does not help.
+type ShardMissingError struct {
+	Sweep int64
+	Shard int
+	Store string // the store's name, as its other errors give it
+}
+
+func (e *ShardMissingError) Error() string {
+	return fmt.Sprintf("read results of probe sweep %d on %s: shard %d has none: it was not written back before the sweep closed, the sweep is still open, or it was pruned after newer sweeps were opened (another leader?)", e.Sweep, e.Store, e.Shard)
 }
 
 // Claimer hands out the shards of its site's open sweeps, one claimant at

@@ -312,7 +312,7 @@ WHERE h.sweep = $1 AND w.site = $2 AND w.closed_at IS NOT NULL AND h.done AND h.
 	for i, shard := range shards {
 		r, ok := got[shard]
 		if !ok {
-			return nil, fmt.Errorf("read results of probe sweep %d on %s: shard %d has none: it was not written back before the sweep closed, the sweep is still open, or it was pruned after newer sweeps were opened (another leader?)", sweep, s.name, shard)
+			return nil, &state.ShardMissingError{Sweep: sweep, Shard: shard, Store: s.name}
 		}
 		out[i] = r
 	}

@@ -250,8 +250,9 @@ func TestCloseSweep(t *testing.T) {
 	if r, err := s.ShardResults(ctx, sweep, []int{0}); err != nil || len(r) != 1 || string(r[0]) != "r0" {
 		t.Errorf("ShardResults(shard 0) = %q, %v; want r0", r, err)
 	}
-	if r, err := s.ShardResults(ctx, sweep, []int{0, 1}); err == nil || !strings.Contains(err.Error(), "shard 1 has none") {
-		t.Errorf("ShardResults(shards 0 and 1, 1 not written back) = %q, %v; want an error naming shard 1", r, err)
+	var missing *state.ShardMissingError
+	if r, err := s.ShardResults(ctx, sweep, []int{0, 1}); !errors.As(err, &missing) || missing.Shard != 1 || !strings.Contains(err.Error(), "shard 1 has none") {
+		t.Errorf("ShardResults(shards 0 and 1, 1 not written back) = %q, %v; want a ShardMissingError naming shard 1", r, err)
 	}
 	if err := s.CompleteShard(ctx, c1, []byte("late")); !errors.Is(err, state.ErrClaimLost) {
 		t.Errorf("write back after the sweep closed = %v, want ErrClaimLost", err)
