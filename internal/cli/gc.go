@@ -1,6 +1,9 @@
 package cli
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // batchGCPercent is the garbage collector's target (GOGC) that scan and
 // inventory run with when neither $GOGC nor $GOMEMLIMIT is set: the heap may
@@ -19,7 +22,8 @@ const batchGCPercent = 25
 // headroom is what pushes the scan over a container's memory limit: on the
 // 100,000-endpoint farm the scan peaked at 111 MiB instead of 122–124, for
 // about 15% more CPU (2–24% over seven pairs of runs) and about the same
-// wall time, which the network bounds (docs/performance.md). Below it the CPU matters more than the few MiB.
+// wall time, which the network bounds (docs/performance.md). Below it the
+// CPU matters more than the few MiB.
 const (
 	largeScanGCPercent = 10
 	largeScanTargets   = 50_000
@@ -31,6 +35,37 @@ const (
 // default for a few percent more CPU in the run (docs/performance.md),
 // and between runs the daemon is idle.
 const daemonGCPercent = 50
+
+// largeRunGCPercent is the target `certwatch run` collects at instead of
+// daemonGCPercent while its inventory holds largeScanTargets or more
+// (unless $GOGC or $GOMEMLIMIT is set): there half the live heap again as
+// headroom is 150–200 MiB (docs/performance.md).
+const largeRunGCPercent = 25
+
+// inventoryGC lowers the daemon's GC percent to largeRunGCPercent while its
+// inventory is large, and puts it back when it shrinks: size is called
+// with each inventory's size.
+type inventoryGC struct {
+	apply func(percent int) (restore func()) // env.applyGC
+
+	mu   sync.Mutex
+	undo func() // restores daemonGCPercent; nil when that is in force
+}
+
+func (g *inventoryGC) size(targets int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch large := targets >= largeScanTargets; {
+	case large && g.undo == nil:
+		g.undo = g.apply(largeRunGCPercent)
+	case !large && g.undo != nil:
+		g.undo()
+		g.undo = nil
+	}
+}
+
+// restore puts back what was in force before the first large inventory.
+func (g *inventoryGC) restore() { g.size(0) }
 
 // applyGC sets a command's GC percent through e.setGCPercent, unless
 // $GOGC or $GOMEMLIMIT is set, which the runtime has applied as the user

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/scan"
 )
 
 // TestGCPercent: scan and inventory run with GOGC=25, a large scan's
@@ -55,3 +58,35 @@ func TestGCPercent(t *testing.T) {
 		})
 	}
 }
+
+// TestInventoryGC: run collects at GOGC=25 while its inventory holds
+// 50,000 targets or more, and at its own setting again once it holds
+// fewer; the end of the run restores what was in force.
+func TestInventoryGC(t *testing.T) {
+	var set []int
+	restored := 0
+	g := &inventoryGC{apply: func(p int) func() {
+		set = append(set, p)
+		return func() { restored++ }
+	}}
+	notes := &startupNotes{Recorder: nopRecorder{}, logger: newLogger(io.Discard, 0), onInventory: g.size}
+	for _, n := range []int{10, largeScanTargets, 70_000, 100} {
+		notes.RecordDiscovery(nil, n)
+	}
+	if !slices.Equal(set, []int{25}) || restored != 1 {
+		t.Errorf("inventories of 10, 50,000, 70,000 and 100 targets: GC percents set %v, %d restored; want [25] once, restored once", set, restored)
+	}
+	notes.RecordDiscovery(nil, 100_000)
+	g.restore()
+	if !slices.Equal(set, []int{25, 25}) || restored != 2 {
+		t.Errorf("then 100,000 and the run's end: GC percents set %v, %d restored; want [25 25], restored twice", set, restored)
+	}
+}
+
+// nopRecorder is a daemon.Recorder that records nothing.
+type nopRecorder struct{}
+
+func (nopRecorder) RecordDiscovery([]scan.SourceResult, int)          {}
+func (nopRecorder) RecordReport(*scan.Report)                         {}
+func (nopRecorder) RecordRun(string, time.Time, time.Duration, error) {}
+func (nopRecorder) RecordLastSuccess(string, time.Time)               {}

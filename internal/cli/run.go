@@ -63,8 +63,9 @@ sites (daemon.site): one alert state, one page per certificate. See
 docs/operations.md, "Running more than one".
 
 Memory: run collects garbage at GOGC=50 (the heap grows to 1.5 times
-what is live, not Go's twice) unless $GOGC or $GOMEMLIMIT is set, and
-gives what a probe run freed back to the system when the run is over.
+what is live, not Go's twice), and at GOGC=25 while its inventory holds
+50,000 targets or more, unless $GOGC or $GOMEMLIMIT is set; it gives what
+a probe run freed back to the system when the run is over.
 Under a container memory limit, set GOMEMLIMIT a little below it.
 
 Logs are JSON on stderr unless stderr is a terminal.
@@ -136,7 +137,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 	defer store.Close()
 
 	var current atomic.Pointer[notify.Notifier]
-	notes := &startupNotes{logger: logger}
+	gc := &inventoryGC{apply: e.applyGC}
+	defer gc.restore()
+	notes := &startupNotes{logger: logger, onInventory: gc.size}
 	notes.channels(c.Notify)
 	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
 		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State), AfterProbe: giveBackMemory}
@@ -329,6 +332,8 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 type startupNotes struct {
 	daemon.Recorder
 	logger *slog.Logger
+	// onInventory, when set, gets the size of each inventory recorded.
+	onInventory func(targets int)
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -355,6 +360,9 @@ func (s *startupNotes) channels(n config.Notify) {
 // RecordDiscovery notes an empty inventory, and logs the first one.
 func (s *startupNotes) RecordDiscovery(results []scan.SourceResult, inventory int) {
 	s.Recorder.RecordDiscovery(results, inventory)
+	if s.onInventory != nil {
+		s.onInventory(inventory)
+	}
 	s.mu.Lock()
 	first := !s.first
 	s.first = true
