@@ -19,7 +19,8 @@
 #   -c CONC    probe.concurrency of every replica and of the scan
 #              (default: certwatch's, 100)
 #   -r REPS    runs per replica count, each on a fresh database; the table
-#              shows medians (default 3), after one warm-up run (rep 0)
+#              shows medians (default 3), after one warm-up run (rep 0);
+#              -r 0 makes the warm-up run alone, for a quick figure
 #   -R COUNTS  replica counts to measure (default "1 2"); the repetitions
 #              are interleaved (1, 2, 1, 2, ...) so that load from outside
 #              the benchmark falls on both alike
@@ -447,6 +448,7 @@ printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ---------: ----: --
 awk -F'\t' 'NR > 1 {printf "| %8s | %3s | %6.2f | %11s | %7s | %7s | %9s | %6s | %6s | %17s | %13.2f | %10.2f | %8.2f | %9s | %10s | %10s |\n", $1, $2, $3, $20, $21, $22, $5, $6, $8, $9, $10, $11, $12, $23, $13, $14}' "$results"
 echo
 for r in $counts scan; do
+	[ "$reps" -gt 0 ] || break # -r 0: the warm-up run alone, no medians
 	col() { awk -F'\t' -v r="$r" "NR > 1 && \$1 == r && \$2 > 0 {print $1}" "$results" | median; }
 	[ "$r" = scan ] && { printf 'Medians of %s, certwatch scan of the same targets (one process, no state): %.2f s, CPU %.2f s, farm CPU %.2f s\n' "$reps" "$(col '$3')" "$(col '$10')" "$(col '$11')"; continue; }
 	printf 'Medians of %s, %s replica(s): run %.2f s (first claim %.2f s, probing %.2f s, after %.2f s), wall from start %.2f s, replica CPU %.2f s, farm CPU %.2f s, PostgreSQL CPU %.2f s; %s statements, of them %s claims (%s of them finding no shard), %s write-backs, %s renewals, %s progress polls\n' \
