@@ -261,10 +261,10 @@ func structFields(t reflect.Type, taken ...string) ([]fieldPlan, planKind) {
 }
 
 // addFields appends the fields of t, reached from the outer struct by
-// index through the embedded types of path (t last), and reports false for what encoding/json lays out otherwise: an
-// embedded type not exported or not a struct (or pointer to one), a type
-// embedded in itself through pointers,
-// ",string", and a name two fields share (encoding/json keeps the
+// index through the embedded types of path (t last), and reports false for
+// what encoding/json lays out otherwise: an embedded type not exported or
+// not a struct (or pointer to one), a type embedded in itself through
+// pointers, ",string", and a name two fields share (encoding/json keeps the
 // shallower or the tagged one, or drops both). An untagged embedded
 // struct's fields are the outer struct's, in its place: an at-rest
 // certificate (atrest.Certificate in policy.AtRestCertificate) is
