@@ -43,6 +43,10 @@ type Sharing struct {
 	// StaleAfter: another site's publication older than this raises
 	// site_stale; 0 means an hour.
 	StaleAfter time.Duration
+	// PartSize is the size of the parts the site's publication is
+	// staged in as the run writes it (Sites.StageSitePart); 0 means
+	// 1 MiB.
+	PartSize int
 }
 
 // sitePublication is what one site publishes: its observations and
@@ -129,7 +133,9 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	if sh.Sites != nil {
 		invPart, err := scan.EncodePart(inv)
 		if err == nil {
-			pub, err = newPublicationWriter(len(inventory), results)
+			pub, err = newPublicationWriter(len(inventory), results, sh.PartSize, func(part int, data []byte) error {
+				return sh.Sites.StageSitePart(ctx, part, data)
+			})
 		}
 		if err == nil {
 			err = pub.part(invPart)
@@ -191,13 +197,13 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 		if pub == nil {
 			return
 		}
-		b, err := pub.finish(findings)
+		staged, b, err := pub.finish(findings)
 		if err != nil {
 			shareErr = fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 			return
 		}
 		var others []otherSite
-		if others, shareErr = d.otherSites(ctx, sh, dec, b, start); shareErr != nil {
+		if others, shareErr = d.otherSites(ctx, sh, dec, staged, b, start); shareErr != nil {
 			return
 		}
 		// An endpoint two sites probe is judged once: by this site's
@@ -474,14 +480,14 @@ type otherSite struct {
 	stale []policy.Finding
 }
 
-// otherSites publishes this site's run (pub, a publicationWriter's:
-// gzip-compressed, which an older certwatch cannot read and says to
-// upgrade), and returns every other site's latest publication. Another
+// otherSites publishes this site's run (the staged parts, then pub: a
+// publicationWriter's, gzip-compressed, which an older certwatch cannot
+// read and says to upgrade), and returns every other site's latest publication. Another
 // site's publication is used however old it is, so that nothing it saw
 // resolves while it is away; one older than StaleAfter also raises
 // site_stale.
-func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, pub [][]byte, start time.Time) ([]otherSite, error) {
-	if err := sh.Sites.PublishSite(ctx, start, pub); err != nil {
+func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, staged int, pub [][]byte, start time.Time) ([]otherSite, error) {
+	if err := sh.Sites.PublishSite(ctx, start, staged, pub); err != nil {
 		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
 	}
 	all, err := sh.Sites.OtherSites(ctx)

@@ -253,7 +253,7 @@ func siteRunSized(t *testing.T, url, site string, farm *sharedFarm, targets []di
 
 // siteRunThrough is siteRunSized whose leader reaches the shared state
 // through wrap (when not nil), and which returns the run's error.
-func siteRunThrough(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time, shardSize int, wrap func(state.Shards) state.Shards) (*scan.Report, error) {
+func siteRunThrough(t *testing.T, url, site string, farm *sharedFarm, targets []discovery.Target, now func() time.Time, shardSize int, wrap func(state.Shards) state.Shards, edit ...func(*daemon.Sharing)) (*scan.Report, error) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, url, postgres.Options{Site: site})
@@ -282,7 +282,41 @@ func siteRunThrough(t *testing.T, url, site string, farm *sharedFarm, targets []
 		shards = wrap(store)
 	}
 	d.Sharing = &daemon.Sharing{Shards: shards, Sites: store, Site: site, ShardSize: shardSize, Poll: 50 * time.Millisecond, StaleAfter: time.Hour}
+	for _, e := range edit {
+		e(d.Sharing)
+	}
 	return runFirst(t, d)
+}
+
+// TestSitePublicationStaged: a site whose publication is staged in the
+// shared state part by part as its run writes it (parts of 256 bytes
+// here, 1 MiB by default) publishes it whole: the other site's run judges
+// every endpoint it probed, and no staged part is left behind.
+func TestSitePublicationStaged(t *testing.T) {
+	t.Parallel()
+	db := pg.Server(t)
+	url := db.CreateDatabase(t)
+	farm := newSharedFarm(t)
+	solo := farm.targets[30:]
+	if _, err := siteRunThrough(t, url, "staged", farm, solo[:10], time.Now, 5, nil, func(sh *daemon.Sharing) { sh.PartSize = 256 }); err != nil {
+		t.Fatalf("site staged: probe run: %v", err)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var parts, left int
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM site_result_parts WHERE site = 'staged'), (SELECT count(*) FROM site_result_staging)`).Scan(&parts, &left); err != nil {
+		t.Fatal(err)
+	}
+	if parts < 4 || left != 0 {
+		t.Errorf("site staged's publication is %d parts with %d staged parts left, want several parts of 256 bytes and none left", parts, left)
+	}
+	r := siteRun(t, url, "other", farm, solo[5:15], time.Now)
+	if len(r.Endpoints) != 15 {
+		t.Errorf("site other's report has %d endpoints, want its 10 and the 5 only site staged probed", len(r.Endpoints))
+	}
 }
 
 // TestSiteStale: a site whose last run was published two hours ago by the

@@ -209,10 +209,18 @@ type Claimer interface {
 // Sites is where the sites sharing one store publish what their runs saw,
 // for each other's evaluations.
 type Sites interface {
-	// PublishSite replaces this site's latest publication with parts,
-	// whose concatenation SiteResult.Result returns: the parts need not
-	// be held as one value (tens of megabytes at 100,000 endpoints).
-	PublishSite(ctx context.Context, at time.Time, parts [][]byte) error
+	// StageSitePart stores part number part of the publication this
+	// process is writing, before it is published: a run of 100,000
+	// endpoints writes tens of megabytes of publication, which it need
+	// not hold until the run is judged. A staged part is read by no one
+	// until PublishSite publishes it; staging part 0 again starts the
+	// publication over.
+	StageSitePart(ctx context.Context, part int, data []byte) error
+	// PublishSite replaces this site's latest publication with the
+	// parts 0 to staged-1 that StageSitePart stored, followed by parts:
+	// SiteResult.Result returns their concatenation. It fails, and
+	// publishes nothing, when a staged part is missing.
+	PublishSite(ctx context.Context, at time.Time, staged int, parts [][]byte) error
 	// Sites returns every site's latest publication, this one's included.
 	Sites(ctx context.Context) ([]SiteResult, error)
 	// OtherSites returns every other site's latest publication: what a

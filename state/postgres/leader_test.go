@@ -399,7 +399,7 @@ func TestSitePartsMigration(t *testing.T) {
 		t.Fatalf("site b's publication after the migration = %+v, %v; want the one written before it", others, err)
 	}
 	campaign(t, b, "b", time.Hour)
-	if err := b.PublishSite(ctx, time.Now(), [][]byte{[]byte("in "), []byte("parts")}); err != nil {
+	if err := b.PublishSite(ctx, time.Now(), 0, [][]byte{[]byte("in "), []byte("parts")}); err != nil {
 		t.Fatal(err)
 	}
 	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "in parts" {

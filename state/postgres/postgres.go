@@ -538,6 +538,21 @@ CREATE TABLE site_result_parts (
 	`
 CREATE UNIQUE INDEX leader_site_epoch ON leader (site, epoch);
 `,
+	// 12: a publication's parts staged as the run writes them, by the
+	// leader's epoch, and moved to site_result_parts when it is
+	// published: a run of 100,000 endpoints held tens of megabytes of
+	// publication until it was judged. Rows of an epoch that never
+	// published (a run cut short, a deposed leader) are deleted by the
+	// site's next publication.
+	`
+CREATE TABLE site_result_staging (
+	site  TEXT NOT NULL,
+	epoch BIGINT NOT NULL,
+	part  INTEGER NOT NULL,
+	data  BYTEA NOT NULL,
+	PRIMARY KEY (site, epoch, part)
+);
+`,
 }
 
 // migrate applies the missing migrations in one transaction that holds

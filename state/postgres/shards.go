@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/certwatch/certwatch/state"
 )
@@ -34,7 +35,9 @@ import (
 //	CompleteShard  1
 //	SweepProgress  1
 //	CloseSweep     4: BEGIN, fence, one batch (close, read the shards), COMMIT
-//	PublishSite    4: BEGIN, fence, upsert, COMMIT
+//	StageSitePart  1
+//	PublishSite    4: BEGIN, fence, one batch (upsert, move the staged
+//	               parts, insert the rest), COMMIT
 //	Sites          1 (OtherSites too)
 //
 // So probing costs two round trips per shard (claim, write back), plus a
@@ -319,13 +322,36 @@ WHERE h.sweep = $1 AND w.site = $2 AND w.closed_at IS NOT NULL AND h.done AND h.
 	return out, nil
 }
 
-// PublishSite records parts, in order, as the store's site's latest
-// evaluation input, of the run that started at at, replacing the one
-// before. The parts are stored as they are (site_result_parts), a few
+// StageSitePart stores part number part of the publication this process
+// is writing (site_result_staging, under its leader's epoch), to be
+// published by PublishSite: one statement, unfenced, as a staged part is
+// read by no one until a fenced PublishSite of the same epoch moves it.
+// Staging a part again replaces it.
+func (s *Store) StageSitePart(ctx context.Context, part int, data []byte) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO site_result_staging (site, epoch, part, data) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (site, epoch, part) DO UPDATE SET data = excluded.data`, s.site, s.epoch(), part, data)
+	if err == nil {
+		s.note(nil)
+	}
+	return s.wrap(ctx, fmt.Sprintf("stage part %d of the evaluation input of site %q", part, s.site), err)
+}
+
+// PublishSite records the parts 0 to staged-1 that StageSitePart stored
+// under this process's epoch, then parts, in order, as the store's site's
+// latest evaluation input, of the run that started at at, replacing the
+// one before. The parts are stored as they are (site_result_parts), a few
 // megabytes a round trip, so that no statement holds the whole
-// publication. Like every write it is refused (state.ErrFenced) unless
-// this process leads its site.
-func (s *Store) PublishSite(ctx context.Context, at time.Time, parts [][]byte) error {
+// publication; the staged ones move within the database. The site's
+// staged parts are then deleted, those of runs that never published
+// included. It fails, and publishes nothing, when a staged part is
+// missing. Like every write it is refused (state.ErrFenced) unless this
+// process leads its site.
+func (s *Store) PublishSite(ctx context.Context, at time.Time, staged int, parts [][]byte) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	epoch := s.epoch()
@@ -334,12 +360,22 @@ func (s *Store) PublishSite(ctx context.Context, at time.Time, parts [][]byte) e
 		b.Queue(ctx, `INSERT INTO site_results (site, at, epoch, result, published_at) VALUES ($1, $2, $3, ''::bytea, clock_timestamp())
 	ON CONFLICT (site) DO UPDATE SET at = excluded.at, epoch = excluded.epoch, result = excluded.result, published_at = excluded.published_at`, s.site, state.UnixNano(at), epoch)
 		b.Queue(ctx, `DELETE FROM site_result_parts WHERE site = $1`, s.site)
+		if staged > 0 {
+			b.QueueChecked(ctx, func(ct pgconn.CommandTag) error {
+				if n := ct.RowsAffected(); n != int64(staged) {
+					return fmt.Errorf("%d of the %d parts staged for it are missing (staged under leader epoch %d); the next run publishes again", int64(staged)-n, staged, epoch)
+				}
+				return nil
+			}, `INSERT INTO site_result_parts (site, part, data)
+	SELECT site, part, data FROM site_result_staging WHERE site = $1 AND epoch = $2 AND part < $3`, s.site, epoch, staged)
+		}
 		for i, p := range parts {
 			if p == nil {
 				p = []byte{}
 			}
-			b.Queue(ctx, `INSERT INTO site_result_parts (site, part, data) VALUES ($1, $2, $3)`, s.site, i, p)
+			b.Queue(ctx, `INSERT INTO site_result_parts (site, part, data) VALUES ($1, $2, $3)`, s.site, staged+i, p)
 		}
+		b.Queue(ctx, `DELETE FROM site_result_staging WHERE site = $1`, s.site)
 		return b.Flush(ctx)
 	})
 	return s.wrap(ctx, fmt.Sprintf("publish the evaluation input of site %q", s.site), err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/postgres"
 )
@@ -330,7 +332,7 @@ func TestShardsFenced(t *testing.T) {
 	if _, err := sb.CloseSweep(ctx, sweep); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("standby's CloseSweep = %v, want ErrFenced", err)
 	}
-	if err := sb.PublishSite(ctx, time.Now(), [][]byte{[]byte("x")}); !errors.Is(err, state.ErrFenced) {
+	if err := sb.PublishSite(ctx, time.Now(), 0, [][]byte{[]byte("x")}); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("standby's PublishSite = %v, want ErrFenced", err)
 	}
 
@@ -344,7 +346,7 @@ func TestShardsFenced(t *testing.T) {
 	if _, err := l.CloseSweep(ctx, sweep); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("replaced leader's CloseSweep = %v, want ErrFenced", err)
 	}
-	if err := l.PublishSite(ctx, time.Now(), [][]byte{[]byte("late")}); !errors.Is(err, state.ErrFenced) {
+	if err := l.PublishSite(ctx, time.Now(), 0, [][]byte{[]byte("late")}); !errors.Is(err, state.ErrFenced) {
 		t.Errorf("replaced leader's PublishSite = %v, want ErrFenced", err)
 	}
 	// The replaced leader still probes, as a standby does.
@@ -395,13 +397,13 @@ func TestSitesShareNothingButResults(t *testing.T) {
 		parts = append(parts, bytes.Repeat([]byte{'0' + byte(i)}, 1<<20))
 	}
 	big := bytes.Join(parts, nil)
-	if err := b.PublishSite(ctx, at, [][]byte{[]byte("b"), []byte("1")}); err != nil {
+	if err := b.PublishSite(ctx, at, 0, [][]byte{[]byte("b"), []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.PublishSite(ctx, at, [][]byte{[]byte("a1")}); err != nil {
+	if err := a.PublishSite(ctx, at, 0, [][]byte{[]byte("a1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PublishSite(ctx, at.Add(time.Hour), parts); err != nil {
+	if err := b.PublishSite(ctx, at.Add(time.Hour), 0, parts); err != nil {
 		t.Fatalf("publishing 9 MB: %v", err)
 	}
 	sites, err := a.Sites(ctx)
@@ -418,13 +420,13 @@ func TestSitesShareNothingButResults(t *testing.T) {
 		t.Errorf("site b's result = %v epoch %d %d bytes, want the latest: %v epoch 1, its 9 MB in order", r.At, r.Epoch, len(r.Result), at.Add(time.Hour))
 	}
 	// A shorter publication replaces every part of a longer one.
-	if err := b.PublishSite(ctx, at.Add(2*time.Hour), [][]byte{[]byte("b3")}); err != nil {
+	if err := b.PublishSite(ctx, at.Add(2*time.Hour), 0, [][]byte{[]byte("b3")}); err != nil {
 		t.Fatal(err)
 	}
 	if others, err := a.OtherSites(ctx); err != nil || len(others) != 1 || string(others[0].Result) != "b3" {
 		t.Fatalf("site b's result after a shorter one = %d results, %v; want b3 alone", len(others), err)
 	}
-	if err := b.PublishSite(ctx, at.Add(time.Hour), parts); err != nil {
+	if err := b.PublishSite(ctx, at.Add(time.Hour), 0, parts); err != nil {
 		t.Fatal(err)
 	}
 	others, err := a.OtherSites(ctx)
@@ -433,6 +435,110 @@ func TestSitesShareNothingButResults(t *testing.T) {
 	}
 	if len(others) != 1 || others[0].Site != "b" || !bytes.Equal(others[0].Result, big) {
 		t.Errorf("OtherSites of site a = %d results, want b's alone", len(others))
+	}
+}
+
+// TestStagedPublication: a publication whose parts were staged as the run
+// wrote them reads back as the staged parts, then the rest, in order; one
+// with a staged part missing is refused and the site's previous
+// publication stays; parts staged by a run that never published, or by a
+// deposed leader, are not part of the next publication and are deleted by
+// it; a standby cannot publish what it staged.
+func TestStagedPublication(t *testing.T) {
+	t.Parallel()
+	srv := pg.Server(t)
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	a, b := open(t, url, postgres.Options{Site: "a"}), open(t, url, postgres.Options{Site: "b"})
+	campaign(t, b, "b", time.Hour)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	staging := func() int {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM site_result_staging`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	read := func() string {
+		t.Helper()
+		others, err := a.OtherSites(ctx)
+		if err != nil || len(others) != 1 {
+			t.Fatalf("OtherSites of site a = %d results, %v; want b's", len(others), err)
+		}
+		return string(others[0].Result)
+	}
+	stage := func(s *postgres.Store, parts ...string) {
+		t.Helper()
+		for i, p := range parts {
+			if err := s.StageSitePart(ctx, i, []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	stage(b, "st", "aged ", "parts ")
+	if err := b.PublishSite(ctx, at, 3, [][]byte{[]byte("then "), []byte("the rest")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "staged parts then the rest" {
+		t.Errorf("site b's publication = %q, want the staged parts, then the rest", got)
+	}
+	if n := staging(); n != 0 {
+		t.Errorf("%d staged parts left after publishing, want none", n)
+	}
+
+	// A run that staged more than it publishes (cut short, then written
+	// again from part 0): only the parts it says it staged are published.
+	stage(b, "x", "x", "x", "x")
+	stage(b, "new ")
+	if err := b.PublishSite(ctx, at.Add(time.Hour), 1, [][]byte{[]byte("run")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "new run" {
+		t.Errorf("site b's publication after an abandoned staging = %q, want \"new run\"", got)
+	}
+
+	// A staged part missing: nothing is published, the previous
+	// publication stays, and the error says what is missing.
+	stage(b, "only part 0")
+	err := b.PublishSite(ctx, at.Add(2*time.Hour), 2, nil)
+	if err == nil || !strings.Contains(err.Error(), "1 of the 2 parts staged for it are missing") || !strings.Contains(err.Error(), `site "b"`) {
+		t.Errorf("PublishSite with a staged part missing = %v, want refused, naming the site and the parts missing", err)
+	}
+	if got := read(); got != "new run" {
+		t.Errorf("site b's publication after a refused one = %q, want the one before, \"new run\"", got)
+	}
+
+	// A standby's staging publishes nothing, and a new leader's
+	// publication does not take the deposed one's parts.
+	b2 := open(t, url, postgres.Options{Site: "b"})
+	if tm := campaign(t, b2, "b2", time.Hour); tm.Leader {
+		t.Fatal("two leaders of site b")
+	}
+	stage(b2, "standby's")
+	if err := b2.PublishSite(ctx, at.Add(3*time.Hour), 1, nil); !errors.Is(err, state.ErrFenced) {
+		t.Errorf("standby's PublishSite = %v, want ErrFenced", err)
+	}
+	stage(b, "deposed ")
+	endLease(t, url, "b")
+	if tm := campaign(t, b2, "b2", time.Hour); !tm.Leader {
+		t.Fatal("b2 did not take over site b")
+	}
+	stage(b2, "new leader's ")
+	if err := b2.PublishSite(ctx, at.Add(3*time.Hour), 1, [][]byte{[]byte("run")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "new leader's run" {
+		t.Errorf("site b's publication by its new leader = %q, want \"new leader's run\"", got)
+	}
+	if n := staging(); n != 0 {
+		t.Errorf("%d staged parts left after the new leader published, want none (the deposed leader's deleted)", n)
 	}
 }
 
@@ -618,7 +724,8 @@ func TestShardRoundTrips(t *testing.T) {
 		{"CompleteShard", 1, func() error { return s.CompleteShard(ctx, c, result) }},
 		{"SweepProgress", 1, func() error { _, _, err := s.SweepProgress(ctx, sweep); return err }},
 		{"CloseSweep", 4, func() error { _, err := s.CloseSweep(ctx, sweep); return err }},
-		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), [][]byte{result}) }},
+		{"StageSitePart", 1, func() error { return s.StageSitePart(ctx, 0, result) }},
+		{"PublishSite", 4, func() error { return s.PublishSite(ctx, time.Now(), 1, [][]byte{result}) }},
 		{"Sites", 1, func() error { _, err := s.Sites(ctx); return err }},
 		{"OtherSites", 1, func() error { _, err := s.OtherSites(ctx); return err }},
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/certwatch/certwatch/state"
 )
@@ -190,10 +191,20 @@ type chunkedBatch struct {
 // are waiting or their bytea arguments reach batchBytes, or by Flush.
 // After a failed send it does nothing: Flush returns the failure.
 func (c *chunkedBatch) Queue(ctx context.Context, sql string, args ...any) {
+	c.QueueChecked(ctx, nil, sql, args...)
+}
+
+// QueueChecked is Queue, with check (when not nil) given the statement's
+// command tag once it is sent: an error from it fails the batch, as the
+// statement's own would.
+func (c *chunkedBatch) QueueChecked(ctx context.Context, check func(pgconn.CommandTag) error, sql string, args ...any) {
 	if c.err != nil {
 		return
 	}
-	c.b.Queue(sql, args...)
+	q := c.b.Queue(sql, args...)
+	if check != nil {
+		q.Exec(check)
+	}
 	for _, a := range args {
 		if b, ok := a.([]byte); ok {
 			c.bytes += len(b)
