@@ -62,8 +62,8 @@ func (w *publicationWriter) part(p []byte) error {
 }
 
 // finish adds the site's own findings and returns how many parts were
-// staged and the rest of the publication, in parts of at most partSize
-// bytes.
+// staged and the rest of the publication, in parts of at most the
+// writer's size.
 func (w *publicationWriter) finish(findings []policy.Finding) (int, [][]byte, error) {
 	w.write(`],"findings":`)
 	if findings == nil {

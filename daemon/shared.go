@@ -482,10 +482,10 @@ type otherSite struct {
 
 // otherSites publishes this site's run (the staged parts, then pub: a
 // publicationWriter's, gzip-compressed, which an older certwatch cannot
-// read and says to upgrade), and returns every other site's latest publication. Another
-// site's publication is used however old it is, so that nothing it saw
-// resolves while it is away; one older than StaleAfter also raises
-// site_stale.
+// read and says to upgrade), and returns every other site's latest
+// publication. Another site's publication is used however old it is, so
+// that nothing it saw resolves while it is away; one older than
+// StaleAfter also raises site_stale.
 func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder, staged int, pub [][]byte, start time.Time) ([]otherSite, error) {
 	if err := sh.Sites.PublishSite(ctx, start, staged, pub); err != nil {
 		return nil, fmt.Errorf("probe run: publish site %s's run to the shared state: %w; nothing was notified", siteLabel(sh.Site), err)
