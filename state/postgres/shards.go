@@ -363,7 +363,7 @@ func (s *Store) PublishSite(ctx context.Context, at time.Time, staged int, parts
 		if staged > 0 {
 			b.QueueChecked(ctx, func(ct pgconn.CommandTag) error {
 				if n := ct.RowsAffected(); n != int64(staged) {
-					return fmt.Errorf("%d of the %d parts staged for it are missing (staged under leader epoch %d); the next run publishes again", int64(staged)-n, staged, epoch)
+					return fmt.Errorf("%d of the %d parts staged for it under leader epoch %d are missing (the leadership changed during the run, or the staging was cut short); the next run publishes again", int64(staged)-n, staged, epoch)
 				}
 				return nil
 			}, `INSERT INTO site_result_parts (site, part, data)

@@ -508,7 +508,7 @@ func TestStagedPublication(t *testing.T) {
 	// publication stays, and the error says what is missing.
 	stage(b, "only part 0")
 	err := b.PublishSite(ctx, at.Add(2*time.Hour), 2, nil)
-	if err == nil || !strings.Contains(err.Error(), "1 of the 2 parts staged for it are missing") || !strings.Contains(err.Error(), `site "b"`) {
+	if err == nil || !strings.Contains(err.Error(), "1 of the 2 parts staged for it under leader epoch 1 are missing") || !strings.Contains(err.Error(), `site "b"`) {
 		t.Errorf("PublishSite with a staged part missing = %v, want refused, naming the site and the parts missing", err)
 	}
 	if got := read(); got != "new run" {
