@@ -19,25 +19,32 @@ import (
 // --notify` with SIGKILL the moment Slack has accepted its first post,
 // before the answer reaches it (so before anything is recorded), then runs
 // it again: every finding is in #certs once, the killed post included, on
-// a SQLite state file and on a PostgreSQL database.
+// a SQLite state file (and on a PostgreSQL database:
+// TestScanNotifyKilledAfterSlackAcceptedPostgres). Each waits out the
+// killed scan's delivery lease, about a minute, so each is a parallel test
+// of its own: as parallel subtests they waited for a slot behind every
+// other test of the package, and ended last.
 func TestScanNotifyKilledAfterSlackAccepted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts certwatch as a process")
 	}
 	t.Parallel()
+	testKilledAfterSlackAccepted(t, buildBinary(t), func(cfg string) string { return cfg })
+}
+
+// TestScanNotifyKilledAfterSlackAcceptedPostgres is
+// TestScanNotifyKilledAfterSlackAccepted on a PostgreSQL state.
+func TestScanNotifyKilledAfterSlackAcceptedPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts certwatch as a process")
+	}
+	t.Parallel()
 	bin := buildBinary(t)
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testKilledAfterSlackAccepted(t, bin, func(cfg string) string { return cfg })
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		srv := pgPW.Server(t)
-		url := srv.CreateDatabase(t)
-		testKilledAfterSlackAccepted(t, bin, func(cfg string) string {
-			return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
-		}, "CW_E2E_STATE_PW="+stateDBPassword)
-	})
+	srv := pgPW.Server(t)
+	url := srv.CreateDatabase(t)
+	testKilledAfterSlackAccepted(t, bin, func(cfg string) string {
+		return stateLine.ReplaceAllString(cfg, fmt.Sprintf("  state: %q\n  state_password_env: CW_E2E_STATE_PW\n", url))
+	}, "CW_E2E_STATE_PW="+stateDBPassword)
 }
 
 func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) string, env ...string) {
