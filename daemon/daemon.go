@@ -73,9 +73,9 @@ type Scanner interface {
 	// shards, other sites' publications), reading parts once, in order,
 	// and keeping none of them: a shared run decodes one shard at a time.
 	Evaluate(now time.Time, targets int, skipped []discovery.Target, parts iter.Seq[*scan.Part]) *scan.Report
-	// SetHistory gives the runs that follow what the state remembers of
-	// each certificate name (see Daemon.History); nil judges a run on
-	// itself alone.
+	// SetHistory gives the next run what the state remembers of each
+	// certificate name (see Daemon.History), to be let go once that run
+	// is judged; nil judges a run on itself alone.
 	SetHistory(h []policy.NameHistory)
 	// Progress says how far the running discovery and probe run have
 	// got, for the progress lines a long sweep logs.

@@ -370,6 +370,10 @@ func (e *Evaluator) Result() Result {
 	out.Findings, out.AtRest = e.judgeAtRest(out.Findings)
 	out.Findings = e.judgeCT(out.Findings)
 	out.Findings = e.judgeCadence(out.Findings, out.ACM, out.IAM)
+	// The name history is read by judgeCadence alone: let go before the
+	// rest of the judging, and what the caller does with the report
+	// (tens of megabytes at 100,000 names).
+	e.history = nil
 	out.Findings, out.Gaps = e.judgeCoverage(out.Findings)
 	out.Findings, out.Gaps = e.judgeUnattached(out.Findings, out.Gaps)
 	out.Findings, out.Gaps = e.judgeUncovered(out.Findings, out.Gaps)

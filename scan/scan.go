@@ -169,12 +169,12 @@ type Pass struct {
 }
 
 // SetHistory gives the pass what the state remembers of each certificate
-// name (policy.NameHistory), for the runs that follow: their reports'
-// certificates carry first_seen and last_changed, and renewal_missed says
-// when the certificate last changed. Without it (a one-off scan) both are
-// judged on the run alone, as after SetHistory(nil); an empty, non-nil h
-// is a history that knows no name yet. The daemon sets it before each
-// probe run.
+// name (policy.NameHistory), for its next run: that report's certificates
+// carry first_seen and last_changed, and renewal_missed says when the
+// certificate last changed. The run takes it, and the pass keeps none of
+// it. Without it (a one-off scan) both are judged on the run alone, as
+// after SetHistory(nil); an empty, non-nil h is a history that knows no
+// name yet. The daemon sets it before each probe run.
 func (p *Pass) SetHistory(h []policy.NameHistory) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -608,6 +608,10 @@ func (p *Pass) newReport(n int, now time.Time) (*Report, *policy.Evaluator) {
 	if p.hasHistory {
 		ev.SetHistory(p.history)
 	}
+	// The run's evaluation has it now: between runs the pass holds none
+	// of it (tens of megabytes at 100,000 names), and a daemon reads it
+	// again before the next run.
+	p.history, p.hasHistory = nil, false
 	p.mu.Unlock()
 	return r, ev
 }
