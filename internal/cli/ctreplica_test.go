@@ -90,6 +90,9 @@ daemon:
 	second := without(rs, first)[0]
 	size0 := e.log.Size()
 	first.waitLog(t, "the first leader's read of the log", 1, readTo(size0))
+	// The position is kept once the discovery has finished: paused
+	// before, it has none to hand over.
+	first.waitLog(t, "the first leader's discovery", 1, msg("discovery finished"))
 
 	// The first leader pauses past its lease; the second takes over and
 	// reads on from the stored position: what was logged since.
