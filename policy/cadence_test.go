@@ -286,6 +286,46 @@ func TestHistoryLetGoByResult(t *testing.T) {
 	runtime.KeepAlive(ev)
 }
 
+// TestLineageShared: certificates first seen by the same run and not seen
+// to change since share one Lineage (a fleet's certificates mostly were,
+// 64 bytes each otherwise); each still says its own, and a certificate
+// seen to change has its own.
+func TestLineageShared(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	since, renewed := now.AddDate(0, -2, 0), now.AddDate(0, 0, -3)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	ev := policy.NewEvaluator(policy.DefaultRules(), now)
+	var history []policy.NameHistory
+	for i, name := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+		l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.AddDate(0, 0, -10-i), NotAfter: now.AddDate(0, 0, 80)})
+		o := observe(name, "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+		ev.Add(&o)
+		h := policy.NameHistory{Name: name, SHA256: fingerprint(l.Cert), NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since, LastSeen: now}
+		if name == "c.example.com" {
+			h.Since, h.Previous = renewed, "cd"
+		}
+		history = append(history, h)
+	}
+	ev.SetHistory(history)
+	by := map[string]*policy.Certificate{}
+	res := ev.Result()
+	for i := range res.Certificates {
+		by[res.Certificates[i].DNSNames[0]] = &res.Certificates[i]
+	}
+	a, b, c := by["a.example.com"], by["b.example.com"], by["c.example.com"]
+	for _, x := range []*policy.Certificate{a, b} {
+		if h := x.History(); !h.FirstSeen.Equal(since) || !h.LastChanged.IsZero() || h.Previous != "" {
+			t.Errorf("%s: lineage %+v, want first seen %v, never changed", x.DNSNames[0], h, since)
+		}
+	}
+	if h := c.History(); !h.FirstSeen.Equal(renewed) || !h.LastChanged.Equal(renewed) || h.Previous != "cd" {
+		t.Errorf("c.example.com: lineage %+v, want first seen and changed %v, replacing cd", h, renewed)
+	}
+	if a.Lineage != b.Lineage || a.Lineage == c.Lineage {
+		t.Errorf("lineages %p, %p, %p: want a's and b's (first seen together, unchanged) shared, c's its own", a.Lineage, b.Lineage, c.Lineage)
+	}
+}
+
 // TestNamesSeen: per name, the newest served certificate wins over any
 // held one; for a name nothing serves, the newest held one; a CA
 // certificate and a certificate without fingerprint are no certificate

@@ -222,7 +222,9 @@ type Certificate struct {
 	// the certificate; nil when it says nothing (a one-off scan). Its
 	// fields are the certificate's in JSON. It sits behind a pointer
 	// because a scan has none: 56 bytes a certificate, 5.6 MB of a scan
-	// of 100,000 endpoints. Read it through History.
+	// of 100,000 endpoints; and certificates first seen by the same run,
+	// never seen to change, share one. Read it through History, and never
+	// write through it.
 	*Lineage
 }
 
