@@ -285,7 +285,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 	// since share one Lineage, by first seen: in a fleet most were first
 	// seen by the same few runs (64 bytes a certificate otherwise, 6.4 MB
 	// of a report of 100,000, and a daemon holds two reports at once).
-	var unchanged map[time.Time]*Lineage
+	unchanged := map[time.Time]*Lineage{}
 	for i := range e.certs {
 		c := &e.certs[i]
 		if e.rules.RenewalMissed != None {
@@ -297,13 +297,12 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 		switch first, changed, prev := e.historyOf(c); {
 		case first.IsZero() && changed.IsZero() && prev == "":
 		case changed.IsZero() && prev == "":
-			if unchanged[first] == nil {
-				if unchanged == nil {
-					unchanged = map[time.Time]*Lineage{}
-				}
-				unchanged[first] = &Lineage{FirstSeen: first}
+			l := unchanged[first]
+			if l == nil {
+				l = &Lineage{FirstSeen: first}
+				unchanged[first] = l
 			}
-			c.Lineage = unchanged[first]
+			c.Lineage = l
 		default:
 			c.Lineage = &Lineage{FirstSeen: first, LastChanged: changed, Previous: prev}
 		}
