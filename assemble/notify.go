@@ -107,7 +107,8 @@ func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slo
 
 // Notifier builds the notifier of c on store with senders (see Senders):
 // its channels, routes and limits, the labels findings carry (Labels) and
-// the silences c declares (Silences).
+// the silences c declares (Silences), and how long one delivery attempt
+// may take (notify.send_timeout).
 func Notifier(c config.Config, store state.Outbox, senders map[string]notify.Sender, logger *slog.Logger) (*notify.Notifier, error) {
 	n, err := notify.New(notifyConfig(c.Notify), store, senders, logger.With("component", "notify"))
 	if err != nil {
@@ -115,6 +116,7 @@ func Notifier(c config.Config, store state.Outbox, senders map[string]notify.Sen
 	}
 	n.Labels = Labels(c)
 	n.Silences = Silences(c)
+	n.SendTimeout = time.Duration(c.Notify.SendTimeout)
 	return n, nil
 }
 

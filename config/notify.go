@@ -55,6 +55,12 @@ type Notify struct {
 	// outbox to drain (a dead channel is retried with backoff until then)
 	// before it exits 1 and leaves the rest for the next run.
 	FlushTimeout Duration `yaml:"flush_timeout"`
+	// SendTimeout bounds one delivery attempt of a notification (waiting
+	// for the channel's rate, then its requests: a Slack post may first
+	// look for an earlier one). A channel's delivery lease lasts this plus
+	// 30s, so a process killed while delivering holds its channels that
+	// long. It must be at least every channel's own request timeout.
+	SendTimeout Duration `yaml:"send_timeout"`
 	// RunbookURL, when set, is linked from every finding message.
 	RunbookURL string `yaml:"runbook_url,omitempty"`
 	// StatusURL, when set, is the address of certwatch's status page as
@@ -265,6 +271,10 @@ const (
 	DefaultRetryMax          = 5 * time.Minute
 	DefaultRetryAlertAfter   = 15 * time.Minute
 	DefaultFlushTimeout      = 2 * time.Minute
+	DefaultSendTimeout       = 30 * time.Second
+	// DefaultChannelTimeout bounds one request to a channel whose timeout
+	// is unset.
+	DefaultChannelTimeout = 10 * time.Second
 )
 
 // DefaultReminders are the reminder intervals per tier: notices weekly (in
@@ -315,6 +325,9 @@ func (n *Notify) applyDefaults() {
 	}
 	if n.FlushTimeout == 0 {
 		n.FlushTimeout = Duration(DefaultFlushTimeout)
+	}
+	if n.SendTimeout == 0 {
+		n.SendTimeout = Duration(DefaultSendTimeout)
 	}
 	if n.DigestInterval == 0 {
 		n.DigestInterval = Duration(DefaultDigestInterval)
@@ -479,7 +492,7 @@ func (r Route) problems(where string, kinds map[string]string) []error {
 }
 
 // timingProblems checks the reminders, resolve_after, flush_timeout,
-// digest_interval, the runbook and status URLs, and silence_max.
+// send_timeout (against each channel's request timeout), digest_interval, the runbook and status URLs, and silence_max.
 func (n *Notify) timingProblems() []error {
 	var errs []error
 	add := func(path, format string, args ...any) { errs = append(errs, notifyf(path, format, args...)) }
@@ -496,6 +509,15 @@ func (n *Notify) timingProblems() []error {
 	}
 	if n.FlushTimeout <= 0 || n.FlushTimeout > Duration(time.Hour) {
 		add("flush_timeout", "flush_timeout must be above 0 and at most 1h, got %v", n.FlushTimeout)
+	}
+	if n.SendTimeout <= 0 || n.SendTimeout > Duration(10*time.Minute) {
+		add("send_timeout", "send_timeout must be above 0 and at most 10m, got %v", n.SendTimeout)
+	} else {
+		for i, ch := range n.Channels {
+			if t := ch.RequestTimeout(); t > time.Duration(n.SendTimeout) {
+				add(fmt.Sprintf("channels[%d].%s.timeout", i, ch.Kind), "channel %s: its request timeout %v is longer than send_timeout %v, which would cut a slow request short: lower the channel's timeout or raise send_timeout", ch.Name, t, n.SendTimeout)
+			}
+		}
 	}
 	if n.DigestInterval < Duration(time.Minute) {
 		add("digest_interval", "digest_interval must be at least 1m, got %v", n.DigestInterval)
@@ -653,6 +675,28 @@ func (c *Channel) validate(path, where string) []error {
 		add("burst", "burst must not be negative, got %d", c.Burst)
 	}
 	return errs
+}
+
+// RequestTimeout bounds one request to the channel: its kind's timeout,
+// DefaultChannelTimeout when unset; 0 for a log channel, which makes none.
+func (c Channel) RequestTimeout() time.Duration {
+	var t Duration
+	switch {
+	case c.Kind == ChannelSlack && c.Slack != nil:
+		t = c.Slack.Timeout
+	case c.Kind == ChannelPagerDuty && c.PagerDuty != nil:
+		t = c.PagerDuty.Timeout
+	case c.Kind == ChannelAlertmanager && c.Alertmanager != nil:
+		t = c.Alertmanager.Timeout
+	case c.Kind == ChannelWebhook && c.Webhook != nil:
+		t = c.Webhook.Timeout
+	case c.Kind == ChannelLog:
+		return 0
+	}
+	if t <= 0 {
+		return DefaultChannelTimeout
+	}
+	return time.Duration(t)
 }
 
 // Secret reads the channel's credential: the Slack bot token, the

@@ -54,6 +54,9 @@ func TestDecodeNotify(t *testing.T) {
 	if n.ResolveAfter != 2 || n.Storm.MaxNewFindings != 20 || n.Storm.MaxFailureShare != 0.5 {
 		t.Errorf("defaults not applied: resolve_after %d, storm %+v", n.ResolveAfter, n.Storm)
 	}
+	if time.Duration(n.SendTimeout) != 30*time.Second {
+		t.Errorf("send_timeout = %v, want the default 30s", n.SendTimeout)
+	}
 	if time.Duration(n.DigestInterval) != 24*time.Hour || time.Duration(n.Retry.AlertAfter) != 15*time.Minute {
 		t.Errorf("defaults not applied: digest_interval %v, retry %+v", n.DigestInterval, n.Retry)
 	}
@@ -88,6 +91,11 @@ func TestDecodeNotifyErrors(t *testing.T) {
 		{"webhook url with a token", "notify:\n  channels: [{name: x, kind: webhook, webhook: {url: 'https://h.example/x?token=abc', secret_env: S}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"must not carry a query"}},
 		{"webhook settings on a log channel", "notify:\n  channels: [{name: x, kind: log, webhook: {url: 'https://h.example/x', secret_env: S}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"webhook: only allowed with kind webhook"}},
 		{"bad status url", "notify:\n  status_url: 'certwatch.example'\n", []string{"status_url"}},
+		{"send timeout too long", "notify:\n  send_timeout: 11m\n", []string{"send_timeout must be above 0 and at most 10m, got 11m0s"}},
+		{"send timeout shorter than a default channel timeout", "notify:\n  send_timeout: 5s\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A}}]\n  routes: [{tiers: [page], channels: [x]}]\n",
+			[]string{"channel x: its request timeout 10s is longer than send_timeout 5s, which would cut a slow request short: lower the channel's timeout or raise send_timeout"}},
+		{"send timeout shorter than a channel's timeout", "notify:\n  send_timeout: 20s\n  channels: [{name: x, kind: log}, {name: y, kind: webhook, webhook: {url: 'https://h.example/x', secret_env: S, timeout: 25s}}]\n  routes: [{tiers: [page], channels: [x, y]}]\n",
+			[]string{"channel y: its request timeout 25s is longer than send_timeout 20s"}},
 		{"bad api url", "notify:\n  channels: [{name: x, kind: slack, slack: {channel: '#c', token_env: A, api_url: 'ftp://x'}}]\n  routes: [{tiers: [page], channels: [x]}]\n", []string{"api_url"}},
 	}
 	for _, tt := range tests {
@@ -102,6 +110,22 @@ func TestDecodeNotifyErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSendTimeoutFitsChannels: channels whose requests fit in send_timeout
+// are accepted, a log channel makes none, and the setting reaches the
+// checked configuration.
+func TestSendTimeoutFitsChannels(t *testing.T) {
+	c, err := config.Decode(strings.NewReader("notify:\n  send_timeout: 5s\n  channels: [{name: x, kind: log}, {name: y, kind: slack, slack: {channel: '#c', token_env: A, timeout: 5s}}]\n  routes: [{tiers: [page], channels: [x, y]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(c.Notify.SendTimeout); got != 5*time.Second {
+		t.Errorf("send_timeout = %v, want 5s", got)
+	}
+	if got := c.Notify.Channels[0].RequestTimeout(); got != 0 {
+		t.Errorf("log channel's request timeout = %v, want 0", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +48,25 @@ func TestScanNotifyKilledAfterSlackAcceptedPostgres(t *testing.T) {
 	}, "CW_E2E_STATE_PW="+stateDBPassword)
 }
 
+var (
+	// channelURL is a channel's URL in channelsYAML, closing its flow map.
+	channelURL = regexp.MustCompile(`url: ("[^"]*")}`)
+	// leaseEnds is when another process's delivery lease ends, as logged.
+	leaseEnds = regexp.MustCompile(`"lease_ends":"([^"]+)"`)
+)
+
 func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) string, env ...string) {
 	l := startLab(t)
 	sl := slacktest.New(t, slackToken, "#certs")
 	pd := pagerdutytest.New(t, pdKey)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(edit(runConfig(l, dir, sl.URL(), pd.URL()))), 0o600); err != nil {
+	// A delivery attempt may take 5s (notify.send_timeout), so the killed
+	// scan's delivery lease lasts 35s, not the default's minute; the
+	// channels' requests must fit in it.
+	text := strings.Replace(edit(runConfig(l, dir, sl.URL(), pd.URL())), "notify:\n", "notify:\n  send_timeout: 5s\n", 1)
+	text = channelURL.ReplaceAllString(text, "url: $1, timeout: 5s}")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env = append(append(os.Environ(), env...), "CW_E2E_SLACK_TOKEN="+slackToken, "CW_E2E_PD_KEY="+pdKey)
@@ -70,6 +83,7 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	// exitErr: Slack's handler and the test both wait for it.
 	exited := make(chan struct{})
 	var exitErr error
+	var killedAt time.Time // when Slack's handler killed it
 	killed := make(chan slacktest.Message, 1)
 	// started hands the first scan's process to Slack's handler: the
 	// handler runs on the fake's goroutine, which only the child's
@@ -83,6 +97,7 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 		// before the handler answers.
 		p := <-started
 		started <- p
+		killedAt = time.Now()
 		_ = p.Kill()
 		select {
 		case <-exited:
@@ -120,8 +135,16 @@ func testKilledAfterSlackAccepted(t *testing.T, bin string, edit func(string) st
 	}
 	// The killed scan's delivery lease outlives it: the second waits it
 	// out, and says so rather than hanging silently.
-	if !strings.Contains(second.Stderr.(*bytes.Buffer).String(), "another certwatch process is delivering this channel; waiting for it") {
+	stderr := second.Stderr.(*bytes.Buffer).String()
+	if !strings.Contains(stderr, "another certwatch process is delivering this channel; waiting for it") {
 		t.Errorf("the second scan did not say it waits for the killed scan's delivery lease; stderr:\n%s", second.Stderr)
+	}
+	// The lease it waits for ends send_timeout plus 30s after the killed
+	// scan last took it, before its post: not the default's minute.
+	if m := leaseEnds.FindStringSubmatch(stderr); m == nil {
+		t.Errorf("the second scan did not say when the lease ends; stderr:\n%s", stderr)
+	} else if ends, err := time.Parse(time.RFC3339, m[1]); err != nil || ends.After(killedAt.Add(36*time.Second)) {
+		t.Errorf("the killed scan's lease ends at %s (%v), %v after it was killed; want at most 35s (send_timeout 5s + 30s)", m[1], err, ends.Sub(killedAt))
 	}
 
 	// Every finding once in #certs: the killed post was found and adopted,
