@@ -32,8 +32,8 @@ const stateDBPassword = "cw-state-pw"
 // default, GOMAXPROCS (two on a small CI machine), would queue them
 // behind each other; 24 at once loaded a 2-core machine enough for 1 s
 // timeouts to fire. Most in-process scans, which handshake with 1.5 s
-// timeouts under the race detector, run one after the other in one of
-// these slots (TestInProcessScans); those that set the environment stay
+// timeouts under the race detector, run one after the other in two of
+// these slots (TestInProcessScans, TestInProcessScansToo); those that set the environment stay
 // serial tests of their own, before the parallel ones, and the rest read
 // their secrets from files.
 const waitingParallel = 16
