@@ -236,8 +236,9 @@ func (d *pageData) addRows(rows []row, f filter, now time.Time) {
 		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.searchText()}
 		pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
 		pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
-		pr.ShownLocations = rw.Locations[:min(len(rw.Locations), endpointsShown)]
-		pr.MoreLocations = len(rw.Locations) - len(pr.ShownLocations)
+		locs := rw.Locations()
+		pr.ShownLocations = locs[:min(len(locs), endpointsShown)]
+		pr.MoreLocations = len(locs) - len(pr.ShownLocations)
 		d.Rows = append(d.Rows, pr)
 	}
 }

@@ -49,16 +49,16 @@ type view struct {
 
 // row is one line of the status page: a certificate with every finding
 // about it, or a finding about no certificate (an unreachable target, a
-// degraded discovery source).
+// degraded discovery source). It is kept for every certificate of the
+// report (a fleet's 100,000), so what the served certificate already says
+// (subject, issuer, fingerprint, expiry) is read from it, and what few
+// rows have (ACM, places at rest, unverified findings) is behind one
+// pointer: 184 bytes a row rather than 344.
 type row struct {
 	Tier     policy.Tier
 	Deadline time.Time
-	Subject  string
-	Issuer   string
-	SHA256   string
-	NotAfter time.Time
 	// Findings point into the report's, which the server keeps with
-	// the view (a copy of each would cost a finding's 264 bytes more).
+	// the view (a copy of each would cost a finding's 176 bytes more).
 	Findings  []*policy.Finding
 	Kinds     []string
 	Endpoints []policy.Endpoint
@@ -69,16 +69,88 @@ type row struct {
 	// a row of an ACM certificate or one held at rest that no endpoint
 	// serves, or of a finding about no certificate.
 	cert *policy.Certificate
-	// Unverified is the earliest UnverifiedSince of the row's findings:
-	// since then its endpoints have not answered.
-	Unverified time.Time
-	// ACM are the ACM certificates of the row (by ARN) and Resources the
-	// AWS resources that use them (InUseBy).
-	ACM       []string
-	Resources []string
-	// Locations are the places the certificate is held at rest
-	// (atrest.Location.String), sorted.
-	Locations []string
+	// more is what the row says beyond its certificate; nil for most.
+	more *rowMore
+}
+
+// rowMore is what a row without a served certificate says of itself, and
+// what only some rows have.
+type rowMore struct {
+	// own says subject, issuer, sha256 and notAfter are the row's rather
+	// than its certificate's: a row without one, or one whose
+	// certificate's text is not printable as it is.
+	own             bool
+	subject, issuer string
+	sha256          string
+	notAfter        time.Time
+	acm, resources  []string
+	locations       []string
+	unverified      time.Time
+}
+
+// own returns the row's rowMore, made when it has none.
+func (rw *row) own() *rowMore {
+	if rw.more == nil {
+		rw.more = &rowMore{}
+	}
+	return rw.more
+}
+
+// identity is what the row says it is about: its certificate's, or its
+// own.
+func (rw *row) identity() (subject, issuer, sha256 string, notAfter time.Time) {
+	if m := rw.more; m != nil && (m.own || rw.cert == nil) {
+		return m.subject, m.issuer, m.sha256, m.notAfter
+	}
+	if c := rw.cert; c != nil {
+		return c.Subject, c.Issuer, c.SHA256, c.NotAfter
+	}
+	return "", "", "", time.Time{}
+}
+
+// Subject is what the row is about: its certificate's subject, an ACM
+// certificate's domain name, or a finding's name.
+func (rw *row) Subject() string { s, _, _, _ := rw.identity(); return s }
+
+// Issuer is the row's certificate's issuer.
+func (rw *row) Issuer() string { _, s, _, _ := rw.identity(); return s }
+
+// SHA256 is the row's certificate's fingerprint; empty for an ACM
+// certificate ACM gave no PEM of, or a finding about no certificate.
+func (rw *row) SHA256() string { _, _, s, _ := rw.identity(); return s }
+
+// NotAfter is when the row's certificate expires.
+func (rw *row) NotAfter() time.Time { _, _, _, t := rw.identity(); return t }
+
+// ACM are the ACM certificates of the row (by ARN).
+func (rw *row) ACM() []string { return rw.moreOf(func(m *rowMore) []string { return m.acm }) }
+
+// Resources are the AWS resources that use the row's ACM certificates
+// (InUseBy).
+func (rw *row) Resources() []string {
+	return rw.moreOf(func(m *rowMore) []string { return m.resources })
+}
+
+// Locations are the places the certificate is held at rest
+// (atrest.Location.String), sorted.
+func (rw *row) Locations() []string {
+	return rw.moreOf(func(m *rowMore) []string { return m.locations })
+}
+
+// Unverified is the earliest UnverifiedSince of the row's findings: since
+// then its endpoints have not answered. Zero when none is unverified.
+func (rw *row) Unverified() time.Time {
+	if rw.more == nil {
+		return time.Time{}
+	}
+	return rw.more.unverified
+}
+
+func (rw *row) moreOf(of func(*rowMore) []string) []string {
+	if rw.more == nil {
+		return nil
+	}
+	return of(rw.more)
 }
 
 type certSeries struct {
@@ -129,7 +201,7 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 	}
 	// Most urgent first, as the CLI lists findings: by tier, then deadline.
 	slices.SortStableFunc(v.rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject, b.Subject), strings.Compare(a.SHA256, b.SHA256))
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject(), b.Subject()), strings.Compare(a.SHA256(), b.SHA256()))
 	})
 	v.kinds, v.sources = filterChoices(v.rows, r.Sources)
 	v.capCertSeries(limit)
@@ -248,8 +320,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 		c := &r.Certificates[i]
 		fs := byCert[c.SHA256]
 		rw := row{cert: c,
-			Tier: policy.None, Deadline: c.NotAfter, Subject: c.Subject, Issuer: c.Issuer,
-			SHA256: c.SHA256, NotAfter: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
+			Tier: policy.None, Deadline: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
 			Sources: sources[c.SHA256],
 		}
 		for _, f := range fs {
@@ -260,12 +331,13 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
 		}
 		if a := restBySHA[c.SHA256]; a != nil {
-			rw.Locations = locationStrings(a.Locations)
+			rw.own().locations = locationStrings(a.Locations)
 		}
 		rw.Renewal = renewal(*c, fs, r)
 		for _, a := range acmBySHA[c.SHA256] {
-			rw.ACM = append(rw.ACM, a.ARN)
-			rw.Resources = append(rw.Resources, a.InUseBy...)
+			m := rw.own()
+			m.acm = append(m.acm, a.ARN)
+			m.resources = append(m.resources, a.InUseBy...)
 			if !slices.ContainsFunc(fs, aboutRenewal) {
 				rw.Renewal = acmRenewal(a)
 			}
@@ -297,9 +369,9 @@ func (v *view) addUnservedACMRows(r *scan.Report) map[string]int {
 		}
 		rows[a.ARN] = len(v.rows)
 		v.rows = append(v.rows, row{
-			Tier: policy.None, Deadline: cmp.Or(a.NotAfter, r.GeneratedAt), Subject: a.DomainName, Issuer: a.Issuer,
-			NotAfter: a.NotAfter, Renewal: acmRenewal(a), ACM: []string{a.ARN}, Resources: a.InUseBy,
+			Tier: policy.None, Deadline: cmp.Or(a.NotAfter, r.GeneratedAt), Renewal: acmRenewal(a),
 			Sources: acmSource(r.Sources, a.Account),
+			more:    &rowMore{own: true, subject: a.DomainName, issuer: a.Issuer, notAfter: a.NotAfter, acm: []string{a.ARN}, resources: a.InUseBy},
 		})
 	}
 	return rows
@@ -316,8 +388,8 @@ func (v *view) addUnservedAtRestRows(r *scan.Report, reported map[string]bool) m
 		}
 		rows[a.SHA256] = len(v.rows)
 		v.rows = append(v.rows, row{
-			Tier: policy.None, Deadline: a.NotAfter, Subject: a.Subject, Issuer: a.Issuer,
-			SHA256: a.SHA256, NotAfter: a.NotAfter, Locations: locationStrings(a.Locations),
+			Tier: policy.None, Deadline: a.NotAfter,
+			more: &rowMore{own: true, subject: a.Subject, issuer: a.Issuer, sha256: a.SHA256, notAfter: a.NotAfter, locations: locationStrings(a.Locations)},
 		})
 	}
 	return rows
@@ -345,8 +417,9 @@ func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[s
 			continue
 		}
 		v.rows = append(v.rows, row{
-			Tier: f.Tier, Deadline: f.Deadline, Subject: cmp.Or(f.Name, f.Subject, string(f.Kind)),
+			Tier: f.Tier, Deadline: f.Deadline,
 			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, probed),
+			more: &rowMore{own: true, subject: cmp.Or(f.Name, f.Subject, string(f.Kind))},
 		})
 	}
 }
@@ -357,8 +430,8 @@ func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[s
 func completeRow(rw *row) {
 	printableRow(rw)
 	for _, f := range rw.Findings {
-		if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified.IsZero() || u.Before(rw.Unverified)) {
-			rw.Unverified = u
+		if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified().IsZero() || u.Before(rw.Unverified())) {
+			rw.own().unverified = u
 		}
 	}
 	slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {
@@ -406,7 +479,7 @@ func (rw *row) certTime(of func(*policy.Certificate) time.Time) time.Time {
 // built when a search or the page asks for it, not kept with every row
 // (about 120 bytes a row, 12 MB at 100,000 certificates).
 func (rw *row) searchText() string {
-	parts := []string{rw.Subject, rw.Issuer, rw.SHA256}
+	parts := []string{rw.Subject(), rw.Issuer(), rw.SHA256()}
 	parts = append(parts, rw.Names...)
 	for _, ep := range rw.Endpoints {
 		parts = append(parts, ep.Address)
@@ -414,9 +487,9 @@ func (rw *row) searchText() string {
 	for _, f := range rw.Findings {
 		parts = append(parts, f.Name)
 	}
-	parts = append(parts, rw.ACM...)
-	parts = append(parts, rw.Resources...)
-	parts = append(parts, rw.Locations...)
+	parts = append(parts, rw.ACM()...)
+	parts = append(parts, rw.Resources()...)
+	parts = append(parts, rw.Locations()...)
 	return strings.ToLower(strings.Join(parts, " "))
 }
 
@@ -504,8 +577,15 @@ func locationStrings(locs []atrest.Location) []string {
 // person reads. A finding, and the endpoints, are copied when one changes,
 // since they belong to the report.
 func printableRow(rw *row) {
-	rw.Subject, rw.Issuer, rw.Renewal = policy.Printable(rw.Subject), policy.Printable(rw.Issuer), policy.Printable(rw.Renewal)
-	for _, l := range [][]string{rw.Sources, rw.ACM, rw.Resources, rw.Locations} {
+	// A served certificate's subject and issuer are policy's, printable
+	// already; a report read from elsewhere may say otherwise, and then
+	// the row keeps printable copies of its own.
+	if subject, issuer, sha, notAfter := rw.identity(); policy.Printable(subject) != subject || policy.Printable(issuer) != issuer {
+		m := rw.own()
+		m.own, m.subject, m.issuer, m.sha256, m.notAfter = true, policy.Printable(subject), policy.Printable(issuer), sha, notAfter
+	}
+	rw.Renewal = policy.Printable(rw.Renewal)
+	for _, l := range [][]string{rw.Sources, rw.ACM(), rw.Resources(), rw.Locations()} {
 		for i, s := range l {
 			l[i] = policy.Printable(s)
 		}
