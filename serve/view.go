@@ -332,7 +332,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 			if f.Deadline.Before(rw.Deadline) {
 				rw.Deadline = f.Deadline
 			}
-			rw.Endpoints = append(rw.Endpoints, f.Endpoints...)
+			rw.Endpoints = appendNew(rw.Endpoints, f.Endpoints)
 		}
 		if a := restBySHA[c.SHA256]; a != nil {
 			rw.own().locations = locationStrings(a.Locations)
@@ -349,6 +349,23 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 		v.addCertSeries(c, rw.Sources)
 		v.rows = append(v.rows, rw)
 	}
+}
+
+// appendNew appends to eps those of more it does not hold yet, when it
+// holds few: most certificates are served on one endpoint, which each of
+// their findings names again, and appending it made the row's list anew
+// at twice the size (112 bytes kept for each such row). A long list takes
+// them all; completeRow sorts and compacts it.
+func appendNew(eps, more []policy.Endpoint) []policy.Endpoint {
+	if len(eps) > 8 {
+		return append(eps, more...)
+	}
+	for _, ep := range more {
+		if !slices.Contains(eps, ep) {
+			eps = append(eps, ep)
+		}
+	}
+	return eps
 }
 
 // addCertSeries adds c's series, one per source it came from ("unknown"
