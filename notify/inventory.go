@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"hash/maphash"
 	"iter"
 	"sync"
@@ -28,16 +30,35 @@ type written struct {
 	seed maphash.Seed
 
 	mu   sync.Mutex
-	last map[string]writtenCert
+	last map[certKey]writtenCert
+}
+
+// certKey is a certificate's fingerprint as 32 bytes. Keyed by the hex
+// string, the map kept alive the strings of the run that first wrote each
+// certificate (64 bytes each, 6.4 MB at 100,000 certificates) long after
+// that run's report was let go.
+type certKey [sha256.Size]byte
+
+// keyOf is the key of the certificate whose fingerprint is sha: the
+// fingerprint itself, or for anything else than 64 hex digits (no store
+// writes such a one) the SHA-256 of the text.
+func keyOf(sha string) certKey {
+	var k certKey
+	if len(sha) == 2*len(k) {
+		if _, err := hex.Decode(k[:], []byte(sha)); err == nil {
+			return k
+		}
+	}
+	return sha256.Sum256([]byte(sha))
 }
 
 type writtenCert struct {
-	sum uint64    // of the fields compared
-	at  time.Time // LastSeen as written
+	sum uint64 // of the fields compared
+	at  int64  // LastSeen as written, in Unix nanoseconds
 }
 
 func newWritten() *written {
-	return &written{seed: maphash.MakeSeed(), last: map[string]writtenCert{}}
+	return &written{seed: maphash.MakeSeed(), last: map[certKey]writtenCert{}}
 }
 
 func (w *written) sum(c state.Certificate) uint64 {
@@ -80,10 +101,10 @@ func (w *written) changed(certs iter.Seq[state.Certificate], now time.Time) ([]s
 	half := CertificateRefresh / 2
 	for c := range certs {
 		s := w.sum(c) | 1 // never 0
-		last, ok := w.last[c.SHA256]
+		last, ok := w.last[keyOf(c.SHA256)]
 		if ok && last.sum == s {
 			due := half + time.Duration(s%uint64(half))
-			if age := now.Sub(last.at); age >= 0 && age < due {
+			if age := now.Sub(time.Unix(0, last.at)); age >= 0 && age < due {
 				all = append(all, 0)
 				continue
 			}
@@ -111,7 +132,7 @@ func (w *written) record(certs []state.Certificate, sums []uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, c := range certs {
-		w.last[c.SHA256] = writtenCert{sum: sums[i], at: c.LastSeen}
+		w.last[keyOf(c.SHA256)] = writtenCert{sum: sums[i], at: c.LastSeen.UnixNano()}
 	}
 }
 
@@ -121,7 +142,7 @@ func (w *written) forget(t time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for k, v := range w.last {
-		if v.at.Before(t) {
+		if v.at < t.UnixNano() {
 			delete(w.last, k)
 		}
 	}
