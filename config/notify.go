@@ -492,7 +492,8 @@ func (r Route) problems(where string, kinds map[string]string) []error {
 }
 
 // timingProblems checks the reminders, resolve_after, flush_timeout,
-// send_timeout (against each channel's request timeout), digest_interval, the runbook and status URLs, and silence_max.
+// send_timeout (against each channel's request timeout), digest_interval,
+// the runbook and status URLs, and silence_max.
 func (n *Notify) timingProblems() []error {
 	var errs []error
 	add := func(path, format string, args ...any) { errs = append(errs, notifyf(path, format, args...)) }

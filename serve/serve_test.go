@@ -700,3 +700,29 @@ func TestStatusPageAtRest(t *testing.T) {
 		t.Errorf("dropped certificate_at_rest series = %v, want 1", got)
 	}
 }
+
+// TestEndpointViaALoadBalancerListedOnce: a certificate served on a name
+// through an AWS load balancer (Endpoint.Via), with a finding naming that
+// endpoint, has one endpoint in its blast radius, not one with and one
+// without the load balancer.
+func TestEndpointViaALoadBalancerListedOnce(t *testing.T) {
+	const lb = "internal-api-123.eu-west-1.elb.amazonaws.com"
+	sha := strings.Repeat("ab", 32)
+	ep := policy.Endpoint{Name: "api.internal.example", Port: 443, Address: "10.0.0.7", Via: lb}
+	r := &scan.Report{
+		GeneratedAt:  now,
+		Certificates: []policy.Certificate{{SHA256: sha, Subject: "api.internal.example", Issuer: "Internal CA", DNSNames: []string{"api.internal.example"}, NotBefore: now.Add(-80 * 24 * time.Hour), NotAfter: now.Add(10 * 24 * time.Hour)}},
+		Endpoints:    []policy.Probed{{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: lb, Certificate: sha}},
+		Findings: []policy.Finding{{Kind: policy.Expiring, Tier: policy.Page, Certificate: sha, Subject: "api.internal.example", Deadline: now.Add(10 * 24 * time.Hour),
+			Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"}},
+	}
+	s := serve.New(serve.Options{Now: func() time.Time { return now }})
+	s.RecordReport(r)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	_, _, body := get(t, hs.URL+"/")
+	if !strings.Contains(body, "<summary>1 endpoint, 1 name</summary>") {
+		i := strings.Index(body, "<summary>")
+		t.Errorf("blast radius of a certificate served through a load balancer: want 1 endpoint; page has %q", body[i:min(len(body), i+200)])
+	}
+}

@@ -248,7 +248,10 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 		if ep.Certificate == "" {
 			continue
 		}
-		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address})
+		// The endpoint as policy names it in findings, Via included: one
+		// reached through a load balancer is listed once, not once with
+		// the load balancer and once without.
+		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via})
 		addSources(ep.Certificate, st)
 	}
 	return served, sources
