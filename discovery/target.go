@@ -157,6 +157,32 @@ func Merge(lists ...[]Target) []Target {
 	return out
 }
 
+// Merged reports whether list is as Merge would return it: every name
+// normalised, the targets sorted by Compare with one per (name, port, via),
+// and each one's addresses and sources sorted without repeats. Merge of
+// such a list alone is a copy of it.
+func Merged(list []Target) bool {
+	for i := range list {
+		t := &list[i]
+		if NormalizeName(t.Name) != t.Name || (i > 0 && Compare(&list[i-1], t) >= 0) {
+			return false
+		}
+		if !strictlySorted(t.Addresses, func(a, b netip.Addr) int { return a.Compare(b) }) || !strictlySorted(t.Sources, strings.Compare) {
+			return false
+		}
+	}
+	return true
+}
+
+func strictlySorted[T any](s []T, cmp func(a, b T) int) bool {
+	for i := 1; i < len(s); i++ {
+		if cmp(s[i-1], s[i]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Compare orders targets as Merge sorts them: by name, then port, then
 // via (none first).
 func Compare(a, b *Target) int {

@@ -147,3 +147,34 @@ func TestFilter(t *testing.T) {
 		t.Error("NewFilter accepted an empty pattern")
 	}
 }
+
+// TestMerged: what Merge returns is merged, and a list that Merge would
+// change is not: a name not normalised, targets out of order or twice,
+// addresses or sources out of order or repeated.
+func TestMerged(t *testing.T) {
+	a1, a2 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	merged := discovery.Merge([]discovery.Target{
+		{Name: "www.example", Port: 443, Addresses: []netip.Addr{a2, a1}, Sources: []string{"static"}},
+		{Name: "api.example", Port: 443, Sources: []string{"static", "dnszone:example"}},
+		{Name: "api.example", Port: 443, Via: "lb.example", Sources: []string{"route53"}},
+	})
+	if !discovery.Merged(merged) || !discovery.Merged(nil) {
+		t.Fatalf("Merged(Merge(...)) = false: %+v", merged)
+	}
+	unmerged := map[string][]discovery.Target{
+		"name not normalised": {{Name: "WWW.example.", Port: 443}},
+		"out of order":        {{Name: "www.example", Port: 443}, {Name: "api.example", Port: 443}},
+		"twice":               {{Name: "www.example", Port: 443}, {Name: "www.example", Port: 443}},
+		"addresses":           {{Name: "www.example", Port: 443, Addresses: []netip.Addr{a2, a1}}},
+		"address repeated":    {{Name: "www.example", Port: 443, Addresses: []netip.Addr{a1, a1}}},
+		"sources":             {{Name: "www.example", Port: 443, Sources: []string{"static", "dnszone:example"}}},
+	}
+	for name, list := range unmerged {
+		if discovery.Merged(list) {
+			t.Errorf("%s: Merged(%+v) = true, want false", name, list)
+		}
+		if !discovery.Merged(discovery.Merge(list)) {
+			t.Errorf("%s: Merge does not make it merged", name)
+		}
+	}
+}
