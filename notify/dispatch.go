@@ -254,6 +254,25 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 	n.started = true
 }
 
+// attempt returns the context of one call to w's channel for note: ended
+// by the send timeout, or by the end of this replica's leadership if that
+// comes first. fenced is true, and the context nil, when this replica may
+// not deliver at all (its leadership ran out or was taken over): it calls
+// nothing, and says so.
+func (n *Notifier) attempt(ctx context.Context, w *worker, note *Notification) (actx context.Context, cancel context.CancelFunc, fenced bool) {
+	deadline := time.Now().Add(n.sendTimeout())
+	until, err := n.store.Fenced()
+	if err != nil {
+		n.logger.Warn("not delivering: this replica no longer leads", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
+		return nil, nil, true
+	}
+	if !until.IsZero() && until.Before(deadline) {
+		deadline = until
+	}
+	actx, cancel = context.WithDeadline(ctx, deadline)
+	return actx, cancel, false
+}
+
 // leaseTTL is how long a delivery lease lasts: longer than one delivery
 // attempt (rate wait and send), which renews it.
 func (n *Notifier) leaseTTL() time.Duration { return n.sendTimeout() + 30*time.Second }
@@ -375,16 +394,10 @@ func (n *Notifier) deliver(ctx context.Context, w *worker, rows []state.Outbound
 	if !n.waitRate(ctx, w) {
 		return nil
 	}
-	deadline := time.Now().Add(n.sendTimeout())
-	until, err := n.store.Fenced()
-	if err != nil {
-		n.logger.Warn("not delivering: this replica no longer leads", "channel", w.name, "event", note.Event, "key", note.Key, "err", err)
+	sctx, cancel, fenced := n.attempt(ctx, w, &note)
+	if fenced {
 		return nil
 	}
-	if !until.IsZero() && until.Before(deadline) {
-		deadline = until
-	}
-	sctx, cancel := context.WithDeadline(ctx, deadline)
 	ref, err := w.sender.Send(sctx, note)
 	cancel()
 	now := n.now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +90,76 @@ func TestFencedReplicaDeliversNothing(t *testing.T) {
 	_ = na.Flush(fctx2)
 	if got := reca.take(); len(got) != 0 {
 		t.Errorf("the replaced replica delivered %d notifications after resuming, want none", len(got))
+	}
+}
+
+// finder is a recorder that can also be asked whether an earlier attempt
+// posted a notification (a Finder, as Slack is). Its Find is slow: it
+// returns only once the lease given in until has run out, as a replica
+// paused in the middle of asking would, and counts in late the calls it
+// would then still make to the channel (its context not done).
+type finder struct {
+	recorder
+	until time.Time
+	late  atomic.Int32
+}
+
+func (f *finder) Find(ctx context.Context, _ notify.Notification) (string, bool, error) {
+	select {
+	case <-time.After(time.Until(f.until) + 200*time.Millisecond):
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
+		return "", false, ctx.Err()
+	}
+	f.late.Add(1)
+	return "", false, nil
+}
+
+// TestFencedReplicaDoesNotLookForAnEarlierPost: a leader's post failed
+// with its outcome unknown, so its next attempt first asks the channel
+// whether the post arrived (Slack: two calls). If the leader is paused in
+// the middle of asking until its lease has run out, it asks nothing more
+// once it resumes: looking is calling the channel too, which a replica
+// that no longer leads must not do.
+func TestFencedReplicaDoesNotLookForAnEarlierPost(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	url := srv.CreateDatabase(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f := &finder{}
+	f.fail(errors.New("connection reset by peer")) // the post's outcome is unknown
+	n, err := notify.New(notify.Config{
+		Channels: []notify.Channel{{Name: "certs"}},
+		Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Page, policy.Critical}, Channels: []string{"certs"}}},
+		Retry:    notify.Retry{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+	}, s, map[string]notify.Sender{"certs": f}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := s.Campaign(ctx, "a", 2*time.Second)
+	if err != nil || !term.Leader {
+		t.Fatalf("campaign = %+v, %v", term, err)
+	}
+	f.until = term.Until
+	now := time.Now()
+	if _, err := n.Apply(ctx, sweep(now, cert{subject: "db.example", notAfter: now.AddDate(0, 0, 3), eps: eps("db.example")}), now); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = n.Flush(fctx)
+	cancel()
+	f.mu.Lock()
+	sends := len(f.attempts)
+	f.mu.Unlock()
+	if sends != 1 {
+		t.Fatalf("%d posts, want the one that failed (Flush: %v)", sends, err)
+	}
+	if got := f.late.Load(); got != 0 {
+		t.Errorf("the replica went on asking the channel %d times after its lease ran out, want none (Flush: %v)", got, err)
 	}
 }

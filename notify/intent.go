@@ -46,7 +46,12 @@ func (n *Notifier) intend(ctx context.Context, w *worker, rows []state.Outbound,
 	marker := rows[0].Marker
 	if marker != "" {
 		note.Marker, note.Intended = marker, rows[0].Intended
-		fctx, cancel := context.WithTimeout(ctx, n.sendTimeout())
+		// Looking is calling the channel too: not once this replica no
+		// longer leads (paused past its lease, say), and not beyond it.
+		fctx, cancel, fenced := n.attempt(ctx, w, note)
+		if fenced {
+			return true
+		}
 		ref, found, err := f.Find(fctx, *note)
 		cancel()
 		now := n.now()
