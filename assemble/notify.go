@@ -57,7 +57,9 @@ func Senders(c config.Notify, client *http.Client, logger *slog.Logger) (map[str
 }
 
 // Sender builds the sender of channel ch of c, reading its secret (and
-// no other channel's) from its file or environment variable.
+// no other channel's) from its file or environment variable. Each request
+// is bounded by the channel's checked timeout (config.Channel.RequestTimeout),
+// the one notify.send_timeout is held against.
 func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slog.Logger) (notify.Sender, error) {
 	switch ch.Kind {
 	case config.ChannelLog:
@@ -65,7 +67,7 @@ func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slo
 	case config.ChannelAlertmanager:
 		a := ch.Alertmanager
 		every, ends := a.Resend()
-		s, err := alertmanager.New(alertmanager.Config{Name: ch.Name, URL: a.URL, ResendInterval: every, EndsAfter: ends, Timeout: time.Duration(a.Timeout)}, client)
+		s, err := alertmanager.New(alertmanager.Config{Name: ch.Name, URL: a.URL, ResendInterval: every, EndsAfter: ends, Timeout: ch.RequestTimeout()}, client)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +81,7 @@ func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slo
 	switch ch.Kind {
 	case config.ChannelSlack:
 		sc := ch.Slack
-		s, err := slack.New(slack.Config{Name: ch.Name, Channel: sc.Channel, Token: secret.Reveal(), APIURL: sc.APIURL, Timeout: time.Duration(sc.Timeout)}, client)
+		s, err := slack.New(slack.Config{Name: ch.Name, Channel: sc.Channel, Token: secret.Reveal(), APIURL: sc.APIURL, Timeout: ch.RequestTimeout()}, client)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +89,7 @@ func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slo
 		return s, nil
 	case config.ChannelPagerDuty:
 		pc := ch.PagerDuty
-		s, err := pagerduty.New(pagerduty.Config{Name: ch.Name, RoutingKey: secret.Reveal(), URL: pc.URL, Timeout: time.Duration(pc.Timeout)}, client)
+		s, err := pagerduty.New(pagerduty.Config{Name: ch.Name, RoutingKey: secret.Reveal(), URL: pc.URL, Timeout: ch.RequestTimeout()}, client)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +97,7 @@ func Sender(c config.Notify, ch config.Channel, client *http.Client, logger *slo
 		return s, nil
 	case config.ChannelWebhook:
 		wc := ch.Webhook
-		s, err := webhook.New(webhook.Config{Name: ch.Name, URL: wc.URL, Secret: secret.Reveal(), Timeout: time.Duration(wc.Timeout)}, client)
+		s, err := webhook.New(webhook.Config{Name: ch.Name, URL: wc.URL, Secret: secret.Reveal(), Timeout: ch.RequestTimeout()}, client)
 		if err != nil {
 			return nil, err
 		}

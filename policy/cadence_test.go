@@ -209,14 +209,20 @@ func TestRenewalMissed(t *testing.T) {
 	}
 }
 
+// servedAPI is api.example.com serving, on 10.0.0.1, a 90-day leaf for
+// name issued 10 days before now by a trusted root.
+func servedAPI(now time.Time, name string) (*certtest.Leaf, probes.Observation) {
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 80)})
+	return l, observe("api.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+}
+
 // TestCertificateHistory: every certificate of the report carries its
 // expected renewal and, from the history, when it was first seen and last
 // changed.
 func TestCertificateHistory(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
-	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"API.example.com"}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 80)})
-	o := observe("api.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+	l, o := servedAPI(now, "API.example.com")
 	since := now.AddDate(0, 0, -9)
 	ev := policy.NewEvaluator(policy.DefaultRules(), now)
 	ev.Add(&o)
@@ -265,9 +271,7 @@ func TestCertificateHistory(t *testing.T) {
 // megabytes at 100,000 names).
 func TestHistoryLetGoByResult(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
-	l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"api.example.com"}, NotBefore: now.AddDate(0, 0, -10), NotAfter: now.AddDate(0, 0, 80)})
-	o := observe("api.example.com", "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
+	l, o := servedAPI(now, "api.example.com")
 	since := now.AddDate(0, 0, -9)
 	ev := policy.NewEvaluator(policy.DefaultRules(), now)
 	ev.Add(&o)
