@@ -108,7 +108,7 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 			ep.Failed = &policy.Failed{Error: "dial: connection refused", Failure: "refused"}
 		case certs:
 			ep.Certificate = "c-" + tg.Name
-			r.Certificates = append(r.Certificates, policy.Certificate{SHA256: ep.Certificate, Subject: tg.Name, NotAfter: now.Add(-time.Hour)})
+			r.Certificates = append(r.Certificates, policy.Certificate{SHA256: ep.Certificate, Subject: tg.Name, NotAfter: policy.At(now.Add(-time.Hour))})
 			r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expired, Tier: policy.Critical, Certificate: ep.Certificate, Subject: tg.Name,
 				Deadline: now.Add(-time.Hour), Endpoints: []policy.Endpoint{{Name: ep.Name, Port: ep.Port, Address: ep.Address}}})
 		}

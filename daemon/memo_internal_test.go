@@ -20,7 +20,7 @@ func TestMemoEncoding(t *testing.T) {
 	want := savedReport{GeneratedAt: at, Findings: []policy.Finding{{
 		Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Subject: "www.example", Deadline: at.Add(48 * time.Hour),
 		Endpoints: []policy.Endpoint{{Name: "www.example", Port: 443, Address: "192.0.2.7"}}, Message: "expires in 2 days",
-	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: at.Add(48 * time.Hour)}}}
+	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: policy.At(at.Add(48 * time.Hour))}}}
 
 	b, err := encodeCompressed(want)
 	if err != nil {

@@ -24,12 +24,12 @@ func BenchmarkCarryForward100k(b *testing.B) {
 		name := fmt.Sprintf("svc%06d.internal.example", i)
 		sha := fmt.Sprintf("%064x", i)
 		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)}
-		c := policy.Certificate{SHA256: sha, Subject: name, NotAfter: at.Add(10 * 24 * time.Hour)}
+		c := policy.Certificate{SHA256: sha, Subject: name, NotAfter: policy.At(at.Add(10 * 24 * time.Hour))}
 		prev.Certificates = append(prev.Certificates, c)
 		prev.Endpoints = append(prev.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
 		if i%2 == 0 {
 			prev.Findings = append(prev.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Warning, Certificate: sha, Subject: name,
-				Deadline: c.NotAfter, Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"})
+				Deadline: c.NotAfter.Time(), Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"})
 		}
 		if i < n/2 {
 			cur.Endpoints = append(cur.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Failed: &policy.Failed{Failure: "timeout", Error: "no answer"}})

@@ -24,7 +24,7 @@ func TestCarryForward(t *testing.T) {
 	expired := policy.Finding{Kind: policy.Expired, Tier: policy.Critical, Certificate: "aa", Subject: "a.example",
 		Endpoints: []policy.Endpoint{ep("a.example", "127.0.0.2"), ep("a.example", "127.0.0.3")}}
 	degraded := policy.Finding{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "zone"}
-	certA := policy.Certificate{SHA256: "aa", Subject: "a.example", NotAfter: t0.Add(-time.Hour)}
+	certA := policy.Certificate{SHA256: "aa", Subject: "a.example", NotAfter: policy.At(t0.Add(-time.Hour))}
 	prev := &scan.Report{GeneratedAt: t0, Findings: []policy.Finding{expired, degraded}, Certificates: []policy.Certificate{certA}}
 	unverified := expired
 	unverified.UnverifiedSince = t0

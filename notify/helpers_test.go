@@ -308,7 +308,7 @@ func sweep(now time.Time, certs ...cert) notify.Sweep {
 		if f, ok := c.finding(now); ok {
 			sw.Findings = append(sw.Findings, f)
 		}
-		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: c.notAfter})
+		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: policy.At(c.notAfter)})
 		for _, e := range c.eps {
 			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: e, Certificate: c.sha()})
 		}

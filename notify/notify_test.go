@@ -607,7 +607,7 @@ func TestViaEndpointDoesNotReplaceThePlainOne(t *testing.T) {
 	via := old.eps[0]
 	via.Via = "web-1.eu-west-1.elb.amazonaws.com"
 	sw := notify.Sweep{
-		Certificates: []policy.Certificate{{SHA256: other.sha(), Subject: other.subject, Issuer: "Example Test CA", NotAfter: other.notAfter}},
+		Certificates: []policy.Certificate{{SHA256: other.sha(), Subject: other.subject, Issuer: "Example Test CA", NotAfter: policy.At(other.notAfter)}},
 		Endpoints: []notify.Served{
 			{Endpoint: old.eps[0], Failed: true, Unanswered: true},
 			{Endpoint: via, Certificate: other.sha()},

@@ -788,7 +788,7 @@ func inventory(sw Sweep, now time.Time) iter.Seq[state.Certificate] {
 				where = eps[lo:hi:hi]
 			}
 			if !yield(state.Certificate{
-				SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
+				SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter.Time(),
 				LastSeen: now, Endpoints: where,
 			}) {
 				return

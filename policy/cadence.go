@@ -215,7 +215,7 @@ func (c *cadence) addNames(names []string, cand int32) {
 func (c *cadence) cand(i int32) cadenceCand {
 	if int(i) < len(c.served) {
 		s := &c.served[i]
-		return cadenceCand{fp: s.SHA256, notBefore: s.NotBefore, notAfter: s.NotAfter}
+		return cadenceCand{fp: s.SHA256, notBefore: s.NotBefore.Time(), notAfter: s.NotAfter.Time()}
 	}
 	return c.extra[int(i)-len(c.served)]
 }
@@ -289,7 +289,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 	for i := range e.certs {
 		c := &e.certs[i]
 		if e.rules.RenewalMissed != None {
-			c.ExpectedRenewal = ExpectedRenewal(c.NotBefore, c.NotAfter, e.rules.Tiers)
+			c.ExpectedRenewal = At(ExpectedRenewal(c.NotBefore.Time(), c.NotAfter.Time(), e.rules.Tiers))
 		}
 		if broken[c.SHA256] {
 			continue
@@ -363,16 +363,16 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 		if c.RenewedBy != nil || managed[c.SHA256] || !c.NotAfter.After(e.now) {
 			continue
 		}
-		names := e.overdueNames(&cad, broken, c.SHA256, c.DNSNames, c.NotBefore, c.NotAfter)
+		names := e.overdueNames(&cad, broken, c.SHA256, c.DNSNames, c.NotBefore.Time(), c.NotAfter.Time())
 		if len(names) == 0 {
 			continue
 		}
-		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256),
+		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: sv.endpoints(c.SHA256),
 			Records: recordsOf(Records{ACM: acmRefs[c.SHA256], IAM: iamRefs[c.SHA256]})}
 		if r := e.atRest(c.SHA256); r != nil {
 			f.withRecords(func(rs *Records) { rs.Locations = r.Locations })
 		}
-		fs = append(fs, e.renewalMissed(f, c.DNSNames, names, c.Serial, c.NotBefore, "served by "+endpointList(f.Endpoints, 8)))
+		fs = append(fs, e.renewalMissed(f, c.DNSNames, names, c.Serial, c.NotBefore.Time(), "served by "+endpointList(f.Endpoints, 8)))
 	}
 	for i := range e.rest {
 		r := &e.rest[i]
@@ -422,7 +422,7 @@ func (e *Evaluator) historyOf(c *Certificate) (first, changed time.Time, previou
 		case h == nil:
 		case h.SHA256 == c.SHA256:
 			return h.Since, h.LastChanged(), h.Previous
-		case h.olderThan(c.NotBefore, c.NotAfter) && replaced == nil:
+		case h.olderThan(c.NotBefore.Time(), c.NotAfter.Time()) && replaced == nil:
 			// Strictly newer, as the store replaces: a certificate with
 			// the same dates as the one recorded replaces nothing.
 			replaced = h
@@ -482,7 +482,7 @@ func (e *Evaluator) renewalsOverdue() int {
 	}
 	n := 0
 	for i := range e.certs {
-		if c := &e.certs[i]; c.NotAfter.After(e.now) && e.renewalPast(c.NotBefore, c.NotAfter) {
+		if c := &e.certs[i]; c.NotAfter.After(e.now) && e.renewalPast(c.NotBefore.Time(), c.NotAfter.Time()) {
 			n++
 		}
 	}
@@ -591,7 +591,7 @@ func NamesSeen(certs []Certificate, fs []Finding, acm []ACMCertificate, iam []IA
 	}
 	for i := range certs {
 		if c := &certs[i]; !broken[c.SHA256] {
-			add(c.DNSNames, c.SHA256, c.NotBefore, c.NotAfter, true)
+			add(c.DNSNames, c.SHA256, c.NotBefore.Time(), c.NotAfter.Time(), true)
 		}
 	}
 	for i := range acm {

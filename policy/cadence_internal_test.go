@@ -19,7 +19,7 @@ func TestCadenceIndexSize(t *testing.T) {
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	certs := make([]Certificate, n)
 	for i := range certs {
-		certs[i] = Certificate{SHA256: "fp", DNSNames: []string{fmt.Sprintf("ep-%06d.farm.test", i)}, NotBefore: now.AddDate(0, 0, -i%90), NotAfter: now.AddDate(0, 3, -i%90)}
+		certs[i] = Certificate{SHA256: "fp", DNSNames: []string{fmt.Sprintf("ep-%06d.farm.test", i)}, NotBefore: At(now.AddDate(0, 0, -i%90)), NotAfter: At(now.AddDate(0, 3, -i%90))}
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -337,8 +337,8 @@ func TestLineageShared(t *testing.T) {
 func TestNamesSeen(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	certs := []policy.Certificate{
-		{SHA256: "old", DNSNames: []string{"api.example.com"}, NotBefore: t0, NotAfter: t0.AddDate(0, 0, 90)},
-		{SHA256: "new", DNSNames: []string{"API.example.com", "www.example.com"}, NotBefore: t0.AddDate(0, 0, 60), NotAfter: t0.AddDate(0, 0, 150)},
+		{SHA256: "old", DNSNames: []string{"api.example.com"}, NotBefore: policy.At(t0), NotAfter: policy.At(t0.AddDate(0, 0, 90))},
+		{SHA256: "new", DNSNames: []string{"API.example.com", "www.example.com"}, NotBefore: policy.At(t0.AddDate(0, 0, 60)), NotAfter: policy.At(t0.AddDate(0, 0, 150))},
 	}
 	rest := []policy.AtRestCertificate{
 		{Certificate: atrest.Certificate{SHA256: "newest-at-rest", DNSNames: []string{"api.example.com", "db.example.com"}, NotBefore: t0.AddDate(0, 0, 80), NotAfter: t0.AddDate(0, 0, 170)}},

@@ -113,7 +113,7 @@ func (e *Evaluator) servedInstead(consumers []ConsumerRef, names []string) ([]En
 		}
 		eps = append(eps, p.endpoint())
 		if c := e.cert(p.Certificate); c != nil {
-			if d := fmt.Sprintf("%q (sha256 %s…, not after %s)", c.Subject, c.SHA256[:12], stamp(c.NotAfter)); !slices.Contains(leaves, d) {
+			if d := fmt.Sprintf("%q (sha256 %s…, not after %s)", c.Subject, c.SHA256[:12], stamp(c.NotAfter.Time())); !slices.Contains(leaves, d) {
 				leaves = append(leaves, d)
 			}
 		}

@@ -103,7 +103,7 @@ func (e *Evaluator) judgeCT(fs []Finding) []Finding {
 	}
 	e.ct.bySerial = make(map[string]string, len(e.certs))
 	for i := range e.certs {
-		e.ct.bySerial[servedKey(e.certs[i].Serial, e.certs[i].NotAfter)] = e.certs[i].SHA256
+		e.ct.bySerial[servedKey(e.certs[i].Serial, e.certs[i].NotAfter.Time())] = e.certs[i].SHA256
 	}
 	sv := e.servedIndex()
 	fs = e.ctStale(fs, sv)
@@ -156,7 +156,7 @@ func (e *Evaluator) ctStale(fs []Finding, sv servedIndex) []Finding {
 		case StaleDeployment:
 			byCert[f.Certificate] = i
 		case Expiring, Expired:
-			if c := e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter) {
+			if c := e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter.Time()) {
 				if _, ok := byCert[f.Certificate]; !ok {
 					byCert[f.Certificate] = i
 				}
@@ -178,8 +178,8 @@ func (e *Evaluator) ctStale(fs []Finding, sv servedIndex) []Finding {
 			continue
 		}
 		if !ok {
-			fs = append(fs, Finding{Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, e.now)),
-				Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256)})
+			fs = append(fs, Finding{Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore.Time(), c.NotAfter.Time(), e.rules.Tiers, e.now)),
+				Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: sv.endpoints(c.SHA256)})
 			k = len(fs) - 1
 		}
 		f := &fs[k]
@@ -199,7 +199,7 @@ func (e *Evaluator) ctStale(fs []Finding, sv servedIndex) []Finding {
 func newestCTRenewal(c *Certificate, names []string, cands []*ctcert.Certificate) *ctcert.Certificate {
 	var best *ctcert.Certificate
 	for _, n := range cands {
-		if !n.NotBefore.After(c.NotBefore) || !n.NotAfter.After(c.NotAfter) || n.Serial == c.Serial || !sameNames(normalizeNames(n.Names), names) {
+		if !n.NotBefore.After(c.NotBefore.Time()) || !n.NotAfter.After(c.NotAfter.Time()) || n.Serial == c.Serial || !sameNames(normalizeNames(n.Names), names) {
 			continue
 		}
 		if best == nil || n.NotAfter.After(best.NotAfter) {
@@ -217,7 +217,7 @@ func (e *Evaluator) ctStaleMessage(f *Finding, c *Certificate, n *ctcert.Certifi
 		verb = "serves"
 	}
 	return fmt.Sprintf("%s still %s %q (serial %s), which %s, although a renewal for the same names was issued %s ago and no endpoint certwatch probes serves it: serial %s from %q, not after %s, %s. The renewal happened but the rollout did not: install it on the endpoints listed and reload them",
-		endpointList(f.Endpoints, 8), verb, f.Subject, c.Serial, e.lifeState(c.NotAfter), humanBetween(n.Issued(), e.now), n.Serial, issuerLabel(n.Issuer), stamp(n.NotAfter), loggedWhere(n))
+		endpointList(f.Endpoints, 8), verb, f.Subject, c.Serial, e.lifeState(c.NotAfter.Time()), humanBetween(n.Issued(), e.now), n.Serial, issuerLabel(n.Issuer), stamp(n.NotAfter), loggedWhere(n))
 }
 
 // loggedWhere names the first log entry of c: "logged in LOG at index N

@@ -392,7 +392,7 @@ func (e *Evaluator) Result() Result {
 		out.Certificates = slices.Clone(out.Certificates) // room Grow made for leaves that never came
 	}
 	slices.SortFunc(out.Certificates, func(a, b Certificate) int {
-		return cmp.Or(a.NotAfter.Compare(b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
+		return cmp.Or(cmp.Compare(a.NotAfter, b.NotAfter), strings.Compare(a.SHA256, b.SHA256))
 	})
 	e.certs, e.certIdx, e.findingIdx, e.probed = nil, fpIndex{}, nil, nil
 	return out
@@ -508,7 +508,7 @@ func (e *Evaluator) inconsistent(run []Probed) {
 		eps = append(eps, p.endpoint())
 	}
 	slices.SortFunc(fps, func(a, b string) int {
-		return cmp.Or(e.cert(a).NotAfter.Compare(e.cert(b).NotAfter), strings.Compare(a, b))
+		return cmp.Or(cmp.Compare(e.cert(a).NotAfter, e.cert(b).NotAfter), strings.Compare(a, b))
 	})
 	var parts []string
 	for _, fp := range fps {
@@ -522,7 +522,7 @@ func (e *Evaluator) inconsistent(run []Probed) {
 	e.findingIdx[findingKey{InconsistentDeployment, nameKey}] = int32(e.findings.len())
 	e.findings.append(finding{
 		kind: InconsistentDeployment, tier: e.rules.Inconsistent, cert: fps[0], name: nameKey,
-		deadline:  e.cert(fps[0]).NotAfter,
+		deadline:  e.cert(fps[0]).NotAfter.Time(),
 		endpoints: eps,
 		message:   fmt.Sprintf("addresses of %s serve %d different certificates: %s; finish the rollout so every address serves the newest", nameKey, len(fps), strings.Join(parts, "; ")),
 	})
@@ -579,8 +579,8 @@ func (e *Evaluator) describe(c *x509.Certificate, fp, served string) Certificate
 		Issuer:    issuer,
 		Serial:    c.SerialNumber.Text(16),
 		DNSNames:  names,
-		NotBefore: c.NotBefore.UTC(),
-		NotAfter:  c.NotAfter.UTC(),
+		NotBefore: At(c.NotBefore),
+		NotAfter:  At(c.NotAfter),
 
 		SignatureAlgorithm: probes.SignatureAlgorithm(c),
 	}

@@ -194,13 +194,13 @@ func (p *Probed) endpoint() Endpoint {
 
 // Certificate describes one certificate seen during a scan.
 type Certificate struct {
-	SHA256    string    `json:"sha256"`
-	Subject   string    `json:"subject"`
-	Issuer    string    `json:"issuer"`
-	Serial    string    `json:"serial"`
-	DNSNames  []string  `json:"dns_names"`
-	NotBefore time.Time `json:"not_before"`
-	NotAfter  time.Time `json:"not_after"`
+	SHA256    string   `json:"sha256"`
+	Subject   string   `json:"subject"`
+	Issuer    string   `json:"issuer"`
+	Serial    string   `json:"serial"`
+	DNSNames  []string `json:"dns_names"`
+	NotBefore Instant  `json:"not_before"`
+	NotAfter  Instant  `json:"not_after"`
 	// SignatureAlgorithm is what the certificate is signed with
 	// ("SHA256-RSA", "ECDSA-SHA384"; "ML-DSA-65", "SLH-DSA-SHA2-128s" for
 	// post-quantum ones; an OID for any other): probes.SignatureAlgorithm.
@@ -217,7 +217,7 @@ type Certificate struct {
 	// least urgent expiry tier starts (ExpectedRenewal). Past it and its
 	// grace (RenewalGrace), with no newer certificate for its names seen
 	// anywhere, it is renewal_missed. Zero when that check is off.
-	ExpectedRenewal time.Time `json:"expected_renewal,omitzero"`
+	ExpectedRenewal Instant `json:"expected_renewal,omitzero"`
 	// Lineage is what the history the state keeps (NameHistory) says of
 	// the certificate; nil when it says nothing (a one-off scan). Its
 	// fields are the certificate's in JSON. It sits behind a pointer

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/certwatch/certwatch/discovery/found/certconsumer"
 	"github.com/certwatch/certwatch/discovery/found/iamcert"
@@ -57,7 +56,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 	expiry := map[string]int{} // fp -> index of its leaf's expiry finding
 	for i := range fs {
 		f := &fs[i]
-		if c := e.cert(f.Certificate); c != nil && (f.Kind == Expiring || f.Kind == Expired) && f.Deadline.Equal(c.NotAfter) {
+		if c := e.cert(f.Certificate); c != nil && (f.Kind == Expiring || f.Kind == Expired) && f.Deadline.Equal(c.NotAfter.Time()) {
 			expiry[f.Certificate] = i
 		}
 	}
@@ -71,7 +70,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 			fp = c.Fingerprint
 		} else if c.Serial != "" {
 			for _, cand := range bySerial[c.Serial] {
-				if e.cert(cand).NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
+				if e.cert(cand).NotAfter == At(c.NotAfter) {
 					fp = cand
 					break
 				}

@@ -130,7 +130,7 @@ func (j *inventoryJudgement) judgeACM() {
 			fp = c.Fingerprint
 		} else if c.Serial != "" {
 			for _, cand := range bySerial[acmcert.NormalizeSerial(c.Serial)] {
-				if c.NotAfter.IsZero() || e.cert(cand).NotAfter.Truncate(time.Second).Equal(c.NotAfter.Truncate(time.Second)) {
+				if c.NotAfter.IsZero() || e.cert(cand).NotAfter == At(c.NotAfter) {
 					fp = cand
 					break
 				}
@@ -186,7 +186,7 @@ func (j *inventoryJudgement) link() {
 		case ChainUntrusted, SelfSigned:
 			j.broken[f.Certificate] = true
 		case Expiring, Expired:
-			if c := j.e.cert(f.Certificate); (len(j.groups) > 0 || len(j.e.rest) > 0) && c != nil && f.Deadline.Equal(c.NotAfter) {
+			if c := j.e.cert(f.Certificate); (len(j.groups) > 0 || len(j.e.rest) > 0) && c != nil && f.Deadline.Equal(c.NotAfter.Time()) {
 				j.leafExpiry[f.Certificate] = i
 			}
 		}
@@ -250,11 +250,11 @@ func (j *inventoryJudgement) oldOf(i int) (newer, string, bool) {
 	if j.drop[i] || (f.Kind != Expiring && f.Kind != Expired) {
 		return newer{}, "", false
 	}
-	if c := j.e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter) {
+	if c := j.e.cert(f.Certificate); c != nil && f.Deadline.Equal(c.NotAfter.Time()) {
 		if len(c.DNSNames) == 0 {
 			return newer{}, "", false
 		}
-		return newer{names: c.DNSNames, notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: f.Certificate}, "", true
+		return newer{names: c.DNSNames, notBefore: c.NotBefore.Time(), notAfter: c.NotAfter.Time(), serial: c.Serial, fp: f.Certificate}, "", true
 	}
 	if k, ok := j.byARN[f.Name]; j.e.cert(f.Certificate) == nil && ok && j.verdicts[k].inUse {
 		c := &j.certs[k]
@@ -333,12 +333,12 @@ func (j *inventoryJudgement) candidates() {
 	for i := range e.certs {
 		c := &e.certs[i]
 		fp := c.SHA256
-		if len(j.wanted) == 0 || j.broken[fp] || held[fp] || !fresh(c.NotBefore, c.NotAfter) || !carries(c.DNSNames) {
+		if len(j.wanted) == 0 || j.broken[fp] || held[fp] || !fresh(c.NotBefore.Time(), c.NotAfter.Time()) || !carries(c.DNSNames) {
 			continue
 		}
 		j.cands = append(j.cands, newer{
-			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter), endpointNames(j.sv.endpoints(fp), 3)),
-			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp,
+			desc:  fmt.Sprintf("certificate %q (sha256 %s…, not after %s) served by %s", c.Subject, fp[:min(12, len(fp))], stamp(c.NotAfter.Time()), endpointNames(j.sv.endpoints(fp), 3)),
+			names: normalizeNames(c.DNSNames), notBefore: c.NotBefore.Time(), notAfter: c.NotAfter.Time(), serial: c.Serial, fp: fp,
 			advice: "install it on the endpoints listed and reload them",
 		})
 	}
@@ -406,14 +406,14 @@ func (j *inventoryJudgement) staleUnexpired() {
 		if _, ok := j.leafExpiry[fp]; ok || inACM[fp] || len(c.DNSNames) == 0 {
 			continue
 		}
-		old := newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore, notAfter: c.NotAfter, serial: c.Serial, fp: fp}
+		old := newer{names: normalizeNames(c.DNSNames), notBefore: c.NotBefore.Time(), notAfter: c.NotAfter.Time(), serial: c.Serial, fp: fp}
 		n, ok := newestFor(old, j.cands, j.idx, j.sv, true)
 		if !ok {
 			continue
 		}
 		f := Finding{
-			Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore, c.NotAfter, e.rules.Tiers, now)),
-			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: j.sv.endpoints(fp),
+			Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore.Time(), c.NotAfter.Time(), e.rules.Tiers, now)),
+			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: j.sv.endpoints(fp),
 		}
 		f.Message = e.staleMessage(&f, old, n)
 		c.RenewedBy = n.replacement()

@@ -119,7 +119,7 @@ func networkReports(r *Report, invs ...*Inventory) []NetworkReport {
 			if c == nil {
 				c = &NetworkCertificate{SHA256: ne.Certificate, AddressOnly: !namedCert[ne.Certificate]}
 				if pc := certs[ne.Certificate]; pc != nil {
-					c.Subject, c.NotAfter = pc.Subject, pc.NotAfter
+					c.Subject, c.NotAfter = pc.Subject, pc.NotAfter.Time()
 				}
 				byCert[ne.Certificate] = c
 			}

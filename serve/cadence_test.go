@@ -22,9 +22,9 @@ func TestRenewalCadenceShown(t *testing.T) {
 	due := now.AddDate(0, 0, 40)
 	certs := []policy.Certificate{
 		{SHA256: strings.Repeat("a", 64), Subject: "renewed.example", Issuer: "CA", DNSNames: []string{"renewed.example"},
-			NotBefore: changed, NotAfter: now.AddDate(0, 0, 70), ExpectedRenewal: due, Lineage: &policy.Lineage{FirstSeen: changed, LastChanged: changed, Previous: strings.Repeat("b", 64)}},
+			NotBefore: policy.At(changed), NotAfter: policy.At(now.AddDate(0, 0, 70)), ExpectedRenewal: policy.At(due), Lineage: &policy.Lineage{FirstSeen: changed, LastChanged: changed, Previous: strings.Repeat("b", 64)}},
 		{SHA256: strings.Repeat("c", 64), Subject: "steady.example", Issuer: "CA", DNSNames: []string{"steady.example"},
-			NotBefore: first, NotAfter: now.AddDate(0, 0, 100), ExpectedRenewal: now.AddDate(0, 0, 50), Lineage: &policy.Lineage{FirstSeen: first}},
+			NotBefore: policy.At(first), NotAfter: policy.At(now.AddDate(0, 0, 100)), ExpectedRenewal: policy.At(now.AddDate(0, 0, 50)), Lineage: &policy.Lineage{FirstSeen: first}},
 	}
 	s := serve.New(serve.Options{Now: func() time.Time { return now }, SeriesLimit: 1})
 	s.RecordReport(&scan.Report{GeneratedAt: now, Endpoints: []scan.Endpoint{}, Certificates: certs})

@@ -77,7 +77,7 @@ func TestStatusPageLayoutInChromium(t *testing.T) {
 	r, obs := testReport()
 	long := "a-very-long-service-name-without-any-break-in-it-at-all.eu-west-1.internal.example"
 	r.Certificates = append(r.Certificates, policy.Certificate{SHA256: strings.Repeat("d4", 32), Subject: long, Issuer: "Example Issuing CA With A Long Name 2",
-		DNSNames: []string{long}, NotBefore: now.AddDate(0, 0, -300), NotAfter: now.AddDate(0, 0, 20)})
+		DNSNames: []string{long}, NotBefore: policy.At(now.AddDate(0, 0, -300)), NotAfter: policy.At(now.AddDate(0, 0, 20))})
 	r.Endpoints = append(r.Endpoints, policy.Probed{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678", Certificate: strings.Repeat("d4", 32)})
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat("d4", 32), Subject: long,
 		Deadline: now.AddDate(0, 0, 20), Endpoints: []policy.Endpoint{{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678"}},

@@ -91,9 +91,9 @@ func longValuesReport() *scan.Report {
 	renewedIn := []atrest.Location{{Kind: atrest.File, Where: path}}
 	r.Certificates = append(r.Certificates,
 		policy.Certificate{SHA256: shaOld, Subject: "gateway.payments.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"gateway.payments.internal.example"},
-			NotBefore: now.Add(-350 * day), NotAfter: now.Add(12 * day), RenewedBy: &policy.Replacement{SHA256: shaNew, NotAfter: now.Add(380 * day), Locations: renewedIn}},
+			NotBefore: policy.At(now.Add(-350 * day)), NotAfter: policy.At(now.Add(12 * day)), RenewedBy: &policy.Replacement{SHA256: shaNew, NotAfter: now.Add(380 * day), Locations: renewedIn}},
 		policy.Certificate{SHA256: shaRest, Subject: longName, Issuer: "Example Issuing CA With A Particularly Long Common Name For Testing 2", DNSNames: []string{longName},
-			NotBefore: now.Add(-300 * day), NotAfter: now.Add(20 * day)})
+			NotBefore: policy.At(now.Add(-300 * day)), NotAfter: policy.At(now.Add(20 * day))})
 	r.Endpoints = append(r.Endpoints,
 		scan.Endpoint{Name: "gateway.payments.internal.example", Port: 443, Address: "127.0.0.20", Certificate: shaOld},
 		scan.Endpoint{Name: longName, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678", Certificate: shaRest})

@@ -200,13 +200,13 @@ func (m *metrics) collectRevocation(gauge gaugeFunc, rv policy.RevocationSummary
 func (m *metrics) collectCertificates(gauge gaugeFunc, v *view) {
 	for _, cs := range v.certSeries {
 		c := cs.cert
-		gauge(m.expiry, unix(c.NotAfter), c.SHA256, c.Subject, c.Issuer, cs.source)
-		gauge(m.notBefore, unix(c.NotBefore), c.SHA256, c.Subject, c.Issuer, cs.source)
+		gauge(m.expiry, unix(c.NotAfter.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
+		gauge(m.notBefore, unix(c.NotBefore.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
 		if lc := c.History().LastChanged; !lc.IsZero() {
 			gauge(m.lastChanged, unix(lc), c.SHA256, c.Subject, c.Issuer, cs.source)
 		}
 		if !c.ExpectedRenewal.IsZero() {
-			gauge(m.expectedRenewal, unix(c.ExpectedRenewal), c.SHA256, c.Subject, c.Issuer, cs.source)
+			gauge(m.expectedRenewal, unix(c.ExpectedRenewal.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
 		}
 	}
 	for _, c := range v.restSeries {

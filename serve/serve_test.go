@@ -45,9 +45,9 @@ const (
 func testReport() (*scan.Report, []probes.Observation) {
 	day := 24 * time.Hour
 	certs := []policy.Certificate{
-		{SHA256: shaExpired, Subject: "expired.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"expired.internal.example"}, NotBefore: now.Add(-400 * day), NotAfter: now.Add(-3 * day)},
-		{SHA256: shaWildcard, Subject: "*.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"*.internal.example"}, NotBefore: now.Add(-360 * day), NotAfter: now.Add(5 * day)},
-		{SHA256: shaHealthy, Subject: "www.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"www.internal.example"}, NotBefore: now.Add(-30 * day), NotAfter: now.Add(200 * day)},
+		{SHA256: shaExpired, Subject: "expired.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"expired.internal.example"}, NotBefore: policy.At(now.Add(-400 * day)), NotAfter: policy.At(now.Add(-3 * day))},
+		{SHA256: shaWildcard, Subject: "*.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"*.internal.example"}, NotBefore: policy.At(now.Add(-360 * day)), NotAfter: policy.At(now.Add(5 * day))},
+		{SHA256: shaHealthy, Subject: "www.internal.example", Issuer: "Example Issuing CA 2", DNSNames: []string{"www.internal.example"}, NotBefore: policy.At(now.Add(-30 * day)), NotAfter: policy.At(now.Add(200 * day))},
 	}
 	eps := []scan.Endpoint{
 		{Name: "api.internal.example", Port: 443, Address: "127.0.0.3", Certificate: shaWildcard},
@@ -501,7 +501,7 @@ func TestStatusPageFilters(t *testing.T) {
 func TestStatusPageEscapes(t *testing.T) {
 	s := serve.New(serve.Options{Now: func() time.Time { return now }})
 	s.RecordReport(&scan.Report{GeneratedAt: now, Certificates: []policy.Certificate{
-		{SHA256: shaHealthy, Subject: `<script>alert(1)</script>`, Issuer: `"><img src=x>`, NotAfter: now.Add(time.Hour)},
+		{SHA256: shaHealthy, Subject: `<script>alert(1)</script>`, Issuer: `"><img src=x>`, NotAfter: policy.At(now.Add(time.Hour))},
 	}})
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
@@ -609,11 +609,11 @@ func TestStatusPageACM(t *testing.T) {
 
 func TestStatusPageRenewal(t *testing.T) {
 	day := 24 * time.Hour
-	old := policy.Certificate{SHA256: shaExpired, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(4 * day)}
-	renewed := policy.Certificate{SHA256: shaHealthy, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: now.Add(300 * day)}
-	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}
+	old := policy.Certificate{SHA256: shaExpired, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: policy.At(now.Add(4 * day))}
+	renewed := policy.Certificate{SHA256: shaHealthy, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: policy.At(now.Add(300 * day))}
+	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter.Time()}
 	stale := old
-	stale.RenewedBy = &policy.Replacement{SHA256: renewed.SHA256, NotAfter: renewed.NotAfter}
+	stale.RenewedBy = &policy.Replacement{SHA256: renewed.SHA256, NotAfter: renewed.NotAfter.Time()}
 	tests := []struct {
 		name     string
 		certs    []policy.Certificate
@@ -624,8 +624,8 @@ func TestStatusPageRenewal(t *testing.T) {
 		// A newer certificate for the same names is no renewal unless
 		// policy says so (TestStatusPageRenewalIsPolicys).
 		{"newer, not judged a renewal", []policy.Certificate{old, renewed}, []policy.Finding{expiring}, "due: not renewed yet"},
-		{"stale deployment", []policy.Certificate{stale, renewed}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewed, but not deployed on these endpoints"},
-		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: old.NotAfter}}, "renewal failed"},
+		{"stale deployment", []policy.Certificate{stale, renewed}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter.Time()}}, "renewed, but not deployed on these endpoints"},
+		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: old.NotAfter.Time()}}, "renewal failed"},
 		{"healthy", []policy.Certificate{renewed}, nil, "–"},
 	}
 	cell := regexp.MustCompile(`<td data-label="Renewal" class="renewal">([^<]*)</td>`)
@@ -711,7 +711,7 @@ func TestEndpointViaALoadBalancerListedOnce(t *testing.T) {
 	ep := policy.Endpoint{Name: "api.internal.example", Port: 443, Address: "10.0.0.7", Via: lb}
 	r := &scan.Report{
 		GeneratedAt:  now,
-		Certificates: []policy.Certificate{{SHA256: sha, Subject: "api.internal.example", Issuer: "Internal CA", DNSNames: []string{"api.internal.example"}, NotBefore: now.Add(-80 * 24 * time.Hour), NotAfter: now.Add(10 * 24 * time.Hour)}},
+		Certificates: []policy.Certificate{{SHA256: sha, Subject: "api.internal.example", Issuer: "Internal CA", DNSNames: []string{"api.internal.example"}, NotBefore: policy.At(now.Add(-80 * 24 * time.Hour)), NotAfter: policy.At(now.Add(10 * 24 * time.Hour))}},
 		Endpoints:    []policy.Probed{{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: lb, Certificate: sha}},
 		Findings: []policy.Finding{{Kind: policy.Expiring, Tier: policy.Page, Certificate: sha, Subject: "api.internal.example", Deadline: now.Add(10 * 24 * time.Hour),
 			Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"}},

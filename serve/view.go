@@ -103,7 +103,7 @@ func (rw *row) identity() (subject, issuer, sha256 string, notAfter time.Time) {
 		return m.subject, m.issuer, m.sha256, m.notAfter
 	}
 	if c := rw.cert; c != nil {
-		return c.Subject, c.Issuer, c.SHA256, c.NotAfter
+		return c.Subject, c.Issuer, c.SHA256, c.NotAfter.Time()
 	}
 	return "", "", "", time.Time{}
 }
@@ -327,7 +327,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 		c := &r.Certificates[i]
 		fs := byCert[c.SHA256]
 		rw := row{cert: c,
-			Tier: policy.None, Deadline: c.NotAfter, Findings: fs, Endpoints: served[c.SHA256],
+			Tier: policy.None, Deadline: c.NotAfter.Time(), Findings: fs, Endpoints: served[c.SHA256],
 			Sources: sources[c.SHA256],
 		}
 		for _, f := range fs {
@@ -478,7 +478,7 @@ func completeRow(rw *row) {
 // certwatch first saw it for its names, and when it was seen replacing an
 // earlier one; zero when unknown.
 func (rw *row) ExpectedRenewal() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.ExpectedRenewal })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.ExpectedRenewal.Time() })
 }
 
 // FirstSeen: see ExpectedRenewal.
@@ -539,7 +539,7 @@ func filterChoices(rows []row, reportSources []scan.SourceResult) (kinds, source
 // expiry first, so the cap drops the least interesting.
 func (v *view) capCertSeries(limit int) {
 	slices.SortStableFunc(v.certSeries, func(a, b certSeries) int {
-		return cmp.Or(a.cert.NotAfter.Compare(b.cert.NotAfter), strings.Compare(a.cert.SHA256, b.cert.SHA256), strings.Compare(a.source, b.source))
+		return cmp.Or(cmp.Compare(a.cert.NotAfter, b.cert.NotAfter), strings.Compare(a.cert.SHA256, b.cert.SHA256), strings.Compare(a.source, b.source))
 	})
 	if len(v.certSeries) > limit {
 		v.certDropped = len(v.certSeries) - limit
@@ -656,7 +656,7 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 			if all == nil {
 				all = make([]served, 0, len(r.Endpoints)-i)
 			}
-			all = append(all, served{notAfter: c.NotAfter, ep: int32(i), cert: c})
+			all = append(all, served{notAfter: c.NotAfter.Time(), ep: int32(i), cert: c})
 		}
 	}
 	ports := portTexts{}
@@ -678,7 +678,7 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 		out = append(out, certEndpointSeries{
 			name: ep.Name, port: ports.text(ep.Port), address: ep.Address, sha: ep.Certificate,
 			version: ep.TLSVersion.String(), cipher: ep.CipherSuite.String(), kx: ep.KeyExchange.String(),
-			notBefore: s.cert.NotBefore, notAfter: s.cert.NotAfter,
+			notBefore: s.cert.NotBefore.Time(), notAfter: s.cert.NotAfter.Time(),
 		})
 	}
 	return out, dropped

@@ -26,7 +26,7 @@ func BenchmarkRecordReport10k(b *testing.B) {
 		sha := fmt.Sprintf("%064x", i+1)
 		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)}
 		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
-		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: now.Add(time.Duration(i%90+1) * 24 * time.Hour)})
+		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour))})
 		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
 			Deadline: now.Add(time.Duration(i%90+1) * 24 * time.Hour), Endpoints: []policy.Endpoint{ep}})
 	}

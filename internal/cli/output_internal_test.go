@@ -108,8 +108,8 @@ func TestTableRenewalCadence(t *testing.T) {
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	fp := strings.Repeat("a", 64)
 	r := &scan.Report{GeneratedAt: at,
-		Certificates: []policy.Certificate{{SHA256: fp, Subject: "api.example", NotAfter: at.AddDate(0, 0, 40),
-			ExpectedRenewal: at.AddDate(0, 0, -10), Lineage: &policy.Lineage{FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}}},
+		Certificates: []policy.Certificate{{SHA256: fp, Subject: "api.example", NotAfter: policy.At(at.AddDate(0, 0, 40)),
+			ExpectedRenewal: policy.At(at.AddDate(0, 0, -10)), Lineage: &policy.Lineage{FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}}},
 		Findings: []policy.Finding{{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: fp, Subject: "api.example", Deadline: at.AddDate(0, 0, 40), Message: "renewal overdue: …"}},
 	}
 	var b strings.Builder

@@ -208,7 +208,7 @@ func TestWrite(t *testing.T) {
 			D int
 		}{nil, 2}},
 		{"type embedded in itself", SelfEmbedding{&SelfEmbedding{X: 1}, 2}},
-		{"certificate with history", policy.Certificate{SHA256: "ab", NotAfter: now, Lineage: &policy.Lineage{FirstSeen: now.AddDate(0, -1, 0), Previous: "cd"}}},
+		{"certificate with history", policy.Certificate{SHA256: "ab", NotAfter: policy.At(now), Lineage: &policy.Lineage{FirstSeen: now.AddDate(0, -1, 0), Previous: "cd"}}},
 		{"certificate at rest", atRestHeldIn(3)},
 		{"other kinds", oddValue},
 		{"pointer-receiver marshaller", []struct{ T ptrText }{{ptrText{"a"}}, {ptrText{"b"}}}},
