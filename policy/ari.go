@@ -20,7 +20,7 @@ const RenewalSuggested Kind = "renewal_suggested"
 // A window that starts before half the leaf's lifetime is earlier than any
 // CA schedules an ordinary renewal: the CA moved it, as it does before
 // revoking early, and the message says so.
-func (e *Evaluator) judgeRenewalWindow(o *probes.Observation, leaf *x509.Certificate, fp string, ep Endpoint) {
+func (e *Evaluator) judgeRenewalWindow(o *probes.Observation, leaf *x509.Certificate, fp string) {
 	w := o.Renewal
 	if e.rules.RenewalSuggested == None || w == nil || w.Error != "" || e.now.Before(w.Start) {
 		return
@@ -33,7 +33,7 @@ func (e *Evaluator) judgeRenewalWindow(o *probes.Observation, leaf *x509.Certifi
 		tier = Warning
 	}
 	tier = min(tier, e.rules.RenewalSuggested)
-	e.add(RenewalSuggested, tier, fp, fp, w.End, ep, func() string {
+	e.add(RenewalSuggested, tier, fp, fp, w.End, func() string {
 		msg := fmt.Sprintf("the CA that issued %q (%s) suggests renewing it between %s and %s", atrest.SubjectName(leaf), w.Directory, stamp(w.Start), stamp(w.End))
 		if half := leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 2); w.Start.Before(half) {
 			msg += fmt.Sprintf(", earlier than its usual schedule (the window starts before half of the certificate's lifetime, %s): the CA may be about to revoke it", stamp(half))

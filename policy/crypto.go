@@ -67,7 +67,7 @@ func MaxPublicValidity(issued time.Time) int {
 // judgeCrypto rates the keys and signatures of the best verified path (the
 // served chain when none verified) and the lifetime of a publicly trusted
 // leaf.
-func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, fp string, ep Endpoint) {
+func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, fp string) {
 	path := o.Chain
 	verified := len(o.Paths) > 0
 	if verified {
@@ -81,7 +81,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 			}
 		}
 		if len(weak) > 0 {
-			e.add(WeakKey, e.rules.WeakKey, fp, fp, e.now, ep, func() string {
+			e.add(WeakKey, e.rules.WeakKey, fp, fp, e.now, func() string {
 				return fmt.Sprintf("%s; clients may refuse it and it can be broken: reissue with an RSA key of at least %d bits or an ECDSA P-256 key", strings.Join(weak, "; "), MinRSABits)
 			})
 		}
@@ -98,7 +98,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 			}
 		}
 		if len(weak) > 0 {
-			e.add(WeakSignature, e.rules.WeakSignature, fp, fp, e.now, ep, func() string {
+			e.add(WeakSignature, e.rules.WeakSignature, fp, fp, e.now, func() string {
 				return fmt.Sprintf("%s; browsers and Go, Java and OpenSSL clients refuse it: reissue it signed with SHA-256 or better", strings.Join(weak, "; "))
 			})
 		}
@@ -109,7 +109,7 @@ func (e *Evaluator) judgeCrypto(o *probes.Observation, leaf *x509.Certificate, f
 		// (Baseline Requirements 6.3.2).
 		lifetime := leaf.NotAfter.Sub(leaf.NotBefore) + time.Second
 		if limit > 0 && lifetime > time.Duration(limit)*day {
-			e.add(LongValidity, e.rules.LongValidity, fp, fp, e.now, ep, func() string {
+			e.add(LongValidity, e.rules.LongValidity, fp, fp, e.now, func() string {
 				return fmt.Sprintf("leaf certificate %q, issued %s under a public root (%q), is valid for %d days, more than the %d the CA/Browser Forum allowed then; clients may distrust it: reissue it with a shorter lifetime", atrest.SubjectName(leaf), leaf.NotBefore.UTC().Format(time.DateOnly), atrest.SubjectName(path[len(path)-1]), int(lifetime/day), limit)
 			})
 		}

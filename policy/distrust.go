@@ -148,7 +148,7 @@ func (d *distrusts) of(c *x509.Certificate) []int {
 
 // judgeDistrust raises distrusted_ca when every verified path of o runs
 // through a CA that a browser distrusts for leaves dated as this one is.
-func (e *Evaluator) judgeDistrust(o *probes.Observation, leaf *x509.Certificate, fp string, ep Endpoint) {
+func (e *Evaluator) judgeDistrust(o *probes.Observation, leaf *x509.Certificate, fp string) {
 	if e.rules.DistrustedCA == None || len(o.Paths) == 0 || len(e.rules.Distrust) == 0 {
 		return
 	}
@@ -184,7 +184,7 @@ func (e *Evaluator) judgeDistrust(o *probes.Observation, leaf *x509.Certificate,
 			reasons = onPath
 		}
 	}
-	e.add(DistrustedCA, e.rules.DistrustedCA, fp, fp, e.now, ep, func() string {
+	e.add(DistrustedCA, e.rules.DistrustedCA, fp, fp, e.now, func() string {
 		return fmt.Sprintf("leaf certificate %q chains only to distrusted CAs: %s; those browsers reject it although it is valid and unexpired: reissue it from another CA and deploy it", atrest.SubjectName(leaf), strings.Join(reasons, "; "))
 	})
 }

@@ -71,6 +71,9 @@ func TestTLSBrokenCoversGivenUpNames(t *testing.T) {
 			continue
 		}
 		names = append(names, f.Name)
+		if ep := f.Endpoints[0]; net.JoinHostPort(ep.Name, fmt.Sprint(ep.Port)) != f.Name {
+			t.Errorf("%s: its endpoint is %s, another name's", f.Name, ep)
+		}
 		if !strings.Contains(f.Message, f.Name+" accepts connections but the TLS handshake fails (timeout: ") {
 			t.Errorf("%s: message %q", f.Name, f.Message)
 		}

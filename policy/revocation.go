@@ -38,7 +38,7 @@ func reasonText(code int) string {
 
 // judgeRevocation rates the revocation facts the probe found: a revoked
 // leaf or intermediate, and, at most at info, what could not be known.
-func (e *Evaluator) judgeRevocation(o *probes.Observation, fp string, ep Endpoint) {
+func (e *Evaluator) judgeRevocation(o *probes.Observation, fp string) {
 	for i := range o.Revocation {
 		r := &o.Revocation[i]
 		what := "leaf certificate"
@@ -51,16 +51,16 @@ func (e *Evaluator) judgeRevocation(o *probes.Observation, fp string, ep Endpoin
 			if r.Depth > 0 {
 				tier = e.rules.RevokedIntermediate
 			}
-			e.add(Revoked, tier, fp, fp, e.now, ep, func() string {
+			e.add(Revoked, tier, fp, fp, e.now, func() string {
 				return fmt.Sprintf("%s %q was revoked at %s (%s) according to the %s; clients that check revocation refuse it: replace it now and find out why it was revoked",
 					what, r.Subject, r.RevokedAt.UTC().Format(time.RFC3339), reasonText(r.Reason), r.Source)
 			})
 		case probes.RevocationStale:
-			e.add(RevocationStale, e.rules.RevocationStale, fp, fp, e.now, ep, func() string {
+			e.add(RevocationStale, e.rules.RevocationStale, fp, fp, e.now, func() string {
 				return fmt.Sprintf("revocation of %s %q cannot be confirmed: %s; the CA should publish a current CRL or OCSP response", what, r.Subject, r.Error)
 			})
 		case probes.RevocationUnavailable:
-			e.add(RevocationUnavailable, min(e.rules.RevocationUnavailable, Info), fp, fp, e.now, ep, func() string {
+			e.add(RevocationUnavailable, min(e.rules.RevocationUnavailable, Info), fp, fp, e.now, func() string {
 				return fmt.Sprintf("revocation of %s %q could not be checked: %s; certwatch will ask again on a later run", what, r.Subject, r.Error)
 			})
 		}

@@ -25,7 +25,8 @@ import (
 // other names, it is the same outage of the same server and is tls_broken
 // too (judgeGivenUp); on an address that never accepted the connection
 // (dial timeouts) it is not a finding, as a dial timeout is not.
-func (e *Evaluator) judgeTLSBroken(o *probes.Observation, ep Endpoint) {
+func (e *Evaluator) judgeTLSBroken(o *probes.Observation) {
+	ep := int32(len(e.probed) - 1) // o's, which Add has just listed
 	if found.FromNetworksOnly(o.Sources) {
 		// A port of a swept range that speaks something else: no name
 		// promises TLS there. Its stall still tells of the server.
@@ -40,7 +41,7 @@ func (e *Evaluator) judgeTLSBroken(o *probes.Observation, ep Endpoint) {
 	}
 
 	nameKey := net.JoinHostPort(o.Name, strconv.Itoa(o.Port))
-	e.add(TLSBroken, e.rules.TLSBroken, nameKey, "", e.now, ep, func() string {
+	e.add(TLSBroken, e.rules.TLSBroken, nameKey, "", e.now, func() string {
 		return fmt.Sprintf("%s accepts connections but the TLS handshake fails (%s: %s); clients of this name cannot connect: fix the server's TLS set-up, or stop publishing the name on port %d", nameKey, o.Failure, o.Error, o.Port)
 	})
 }
@@ -58,11 +59,12 @@ type stalls struct {
 
 type givenUpName struct {
 	nameKey string
-	ep      Endpoint
+	probed  int32 // its endpoint's index in Evaluator.probed
 }
 
-// note records o if it stalled after connecting, or was given up on.
-func (s *stalls) note(o *probes.Observation, ep Endpoint) {
+// note records o, whose endpoint is ep in Evaluator.probed, if it stalled
+// after connecting, or was given up on.
+func (s *stalls) note(o *probes.Observation, ep int32) {
 	if o.Failure != probes.FailTimeout || !o.Address.IsValid() {
 		return
 	}
@@ -92,7 +94,7 @@ func (e *Evaluator) judgeGivenUp() {
 			continue
 		}
 		for _, n := range names {
-			e.add(TLSBroken, e.rules.TLSBroken, n.nameKey, "", e.now, n.ep, func() string {
+			e.addAt(TLSBroken, e.rules.TLSBroken, n.nameKey, "", e.now, n.probed, func() string {
 				return fmt.Sprintf("%s accepts connections but the TLS handshake fails (timeout: not probed after %s stalled after connecting for other names, the same server: %s); clients of this name cannot connect: fix the server's TLS set-up, or stop publishing the name on port %d", n.nameKey, ap, stall, ap.Port())
 			})
 		}
