@@ -183,7 +183,7 @@ func TestFailedChildZoneKeepsItsTargets(t *testing.T) {
 	}
 	redirect(parent.Addr(), parent.Addr())
 	r = next("the parent recovered", func(r *scan.Report) bool { return !parentFailed(r) })
-	if deg := degraded(r); len(deg) != 1 || deg[0].Name != childFinding.Name || !deg[0].Deadline.Equal(childFinding.Deadline) {
+	if deg := degraded(r); len(deg) != 1 || deg[0].Name != childFinding.Name || !deg[0].Deadline.Equal(childFinding.Deadline.Time()) {
 		t.Errorf("after the parent recovered, discovery_degraded = %+v, want the child's alone, raised at %v as before", deg, childFinding.Deadline)
 	}
 

@@ -110,7 +110,7 @@ func (f *fakeScanner) Probe(ctx context.Context, targets []discovery.Target, now
 			ep.Certificate = "c-" + tg.Name
 			r.Certificates = append(r.Certificates, policy.Certificate{SHA256: ep.Certificate, Subject: tg.Name, NotAfter: policy.At(now.Add(-time.Hour))})
 			r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expired, Tier: policy.Critical, Certificate: ep.Certificate, Subject: tg.Name,
-				Deadline: now.Add(-time.Hour), Endpoints: []policy.Endpoint{{Name: ep.Name, Port: ep.Port, Address: ep.Address}}})
+				Deadline: policy.At(now.Add(-time.Hour)), Endpoints: []policy.Endpoint{{Name: ep.Name, Port: ep.Port, Address: ep.Address}}})
 		}
 		r.Endpoints = append(r.Endpoints, ep)
 	}
@@ -493,7 +493,7 @@ func TestFailingDiscoveryKeepsInventoryAndRaisesDegraded(t *testing.T) {
 			t.Errorf("with every source failing, %d targets probed, want the last good 4", r.Targets)
 		}
 		for _, f := range deg {
-			if f.Name == "dnszone:a.example" && !f.Deadline.Equal(raised) {
+			if f.Name == "dnszone:a.example" && !f.Deadline.Equal(raised.Time()) {
 				t.Errorf("finding's deadline moved from %v to %v; want it kept from first raise", raised, f.Deadline)
 			}
 		}

@@ -267,7 +267,7 @@ func (d *Daemon) rebuildInventory() {
 func (d *Daemon) raise(source string, at time.Time, msg string) {
 	f, ok := d.degraded[source]
 	if !ok {
-		f = policy.Finding{Kind: policy.DiscoveryDegraded, Name: source, Deadline: at.UTC()}
+		f = policy.Finding{Kind: policy.DiscoveryDegraded, Name: source, Deadline: policy.At(at)}
 		d.logger.Warn("discovery source degraded", "source", source)
 	}
 	f.Tier = policy.Warning

@@ -18,7 +18,7 @@ import (
 func TestMemoEncoding(t *testing.T) {
 	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
 	want := savedReport{GeneratedAt: at, Findings: []policy.Finding{{
-		Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Subject: "www.example", Deadline: at.Add(48 * time.Hour),
+		Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Subject: "www.example", Deadline: policy.At(at.Add(48 * time.Hour)),
 		Endpoints: []policy.Endpoint{{Name: "www.example", Port: 443, Address: "192.0.2.7"}}, Message: "expires in 2 days",
 	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: policy.At(at.Add(48 * time.Hour))}}}
 

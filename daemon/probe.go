@@ -225,7 +225,7 @@ func cutShort(targets, notProbed, endpoints int, timeout time.Duration, at time.
 		what = fmt.Sprintf("%d targets (%d of %d endpoints not probed)", targets, notProbed, endpoints)
 	}
 	return policy.Finding{
-		Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: at.UTC(),
+		Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: policy.At(at),
 		Message: fmt.Sprintf("The probe run of %s hit its sweep timeout of %v. What it probed is reported; endpoints it did not reach keep their findings, marked unverified. "+
 			"Raise daemon.sweep_timeout, probe less often, or lower probe.timeout and probe.retries; certwatch_probe_latency_seconds shows where the time goes.", what, timeout),
 	}
@@ -235,7 +235,7 @@ func cutShort(targets, notProbed, endpoints int, timeout time.Duration, at time.
 // store started empty: every open finding is about to be announced as new.
 func freshStateFinding(store string, at time.Time) policy.Finding {
 	return policy.Finding{
-		Kind: policy.StateCreated, Tier: policy.Warning, Name: store, Deadline: at.UTC(),
+		Kind: policy.StateCreated, Tier: policy.Warning, Name: store, Deadline: policy.At(at),
 		Message: fmt.Sprintf("certwatch started with an empty state (%s): every open finding is announced as new. "+
 			"If the state was lost (deleted, or a new volume), these announcements repeat earlier ones; restore the state from a backup to avoid that next time.", store),
 	}
@@ -253,7 +253,7 @@ func (d *Daemon) corruptState(ctx context.Context, at time.Time) (policy.Finding
 		return policy.Finding{}, false
 	}
 	return policy.Finding{
-		Kind: policy.StateCorrupt, Tier: policy.Warning, Name: d.StateName, Deadline: at.UTC(),
+		Kind: policy.StateCorrupt, Tier: policy.Warning, Name: d.StateName, Deadline: policy.At(at),
 		Message: fmt.Sprintf("The state %s is damaged: %v. certwatch keeps probing and notifying with what it can still read and write, "+
 			"but what the damaged pages hold (alerts, what channels were told, memos) is unreadable, so notifications may be repeated or missed. "+
 			"Stop certwatch, restore the state from a backup (or move it aside to start afresh: every open finding is announced again) and start it again; "+

@@ -25,7 +25,7 @@ func TestPublicationWriter(t *testing.T) {
 	want := sitePublication{
 		Version: publicationVersion, Targets: 3,
 		Sources: []scan.SourceResult{{Name: "static", Targets: 2}, {Name: "route53", Error: "AccessDenied \"quoted\" <tag>"}},
-		Findings: []policy.Finding{{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "eu/route53", Deadline: at,
+		Findings: []policy.Finding{{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "eu/route53", Deadline: policy.At(at),
 			Message: "source failed: AccessDenied"}},
 		Parts: [][]byte{[]byte("inventory"), {}, bytes.Repeat([]byte{0, 0xff, 'x'}, 10000), noise},
 	}

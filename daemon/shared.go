@@ -376,7 +376,7 @@ func (c *closedSweep) cutShort(seen *tally, targets int, timeout time.Duration, 
 	switch {
 	case c.unreadable > 0 && c.missed == 0 && notProbed == c.unreadable:
 		return &policy.Finding{
-			Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: start.UTC(),
+			Kind: policy.ProbeCutShort, Tier: policy.Warning, Name: JobProbe, Deadline: policy.At(start),
 			Message: fmt.Sprintf("Shards of the shared probe run of %d targets came back unreadable (%d endpoints not probed): a replica probably runs another certwatch version. "+
 				"Those endpoints keep their findings, marked unverified; run the same certwatch on every replica.", targets, c.unreadable),
 		}, fmt.Errorf("probe shards of %d endpoints came back unreadable; those endpoints are reported not probed", c.unreadable)
@@ -516,7 +516,7 @@ func (d *Daemon) otherSites(ctx context.Context, sh *Sharing, dec *scan.Decoder,
 		}
 		if age := cmp.Or(s.Age, start.Sub(s.At)); age > staleAfter {
 			o.stale = append(o.stale, policy.Finding{
-				Kind: policy.SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: start.UTC(),
+				Kind: policy.SiteStale, Tier: policy.Warning, Name: s.Site, Deadline: policy.At(start),
 				Message: fmt.Sprintf("Site %s last published a probe run %v ago (about %s), more than daemon.site_stale_after (%v): its instances stopped or cannot reach the shared state. "+
 					"Its last results are still used, so nothing it saw is resolved; check that site's certwatch. If the site is gone for good, delete its last run from the database (DELETE FROM site_results WHERE site = '%s'): what only it saw then resolves.",
 					siteLabel(s.Site), age.Round(time.Second), start.Add(-age).UTC().Format(time.RFC3339), staleAfter, s.Site),

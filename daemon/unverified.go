@@ -61,7 +61,7 @@ func carryForward(prev, cur *scan.Report) *scan.Report {
 			continue
 		}
 		if f.UnverifiedSince.IsZero() {
-			f.UnverifiedSince = prev.GeneratedAt
+			f.UnverifiedSince = policy.At(prev.GeneratedAt)
 		}
 		have[f.ID()] = true
 		out.Findings = append(out.Findings, f)

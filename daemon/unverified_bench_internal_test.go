@@ -29,7 +29,7 @@ func BenchmarkCarryForward100k(b *testing.B) {
 		prev.Endpoints = append(prev.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
 		if i%2 == 0 {
 			prev.Findings = append(prev.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Warning, Certificate: sha, Subject: name,
-				Deadline: c.NotAfter.Time(), Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"})
+				Deadline: policy.At(c.NotAfter.Time()), Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"})
 		}
 		if i < n/2 {
 			cur.Endpoints = append(cur.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Failed: &policy.Failed{Failure: "timeout", Error: "no answer"}})

@@ -27,7 +27,7 @@ func TestCarryForward(t *testing.T) {
 	certA := policy.Certificate{SHA256: "aa", Subject: "a.example", NotAfter: policy.At(t0.Add(-time.Hour))}
 	prev := &scan.Report{GeneratedAt: t0, Findings: []policy.Finding{expired, degraded}, Certificates: []policy.Certificate{certA}}
 	unverified := expired
-	unverified.UnverifiedSince = t0
+	unverified.UnverifiedSince = policy.At(t0)
 
 	tests := []struct {
 		name      string

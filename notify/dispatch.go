@@ -694,7 +694,7 @@ func (s *LogSender) Send(ctx context.Context, n Notification) (string, error) {
 			attrs = append(attrs, slog.String("name", f.Name))
 		}
 		if HasDeadline(f) {
-			attrs = append(attrs, slog.Time("deadline", f.Deadline), slog.Int("days_left", f.DaysLeft(n.At)))
+			attrs = append(attrs, slog.Time("deadline", f.Deadline.Time()), slog.Int("days_left", f.DaysLeft(n.At)))
 		}
 		for _, a := range f.Refs().ACM {
 			attrs = append(attrs, slog.String("acm_arn", a.ARN))

@@ -22,7 +22,7 @@ func Problem(f policy.Finding, at time.Time) string {
 	if k.ProblemAhead != "" && f.Deadline.After(at) {
 		p = k.ProblemAhead
 	}
-	return strings.Replace(p, policy.When, In(f.Deadline, at), 1)
+	return strings.Replace(p, policy.When, In(f.Deadline.Time(), at), 1)
 }
 
 // HasDeadline reports whether f's deadline is a date someone must act by

@@ -18,18 +18,18 @@ func TestHasDeadlineAndProblem(t *testing.T) {
 		want    bool
 		problem string
 	}{
-		{"expiring", policy.Finding{Kind: policy.Expiring, Deadline: at.Add(12 * day)}, true, "certificate expires in 12 days"},
-		{"hostname mismatch is broken now", policy.Finding{Kind: policy.HostnameMismatch, Deadline: at}, false, "certificate does not match the host name"},
-		{"tls broken is broken now", policy.Finding{Kind: policy.TLSBroken, Deadline: at}, false, "TLS handshake fails"},
-		{"revoked is broken now", policy.Finding{Kind: policy.Revoked, Deadline: at}, false, "certificate revoked"},
-		{"weak signature", policy.Finding{Kind: policy.WeakSignature, Deadline: at}, false, "certificate signed with SHA-1 or MD5"},
-		{"distrusted CA is broken now", policy.Finding{Kind: policy.DistrustedCA, Deadline: at}, false, "browsers distrust the certificate's CA"},
+		{"expiring", policy.Finding{Kind: policy.Expiring, Deadline: policy.At(at.Add(12 * day))}, true, "certificate expires in 12 days"},
+		{"hostname mismatch is broken now", policy.Finding{Kind: policy.HostnameMismatch, Deadline: policy.At(at)}, false, "certificate does not match the host name"},
+		{"tls broken is broken now", policy.Finding{Kind: policy.TLSBroken, Deadline: policy.At(at)}, false, "TLS handshake fails"},
+		{"revoked is broken now", policy.Finding{Kind: policy.Revoked, Deadline: policy.At(at)}, false, "certificate revoked"},
+		{"weak signature", policy.Finding{Kind: policy.WeakSignature, Deadline: policy.At(at)}, false, "certificate signed with SHA-1 or MD5"},
+		{"distrusted CA is broken now", policy.Finding{Kind: policy.DistrustedCA, Deadline: policy.At(at)}, false, "browsers distrust the certificate's CA"},
 		// Beyond the ±292 years a time.Duration holds, days stay exact.
-		{"expired in 1700", policy.Finding{Kind: policy.Expired, Deadline: time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)}, true, "certificate expired 120530 days ago"},
-		{"channel failing", policy.Finding{Kind: policy.ChannelFailing, Deadline: at}, false, "notifications cannot be delivered"},
+		{"expired in 1700", policy.Finding{Kind: policy.Expired, Deadline: policy.At(time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC))}, true, "certificate expired 120530 days ago"},
+		{"channel failing", policy.Finding{Kind: policy.ChannelFailing, Deadline: policy.At(at)}, false, "notifications cannot be delivered"},
 		// The daemon's discovery_degraded finding carries the time it was
 		// first raised as its deadline; that is no date to act by.
-		{"discovery degraded", policy.Finding{Kind: "discovery_degraded", Name: "zone internal.example", Deadline: at.Add(-3 * day)}, false, "discovery source failed or shrank"},
+		{"discovery degraded", policy.Finding{Kind: "discovery_degraded", Name: "zone internal.example", Deadline: policy.At(at.Add(-3 * day))}, false, "discovery source failed or shrank"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestProblemOfEveryKind(t *testing.T) {
 				deadline time.Time
 				want     string
 			}{{at.Add(12 * day), tt.ahead}, {at.Add(-3 * day), past}} {
-				f := policy.Finding{Kind: tt.kind, Deadline: c.deadline}
+				f := policy.Finding{Kind: tt.kind, Deadline: policy.At(c.deadline)}
 				if got := notify.Problem(f, at); got != c.want {
 					t.Errorf("Problem(%s, deadline %v) = %q, want %q", tt.kind, c.deadline, got, c.want)
 				}

@@ -297,7 +297,7 @@ func (c cert) finding(now time.Time) (policy.Finding, bool) {
 	if tier < policy.Notice {
 		return policy.Finding{}, false
 	}
-	return policy.Finding{Kind: kind, Tier: tier, Certificate: c.sha(), Subject: c.subject, Deadline: c.notAfter,
+	return policy.Finding{Kind: kind, Tier: tier, Certificate: c.sha(), Subject: c.subject, Deadline: policy.At(c.notAfter),
 		Endpoints: c.eps, Message: "renew " + c.subject}, true
 }
 

@@ -114,7 +114,7 @@ func (e *Evaluator) judgeAtRest(fs []Finding) ([]Finding, []AtRestCertificate) {
 // restFinding is a finding about a certificate held at rest that no
 // endpoint serves: it lists no endpoint (an empty list) and its locations.
 func restFinding(kind Kind, tier Tier, r *atrest.Certificate, msg string) Finding {
-	return Finding{Kind: kind, Tier: tier, Certificate: r.SHA256, Subject: Printable(r.Subject), Deadline: r.NotAfter,
+	return Finding{Kind: kind, Tier: tier, Certificate: r.SHA256, Subject: Printable(r.Subject), Deadline: At(r.NotAfter),
 		Endpoints: []Endpoint{}, Records: recordsOf(Records{Locations: r.Locations}), Message: Printable(msg)}
 }
 
@@ -197,13 +197,13 @@ func (e *Evaluator) judgeRestCrypto(fs []Finding, r *atrest.Certificate) []Findi
 		if weak != "" {
 			fs = append(fs, restFinding(WeakKey, e.rules.WeakKey, r, fmt.Sprintf("certificate %q held at rest in %s has %s; clients may refuse it and it can be broken: reissue it with an RSA key of at least %d bits or an ECDSA P-256 key",
 				r.Subject, atrest.Where(r.Locations, 3), weak, MinRSABits)))
-			fs[len(fs)-1].Deadline = e.now
+			fs[len(fs)-1].Deadline = At(e.now)
 		}
 	}
 	if e.rules.WeakSignature != None && r.WeakSignature && !r.SelfSigned {
 		fs = append(fs, restFinding(WeakSignature, e.rules.WeakSignature, r, fmt.Sprintf("certificate %q held at rest in %s is signed with %s; browsers and Go, Java and OpenSSL clients refuse it: reissue it signed with SHA-256 or better",
 			r.Subject, atrest.Where(r.Locations, 3), r.SignatureAlgorithm)))
-		fs[len(fs)-1].Deadline = e.now
+		fs[len(fs)-1].Deadline = At(e.now)
 	}
 	return fs
 }

@@ -367,7 +367,7 @@ func (e *Evaluator) judgeCadence(fs []Finding, acm []ACMCertificate, iam []IAMCe
 		if len(names) == 0 {
 			continue
 		}
-		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: sv.endpoints(c.SHA256),
+		f := Finding{Kind: RenewalMissed, Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256),
 			Records: recordsOf(Records{ACM: acmRefs[c.SHA256], IAM: iamRefs[c.SHA256]})}
 		if r := e.atRest(c.SHA256); r != nil {
 			f.withRecords(func(rs *Records) { rs.Locations = r.Locations })
@@ -495,9 +495,9 @@ func (e *Evaluator) renewalsOverdue() int {
 // message.
 func (e *Evaluator) renewalMissed(f Finding, names, overdue []string, serial string, notBefore time.Time, where string) Finding {
 	notAfter := f.Deadline
-	due := ExpectedRenewal(notBefore, notAfter, e.rules.Tiers)
+	due := ExpectedRenewal(notBefore, notAfter.Time(), e.rules.Tiers)
 	f.Tier = Warning
-	if last := lastTier(e.rules.Tiers); last != None && TierFor(notBefore, notAfter, e.rules.Tiers, e.now) >= last {
+	if last := lastTier(e.rules.Tiers); last != None && TierFor(notBefore, notAfter.Time(), e.rules.Tiers, e.now) >= last {
 		f.Tier = Page
 	}
 	f.Tier = min(f.Tier, e.rules.RenewalMissed)
@@ -518,7 +518,7 @@ func (e *Evaluator) renewalMissed(f Finding, names, overdue []string, serial str
 	}
 	f.Message = Printable(fmt.Sprintf("renewal overdue: certificate %q (serial %s), %s, should have been renewed by %s (when %s), but no newer certificate %s has appeared on any endpoint, in ACM, IAM or at rest; %s. It %s. "+
 		"To do: renew it now and deploy the new certificate everywhere it is used; if an ACME client or cert-manager renews it, find out why it did not (its logs, the CA's rate limits, DNS or HTTP validation)",
-		f.Subject, serial, where, stamp(due), renewalText(e.rules.Tiers), forNames, changed, e.lifeState(notAfter)))
+		f.Subject, serial, where, stamp(due), renewalText(e.rules.Tiers), forNames, changed, e.lifeState(notAfter.Time())))
 	return f
 }
 

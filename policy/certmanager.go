@@ -258,7 +258,7 @@ func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap)
 			}
 			msg := fmt.Sprintf("%s, and %s, which it writes, holds no certificate certwatch read: nothing is issued for it yet, or the Secret was deleted. To do: %s",
 				e.notReadyClause(is), secret, certManagerAdvice(is))
-			fs = append(fs, Finding{Kind: CertManagerNotReady, Tier: tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
+			fs = append(fs, Finding{Kind: CertManagerNotReady, Tier: tier, Name: where, Subject: where, Deadline: At(e.now), Endpoints: []Endpoint{},
 				Records: &Records{Locations: []atrest.Location{is.Location}}, Message: Printable(msg)})
 			continue
 		}
@@ -273,7 +273,7 @@ func (e *Evaluator) judgeUnattached(fs []Finding, gaps []Gap) ([]Finding, []Gap)
 		if gap.Tier == None {
 			continue
 		}
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: where, Subject: where, Deadline: e.now, Endpoints: []Endpoint{},
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: where, Subject: where, Deadline: At(e.now), Endpoints: []Endpoint{},
 			Records: &Records{Locations: []atrest.Location{is.Location}},
 			Message: Printable(gap.Detail + ": the expiry of the certificate it holds is not watched; " + gap.Fix)})
 	}

@@ -68,7 +68,7 @@ func (e *Evaluator) judgeCoverage(fs []Finding) ([]Finding, []Gap) {
 		if gap.Tier == None {
 			continue
 		}
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: g.Zone, Subject: g.Zone, Deadline: e.now, Endpoints: []Endpoint{},
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: g.Zone, Subject: g.Zone, Deadline: At(e.now), Endpoints: []Endpoint{},
 			Message: Printable(delegationMessage(&g))})
 	}
 	return fs, out
@@ -320,7 +320,7 @@ func (e *Evaluator) judgeUncovered(fs []Finding, gaps []Gap) ([]Finding, []Gap) 
 			eps = []Endpoint{}
 		}
 		slices.SortFunc(locs, atrest.Location.Compare)
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: e.now, Endpoints: eps, Records: recordsOf(Records{Locations: clipLocations(slices.Compact(locs))}),
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: z, Subject: z, Deadline: At(e.now), Endpoints: eps, Records: recordsOf(Records{Locations: clipLocations(slices.Compact(locs))}),
 			Message: Printable(fmt.Sprintf("zone %s is watched by no source (no zone transferred, delegation followed, Route 53 zone or static target covers it), yet certificates name it: %s on %s. certwatch cannot see where else these certificates are deployed; %s",
 				z, listNames(g.names, 10), listNames(described, 5), gap.Fix))})
 	}
@@ -362,7 +362,7 @@ func (e *Evaluator) judgeUnverified(fs []Finding, gaps []Gap, acm []ACMCertifica
 		if eps == nil {
 			eps = []Endpoint{}
 		}
-		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: arn, Certificate: fp, Subject: subject, Deadline: e.now, Endpoints: eps,
+		fs = append(fs, Finding{Kind: CoverageGap, Tier: gap.Tier, Name: arn, Certificate: fp, Subject: subject, Deadline: At(e.now), Endpoints: eps,
 			Message: Printable(msg)})
 	}
 	for i := range acm {

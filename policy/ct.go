@@ -179,7 +179,7 @@ func (e *Evaluator) ctStale(fs []Finding, sv servedIndex) []Finding {
 		}
 		if !ok {
 			fs = append(fs, Finding{Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore.Time(), c.NotAfter.Time(), e.rules.Tiers, e.now)),
-				Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: sv.endpoints(c.SHA256)})
+				Certificate: c.SHA256, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: sv.endpoints(c.SHA256)})
 			k = len(fs) - 1
 		}
 		f := &fs[k]
@@ -299,7 +299,7 @@ func (e *Evaluator) ctIssuers(fs []Finding, sv servedIndex) []Finding {
 			served = "served by " + endpointList(eps, 8)
 		}
 		fs = append(fs, Finding{
-			Kind: UnexpectedIssuer, Tier: r.UnexpectedIssuer, Name: "ct:" + c.ID, Subject: firstName(c.Names), Deadline: c.Issued(), Endpoints: eps, Records: recordsOf(Records{CTLogged: c.Logged}),
+			Kind: UnexpectedIssuer, Tier: r.UnexpectedIssuer, Name: "ct:" + c.ID, Subject: firstName(c.Names), Deadline: At(c.Issued()), Endpoints: eps, Records: recordsOf(Records{CTLogged: c.Logged}),
 			Message: Printable(fmt.Sprintf("a certificate for %s (serial %s, not after %s) was issued by %q%s, which is not among ct.expected_issuers; %s; %s. If your organisation did not ask this CA for it, have the CA revoke it and find out how its validation was passed; if it did, add the CA to ct.expected_issuers",
 				nameList(c.Names, 8), c.Serial, stamp(c.NotAfter), c.Issuer.Name, key, loggedWhere(c), served)),
 		})
@@ -350,7 +350,7 @@ func (e *Evaluator) ctCoverage(fs []Finding) []Finding {
 			Names: clip(only), Certificates: []string{cmp.Or(c.SHA256, c.ID)}, Tier: tier}
 		e.ct.gaps = append(e.ct.gaps, gap)
 		fs = append(fs, Finding{
-			Kind: CoverageGap, Tier: tier, Name: "ct:" + c.ID, Subject: only[0], Deadline: e.now, Endpoints: eps, Records: recordsOf(Records{CTLogged: c.Logged}),
+			Kind: CoverageGap, Tier: tier, Name: "ct:" + c.ID, Subject: only[0], Deadline: At(e.now), Endpoints: eps, Records: recordsOf(Records{CTLogged: c.Logged}),
 			Message: Printable(fmt.Sprintf("%s, so where it is deployed is not watched; %s. %s", gap.Detail, probed, capitalize(gap.Fix))),
 		})
 	}

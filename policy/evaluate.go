@@ -564,7 +564,7 @@ func SortFindings(fs []Finding) {
 	slices.SortFunc(fs, func(a, b Finding) int {
 		// Kinds compare first, so comparing what the IDs are about orders
 		// as comparing the IDs would, without building them.
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.subjectOfID(), b.subjectOfID()))
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), cmp.Compare(a.Deadline, b.Deadline), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.subjectOfID(), b.subjectOfID()))
 	})
 }
 
@@ -721,7 +721,7 @@ func (e *Evaluator) findingList(extra int) []Finding {
 	for i, b := range e.findings.b {
 		for j := range b {
 			f := &b[j]
-			out = append(out, Finding{Kind: f.kind, Tier: f.tier, Certificate: f.cert, Name: f.name, Deadline: f.deadline.Time(), Endpoints: f.endpoints, Message: f.message})
+			out = append(out, Finding{Kind: f.kind, Tier: f.tier, Certificate: f.cert, Name: f.name, Deadline: f.deadline, Endpoints: f.endpoints, Message: f.message})
 		}
 		e.findings.b[i] = nil
 	}

@@ -272,7 +272,7 @@ type Finding struct {
 	Subject string `json:"subject,omitempty"`
 	// Deadline is when the problem becomes (or became) an outage: the
 	// NotAfter that matters. For broken-now kinds it is the time of the scan.
-	Deadline time.Time `json:"deadline"`
+	Deadline Instant `json:"deadline"`
 	// Endpoints is the blast radius, sorted.
 	Endpoints []Endpoint `json:"endpoints"`
 	// Message says what is wrong and what to do.
@@ -292,7 +292,7 @@ type Finding struct {
 	// answer since (an outage, a cut-short run): it is when the finding
 	// was last observed. Zero on a finding observed in the report's own
 	// run. Evaluation never sets it; the daemon does.
-	UnverifiedSince time.Time `json:"unverified_since,omitzero"`
+	UnverifiedSince Instant `json:"unverified_since,omitzero"`
 	// Silenced is set on a finding a silence keeps from being announced
 	// (certwatch silence): who silenced it, why and until when. It is
 	// still reported and shown. Evaluation never sets it; notify's caller
@@ -412,7 +412,7 @@ func (f *Finding) subjectOfID() string {
 // DaysLeft is the number of days from now to the deadline, negative once
 // it has passed (see DaysUntil).
 func (f Finding) DaysLeft(now time.Time) int {
-	return DaysUntil(f.Deadline, now)
+	return DaysUntil(f.Deadline.Time(), now)
 }
 
 // DaysUntil is the number of calendar days (UTC) from now's date to t's,

@@ -99,7 +99,7 @@ func (e *Evaluator) judgeIAM(fs []Finding) ([]Finding, []IAMCertificate) {
 			continue
 		}
 		f := Finding{Kind: kind, Tier: tier, Certificate: cmp.Or(fp, c.Fingerprint), Subject: cmp.Or(c.Subject, c.Name),
-			Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: msg, Records: &Records{IAM: []IAMRef{ref}}}
+			Deadline: At(c.NotAfter), Endpoints: eps, Message: msg, Records: &Records{IAM: []IAMRef{ref}}}
 		if fp == "" {
 			f.Name, f.Endpoints = c.ARN, []Endpoint{}
 		}

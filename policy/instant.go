@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"time"
 )
 
@@ -44,6 +45,10 @@ func (i Instant) After(t time.Time) bool { return i.Time().After(t) }
 
 // Before says whether i is before t.
 func (i Instant) Before(t time.Time) bool { return i.Time().Before(t) }
+
+// Compare returns -1 if i is before j, 0 if they are the same moment, +1
+// if i is after j.
+func (i Instant) Compare(j Instant) int { return cmp.Compare(i, j) }
 
 // Equal says whether i and t are the same moment.
 func (i Instant) Equal(t time.Time) bool { return i.Time().Equal(t) }

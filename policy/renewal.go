@@ -214,7 +214,7 @@ func (j *inventoryJudgement) mergeACM() {
 			eps := j.sv.endpoints(g.fp)
 			f := Finding{
 				Kind: v.kind, Tier: v.tier, Certificate: g.fp, Subject: e.cert(g.fp).Subject,
-				Deadline: c.NotAfter.UTC(), Endpoints: eps, Message: v.msg + e.directNote(c, eps), Records: recordsOf(Records{ACM: g.refs}),
+				Deadline: At(c.NotAfter), Endpoints: eps, Message: v.msg + e.directNote(c, eps), Records: recordsOf(Records{ACM: g.refs}),
 			}
 			if hasExpiry {
 				f.Tier = max(f.Tier, j.out[i].Tier)
@@ -235,7 +235,7 @@ func (j *inventoryJudgement) mergeACM() {
 		// finding lists no endpoint (an empty list, not none at all).
 		j.out = append(j.out, Finding{
 			Kind: v.kind, Tier: v.tier, Certificate: g.pem, Name: c.ARN, Subject: c.DomainName,
-			Deadline: deadline, Endpoints: []Endpoint{}, Message: v.msg, Records: recordsOf(Records{ACM: g.refs}),
+			Deadline: At(deadline), Endpoints: []Endpoint{}, Message: v.msg, Records: recordsOf(Records{ACM: g.refs}),
 		})
 	}
 }
@@ -413,7 +413,7 @@ func (j *inventoryJudgement) staleUnexpired() {
 		}
 		f := Finding{
 			Kind: StaleDeployment, Tier: max(Notice, e.rules.Inconsistent, TierFor(c.NotBefore.Time(), c.NotAfter.Time(), e.rules.Tiers, now)),
-			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter.Time(), Endpoints: j.sv.endpoints(fp),
+			Certificate: fp, Subject: c.Subject, Deadline: c.NotAfter, Endpoints: j.sv.endpoints(fp),
 		}
 		f.Message = e.staleMessage(&f, old, n)
 		c.RenewedBy = n.replacement()

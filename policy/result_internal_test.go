@@ -58,14 +58,20 @@ func TestResultCopiesFindingsOnce(t *testing.T) {
 		t.Fatalf("%d findings, %d of them renewal_missed; want %d and %d", len(res.Findings), missed, n+n/10, n/10)
 	}
 	list := float64(len(res.Findings)) * float64(unsafe.Sizeof(Finding{}))
-	allocated := float64(after.TotalAlloc - before.TotalAlloc)
-	t.Logf("Result allocated %.0f bytes, %.2f times the findings' list", allocated, allocated/list)
+	// Result also makes each finding's list of endpoints, which Add keeps
+	// as indices: here one Endpoint each, in a 64-byte block.
+	eps := 0
+	for _, f := range res.Findings {
+		eps += len(f.Endpoints)
+	}
+	allocated := float64(after.TotalAlloc-before.TotalAlloc) - float64(64*eps)
+	t.Logf("Result allocated %.0f bytes besides the endpoints, %.2f times the findings' list", allocated, allocated/list)
 	// One copy of the list, the renewal index and the rest of its work
-	// come to 2.8-3.0 times the list of 176-byte findings (3.7 under the
+	// come to about 3.1 times the list of 144-byte findings (4.3 under the
 	// race detector, which allocates beside them); a second copy adds one.
 	bound := 3.5
 	if raceEnabled {
-		bound = 4.2
+		bound = 4.7
 	}
 	if allocated > bound*list {
 		t.Errorf("Result allocated %.0f bytes for %d findings, %.2f times their list of %.0f bytes; want at most %.1f times (one copy of the list, the renewal index and the rest of its work)",

@@ -493,7 +493,7 @@ func (p *Pass) Run(ctx context.Context) (*Report, error) {
 				msg = fmt.Sprintf("source %s partly failed: what it found is in the report, the rest is missing: %s", s.Name, s.Error)
 			}
 			r.Findings = append(r.Findings, policy.Finding{
-				Kind: policy.DiscoveryFailed, Tier: policy.Page, Name: s.Name, Deadline: start, Message: msg,
+				Kind: policy.DiscoveryFailed, Tier: policy.Page, Name: s.Name, Deadline: policy.At(start), Message: msg,
 			})
 		}
 	}
@@ -641,7 +641,7 @@ func ctBehind(logs []ctcert.Progress, at time.Time) []policy.Finding {
 		if l.MaxBehind <= 0 || l.Behind() <= l.MaxBehind {
 			continue
 		}
-		out = append(out, policy.Finding{Kind: policy.CTBehind, Tier: policy.Warning, Name: "ct:" + l.Log, Deadline: at.UTC(),
+		out = append(out, policy.Finding{Kind: policy.CTBehind, Tier: policy.Warning, Name: "ct:" + l.Log, Deadline: policy.At(at),
 			Message: fmt.Sprintf("CT log %s (%s) is %d entries behind: its checkpoint has tree size %d and the next entry to read is %d, more than ct.max_behind (%d). "+
 				"Certificates logged lately are not seen yet. Each discovery reads on from there; if the gap keeps growing, discover more often, raise ct.parallelism or ct.timeout, or check the log answers.",
 				l.Log, l.URL, l.Behind(), l.TreeSize, l.Next, l.MaxBehind)})

@@ -80,14 +80,14 @@ func TestStatusPageLayoutInChromium(t *testing.T) {
 		DNSNames: []string{long}, NotBefore: policy.At(now.AddDate(0, 0, -300)), NotAfter: policy.At(now.AddDate(0, 0, 20))})
 	r.Endpoints = append(r.Endpoints, policy.Probed{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678", Certificate: strings.Repeat("d4", 32)})
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat("d4", 32), Subject: long,
-		Deadline: now.AddDate(0, 0, 20), Endpoints: []policy.Endpoint{{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678"}},
+		Deadline: policy.At(now.AddDate(0, 0, 20)), Endpoints: []policy.Endpoint{{Name: long, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678"}},
 		Message: "leaf certificate \"" + long + "\" expires in 20 days (arn:aws:acm:eu-west-1:123456789012:certificate/0f0e1d2c-3b4a-5968-7766-554433221100): renew it"})
 	// A revocation names the CRL it was read from: a URL longer than any
 	// word and with no hyphen to break at (Microsoft's CRLs are named so).
 	// In the demo lab's report such tokens, with the columns' other least
 	// widths, made the table 18 px wider than a 1280 px screen.
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Revoked, Tier: policy.Critical, Certificate: shaHealthy, Subject: "www.internal.example",
-		Deadline: now, Endpoints: []policy.Endpoint{{Name: "www.internal.example", Port: 443, Address: "127.0.0.2"}},
+		Deadline: policy.At(now), Endpoints: []policy.Endpoint{{Name: "www.internal.example", Port: 443, Address: "127.0.0.2"}},
 		Message: "leaf certificate \"www.internal.example\" was revoked at 2029-12-31T20:09:53Z (key compromise) according to the crl http://pki.internal.example/pkiops/crl/Example%20Internal%20RSA%20TLS%20Issuing%20CA%2004.crl; replace it now"})
 	for i := range obs {
 		s.ObserveProbe(&obs[i])

@@ -25,7 +25,7 @@ func TestStatusPageCountsAgree(t *testing.T) {
 	s := serve.New(serve.Options{Now: func() time.Time { return now }})
 	r, obs := testReport()
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.InconsistentDeployment, Tier: policy.Warning, Certificate: shaWildcard, Subject: "*.internal.example",
-		Deadline: now.Add(5 * 24 * time.Hour), Endpoints: []policy.Endpoint{{Name: "api.internal.example", Port: 443, Address: "127.0.0.3"}},
+		Deadline: policy.At(now.Add(5 * 24 * time.Hour)), Endpoints: []policy.Endpoint{{Name: "api.internal.example", Port: 443, Address: "127.0.0.3"}},
 		Message: "addresses of api.internal.example:443 serve 2 different certificates"})
 	for i := range obs {
 		s.ObserveProbe(&obs[i])

@@ -101,10 +101,10 @@ func longValuesReport() *scan.Report {
 		policy.AtRestCertificate{Certificate: atrest.Certificate{SHA256: shaNew, Subject: "gateway.payments.internal.example", Issuer: "Example Issuing CA 2", NotBefore: now.Add(-day), NotAfter: now.Add(380 * day), Locations: renewedIn}},
 		policy.AtRestCertificate{Certificate: atrest.Certificate{SHA256: shaRest, Subject: longName, Issuer: "Example Issuing CA 2", NotBefore: now.Add(-300 * day), NotAfter: now.Add(20 * day), Locations: many}})
 	r.Findings = append(r.Findings,
-		policy.Finding{Kind: policy.StaleDeployment, Tier: policy.Warning, Certificate: shaOld, Subject: "gateway.payments.internal.example", Deadline: now.Add(12 * day),
+		policy.Finding{Kind: policy.StaleDeployment, Tier: policy.Warning, Certificate: shaOld, Subject: "gateway.payments.internal.example", Deadline: policy.At(now.Add(12 * day)),
 			Endpoints: []policy.Endpoint{{Name: "gateway.payments.internal.example", Port: 443, Address: "127.0.0.20"}}, Records: &policy.Records{Locations: renewedIn},
 			Message: "gateway.payments.internal.example:443 (127.0.0.20) still serves the certificate expiring in 12 days; a newer one is held in file " + path + ": deploy it and reload the server"},
-		policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: shaRest, Subject: longName, Deadline: now.Add(20 * day),
+		policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: shaRest, Subject: longName, Deadline: policy.At(now.Add(20 * day)),
 			Endpoints: []policy.Endpoint{{Name: longName, Port: 8443, Address: "2001:db8:1234:5678:9abc:def0:1234:5678"}}, Records: &policy.Records{Locations: many},
 			Message: "leaf certificate \"" + longName + "\" expires in 20 days; it is held in " + atrest.Where(many, 3) + "; renew it"})
 	long := strings.Repeat("delegated-child-zone-with-a-long-label.", 2) + "internal.example"

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/serve"
 )
 
@@ -72,7 +73,7 @@ func exportedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 		Channels: func() []serve.ChannelStats { return []serve.ChannelStats{{Channel: "certs", Failing: true}} },
 	})
 	r, obs := testReport()
-	r.Findings[0].UnverifiedSince = now.Add(-time.Hour)
+	r.Findings[0].UnverifiedSince = policy.At(now.Add(-time.Hour))
 	for i := range obs {
 		s.ObserveProbe(&obs[i])
 	}

@@ -48,7 +48,7 @@ func TestUnverifiedFindings(t *testing.T) {
 	since := now.Add(-time.Hour)
 	for i := range r.Findings {
 		if r.Findings[i].Kind == policy.Expired {
-			r.Findings[i].UnverifiedSince = since
+			r.Findings[i].UnverifiedSince = policy.At(since)
 		}
 	}
 	for i := range r.Endpoints {

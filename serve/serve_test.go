@@ -64,14 +64,14 @@ func testReport() (*scan.Report, []probes.Observation) {
 			{URL: "http://crl.internal.example/issuing2.crl", ThisUpdate: now.Add(-time.Hour), NextUpdate: now.Add(23 * time.Hour), Leaves: 2}}},
 		Sources: []scan.SourceResult{{Name: "dnszone:internal.example", Targets: 5}, {Name: "route53", Error: "list hosted zones: access denied"}},
 		Findings: []policy.Finding{
-			{Kind: policy.Expired, Tier: policy.Critical, Certificate: shaExpired, Subject: "expired.internal.example", Deadline: now.Add(-3 * day),
+			{Kind: policy.Expired, Tier: policy.Critical, Certificate: shaExpired, Subject: "expired.internal.example", Deadline: policy.At(now.Add(-3 * day)),
 				Endpoints: []policy.Endpoint{{Name: "expired.internal.example", Port: 443, Address: "127.0.0.7"}}, Message: "expired 3 days ago; renew it"},
-			{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaWildcard, Subject: "*.internal.example", Deadline: now.Add(5 * day),
+			{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaWildcard, Subject: "*.internal.example", Deadline: policy.At(now.Add(5 * day)),
 				Endpoints: []policy.Endpoint{{Name: "api.internal.example", Port: 443, Address: "127.0.0.3"}, {Name: "auth.internal.example", Port: 443, Address: "127.0.0.4"}},
 				Message:   "expires in 5 days; renew it"},
-			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "vault.internal.example:8200", Deadline: now,
+			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "vault.internal.example:8200", Deadline: policy.At(now),
 				Endpoints: []policy.Endpoint{{Name: "vault.internal.example", Port: 8200}}, Message: "vault.internal.example:8200 could not be probed"},
-			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: now.Add(-time.Hour), Message: "discovery source route53 failed"},
+			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: policy.At(now.Add(-time.Hour)), Message: "discovery source route53 failed"},
 		},
 	}
 	var obs []probes.Observation
@@ -575,7 +575,7 @@ func TestStatusPageACM(t *testing.T) {
 	a := &r.ACM[1]
 	a.ARN, a.Account, a.DomainName, a.Issuer, a.NotAfter, a.InUseBy = unservedARN, "123456789012", "cdn.example.com", "Amazon RSA 2048 M02", now.Add(3*24*time.Hour), []string{cfARN}
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Name: unservedARN, Subject: "cdn.example.com",
-		Deadline: now.Add(3 * 24 * time.Hour), Message: "imported certificate expires in 3 days; ACM never renews it"})
+		Deadline: policy.At(now.Add(3 * 24 * time.Hour)), Message: "imported certificate expires in 3 days; ACM never renews it"})
 
 	s := serve.New(serve.Options{Now: func() time.Time { return now }})
 	s.RecordReport(r)
@@ -611,7 +611,7 @@ func TestStatusPageRenewal(t *testing.T) {
 	day := 24 * time.Hour
 	old := policy.Certificate{SHA256: shaExpired, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: policy.At(now.Add(4 * day))}
 	renewed := policy.Certificate{SHA256: shaHealthy, Subject: "shop.example.com", DNSNames: []string{"shop.example.com"}, NotAfter: policy.At(now.Add(300 * day))}
-	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter.Time()}
+	expiring := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: shaExpired, Deadline: policy.At(old.NotAfter.Time())}
 	stale := old
 	stale.RenewedBy = &policy.Replacement{SHA256: renewed.SHA256, NotAfter: renewed.NotAfter.Time()}
 	tests := []struct {
@@ -624,8 +624,8 @@ func TestStatusPageRenewal(t *testing.T) {
 		// A newer certificate for the same names is no renewal unless
 		// policy says so (TestStatusPageRenewalIsPolicys).
 		{"newer, not judged a renewal", []policy.Certificate{old, renewed}, []policy.Finding{expiring}, "due: not renewed yet"},
-		{"stale deployment", []policy.Certificate{stale, renewed}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: old.NotAfter.Time()}}, "renewed, but not deployed on these endpoints"},
-		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: old.NotAfter.Time()}}, "renewal failed"},
+		{"stale deployment", []policy.Certificate{stale, renewed}, []policy.Finding{{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: shaExpired, Deadline: policy.At(old.NotAfter.Time())}}, "renewed, but not deployed on these endpoints"},
+		{"acm renewal failed", []policy.Certificate{old}, []policy.Finding{{Kind: policy.RenewalFailed, Tier: policy.Warning, Certificate: shaExpired, Deadline: policy.At(old.NotAfter.Time())}}, "renewal failed"},
 		{"healthy", []policy.Certificate{renewed}, nil, "–"},
 	}
 	cell := regexp.MustCompile(`<td data-label="Renewal" class="renewal">([^<]*)</td>`)
@@ -665,7 +665,7 @@ func TestStatusPageAtRest(t *testing.T) {
 	rec.Locations = []atrest.Location{file, sec}
 	r.Findings[1].Records = &rec
 	r.Findings = append(r.Findings, policy.Finding{Kind: policy.CertManagerRenewalOverdue, Tier: policy.Page, Certificate: shaClient, Subject: "client.internal.example",
-		Deadline: now.Add(4 * 24 * time.Hour), Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{client}}, Message: "certificate held at rest expires in 4 days"})
+		Deadline: policy.At(now.Add(4 * 24 * time.Hour)), Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{client}}, Message: "certificate held at rest expires in 4 days"})
 
 	s := serve.New(serve.Options{Now: func() time.Time { return now }, SeriesLimit: 2})
 	s.RecordReport(r)
@@ -713,7 +713,7 @@ func TestEndpointViaALoadBalancerListedOnce(t *testing.T) {
 		GeneratedAt:  now,
 		Certificates: []policy.Certificate{{SHA256: sha, Subject: "api.internal.example", Issuer: "Internal CA", DNSNames: []string{"api.internal.example"}, NotBefore: policy.At(now.Add(-80 * 24 * time.Hour)), NotAfter: policy.At(now.Add(10 * 24 * time.Hour))}},
 		Endpoints:    []policy.Probed{{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: lb, Certificate: sha}},
-		Findings: []policy.Finding{{Kind: policy.Expiring, Tier: policy.Page, Certificate: sha, Subject: "api.internal.example", Deadline: now.Add(10 * 24 * time.Hour),
+		Findings: []policy.Finding{{Kind: policy.Expiring, Tier: policy.Page, Certificate: sha, Subject: "api.internal.example", Deadline: policy.At(now.Add(10 * 24 * time.Hour)),
 			Endpoints: []policy.Endpoint{ep}, Message: "expires in 10 days"}},
 	}
 	s := serve.New(serve.Options{Now: func() time.Time { return now }})

@@ -333,7 +333,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 		for _, f := range fs {
 			rw.Tier = max(rw.Tier, f.Tier)
 			if f.Deadline.Before(rw.Deadline) {
-				rw.Deadline = f.Deadline
+				rw.Deadline = f.Deadline.Time()
 			}
 			rw.Endpoints = appendNew(rw.Endpoints, f.Endpoints)
 		}
@@ -435,12 +435,12 @@ func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[s
 			}
 			rw.Tier = max(rw.Tier, f.Tier)
 			if f.Deadline.Before(rw.Deadline) {
-				rw.Deadline = f.Deadline
+				rw.Deadline = f.Deadline.Time()
 			}
 			continue
 		}
 		v.rows = append(v.rows, row{
-			Tier: f.Tier, Deadline: f.Deadline,
+			Tier: f.Tier, Deadline: f.Deadline.Time(),
 			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, probed),
 			more: &rowMore{own: true, subject: cmp.Or(f.Name, f.Subject, string(f.Kind))},
 		})
@@ -454,7 +454,7 @@ func completeRow(rw *row) {
 	printableRow(rw)
 	for _, f := range rw.Findings {
 		if u := f.UnverifiedSince; !u.IsZero() && (rw.Unverified().IsZero() || u.Before(rw.Unverified())) {
-			rw.own().unverified = u
+			rw.own().unverified = u.Time()
 		}
 	}
 	slices.SortFunc(rw.Endpoints, func(a, b policy.Endpoint) int {

@@ -28,7 +28,7 @@ func BenchmarkRecordReport10k(b *testing.B) {
 		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
 		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour))})
 		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
-			Deadline: now.Add(time.Duration(i%90+1) * 24 * time.Hour), Endpoints: []policy.Endpoint{ep}})
+			Deadline: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour)), Endpoints: []policy.Endpoint{ep}})
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

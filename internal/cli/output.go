@@ -84,7 +84,7 @@ func layoutTable(w io.Writer, r *scan.Report, color bool, width int) error {
 			tb.rows = append(tb.rows, []string{
 				paint(f.Tier, f.Tier.String()),
 				f.Deadline.UTC().Format("2006-01-02 15:04"),
-				left(f.Deadline, now),
+				left(f.Deadline.Time(), now),
 				string(f.Kind), policy.Printable(orDash(f.Subject)), strconv.Itoa(len(f.Endpoints)), policy.Printable(firstNames(f, 3))})
 			tb.short[1] = append(tb.short[1], f.Deadline.UTC().Format(time.DateOnly))
 		}

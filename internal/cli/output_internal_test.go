@@ -21,7 +21,7 @@ func TestTableNeutralisesControlCharacters(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	evil := "evil\x1b]0;pwned\x07\x1b[2J.example"
 	r := &scan.Report{GeneratedAt: now, Findings: []policy.Finding{{
-		Kind: policy.HostnameMismatch, Tier: policy.Page, Subject: evil, Deadline: now,
+		Kind: policy.HostnameMismatch, Tier: policy.Page, Subject: evil, Deadline: policy.At(now),
 		Message:   "certificate " + evil + " is not valid",
 		Endpoints: []policy.Endpoint{{Name: "[::1]", Port: 443, Address: "::1"}},
 	}}}
@@ -88,7 +88,7 @@ func TestTableAtRest(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	loc := atrest.Location{Kind: atrest.Secret, Where: "mtls/client", Key: "tls.crt"}
 	r := &scan.Report{GeneratedAt: now, Findings: []policy.Finding{{
-		Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("c1", 32), Subject: "client.example", Deadline: now.AddDate(0, 0, 4),
+		Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("c1", 32), Subject: "client.example", Deadline: policy.At(now.AddDate(0, 0, 4)),
 		Endpoints: []policy.Endpoint{}, Records: &policy.Records{Locations: []atrest.Location{loc, {Kind: atrest.File, Where: "/etc/ssl/client.pem"}}}, Message: "held at rest, expires in 4 days",
 	}}, AtRest: []policy.AtRestCertificate{{Certificate: atrest.Certificate{SHA256: strings.Repeat("c1", 32), Locations: []atrest.Location{loc}}}}}
 	var out bytes.Buffer
@@ -110,7 +110,7 @@ func TestTableRenewalCadence(t *testing.T) {
 	r := &scan.Report{GeneratedAt: at,
 		Certificates: []policy.Certificate{{SHA256: fp, Subject: "api.example", NotAfter: policy.At(at.AddDate(0, 0, 40)),
 			ExpectedRenewal: policy.At(at.AddDate(0, 0, -10)), Lineage: &policy.Lineage{FirstSeen: at.AddDate(0, 0, -100), LastChanged: at.AddDate(0, 0, -100)}}},
-		Findings: []policy.Finding{{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: fp, Subject: "api.example", Deadline: at.AddDate(0, 0, 40), Message: "renewal overdue: …"}},
+		Findings: []policy.Finding{{Kind: policy.RenewalMissed, Tier: policy.Warning, Certificate: fp, Subject: "api.example", Deadline: policy.At(at.AddDate(0, 0, 40)), Message: "renewal overdue: …"}},
 	}
 	var b strings.Builder
 	if err := writeTable(&b, r, false); err != nil {

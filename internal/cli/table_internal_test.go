@@ -22,11 +22,11 @@ func TestTableFitsWidth(t *testing.T) {
 		eps = append(eps, policy.Endpoint{Name: fmt.Sprintf("service-%02d.payments.internal.example", i), Port: 443, Address: fmt.Sprintf("10.0.0.%d", i)})
 	}
 	r := &scan.Report{GeneratedAt: now, Findings: []policy.Finding{
-		{Kind: policy.Expired, Tier: policy.Critical, Subject: "証明書.社内.example", Deadline: now.Add(-72 * time.Hour), Endpoints: eps[:2],
+		{Kind: policy.Expired, Tier: policy.Critical, Subject: "証明書.社内.example", Deadline: policy.At(now.Add(-72 * time.Hour)), Endpoints: eps[:2],
 			Message: "leaf certificate \"証明書.社内.example\" expired 3 days ago (2029-12-29T00:00:00Z): renew it and deploy the new certificate to every endpoint listed"},
-		{Kind: policy.Expiring, Tier: policy.Page, Subject: "*.payments.internal.example", Deadline: now.Add(5 * 24 * time.Hour), Endpoints: eps,
+		{Kind: policy.Expiring, Tier: policy.Page, Subject: "*.payments.internal.example", Deadline: policy.At(now.Add(5 * 24 * time.Hour)), Endpoints: eps,
 			Message: "leaf certificate \"*.payments.internal.example\" expires in 5 days: renew it and deploy the new certificate to every endpoint listed, in every region"},
-		{Kind: policy.HostnameMismatch, Tier: policy.Page, Subject: "cafe\u0301.example", Deadline: now, Endpoints: eps[3:4],
+		{Kind: policy.HostnameMismatch, Tier: policy.Page, Subject: "cafe\u0301.example", Deadline: policy.At(now), Endpoints: eps[3:4],
 			Message: "certificate is valid for café.example only"},
 	}}
 	for _, width := range []int{0, 80, 60} {

@@ -113,7 +113,7 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 func finding(cert string, tier policy.Tier) policy.Finding {
 	return policy.Finding{
 		Kind: policy.Expiring, Tier: tier, Certificate: cert, Subject: "api.example.com",
-		Deadline:  t0.AddDate(0, 0, 10),
+		Deadline:  policy.At(t0.AddDate(0, 0, 10)),
 		Endpoints: []policy.Endpoint{{Name: "api.example.com", Port: 443, Address: "10.0.0.1"}},
 		Message:   "renew it",
 	}

@@ -68,7 +68,7 @@ func start(t *testing.T, cfg setup, path string) process {
 func expiring(sha, name string, tier policy.Tier, now time.Time) policy.Finding {
 	return policy.Finding{
 		Kind: policy.Expiring, Tier: tier, Certificate: sha, Subject: name,
-		Deadline:  now.Add(5 * 24 * time.Hour),
+		Deadline:  policy.At(now.Add(5 * 24 * time.Hour)),
 		Endpoints: []policy.Endpoint{{Name: name, Port: 443, Address: "127.0.0.1"}},
 		Message:   "Renew the certificate of " + name + " and deploy it.",
 	}

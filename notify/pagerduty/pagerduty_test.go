@@ -37,7 +37,7 @@ func finding(tier policy.Tier) policy.Finding {
 	}
 	return policy.Finding{
 		Kind: policy.Expiring, Tier: tier, Certificate: strings.Repeat("ab", 32), Subject: "*.internal.example",
-		Deadline: now.AddDate(0, 0, 6), Endpoints: eps, Message: "renew the wildcard and deploy it everywhere",
+		Deadline: policy.At(now.AddDate(0, 0, 6)), Endpoints: eps, Message: "renew the wildcard and deploy it everywhere",
 	}
 }
 
@@ -100,7 +100,7 @@ func TestTriggerEscalateResolve(t *testing.T) {
 func TestACMAndBrokenNowDetails(t *testing.T) {
 	pd := pagerdutytest.New(t, routingKey)
 	s := newSender(t, pd.URL())
-	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "old.example.com", Deadline: now,
+	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "old.example.com", Deadline: policy.At(now),
 		Records: &policy.Records{ACM: []policy.ACMRef{{ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/1", Region: "eu-west-1", Type: "IMPORTED", Renewal: policy.RenewalManual,
 			InUseBy: []string{"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/a/1"}}}}}
 	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f}); err != nil {
@@ -226,7 +226,7 @@ func TestAtRestLocations(t *testing.T) {
 	pd := pagerdutytest.New(t, routingKey)
 	s := newSender(t, pd.URL())
 	f := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: "client.internal.example",
-		Deadline: now.AddDate(0, 0, 4), Endpoints: []policy.Endpoint{}, Message: "certificate held at rest expires in 4 days", Records: &policy.Records{}}
+		Deadline: policy.At(now.AddDate(0, 0, 4)), Endpoints: []policy.Endpoint{}, Message: "certificate held at rest expires in 4 days", Records: &policy.Records{}}
 	for i := range 52 {
 		f.Records.Locations = append(f.Records.Locations, atrest.Location{Kind: atrest.Secret, Where: fmt.Sprintf("ns-%02d/client", i), Key: "tls.crt"})
 	}

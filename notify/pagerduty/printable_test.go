@@ -19,7 +19,7 @@ func TestControlCharactersEscaped(t *testing.T) {
 	s := newSender(t, pd.URL())
 	bidi := "pay\u202etxt.exe\x1b]0;x\x07.example"
 	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("cd", 32), Subject: bidi, Name: bidi + ":443",
-		Deadline: now, Message: "certificate " + bidi + " is not valid"}
+		Deadline: policy.At(now), Message: "certificate " + bidi + " is not valid"}
 	if _, err := s.Send(context.Background(), notify.Notification{Event: notify.EventNew, At: now, Key: f.ID(), Finding: f, Issuer: "CA\u202e"}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestControlCharactersEscaped(t *testing.T) {
 	bidi := "pay\u202etxt.exe\x1b[2J.example"
 	f := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("0e", 32), Subject: bidi,
-		Name: bidi + ":443", Deadline: now, Endpoints: []policy.Endpoint{{Name: bidi, Port: 443, Address: "10.9.0.1"}},
+		Name: bidi + ":443", Deadline: policy.At(now), Endpoints: []policy.Endpoint{{Name: bidi, Port: 443, Address: "10.9.0.1"}},
 		Message: "certificate " + bidi + " is not valid\u2066 here\u2069"}
 	api := slacktest.New(t, token, "#certs")
 	if _, err := newSender(t, api).Send(context.Background(), notify.Notification{Event: notify.EventNew, Channel: "certs", At: now, Key: f.ID(), Finding: f, Since: now}); err != nil {

@@ -106,7 +106,7 @@ func findingBlocks(n notify.Notification, runbook string) []slack.Block {
 	}
 	fields := []*slack.TextBlockObject{field("*Tier*\n" + tier)}
 	if notify.HasDeadline(f) {
-		fields = append(fields, field(fmt.Sprintf("*Deadline*\n%s, %s", f.Deadline.UTC().Format(timeLayout), notify.In(f.Deadline, n.At))))
+		fields = append(fields, field(fmt.Sprintf("*Deadline*\n%s, %s", f.Deadline.UTC().Format(timeLayout), notify.In(f.Deadline.Time(), n.At))))
 	}
 	fields = append(fields, field("*Kind*\n"+escape(strings.ReplaceAll(string(f.Kind), "_", " "))))
 	if f.Subject != "" {

@@ -42,7 +42,7 @@ func wildcard(tier policy.Tier, endpoints int) policy.Finding {
 	}
 	return policy.Finding{
 		Kind: policy.Expiring, Tier: tier, Certificate: strings.Repeat("5e", 32), Subject: "*.internal.example",
-		Deadline:  now.AddDate(0, 0, 12),
+		Deadline:  policy.At(now.AddDate(0, 0, 12)),
 		Endpoints: eps,
 		Message:   "The wildcard certificate for *.internal.example expires on 2030-03-13. Renew it with the internal CA and deploy it to every endpoint below; restart services that cache it.",
 	}
@@ -92,12 +92,12 @@ func TestRendering(t *testing.T) {
 		return notify.Notification{Event: ev, At: now, Key: f.ID(), Finding: f, Reason: "certificate replaced on a.example:443 by a.example (0123456789ab), valid until 2031-03-01"}
 	}
 	notice := func(name string, days int) policy.Finding {
-		return policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat(name[:1], 64), Subject: name, Deadline: now.AddDate(0, 0, days),
+		return policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: strings.Repeat(name[:1], 64), Subject: name, Deadline: policy.At(now.AddDate(0, 0, days)),
 			Endpoints: []policy.Endpoint{{Name: name, Port: 443, Address: "10.1.0.1"}}}
 	}
 	acmFinding := policy.Finding{
 		Kind: policy.RenewalFailed, Tier: policy.Page, Certificate: strings.Repeat("ac", 32), Subject: "shop.example.com",
-		Deadline: now.AddDate(0, 0, 5), Endpoints: []policy.Endpoint{{Name: "shop.example.com", Port: 443, Address: "203.0.113.7"}},
+		Deadline: policy.At(now.AddDate(0, 0, 5)), Endpoints: []policy.Endpoint{{Name: "shop.example.com", Port: 443, Address: "203.0.113.7"}},
 		Message: "ACM renewal is PENDING_VALIDATION: the DNS validation record _x1.shop.example.com is missing; add it to the public zone.",
 		Records: &policy.Records{ACM: []policy.ACMRef{{
 			ARN: "arn:aws:acm:eu-west-1:123456789012:certificate/0f0e", Region: "eu-west-1", Account: "123456789012",
@@ -106,10 +106,10 @@ func TestRendering(t *testing.T) {
 		}}},
 	}
 	mismatch := policy.Finding{Kind: policy.HostnameMismatch, Tier: policy.Page, Certificate: strings.Repeat("0d", 32), Subject: "old.example.com",
-		Deadline: now, Endpoints: []policy.Endpoint{{Name: "new.example.com", Port: 443, Address: "10.9.0.1"}},
+		Deadline: policy.At(now), Endpoints: []policy.Endpoint{{Name: "new.example.com", Port: 443, Address: "10.9.0.1"}},
 		Message: `certificate "old.example.com" is valid for old.example.com, not for new.example.com; reissue it with new.example.com among its names or point the record elsewhere`}
 	stale := policy.Finding{Kind: policy.StaleDeployment, Tier: policy.Page, Certificate: strings.Repeat("5e", 32), Subject: "api.example.com",
-		Deadline: now.AddDate(0, 0, 3), Endpoints: []policy.Endpoint{{Name: "api.example.com", Port: 443, Address: "10.0.0.7"}},
+		Deadline: policy.At(now.AddDate(0, 0, 3)), Endpoints: []policy.Endpoint{{Name: "api.example.com", Port: 443, Address: "10.0.0.7"}},
 		Records: &policy.Records{Locations: []atrest.Location{{Kind: atrest.File, Where: "/etc/ssl/old/api.pem"}, {Kind: atrest.Secret, Where: "payments/api-tls-old", Key: "tls.crt"}}},
 		Message: "renewed in file /etc/ssl/api.pem on 2030-02-26 (serial 1f, not after 2030-11-20); api.example.com:443 (10.0.0.7) still serves the old one (serial 0e), which expires in 3 days (2030-03-04): reload or restart what serves it so that it reads the renewed certificate"}
 	tests := []struct {

@@ -163,7 +163,7 @@ func start(t *testing.T, cfg hookConfig) process {
 func finding(now time.Time, tier policy.Tier) policy.Finding {
 	return policy.Finding{
 		Kind: policy.Expiring, Tier: tier, Certificate: "ab12", Subject: "api.example.test",
-		Deadline:  now.Add(5 * 24 * time.Hour),
+		Deadline:  policy.At(now.Add(5 * 24 * time.Hour)),
 		Endpoints: []policy.Endpoint{{Name: "api.example.test", Port: 443, Address: "127.0.0.1"}},
 		Message:   "Renew it.",
 	}
