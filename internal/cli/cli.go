@@ -91,6 +91,9 @@ type env struct {
 	// scan, inventory and run (applyGC) and returns what restores it; nil,
 	// in Run, leaves it alone as setProcs does.
 	setGCPercent func(percent int) (restore func())
+	// stopHeapProfile turns off the sampling of allocations for the heap
+	// profile (noHeapProfile); nil, in Run, leaves it on.
+	stopHeapProfile func()
 	// largeScan is how many targets make a scan large (largeScanTargets
 	// when zero): it collects at largeScanGCPercent.
 	largeScan int
@@ -128,12 +131,13 @@ Exit codes:
 
 // Main is Run for the certwatch process itself: it also applies --procs,
 // which sets GOMAXPROCS for the whole process while a command runs, and the
-// GC percent of scan, inventory and run (applyGC); and it first gives back
+// GC percent of scan, inventory and run (applyGC), and turns off the heap
+// profile where nothing reads it (noHeapProfile); and it first gives back
 // the pages of the executable that start-up mapped (releaseExecutablePages;
 // failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_ = releaseExecutablePages()
-	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent}).dispatch(ctx, args)
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent, stopHeapProfile: stopHeapProfile}).dispatch(ctx, args)
 }
 
 // Run executes the command line args (without the program name). It returns

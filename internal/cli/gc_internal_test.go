@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,3 +93,49 @@ func (nopRecorder) RecordDiscovery([]scan.SourceResult, int)          {}
 func (nopRecorder) RecordReport(*scan.Report)                         {}
 func (nopRecorder) RecordRun(string, time.Time, time.Duration, error) {}
 func (nopRecorder) RecordLastSuccess(string, time.Time)               {}
+
+// TestHeapProfile: scan, inventory and a run without daemon.pprof stop the
+// sampling of allocations for a heap profile nothing of theirs can serve; a
+// run with daemon.pprof keeps it for /debug/pprof/heap.
+func TestHeapProfile(t *testing.T) {
+	dir := t.TempDir()
+	// An address already taken: run stops there, once it has read its
+	// configuration.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	config := func(pprof bool) string {
+		path := filepath.Join(dir, fmt.Sprintf("pprof-%v.yaml", pprof))
+		body := fmt.Sprintf("targets: [\"127.0.0.1:1\"]\nprobe:\n  allow_loopback: true\nnotify:\n  state: %s\ndaemon:\n  listen: %s\n  pprof: %v\n",
+			filepath.Join(dir, fmt.Sprintf("state-%v.db", pprof)), taken.Addr(), pprof)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want bool // heap profiling stopped
+	}{
+		{"scan", []string{"scan", "--target", "127.0.0.1:1", "--allow-loopback", "--timeout", "1s", "--no-progress", "--output", "json"}, true},
+		{"inventory", []string{"inventory", "--target", "127.0.0.1:1"}, true},
+		{"run", []string{"run", "--config", config(false)}, true},
+		{"run with daemon.pprof", []string{"run", "--config", config(true)}, false},
+		{"version", []string{"--version"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stopped := false
+			e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, stopHeapProfile: func() { stopped = true }}
+			err := e.dispatch(t.Context(), tt.args)
+			if tt.args[0] == "run" && (err == nil || !strings.Contains(err.Error(), taken.Addr().String())) {
+				t.Fatalf("certwatch %v = %v, want it stopped at the address taken", tt.args, err)
+			}
+			if stopped != tt.want {
+				t.Errorf("certwatch %v (%v): heap profile stopped %v, want %v", tt.args, err, stopped, tt.want)
+			}
+		})
+	}
+}

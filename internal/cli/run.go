@@ -119,6 +119,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if err := assemble.Check(ctx, c, e.getenv); err != nil {
 		return withCode(ExitUsage, fmt.Errorf("config %s: %w", *configFile, err))
 	}
+	if !c.Daemon.Pprof { // the setting takes effect at the next start
+		e.noHeapProfile()
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

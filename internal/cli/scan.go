@@ -494,6 +494,7 @@ func (e *env) scan(ctx context.Context, args []string, inventory bool) error {
 	}
 	logger := newLogger(e.stderr, level)
 	defer e.applyGC(batchGCPercent)()
+	e.noHeapProfile()
 	if inventory {
 		return e.runInventory(ctx, c, logger)
 	}
