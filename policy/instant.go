@@ -59,9 +59,6 @@ func (i Instant) Sub(t time.Time) time.Duration { return i.Time().Sub(t) }
 // Format is time.Time's Format of i.
 func (i Instant) Format(layout string) string { return i.Time().Format(layout) }
 
-// Unix returns i as seconds since the Unix epoch.
-func (i Instant) Unix() int64 { return i.Time().Unix() }
-
 // String is time.Time's String of i.
 func (i Instant) String() string { return i.Time().String() }
 

@@ -58,7 +58,7 @@ type row struct {
 	Tier     policy.Tier
 	Deadline time.Time
 	// Findings point into the report's, which the server keeps with
-	// the view (a copy of each would cost a finding's 176 bytes more).
+	// the view (a copy of each would cost a finding's 144 bytes more).
 	Findings  []*policy.Finding
 	Kinds     []string
 	Endpoints []policy.Endpoint
