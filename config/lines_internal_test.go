@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,5 +45,30 @@ func TestLocateByPathNotWording(t *testing.T) {
 	// A message that merely looks like a path is not read.
 	if err := p.locate(errors.New("daemon: listen: invalid address")); strings.HasPrefix(err.Error(), "line ") {
 		t.Errorf("an error without a path was placed by its wording: %q", err)
+	}
+}
+
+// TestRetained: what `certwatch run` keeps of its configuration lets go of
+// the static targets and the lines of the file, and keeps every other
+// setting as it was.
+func TestRetained(t *testing.T) {
+	data := "targets:\n  - a.example\n  - b.example:8443\nzones:\n  - name: z.example\n    nameserver: 127.0.0.1:53\ndaemon:\n  listen: 127.0.0.1:9100\n"
+	c, err := Decode(strings.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Targets) != 2 || len(c.lines) == 0 {
+		t.Fatalf("decoded %d targets and %d lines, want 2 and the file's", len(c.Targets), len(c.lines))
+	}
+	r := c.Retained()
+	if r.Targets != nil || r.lines != nil {
+		t.Errorf("Retained kept %d targets and %d lines, want none", len(r.Targets), len(r.lines))
+	}
+	if len(c.Targets) != 2 || len(c.lines) == 0 {
+		t.Errorf("Retained changed the configuration it was called on")
+	}
+	r.Targets, r.lines = c.Targets, c.lines
+	if !reflect.DeepEqual(r, c) {
+		t.Errorf("Retained changed another setting:\n got %+v\nwant %+v", r, c)
 	}
 }

@@ -2,7 +2,9 @@ package static_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -209,5 +211,34 @@ func TestTargetsReturnsCopy(t *testing.T) {
 	}
 	if got := second[0].Sources[0]; got != "static" {
 		t.Errorf("after caller modified a result, Targets() source = %q, want static", got)
+	}
+}
+
+// TestDiscoverHoldsOneList: what Discover yields is the source's own list,
+// the same at every discovery, so a daemon's inventory of static targets
+// is held once; and it is the list Targets copies.
+func TestDiscoverHoldsOneList(t *testing.T) { // not parallel: AllocsPerRun
+	specs := make([]string, 1000)
+	for i := range specs {
+		specs[i] = fmt.Sprintf("host-%04d.example:%d", i, 443+i%3)
+	}
+	s, err := static.New(specs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := s.Discover(context.Background())
+	if len(first.Targets) != 1000 || &first.Targets[0] != &second.Targets[0] {
+		t.Errorf("two discoveries yielded different lists (%d targets): each discovery copies the targets", len(first.Targets))
+	}
+	copied, _ := s.Targets(context.Background())
+	if !reflect.DeepEqual(copied, first.Targets) {
+		t.Errorf("Discover yields other targets than Targets")
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = s.Discover(context.Background()) }); allocs != 0 {
+		t.Errorf("Discover of 1000 targets allocates %v times, want 0", allocs)
 	}
 }

@@ -173,7 +173,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 	}
 	notes.Recorder = srv
 
-	return e.serveAndRun(ctx, daemonRun{configFile: *configFile, c: &c, store: store, srv: srv, client: client,
+	// What a reload is compared with: 100,000 static targets are held
+	// by the static source, not here too.
+	running := c.Retained()
+	return e.serveAndRun(ctx, daemonRun{configFile: *configFile, c: &running, store: store, srv: srv, client: client,
 		h: h, book: book, notes: notes, current: &current, hup: hup, logger: logger})
 }
 
@@ -248,14 +251,15 @@ func (e *env) serveAndRun(ctx context.Context, r daemonRun) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				n, err := e.reload(ctx, r.configFile, c, store, srv, client, h, logger)
+				n, next, err := e.reload(ctx, r.configFile, c, store, srv, client, h, logger)
 				if err != nil {
 					logger.Error("config reload rejected: the running configuration stays", "config", r.configFile, "err", err)
 					continue
 				}
 				current.Store(n)
-				notes.channels(c.Notify)
-				book.Configure(*c)
+				notes.channels(next.Notify)
+				book.Configure(next) // the labels of its static targets too
+				*c = next.Retained()
 			}
 		}
 	})
@@ -281,16 +285,17 @@ func (e *env) serveAndRun(ctx context.Context, r daemonRun) error {
 }
 
 // reload loads path and, when it is valid and its parts can be built,
-// hands them to d and returns the new notifier. Settings that only take
-// effect at start keep their running values, with a warning.
-func (e *env) reload(ctx context.Context, path string, cur *config.Config, store state.Store, srv *serve.Server, client *http.Client, d *assemble.Daemons, logger *slog.Logger) (*notify.Notifier, error) {
+// hands them to d and returns the new notifier and configuration. Settings
+// that only take effect at start keep their running values (cur's), with a
+// warning.
+func (e *env) reload(ctx context.Context, path string, cur *config.Config, store state.Store, srv *serve.Server, client *http.Client, d *assemble.Daemons, logger *slog.Logger) (*notify.Notifier, config.Config, error) {
 	logger.Info("reloading config", "config", path)
 	c, err := config.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, config.Config{}, err
 	}
 	if err := assemble.Check(ctx, c, e.getenv); err != nil {
-		return nil, err
+		return nil, config.Config{}, err
 	}
 	keep := func(key string, changed bool) {
 		if changed {
@@ -313,17 +318,16 @@ func (e *env) reload(ctx context.Context, path string, cur *config.Config, store
 	c.Daemon.ShardSize, c.Daemon.SiteStaleAfter = cur.Daemon.ShardSize, cur.Daemon.SiteStaleAfter
 	parts, err := buildRun(ctx, c, store, srv, client, logger)
 	if err != nil {
-		return nil, err
+		return nil, config.Config{}, err
 	}
 	if err := requireSources(parts.Pass); err != nil {
-		return nil, err
+		return nil, config.Config{}, err
 	}
 	if err := d.Reload(parts.Config, parts.Pass, parts.Notifier); err != nil {
-		return nil, err
+		return nil, config.Config{}, err
 	}
-	*cur = c
 	logger.Info("config reloaded", "config", path, "discovery", c.Daemon.Schedules.Discovery, "probe", c.Daemon.Schedules.Probe)
-	return parts.Notify, nil
+	return parts.Notify, c, nil
 }
 
 // startupNotes says at start-up, in a log line and as a /readyz note, what

@@ -404,6 +404,11 @@ func TestRunEndToEnd(t *testing.T) {
 	if reloaded := p.waitLog(t, "reload", 1, msg("config reloaded")); reloaded["probe"] != "@every 6s" {
 		t.Errorf("reloaded config = %v, want the new probe schedule", reloaded)
 	}
+	// Only the schedule changed: the settings that wait for a restart
+	// compare equal with the running ones (kept without the targets).
+	if n := p.count(msg("config reload: this setting takes effect at the next start; the running value stays")); n != 0 {
+		t.Errorf("%d settings said to wait for a restart, want none: only daemon.schedules.probe changed", n)
+	}
 	runsBefore = metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`)
 	eventually(t, "probe runs after the reload", func() bool {
 		return metric(t, base, `certwatch_job_runs_total{daemon_job="probe",result="ok"}`) >= runsBefore+1
