@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2] [-z]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -34,9 +34,14 @@
 #              each replica's peak RSS during it alone (VmHWM reset after
 #              the first): a run in steady state, with the previous report
 #              and page still held
+#   -z         find the farm as a DNS zone (farm.test, transferred from a
+#              knotd started here, as bench/run.sh's scans do; needs knotd
+#              and kdig) instead of as static targets resolved through its
+#              hosts file, which Go's resolver keeps parsed (about 20 MB
+#              for 100,000 names) where a daemon fed by zones holds none
 # Every replica is `certwatch run --config FILE` with the defaults (one
 # core each, probe.concurrency 100 unless -c, probe.per_address 2), the
-# farm's names as static targets, notify.state on the run's own database
+# farm's names as static targets (or its zone, -z), notify.state on the run's own database
 # and no channels. Per run: the leader's `probe run finished` duration, the wall
 # time from the first replica's start to that line, shards written back by
 # each replica, and, from the start to the notifier's `findings applied`,
@@ -60,7 +65,8 @@ conc=""
 out=""
 profile=0
 second=0
-while getopts "n:s:c:r:R:o:P2" opt; do
+zone=0
+while getopts "n:s:c:r:R:o:P2z" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -70,6 +76,7 @@ while getopts "n:s:c:r:R:o:P2" opt; do
 	o) out=$OPTARG ;;
 	P) profile=1 ;;
 	2) second=1 ;;
+	z) zone=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -97,8 +104,13 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 	echo "bench: building certwatch and tlsfarm into $out" >&2
 	(cd "$repo" && CGO_ENABLED=0 go build -o "$out/certwatch" ./cmd/certwatch)
 	(cd "$shared/bench/tlsfarm" && CGO_ENABLED=0 go build -o "$out/tlsfarm" .)
-	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $second = 1 ] && echo -2)
+	knotd=""
+	if [ $zone = 1 ]; then
+		knotd=$(command -v knotd || echo /usr/sbin/knotd)
+		[ -x "$knotd" ] && command -v kdig >/dev/null || { echo "bench: -z needs knotd and kdig (install knot and knot-dnsutils)" >&2; exit 2; }
+	fi
+	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" KNOTD="$knotd" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $second = 1 ] && echo -2) $([ $zone = 1 ] && echo -z)
 fi
 
 # ---- inside the namespace ----
@@ -236,16 +248,30 @@ for ((s = 0; s < shards; s++)); do
 done
 # The farm's names, resolved through its hosts file (only inside this
 # namespace), so that every probe checks the certificate's name too; its
-# addresses when the farm wrote no names.
-if [ -s "$farm/targets-names.txt" ] && [ -s "$farm/hosts" ]; then
-	mount --bind "$farm/hosts" /etc/hosts
-	targets=$farm/targets-names.txt
+# addresses when the farm wrote no names. With -z, its zone instead.
+if [ $zone = 1 ]; then
+	[ -s "$farm/hosts" ] || { echo "bench: -z: the farm wrote no hosts file to make its zone of" >&2; exit 1; }
+	zf=$(mktemp)
+	farm_zone "$farm/hosts" >"$zf"
+	start_knot farm.test "$out/knot-farm" "$zf"
+	printf 'zones:\n  - {name: farm.test, nameserver: "127.0.0.1:53"}\n' >"$out/targets.yaml"
 else
-	targets=$farm/targets.txt
+	if [ -s "$farm/targets-names.txt" ] && [ -s "$farm/hosts" ]; then
+		mount --bind "$farm/hosts" /etc/hosts
+		targets=$farm/targets-names.txt
+	else
+		targets=$farm/targets.txt
+	fi
+	{
+		echo "targets:"
+		sed 's/^/  - /' "$targets"
+	} >"$out/targets.yaml"
 fi
-sed 's/^/  - /' "$targets" >"$out/targets.yaml"
-probe_conf=""
-[ -n "$conc" ] && probe_conf="probe: {concurrency: $conc}"
+# The zone's addresses are loopback ones: probed only when allowed.
+probe_keys=""
+[ $zone = 0 ] || probe_keys="allow_loopback: true"
+[ -z "$conc" ] || probe_keys="${probe_keys:+$probe_keys, }concurrency: $conc"
+probe_conf=${probe_keys:+"probe: {$probe_keys}"}
 
 # config DB: a replica's configuration on database DB
 config() {
@@ -266,7 +292,6 @@ config() {
 		  grace_period: 5s
 		  leader_lease: 10s
 		  shard_size: $shard_size
-		targets:
 	EOF
 	cat "$out/targets.yaml"
 }
@@ -411,7 +436,6 @@ scan_ref() {
 	{
 		echo "ca_files: [$farm/ca.pem]"
 		echo "$probe_conf"
-		echo "targets:"
 		cat "$out/targets.yaml"
 	} >"$dir/scan.yaml"
 	read -r fcpu0 hs0 < <(farm_totals)

@@ -91,45 +91,6 @@ trap 'exit 130' INT TERM
 # median, json_num, farm_totals
 . "$repo/bench/farm.sh"
 
-# start_knot NAME DIR ZONEFILE: serve zone NAME from ZONEFILE on 127.0.0.1:53
-start_knot() {
-	local zone=$1 dir=$2 file=$3
-	rm -rf "$dir" && mkdir -p "$dir/run" "$dir/storage" "$dir/zones"
-	mv "$file" "$dir/zones/$zone.zone"
-	cat >"$dir/knot.conf" <<-EOF
-		server:
-		    rundir: "$dir/run"
-		    listen: 127.0.0.1@53
-		log:
-		  - target: stderr
-		    any: warning
-		database:
-		    storage: "$dir/storage"
-		acl:
-		  - id: loopback
-		    address: 127.0.0.0/8
-		    action: transfer
-		template:
-		  - id: default
-		    storage: "$dir/zones"
-		    file: "%s.zone"
-		    zonefile-sync: -1
-		    journal-content: none
-		zone:
-		  - domain: $zone.
-		    acl: loopback
-	EOF
-	"$KNOTD" -c "$dir/knot.conf" >"$dir/knotd.log" 2>&1 &
-	knot_pid=$!
-	pids+=("$knot_pid")
-	for _ in $(seq 1200); do
-		kdig @127.0.0.1 +short +timeout=1 SOA "$zone." 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "bench: knotd did not serve $zone; see $dir/knotd.log" >&2
-	exit 1
-}
-
 stop_pid() {
 	kill "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
@@ -164,10 +125,7 @@ if [ $scans = 1 ]; then
 		# The farm's names as a DNS zone (A records), transferred by
 		# certwatch: its normal way to find endpoints.
 		zf=$(mktemp)
-		{
-			printf '$ORIGIN farm.test.\n$TTL 300\n@ SOA ns.invalid. hostmaster.invalid. 1 3600 600 86400 300\n@ NS ns.invalid.\n'
-			awk '$2 ~ /\.farm\.test$/ {sub(/\.farm\.test$/, "", $2); print $2, "A", $1}' "$farm/hosts"
-		} >"$zf"
+		farm_zone "$farm/hosts" >"$zf"
 		start_knot farm.test "$out/knot-farm" "$zf"
 
 		modes="zone"
