@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 	"weak"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
@@ -76,16 +79,16 @@ func TestRenewalMissed(t *testing.T) {
 		{
 			name: "the history says when the served certificate last changed",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
-			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
-				Since: in(-59), Previous: strings.Repeat("ab", 32), LastSeen: in(-1)}},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: policy.At(old.Cert.NotBefore), NotAfter: policy.At(old.Cert.NotAfter),
+				Since: policy.At(in(-59)), Previous: strings.Repeat("ab", 32), LastSeen: policy.At(in(-1))}},
 			want: []string{"renewal_missed warning", "expiring notice"},
 			msg:  []string{"should have been renewed by 2029-12-22", "last changed on 2029-11-03 (it replaced sha256 abababababab…)", "expires in 20 days (2030-01-21)"},
 		},
 		{
 			name: "a name never seen to change says since when",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
-			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
-				Since: in(-40), LastSeen: in(-1)}},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: policy.At(old.Cert.NotBefore), NotAfter: policy.At(old.Cert.NotAfter),
+				Since: policy.At(in(-40)), LastSeen: policy.At(in(-1))}},
 			want: []string{"renewal_missed warning", "expiring notice"},
 			msg:  []string{"has not been seen to change since 2029-11-22"},
 		},
@@ -111,8 +114,8 @@ func TestRenewalMissed(t *testing.T) {
 		{
 			name: "the history knows a newer certificate this run did not see: no renewal_missed",
 			obs:  []probes.Observation{serve("api.example.com", "10.0.0.1", old)},
-			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(renewed.Cert), NotBefore: renewed.Cert.NotBefore, NotAfter: renewed.Cert.NotAfter,
-				Since: in(-2), Previous: fingerprint(old.Cert), LastSeen: in(-1)}},
+			history: []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(renewed.Cert), NotBefore: policy.At(renewed.Cert.NotBefore), NotAfter: policy.At(renewed.Cert.NotAfter),
+				Since: policy.At(in(-2)), Previous: fingerprint(old.Cert), LastSeen: policy.At(in(-1))}},
 			want: []string{"expiring notice"},
 		},
 		{
@@ -226,7 +229,7 @@ func TestCertificateHistory(t *testing.T) {
 	since := now.AddDate(0, 0, -9)
 	ev := policy.NewEvaluator(policy.DefaultRules(), now)
 	ev.Add(&o)
-	ev.SetHistory([]policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(l.Cert), NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since, Previous: "cd", LastSeen: now}})
+	ev.SetHistory([]policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(l.Cert), NotBefore: policy.At(l.Cert.NotBefore), NotAfter: policy.At(l.Cert.NotAfter), Since: policy.At(since), Previous: "cd", LastSeen: policy.At(now)}})
 	res := ev.Result()
 	if len(res.Certificates) != 1 {
 		t.Fatalf("certificates = %+v, want one", res.Certificates)
@@ -249,11 +252,11 @@ func TestCertificateHistory(t *testing.T) {
 		changed time.Time
 		prev    string
 	}{
-		{"renewed in this run", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", NotBefore: now.AddDate(0, 0, -100), NotAfter: now.AddDate(0, 0, 10), Since: since}}, now, now, "older"},
+		{"renewed in this run", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", NotBefore: policy.At(now.AddDate(0, 0, -100)), NotAfter: policy.At(now.AddDate(0, 0, 10)), Since: policy.At(since)}}, now, now, "older"},
 		{"new name", []policy.NameHistory{}, now, time.Time{}, ""},
 		// The store keeps the first of two certificates issued on the same
 		// dates: the other replaced nothing, in this run or any other.
-		{"another certificate with the same dates", []policy.NameHistory{{Name: "api.example.com", SHA256: "twin", NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since}}, time.Time{}, time.Time{}, ""},
+		{"another certificate with the same dates", []policy.NameHistory{{Name: "api.example.com", SHA256: "twin", NotBefore: policy.At(l.Cert.NotBefore), NotAfter: policy.At(l.Cert.NotAfter), Since: policy.At(since)}}, time.Time{}, time.Time{}, ""},
 	} {
 		ev := policy.NewEvaluator(policy.DefaultRules(), now)
 		ev.Add(&o)
@@ -275,7 +278,7 @@ func TestHistoryLetGoByResult(t *testing.T) {
 	since := now.AddDate(0, 0, -9)
 	ev := policy.NewEvaluator(policy.DefaultRules(), now)
 	ev.Add(&o)
-	h := []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(l.Cert), NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since, Previous: "cd", LastSeen: now}}
+	h := []policy.NameHistory{{Name: "api.example.com", SHA256: fingerprint(l.Cert), NotBefore: policy.At(l.Cert.NotBefore), NotAfter: policy.At(l.Cert.NotAfter), Since: policy.At(since), Previous: "cd", LastSeen: policy.At(now)}}
 	kept := weak.Make(&h[0])
 	ev.SetHistory(h)
 	h = nil
@@ -304,12 +307,13 @@ func TestLineageShared(t *testing.T) {
 		l := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.AddDate(0, 0, -10-i), NotAfter: now.AddDate(0, 0, 80)})
 		o := observe(name, "10.0.0.1", []*x509.Certificate{l.Cert}, root.Pool(), now)
 		ev.Add(&o)
-		h := policy.NameHistory{Name: name, SHA256: fingerprint(l.Cert), NotBefore: l.Cert.NotBefore, NotAfter: l.Cert.NotAfter, Since: since, LastSeen: now}
+		h := policy.NameHistory{Name: name, SHA256: fingerprint(l.Cert), NotBefore: policy.At(l.Cert.NotBefore), NotAfter: policy.At(l.Cert.NotAfter), Since: policy.At(since), LastSeen: policy.At(now)}
 		if name == "c.example.com" {
-			h.Since, h.Previous = renewed, "cd"
+			h.Since, h.Previous = policy.At(renewed), "cd"
 		}
 		history = append(history, h)
 	}
+	slices.Reverse(history) // a store returns its names in no order of Go's
 	ev.SetHistory(history)
 	by := map[string]*policy.Certificate{}
 	res := ev.Result()
@@ -400,7 +404,7 @@ func TestUntrustedRenewsNothingAcrossRuns(t *testing.T) {
 		if s.SHA256 == fingerprint(self.Cert) {
 			t.Errorf("NamesSeen records the self-signed certificate for %s", s.Name)
 		}
-		history = append(history, policy.NameHistory{Name: s.Name, SHA256: s.SHA256, NotBefore: s.NotBefore, NotAfter: s.NotAfter, Since: now, LastSeen: now})
+		history = append(history, policy.NameHistory{Name: s.Name, SHA256: s.SHA256, NotBefore: policy.At(s.NotBefore), NotAfter: policy.At(s.NotAfter), Since: policy.At(now), LastSeen: policy.At(now)})
 	}
 	r2 := run(history, observe("api.example.com", "10.0.0.1", []*x509.Certificate{old.Cert}, root.Pool(), now))
 	if missed(r2) != 1 {
@@ -433,8 +437,8 @@ func TestUntrustedInTheHistory(t *testing.T) {
 		return ev.Result()
 	}
 
-	r := run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(self.Cert), NotBefore: self.Cert.NotBefore, NotAfter: self.Cert.NotAfter,
-		Since: since, Previous: fingerprint(old.Cert), LastSeen: now})
+	r := run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(self.Cert), NotBefore: policy.At(self.Cert.NotBefore), NotAfter: policy.At(self.Cert.NotAfter),
+		Since: policy.At(since), Previous: fingerprint(old.Cert), LastSeen: policy.At(now)})
 	n := 0
 	for _, f := range r.Findings {
 		if f.Kind == policy.RenewalMissed && f.Certificate == fingerprint(old.Cert) {
@@ -445,8 +449,8 @@ func TestUntrustedInTheHistory(t *testing.T) {
 		t.Errorf("history holding the self-signed certificate: %d renewal_missed of the old certificate, want 1", n)
 	}
 
-	r = run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: old.Cert.NotBefore, NotAfter: old.Cert.NotAfter,
-		Since: since, LastSeen: now})
+	r = run(policy.NameHistory{Name: "api.example.com", SHA256: fingerprint(old.Cert), NotBefore: policy.At(old.Cert.NotBefore), NotAfter: policy.At(old.Cert.NotAfter),
+		Since: policy.At(since), LastSeen: policy.At(now)})
 	for _, c := range r.Certificates {
 		switch c.SHA256 {
 		case fingerprint(self.Cert):
@@ -517,5 +521,24 @@ func TestRenewalMissedAfterTheTiersAndGrace(t *testing.T) {
 				t.Errorf("renewal_missed = %v, want %v; findings %+v", missed, tt.wantMissed, res.Findings)
 			}
 		})
+	}
+}
+
+// TestHistoryHeldSmall: a daemon holds the history of every name (100,000
+// in a fleet) through a whole probe run. An entry is 80 bytes besides its
+// strings (its times to the second), and SetHistory builds no index
+// beside it: given in order, it allocates nothing.
+func TestHistoryHeldSmall(t *testing.T) { // not parallel: AllocsPerRun
+	if size := unsafe.Sizeof(policy.NameHistory{}); size > 80 {
+		t.Errorf("a NameHistory is %d bytes, want at most 80", size)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := make([]policy.NameHistory, 10000)
+	for i := range h {
+		h[i] = policy.NameHistory{Name: fmt.Sprintf("host-%05d.example.com", i), SHA256: strings.Repeat("ab", 32), Since: policy.At(now)}
+	}
+	ev := policy.NewEvaluator(policy.DefaultRules(), now)
+	if allocs := testing.AllocsPerRun(5, func() { ev.SetHistory(h) }); allocs != 0 {
+		t.Errorf("SetHistory of 10,000 names allocates %v times, want 0", allocs)
 	}
 }

@@ -98,9 +98,11 @@ type Evaluator struct {
 	revocation revocationTally
 	// distrust indexes rules.Distrust, made at the first verified path.
 	distrust *distrusts
-	// history is what the state remembers of each certificate name, by
-	// name (SetHistory); nil when none was given.
-	history map[string]*NameHistory
+	// history is what the state remembers of each certificate name,
+	// sorted by name (SetHistory, historyFor); hasHistory says it was
+	// given.
+	history    []NameHistory
+	hasHistory bool
 	// ct is what Certificate Transparency shows (AddCT), judged in Result.
 	ct ctInventory
 }

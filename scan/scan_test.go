@@ -247,7 +247,7 @@ func TestHistoryNotKeptBetweenRuns(t *testing.T) {
 	targets := []discovery.Target{{Name: "a.example", Port: 443, Sources: []string{"list"}}}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := &scan.Pass{Prober: refusingProber{}, Rules: policy.DefaultRules(), Parallelism: 2}
-	h := []policy.NameHistory{{Name: "a.example", SHA256: strings.Repeat("ab", 32), NotBefore: now.AddDate(0, -1, 0), NotAfter: now.AddDate(0, 2, 0), Since: now.AddDate(0, -1, 0), LastSeen: now}}
+	h := []policy.NameHistory{{Name: "a.example", SHA256: strings.Repeat("ab", 32), NotBefore: policy.At(now.AddDate(0, -1, 0)), NotAfter: policy.At(now.AddDate(0, 2, 0)), Since: policy.At(now.AddDate(0, -1, 0)), LastSeen: policy.At(now)}}
 	kept := weak.Make(&h[0])
 	p.SetHistory(h)
 	h = nil

@@ -159,7 +159,8 @@ func ScanNames(rows Rows) ([]policy.NameHistory, error) {
 		if err := rows.Scan(&h.Name, &h.SHA256, &nb, &na, &since, &h.Previous, &last); err != nil {
 			return nil, err
 		}
-		h.NotBefore, h.NotAfter, h.Since, h.LastSeen = FromUnixNano(nb), FromUnixNano(na), FromUnixNano(since), FromUnixNano(last)
+		h.NotBefore, h.NotAfter = policy.At(FromUnixNano(nb)), policy.At(FromUnixNano(na))
+		h.Since, h.LastSeen = policy.At(FromUnixNano(since)), policy.At(FromUnixNano(last))
 		out = append(out, h)
 	}
 	return out, rows.Err()

@@ -791,8 +791,8 @@ func testNameHistory(t *testing.T, open Opener) {
 	s.Close()
 	s = open(t)
 	want := map[string]policy.NameHistory{
-		"api.example.com": {Name: "api.example.com", SHA256: "aa", NotBefore: apiOld.NotBefore, NotAfter: apiOld.NotAfter, Since: day(0), LastSeen: day(1)},
-		"www.example.com": {Name: "www.example.com", SHA256: "cc", NotBefore: www.NotBefore, NotAfter: www.NotAfter, Since: day(0), LastSeen: day(0)},
+		"api.example.com": {Name: "api.example.com", SHA256: "aa", NotBefore: policy.At(apiOld.NotBefore), NotAfter: policy.At(apiOld.NotAfter), Since: policy.At(day(0)), LastSeen: policy.At(day(1))},
+		"www.example.com": {Name: "www.example.com", SHA256: "cc", NotBefore: policy.At(www.NotBefore), NotAfter: policy.At(www.NotAfter), Since: policy.At(day(0)), LastSeen: policy.At(day(0))},
 	}
 	if diff := cmp.Diff(want, names()); diff != "" {
 		t.Errorf("after a complete and a cut-short run (-want +got):\n%s", diff)
@@ -804,10 +804,10 @@ func testNameHistory(t *testing.T, open Opener) {
 	// with an earlier time: neither rewinds the name.
 	record(day(3), time.Time{}, apiOld)
 	record(day(2).Add(-time.Hour), time.Time{}, apiOld, www)
-	want["api.example.com"] = policy.NameHistory{Name: "api.example.com", SHA256: "bb", NotBefore: apiNew.NotBefore, NotAfter: apiNew.NotAfter,
-		Since: day(2), Previous: "aa", LastSeen: day(3)}
-	want["www.example.com"] = policy.NameHistory{Name: "www.example.com", SHA256: "cc", NotBefore: www.NotBefore, NotAfter: www.NotAfter,
-		Since: day(0), LastSeen: day(2).Add(-time.Hour)}
+	want["api.example.com"] = policy.NameHistory{Name: "api.example.com", SHA256: "bb", NotBefore: policy.At(apiNew.NotBefore), NotAfter: policy.At(apiNew.NotAfter),
+		Since: policy.At(day(2)), Previous: "aa", LastSeen: policy.At(day(3))}
+	want["www.example.com"] = policy.NameHistory{Name: "www.example.com", SHA256: "cc", NotBefore: policy.At(www.NotBefore), NotAfter: policy.At(www.NotAfter),
+		Since: policy.At(day(0)), LastSeen: policy.At(day(2).Add(-time.Hour))}
 	got := names()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the renewal and older sightings (-want +got):\n%s", diff)
