@@ -412,9 +412,10 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.T
 	}
 	shards := scan.CutShards(probe, cmp.Or(sh.ShardSize, 100))
 	work := make([][]byte, len(shards))
+	var enc scan.Encoder
 	for i, ts := range shards {
 		var err error
-		if work[i], err = scan.EncodeTargets(ts); err != nil {
+		if work[i], err = enc.Targets(ts); err != nil {
 			return nil, fmt.Errorf("probe run: encode shard %d: %w", i, err)
 		}
 	}

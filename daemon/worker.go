@@ -108,6 +108,7 @@ func (w *Worker) Run(ctx context.Context) {
 // loop claims shards while ctx lasts and probes each with work.
 func (w *Worker) loop(ctx, work context.Context) {
 	poll := cmp.Or(w.Poll, DefaultWorkerPoll)
+	var enc scan.Encoder // one compressor for every shard this slot writes back
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, max(w.Lease/3, time.Second))
 		c, ok, err := w.Claimer.ClaimShard(cctx, w.Holder, w.Lease)
@@ -116,7 +117,7 @@ func (w *Worker) loop(ctx, work context.Context) {
 		case err == nil && ok:
 			// Probed even when ctx ended meanwhile: work allows the
 			// grace period, and the claim is held either way.
-			w.probe(work, c)
+			w.probe(work, c, &enc)
 			continue // look for the next one at once
 		case ctx.Err() != nil:
 			return
@@ -135,8 +136,8 @@ func (w *Worker) loop(ctx, work context.Context) {
 	}
 }
 
-// probe probes one claimed shard and writes it back.
-func (w *Worker) probe(ctx context.Context, c state.Claim) {
+// probe probes one claimed shard and writes it back, encoded by enc.
+func (w *Worker) probe(ctx context.Context, c state.Claim, enc *scan.Encoder) {
 	log := w.Logger.With("sweep", c.Sweep, "shard", c.Shard)
 	targets, err := scan.DecodeTargets(c.Work)
 	if err != nil {
@@ -180,7 +181,7 @@ func (w *Worker) probe(ctx context.Context, c state.Claim) {
 		abandon(fmt.Errorf("%w: its lease of %v ran out before it was renewed", errClaimLost, w.Lease))
 		return
 	}
-	result, err := scan.EncodePart(&scan.Part{Observations: obs})
+	result, err := enc.Part(&scan.Part{Observations: obs})
 	if err != nil {
 		log.Error("cannot encode the probe shard's result; it is given up for another replica to probe", "err", err)
 		w.release(ctx, c)

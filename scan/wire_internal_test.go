@@ -18,7 +18,7 @@ import (
 // certificate table, then body.
 func rawPart(t testing.TB, certs [][]byte, body string) []byte {
 	t.Helper()
-	b, err := compress(partMagic, func(w io.Writer) error {
+	b, err := new(Encoder).compress(partMagic, func(w io.Writer) error {
 		var head []byte
 		head = binary.AppendUvarint(head, uint64(len(certs)))
 		for _, der := range certs {
@@ -75,7 +75,7 @@ func TestDecodeRejectsBadContent(t *testing.T) {
 
 func mustCompress(t testing.TB, magic string, raw []byte) []byte {
 	t.Helper()
-	b, err := compress(magic, func(w io.Writer) error { _, err := w.Write(raw); return err })
+	b, err := new(Encoder).compress(magic, func(w io.Writer) error { _, err := w.Write(raw); return err })
 	if err != nil {
 		t.Fatal(err)
 	}

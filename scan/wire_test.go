@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +243,65 @@ func TestTargetsWire(t *testing.T) {
 		if got, err := scan.DecodeTargets(bad); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
 			t.Errorf("DecodeTargets(%d damaged bytes) = %v, %v; want an error", len(bad), got, err)
 		}
+	}
+}
+
+// TestEncoderReused: one Encoder encodes shard after shard, targets and
+// parts alternating, as a daemon's loop does. Each result decodes to what
+// it was given and stays as it was once later ones are encoded (none
+// shares the Encoder's buffer), and the compressor is made once: five
+// shards allocate less than one new compressor.
+func TestEncoderReused(t *testing.T) { // not parallel: counts the process's allocations
+	shard := func(i int) []discovery.Target {
+		ts := make([]discovery.Target, 100)
+		for j := range ts {
+			ts[j] = discovery.Target{Name: fmt.Sprintf("h%03d-%03d.example", i, j), Port: 443, Sources: []string{"dnszone:example"},
+				Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, byte(i), byte(j)})}}
+		}
+		return ts
+	}
+	var enc scan.Encoder
+	first, err := enc.Targets(shard(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := bytes.Clone(first)
+	part, err := enc.Part(&scan.Part{Observations: []probes.Observation{{Name: "a.example", Port: 443, Protocol: discovery.TLS, Error: "refused"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := enc.Targets(shard(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, kept) {
+		t.Error("encoding more changed what the Encoder returned before")
+	}
+	for i, b := range [][]byte{first, second} {
+		got, err := scan.DecodeTargets(b)
+		if err != nil || !cmp.Equal(got, shard(i), cmpopts.EquateComparable(netip.Addr{})) {
+			t.Errorf("shard %d after the wire: %d targets, %v; want its 100", i, len(got), err)
+		}
+	}
+	if p, err := new(scan.Decoder).DecodePart(part); err != nil || len(p.Observations) != 1 || p.Observations[0].Error != "refused" {
+		t.Errorf("part after the wire: %+v, %v; want its one observation", p, err)
+	}
+
+	shards := make([][]discovery.Target, 5)
+	for i := range shards {
+		shards[i] = shard(i)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, ts := range shards {
+		if _, err := enc.Targets(ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	const compressor = 600 << 10 // gzip.NewWriter's, at least
+	if got := after.TotalAlloc - before.TotalAlloc; got >= compressor {
+		t.Errorf("5 shards through one Encoder allocated %d KB, want less than one compressor (%d KB)", got>>10, compressor>>10)
 	}
 }
 
