@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -166,6 +168,39 @@ func (e *Encoder) Part(p *Part) ([]byte, error) {
 type Decoder struct {
 	mu    sync.Mutex
 	certs map[[sha256.Size]byte]*x509.Certificate
+	// sources are the observations' lists of sources decoded so far, by
+	// their names joined: a zone's 100,000 observations name one or two
+	// lists between them, and a copy each (40 bytes) outlived the run in
+	// the status page's view of each endpoint's sources (4 MB).
+	sources map[string][]string
+}
+
+// maxSourceLists bounds the lists of sources a Decoder keeps to share: a
+// part naming more distinct ones than that keeps the others as decoded.
+const maxSourceLists = 4096
+
+// sharedSources returns a list equal to s decoded before, or s.
+func (d *Decoder) sharedSources(s []string) []string {
+	if len(s) == 0 {
+		return s
+	}
+	key := s[0]
+	if len(s) > 1 {
+		key = strings.Join(s, "\x00")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if kept, ok := d.sources[key]; ok {
+		return kept
+	}
+	if d.sources == nil {
+		d.sources = map[string][]string{}
+	}
+	s = slices.Clip(s) // shared: an append copies it
+	if len(d.sources) < maxSourceLists {
+		d.sources[key] = s
+	}
+	return s
 }
 
 // DecodePart decodes a part EncodePart wrote. Damaged input (truncated,
@@ -216,6 +251,7 @@ func (d *Decoder) DecodePart(b []byte) (*Part, error) {
 		wo := &w.Observations[i]
 		o := &p.Observations[i]
 		*o = wo.Observation
+		o.Sources = d.sharedSources(o.Sources)
 		o.TLSVersion, o.CipherSuite = probes.TLSVersion(wo.TLSVersion), probes.CipherSuite(wo.CipherSuite)
 		bad := func(err error) error {
 			return fmt.Errorf("decode part: observation %d (%s:%d at %s): %w", i, o.Name, o.Port, o.Address, err)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,6 +303,50 @@ func TestEncoderReused(t *testing.T) { // not parallel: counts the process's all
 	const compressor = 600 << 10 // gzip.NewWriter's, at least
 	if got := after.TotalAlloc - before.TotalAlloc; got >= compressor {
 		t.Errorf("5 shards through one Encoder allocated %d KB, want less than one compressor (%d KB)", got>>10, compressor>>10)
+	}
+}
+
+// TestDecoderSharesSources: observations of a run's parts that name the
+// same sources share one decoded list (a zone's 100,000 endpoints name
+// one), lists that differ stay apart, and an append to one list leaves the
+// others as they were.
+func TestDecoderSharesSources(t *testing.T) {
+	t.Parallel()
+	obs := func(name string, sources ...string) probes.Observation {
+		return probes.Observation{Name: name, Port: 443, Protocol: discovery.TLS, Error: "refused", Sources: sources}
+	}
+	var parts [][]byte
+	for _, p := range []*scan.Part{
+		{Observations: []probes.Observation{obs("a.example", "dnszone:example"), obs("b.example", "dnszone:example", "static")}},
+		{Observations: []probes.Observation{obs("c.example", "dnszone:example"), obs("d.example", "dnszone:example", "static"), obs("e.example")}},
+	} {
+		parts = append(parts, certtest.Must(scan.EncodePart(p)))
+	}
+	var dec scan.Decoder
+	var got []probes.Observation
+	for _, b := range parts {
+		p, err := dec.DecodePart(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Observations...)
+	}
+	want := [][]string{{"dnszone:example"}, {"dnszone:example", "static"}, {"dnszone:example"}, {"dnszone:example", "static"}, nil}
+	for i, o := range got {
+		if !slices.Equal(o.Sources, want[i]) {
+			t.Errorf("%s: sources %q, want %q", o.Name, o.Sources, want[i])
+		}
+	}
+	if &got[0].Sources[0] != &got[2].Sources[0] || &got[1].Sources[0] != &got[3].Sources[0] {
+		t.Error("observations naming the same sources in two parts hold a list each")
+	}
+	if &got[0].Sources[0] == &got[1].Sources[0] {
+		t.Error("observations naming different sources share a list")
+	}
+	first := append(got[0].Sources, "appended")
+	second := append(got[2].Sources, "other")
+	if first[1] != "appended" || second[1] != "other" || !slices.Equal(got[0].Sources, []string{"dnszone:example"}) {
+		t.Errorf("appends to a shared list of sources reach each other: %q, %q", first, second)
 	}
 }
 
