@@ -110,13 +110,32 @@ func newSharedFarm(t *testing.T) *sharedFarm {
 	return f
 }
 
+// soloDelay is how long a solo target waits before its handshake: its
+// shards (4 targets each, probed at once) take that long, so that one
+// worker's slot cannot sweep all eight of them before the other worker
+// first asks for a shard (up to 75 ms, DefaultWorkerPoll's jitter at a
+// 50 ms poll). Served at once, they did so in 1 run in 15-30.
+const soloDelay = 100 * time.Millisecond
+
 // serveSolo adds a target of its own address, host, serving a leaf for
-// name under the farm's CA.
+// name under the farm's CA after soloDelay.
 func (f *sharedFarm) serveSolo(t *testing.T, name, host string) {
 	t.Helper()
 	now := time.Now()
 	l := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
-	srv, err := certtest.Serve(host+":0", l.FullChain())
+	cfg := &tls.Config{Certificates: []tls.Certificate{l.FullChain()}, SessionTicketsDisabled: true}
+	srv, err := certtest.ServeFunc(host+":0", func(ctx context.Context, c net.Conn) {
+		select {
+		case <-time.After(soloDelay):
+		case <-ctx.Done():
+			return
+		}
+		tc := tls.Server(c, cfg)
+		if tc.HandshakeContext(ctx) != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, tc) // until the client closes
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
