@@ -113,8 +113,9 @@ func newSharedFarm(t *testing.T) *sharedFarm {
 // soloDelay is how long a solo target waits before its handshake: its
 // shards (4 targets each, probed at once) take that long, so that one
 // worker's slot cannot sweep all eight of them before the other worker
-// first asks for a shard (up to 75 ms, DefaultWorkerPoll's jitter at a
-// 50 ms poll). Served at once, they did so in 1 run in 15-30.
+// first asks for a shard (within 75 ms: an idle slot asks again after half
+// to one and a half of the test's 50 ms poll). Served at once, they did so
+// in 1 run in 15 to 30.
 const soloDelay = 100 * time.Millisecond
 
 // serveSolo adds a target of its own address, host, serving a leaf for
