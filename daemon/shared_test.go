@@ -124,19 +124,7 @@ func (f *sharedFarm) serveSolo(t *testing.T, name, host string) {
 	t.Helper()
 	now := time.Now()
 	l := f.ca.MustLeaf(certtest.LeafOptions{DNSNames: []string{name}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(60 * 24 * time.Hour)})
-	cfg := &tls.Config{Certificates: []tls.Certificate{l.FullChain()}, SessionTicketsDisabled: true}
-	srv, err := certtest.ServeFunc(host+":0", func(ctx context.Context, c net.Conn) {
-		select {
-		case <-time.After(soloDelay):
-		case <-ctx.Done():
-			return
-		}
-		tc := tls.Server(c, cfg)
-		if tc.HandshakeContext(ctx) != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, tc) // until the client closes
-	})
+	srv, err := certtest.ServeAfter(host+":0", l.FullChain(), soloDelay)
 	if err != nil {
 		t.Fatal(err)
 	}

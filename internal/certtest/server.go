@@ -87,6 +87,24 @@ func ServeConfig(addr string, cfg *tls.Config) (*Server, error) {
 	})
 }
 
+// ServeAfter is Serve of cert with every handshake started after delay: a
+// slow endpoint, whose probes take at least that long.
+func ServeAfter(addr string, cert tls.Certificate, delay time.Duration) (*Server, error) {
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, SessionTicketsDisabled: true}
+	return listen(addr, func(ctx context.Context, c net.Conn) {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+		tc := tls.Server(c, cfg)
+		if tc.HandshakeContext(ctx) != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, tc) // until the client closes
+	})
+}
+
 // ServeFunc listens on addr and hands every accepted connection to handle,
 // which owns it until it returns (the server closes it then). ctx is
 // cancelled when the server closes; the connection's deadline is 30s.

@@ -1,11 +1,8 @@
 package cli_test
 
 import (
-	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -36,19 +33,7 @@ func slowTargets(t *testing.T, dir string, n int, delay time.Duration) (targets 
 	for i := range n {
 		ip := net.IPv4(127, 0, 0, byte(61+i))
 		leaf := ca.MustLeaf(certtest.LeafOptions{CommonName: ip.String(), IPs: []net.IP{ip}, NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(90 * 24 * time.Hour)})
-		cfg := &tls.Config{Certificates: []tls.Certificate{leaf.FullChain()}, SessionTicketsDisabled: true}
-		srv, err := certtest.ServeFunc(ip.String()+":0", func(ctx context.Context, c net.Conn) {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return
-			}
-			tc := tls.Server(c, cfg)
-			if tc.HandshakeContext(ctx) != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, tc)
-		})
+		srv, err := certtest.ServeAfter(ip.String()+":0", leaf.FullChain(), delay)
 		if err != nil {
 			t.Fatal(err)
 		}
