@@ -271,7 +271,8 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	leaf := o.Leaf()
 	if leaf == nil {
 		e.countSources(o.Sources, -1)
-		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Failed: &Failed{Error: o.Error, Failure: string(o.Failure)}})
+		e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol,
+			Sources: o.Sources, Duration: o.Duration, Failed: &Failed{Error: o.Error, Failure: string(o.Failure)}})
 		e.noteCTOnly(o.Sources)
 		switch {
 		case o.Failure == probes.FailNotProbed:
@@ -309,7 +310,8 @@ func (e *Evaluator) Add(o *probes.Observation) {
 	e.countSources(o.Sources, ci)
 	// A handshake that completed has no error to report.
 	e.probed = append(e.probed, Probed{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via, Protocol: o.Protocol, Certificate: fp,
-		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal})
+		TLSVersion: o.TLSVersion, CipherSuite: o.CipherSuite, KeyExchange: o.KeyExchange, PostQuantum: postQuantum(o), Renewal: o.Renewal,
+		Sources: o.Sources, Duration: o.Duration})
 	e.noteCTOnly(o.Sources)
 
 	switch o.Trust {

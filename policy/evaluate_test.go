@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +294,41 @@ func TestSourceCoverageCountsDistinctLeaves(t *testing.T) {
 	got := fmt.Sprint(e.Result().Sources)
 	if want := "[{list 3 2} {zone 131 130}]"; got != want {
 		t.Errorf("sources = %s, want %s", got, want)
+	}
+}
+
+// TestEndpointsKeepSourcesAndDuration: each endpoint of the result says
+// which sources led to it and how long its probe took, whether it served
+// a certificate or not, as the observation said: the status page and the
+// metrics read them there. The sources are the observation's list, not a
+// copy of it for each of a fleet's endpoints.
+func TestEndpointsKeepSourcesAndDuration(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := certtest.MustCA("Root", now.AddDate(-5, 0, 0), now.AddDate(10, 0, 0))
+	leaf := root.MustLeaf(certtest.LeafOptions{DNSNames: []string{"ok.example"}, NotBefore: now.AddDate(0, 0, -30), NotAfter: now.AddDate(0, 0, 200)})
+	zone := []string{"dnszone:example", "static"}
+	served := observe("ok.example", "10.0.0.1", []*x509.Certificate{leaf.Cert}, root.Pool(), now)
+	served.Sources, served.Duration = zone, 40*time.Millisecond
+	refused := probes.Observation{Name: "down.example", Port: 443, Address: netip.MustParseAddr("10.0.0.2"),
+		Failure: probes.FailRefused, Error: "connection refused", Sources: zone[:1], Duration: 2 * time.Millisecond}
+	ev := policy.NewEvaluator(policy.DefaultRules(), now)
+	ev.Add(&served)
+	ev.Add(&refused)
+	res := ev.Result()
+	if len(res.Endpoints) != 2 {
+		t.Fatalf("%d endpoints, want 2", len(res.Endpoints))
+	}
+	for i, want := range []struct {
+		sources  []string
+		duration time.Duration
+	}{{zone[:1], 2 * time.Millisecond}, {zone, 40 * time.Millisecond}} {
+		ep := res.Endpoints[i]
+		if !slices.Equal(ep.Sources, want.sources) || ep.Duration != want.duration {
+			t.Errorf("%s: sources %q, duration %v; want %q, %v", ep.Name, ep.Sources, ep.Duration, want.sources, want.duration)
+		}
+		if len(ep.Sources) > 0 && &ep.Sources[0] != &zone[0] {
+			t.Errorf("%s: its sources are a copy of the observation's", ep.Name)
+		}
 	}
 }

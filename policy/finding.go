@@ -164,6 +164,13 @@ type Probed struct {
 	// suggests, or why it could not be had (probes.RenewalInfo); absent
 	// when no configured ACME CA matched the leaf's issuer or knew it.
 	Renewal *probes.RenewalInfo `json:"renewal,omitempty"`
+	// Sources are the discovery sources that led to the endpoint
+	// (probes.Observation.Sources, shared with it, never modified), and
+	// Duration how long its probe took. Neither is in the JSON report:
+	// they are what the status page and the metrics of a daemon show of
+	// the endpoint, kept here rather than in a table beside the report.
+	Sources  []string      `json:"-"`
+	Duration time.Duration `json:"-"`
 	// Failed says why there was no handshake; nil when there was one, as for
 	// most endpoints. Its fields are the endpoint's in JSON. It sits
 	// behind a pointer to save 24 bytes an endpoint (2.4 MB of a scan of

@@ -229,7 +229,7 @@ func (m *metrics) collectEndpoints(gauge gaugeFunc, v *view) {
 			ok = 1
 		}
 		gauge(m.probeSuccess, ok, e.ep.Name, e.port, e.ep.Address)
-		gauge(m.probeDurationLast, e.duration.Seconds(), e.ep.Name, e.port, e.ep.Address)
+		gauge(m.probeDurationLast, e.ep.Duration.Seconds(), e.ep.Name, e.port, e.ep.Address)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"weak"
 
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
@@ -169,7 +170,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	stateErr := s.storeView(r.Context()).stateErr
 
 	s.mu.RLock()
-	v := s.view
+	v, report := s.view, s.report
 	jobs := make(map[string]runInfo, len(s.lastRun))
 	for k, ri := range s.lastRun {
 		jobs[k] = ri
@@ -179,7 +180,8 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 
 	d := pageData{Version: s.opts.Version, Now: now, Filter: f}
 	if v != nil {
-		d.addReport(v, f, now)
+		rows := s.pageRows(report)
+		d.addReport(v, rows.rows, f, now)
 	}
 	for t := policy.Critical; t >= policy.Info; t-- {
 		d.Tiers = append(d.Tiers, option{Value: t.String(), Label: t.String() + " and above", Selected: t.String() == f.Tier})
@@ -198,19 +200,19 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// addReport fills what the page shows of the latest report: its rows
-// under filter f, its summary, its coverage, its timeline and the filter
-// choices.
-func (d *pageData) addReport(v *view, f filter, now time.Time) {
+// addReport fills what the page shows of the latest report, its view v
+// and rows: its rows under filter f, its summary, its coverage, its
+// timeline and the filter choices.
+func (d *pageData) addReport(v *view, rows []row, f filter, now time.Time) {
 	d.HasReport = true
 	d.Generated = v.generated
-	d.Total = len(v.rows)
-	d.addRows(v.rows, f, now)
+	d.Total = len(rows)
+	d.addRows(rows, f, now)
 	d.addSummary(v)
 	if v.coverage != nil {
 		d.Coverage = coverageOf(v.coverage)
 	}
-	d.Timeline = buildTimeline(v.rows, now)
+	d.Timeline = buildTimeline(rows, now)
 	for _, k := range v.kinds {
 		d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == f.Kind})
 	}
@@ -357,4 +359,25 @@ func left(t, now time.Time) string {
 		return fmt.Sprintf("%dh ago", -d/time.Hour)
 	}
 	return fmt.Sprintf("%dd ago", -policy.DaysUntil(t, now))
+}
+
+// pageRows are the status page's rows of one report (buildRows).
+type pageRows struct {
+	report *scan.Report
+	rows   []row
+}
+
+// pageRows returns the rows of r, the latest report: the ones built for an
+// earlier rendering while they are still in memory (until a collection
+// after the last rendering that held them), else built anew. Renderings
+// at the same time wait for one building rather than each making its own.
+func (s *Server) pageRows(r *scan.Report) *pageRows {
+	s.rowsMu.Lock()
+	defer s.rowsMu.Unlock()
+	if p := s.rows.Value(); p != nil && p.report == r {
+		return p
+	}
+	p := &pageRows{report: r, rows: buildRows(r)}
+	s.rows = weak.Make(p)
+	return p
 }

@@ -21,6 +21,7 @@ import (
 	"net/http/pprof"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -118,15 +119,18 @@ type Server struct {
 
 	shardCounters *shardCounters
 
-	// mu guards the latest view of the world and the probe results of the
-	// run in progress.
+	// mu guards the latest view of the world.
 	mu        sync.RWMutex
 	report    *scan.Report
 	view      *view
 	discovery []scan.SourceResult
 	inventory int
 	lastRun   map[string]runInfo
-	pending   map[endpointKey]probeStat
+
+	// rowsMu guards rows, the status page's rows of the latest report
+	// while a rendering holds them (pageRows).
+	rowsMu sync.Mutex
+	rows   weak.Pointer[pageRows]
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
@@ -151,11 +155,6 @@ type endpointKey struct {
 	address string
 }
 
-type probeStat struct {
-	duration time.Duration
-	sources  []string
-}
-
 // New returns a Server. It starts nothing; see Serve and Handler.
 func New(o Options) *Server {
 	if o.SeriesLimit <= 0 {
@@ -170,7 +169,6 @@ func New(o Options) *Server {
 		logger:   logger,
 		registry: prometheus.NewRegistry(),
 		lastRun:  map[string]runInfo{},
-		pending:  map[endpointKey]probeStat{},
 		page:     newPageRenderer(),
 
 		shardCounters: newShardCounters(),
@@ -322,8 +320,8 @@ func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
 }
 
 // ObserveProbe records one probe's outcome for the duration histogram (if
-// it made a connection) and the per-endpoint series of the run in progress. Set it as the scan pass's
-// OnObservation; the pass calls it serially.
+// it made a connection). Set it as the scan pass's OnObservation. The
+// per-endpoint series are the report's (RecordReport).
 func (s *Server) ObserveProbe(o *probes.Observation) {
 	result := "ok"
 	if o.Failure != probes.FailNone {
@@ -336,13 +334,6 @@ func (s *Server) ObserveProbe(o *probes.Observation) {
 		// still counted in certwatch_endpoints by its result.
 		s.metrics.probeDuration.WithLabelValues(result).Observe(o.Duration.Seconds())
 	}
-	addr := ""
-	if o.Address.IsValid() {
-		addr = o.Address.String()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending[endpointKey{o.Name, o.Port, addr}] = probeStat{duration: o.Duration, sources: o.Sources}
 }
 
 // RecordDiscovery records each source's targets and the inventory size.
@@ -364,14 +355,11 @@ func (s *Server) RecordReport(r *scan.Report) {
 	r = &published
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	probed := s.pending
-	s.pending = map[endpointKey]probeStat{}
 	// The previous report and view are let go before the new view is
 	// built (readers wait on s.mu meanwhile; one rendering still holds
-	// what it took): at 100,000 certificates a view is tens of MB, and
-	// two of them at once were the daemon's peak.
+	// what it took): two of them at once were the daemon's peak.
 	s.report, s.view = r, nil
-	s.view = buildView(r, probed, s.opts.SeriesLimit)
+	s.view = buildView(r, s.opts.SeriesLimit)
 }
 
 // RecordRun records one run of a daemon job; err nil is success.

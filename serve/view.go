@@ -12,13 +12,22 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// view is what one report looks like to the status page and the metrics,
-// computed once when the report is recorded.
+// view is what one report looks like to the metrics and the status page,
+// computed once when the report is recorded. The page's rows are not
+// kept with it: a row per certificate of a fleet's 100,000 was 28 MB held
+// between runs for a page seldom looked at, so a rendering builds them
+// again from the report (buildRows), and renderings close together share
+// them (Server.pageRows).
 type view struct {
 	generated time.Time
-	rows      []row
+	// rows are the page's rows while the view is being built (nil
+	// once buildView returns).
+	rows []row
 	// kinds and sources are the filter choices, sorted.
 	kinds, sources []string
+	// series says the view is being built for the metrics too, not only
+	// for the page's rows.
+	series bool
 
 	certSeries      []certSeries
 	certDropped     int
@@ -174,42 +183,25 @@ type certEndpointSeries struct {
 	notBefore, notAfter      time.Time
 }
 
-// endpointSeries is an endpoint's probe series. It reads the endpoint from
-// the report, as certSeries does: 32 bytes an endpoint rather than 64.
+// endpointSeries is an endpoint's probe series. It reads the endpoint
+// (its probe's Duration too) from the report, as certSeries does: 24
+// bytes an endpoint rather than 64.
 type endpointSeries struct {
-	ep       *policy.Probed
-	port     string
-	duration time.Duration
+	ep   *policy.Probed
+	port string
 }
 
 // ok says the endpoint served a certificate.
 func (e endpointSeries) ok() bool { return e.ep.Certificate != "" }
 
-// buildView derives the status page rows and the metric series from r and
-// the per-endpoint probe results of the run that produced it.
-func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *view {
+// buildView derives the metric series and the page's filter choices from
+// r, a report of the daemon's (its endpoints' Sources and Duration set).
+func buildView(r *scan.Report, limit int) *view {
 	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, summary: scan.SummaryOf(r), keyExchange: map[string]int{},
-		coverage: r.Coverage}
-	served, sources := v.addEndpoints(r, probed)
-	reported := reportedCertificates(r)
-	byCert, loose := findingsByCertificate(r, reported)
-	// A row and a series (or more) per certificate: sized once rather
-	// than doubled as they fill, which at 100,000 certificates held
-	// twice their size while they grew.
-	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
-	v.certSeries = slices.Grow(v.certSeries, len(r.Certificates))
-	v.addCertificateRows(r, byCert, served, sources)
-	acmRows := v.addUnservedACMRows(r)
-	restRows := v.addUnservedAtRestRows(r, reported)
-	v.addLooseFindings(loose, acmRows, restRows, probed)
-	for i := range v.rows {
-		completeRow(&v.rows[i])
-	}
-	// Most urgent first, as the CLI lists findings: by tier, then deadline.
-	slices.SortStableFunc(v.rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject(), b.Subject()), strings.Compare(a.SHA256(), b.SHA256()))
-	})
+		coverage: r.Coverage, series: true}
+	v.addRows(r)
 	v.kinds, v.sources = filterChoices(v.rows, r.Sources)
+	v.rows = nil
 	v.capCertSeries(limit)
 	v.capEndpointSeries(limit)
 	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
@@ -217,34 +209,70 @@ func buildView(r *scan.Report, probed map[endpointKey]probeStat, limit int) *vie
 	return v
 }
 
-// addEndpoints records each endpoint of r (its series, the key exchange
-// it negotiated) and returns where each certificate is served and through
-// which sources.
-func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (served map[string][]policy.Endpoint, sources map[string][]string) {
+// buildRows returns the status page's rows of r, most urgent first.
+func buildRows(r *scan.Report) []row {
+	v := &view{generated: r.GeneratedAt}
+	v.addRows(r)
+	return v.rows
+}
+
+// addRows adds a row for each certificate of r and each finding about
+// none, and the series of each certificate and endpoint when v.series.
+func (v *view) addRows(r *scan.Report) {
+	served, sources := v.addEndpoints(r)
+	reported := reportedCertificates(r)
+	byCert, loose := findingsByCertificate(r, reported)
+	// A row and a series (or more) per certificate: sized once rather
+	// than doubled as they fill, which at 100,000 certificates held
+	// twice their size while they grew.
+	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
+	if v.series {
+		v.certSeries = slices.Grow(v.certSeries, len(r.Certificates))
+	}
+	v.addCertificateRows(r, byCert, served, sources)
+	acmRows := v.addUnservedACMRows(r)
+	restRows := v.addUnservedAtRestRows(r, reported)
+	v.addLooseFindings(loose, acmRows, restRows, endpointSources(r, loose))
+	for i := range v.rows {
+		completeRow(&v.rows[i])
+	}
+	// Most urgent first, as the CLI lists findings: by tier, then deadline.
+	slices.SortStableFunc(v.rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject(), b.Subject()), strings.Compare(a.SHA256(), b.SHA256()))
+	})
+}
+
+// addEndpoints records each endpoint of r (when v.series, its series and
+// the key exchange it negotiated) and returns where each certificate is
+// served and through which sources.
+func (v *view) addEndpoints(r *scan.Report) (served map[string][]policy.Endpoint, sources map[string][]string) {
 	// sources are sorted lists, shared (with the probes' and each other)
 	// until a certificate's sources differ from what it has: a set per
 	// certificate was a map of its own for each of a fleet's 100,000,
 	// 25 MB as the view was built.
 	served, sources = map[string][]policy.Endpoint{}, map[string][]string{}
-	addSources := func(cert string, st probeStat) {
-		sources[cert] = unionSorted(sources[cert], st.sources)
+	addSources := func(cert string, ep *policy.Probed) {
+		sources[cert] = unionSorted(sources[cert], ep.Sources)
 	}
 	kept := keptCertificates(r)
 	ports := portTexts{}
-	v.endpointSeries = slices.Grow(v.endpointSeries, len(r.Endpoints)) // one per endpoint, sized once
+	if v.series {
+		v.endpointSeries = slices.Grow(v.endpointSeries, len(r.Endpoints)) // one per endpoint, sized once
+	}
 	for i := range r.Endpoints {
 		ep := &r.Endpoints[i]
-		st := probed[endpointKey{ep.Name, ep.Port, ep.Address}]
 		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
-			addSources(c, st)
+			addSources(c, ep)
 		}
-		if ep.Certificate != "" {
-			v.keyExchange[ep.KeyExchange.String()]++
-			if ep.PostQuantum != nil {
-				v.hybridOffered++
+		if v.series {
+			if ep.Certificate != "" {
+				v.keyExchange[ep.KeyExchange.String()]++
+				if ep.PostQuantum != nil {
+					v.hybridOffered++
+				}
 			}
+			v.endpointSeries = append(v.endpointSeries, endpointSeries{ep: ep, port: ports.text(ep.Port)})
 		}
-		v.endpointSeries = append(v.endpointSeries, endpointSeries{ep: ep, port: ports.text(ep.Port), duration: st.duration})
 		if ep.Certificate == "" {
 			continue
 		}
@@ -252,7 +280,7 @@ func (v *view) addEndpoints(r *scan.Report, probed map[endpointKey]probeStat) (s
 		// reached through a load balancer is listed once, not once with
 		// the load balancer and once without.
 		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via})
-		addSources(ep.Certificate, st)
+		addSources(ep.Certificate, ep)
 	}
 	return served, sources
 }
@@ -349,7 +377,9 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 				rw.Renewal = acmRenewal(a)
 			}
 		}
-		v.addCertSeries(c, rw.Sources)
+		if v.series {
+			v.addCertSeries(c, rw.Sources)
+		}
 		v.rows = append(v.rows, rw)
 	}
 }
@@ -421,7 +451,7 @@ func (v *view) addUnservedAtRestRows(r *scan.Report, reported map[string]bool) m
 // addLooseFindings puts each finding about no reported certificate on the
 // row of its ACM certificate (by ARN) or certificate at rest, else on a row
 // of its own.
-func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[string]int, probed map[endpointKey]probeStat) {
+func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[string]int, sources map[endpointKey][]string) {
 	for _, f := range loose {
 		i, ok := acmRows[f.Name]
 		if !ok && f.Certificate != "" {
@@ -441,7 +471,7 @@ func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[s
 		}
 		v.rows = append(v.rows, row{
 			Tier: f.Tier, Deadline: f.Deadline.Time(),
-			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, probed),
+			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, sources),
 			more: &rowMore{own: true, subject: cmp.Or(f.Name, f.Subject, string(f.Kind))},
 		})
 	}
@@ -684,16 +714,40 @@ func certEndpoints(r *scan.Report, limit int) ([]certEndpointSeries, int) {
 	return out, dropped
 }
 
+// endpointSources returns the sources of each endpoint of r that one of
+// findings names (Probed.Sources; of all its probes, when one address was
+// reached through several resources).
+func endpointSources(r *scan.Report, findings []*policy.Finding) map[endpointKey][]string {
+	named := map[endpointKey][]string{}
+	for _, f := range findings {
+		for _, ep := range f.Endpoints {
+			named[endpointKey{ep.Name, ep.Port, ep.Address}] = nil
+		}
+	}
+	if len(named) == 0 {
+		return named
+	}
+	for i := range r.Endpoints {
+		ep := &r.Endpoints[i]
+		k := endpointKey{ep.Name, ep.Port, ep.Address}
+		if l, ok := named[k]; ok {
+			named[k] = unionSorted(l, ep.Sources)
+		}
+	}
+	return named
+}
+
 // sourcesOfFinding returns the sources of a finding about no certificate:
 // the source itself for a degraded source, else the sources that led to
-// its endpoints; an unreachable target was listed by hand (static).
-func sourcesOfFinding(f policy.Finding, probed map[endpointKey]probeStat) []string {
+// its endpoints (by endpoint, endpointSources); an unreachable target was
+// listed by hand (static).
+func sourcesOfFinding(f policy.Finding, sources map[endpointKey][]string) []string {
 	if f.Kind == policy.DiscoveryDegraded && f.Name != "" {
 		return []string{f.Name}
 	}
 	set := map[string]bool{}
 	for _, ep := range f.Endpoints {
-		for _, s := range probed[endpointKey{ep.Name, ep.Port, ep.Address}].sources {
+		for _, s := range sources[endpointKey{ep.Name, ep.Port, ep.Address}] {
 			set[s] = true
 		}
 	}

@@ -1,8 +1,15 @@
 package serve
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
 )
 
 // TestUnionSorted: the union of a certificate's sources so far and an
@@ -36,5 +43,71 @@ func TestUnionSorted(t *testing.T) {
 		case tc.same == "" && same:
 			t.Errorf("unionSorted(%q, %q) returned an argument, want a new list", tc.a, tc.b)
 		}
+	}
+}
+
+// farmReport is a report of n endpoints, each with a certificate of its
+// own found through one zone, and an expiring finding about each.
+func farmReport(n int) *scan.Report {
+	now := time.Now()
+	zone := []string{"dnszone:farm.test"}
+	r := &scan.Report{GeneratedAt: now, Targets: n, Sources: []scan.SourceResult{{Name: zone[0], Targets: n}}}
+	for i := range n {
+		name := fmt.Sprintf("ep-%06d.farm.test", i)
+		sha := fmt.Sprintf("%064x", i+1)
+		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)}
+		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha,
+			Sources: zone, Duration: time.Millisecond})
+		notAfter := policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour))
+		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: notAfter})
+		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
+			Deadline: notAfter, Endpoints: []policy.Endpoint{ep}})
+	}
+	return r
+}
+
+// TestPageRowsLetGo: the view of a recorded report holds no page rows.
+// A rendering builds them from the report, renderings at the same time
+// share one building, and once none holds them a collection lets them
+// go: between runs a daemon does not hold a row for each of a fleet's
+// certificates for a page seldom looked at.
+func TestPageRowsLetGo(t *testing.T) {
+	s := New(Options{})
+	s.RecordReport(farmReport(1000))
+	if s.view.rows != nil {
+		t.Fatalf("the recorded view holds %d rows, want none", len(s.view.rows))
+	}
+	if !slices.Equal(s.view.sources, []string{"dnszone:farm.test"}) || !slices.Equal(s.view.kinds, []string{"expiring"}) {
+		t.Errorf("filter choices = %q, %q; want the zone and expiring", s.view.sources, s.view.kinds)
+	}
+	renderTogether(t, s, s.report, 8)
+	runtime.GC()
+	if p := s.rows.Value(); p != nil {
+		t.Errorf("%d rows still held after every rendering let them go and a collection", len(p.rows))
+	}
+	s.RecordReport(farmReport(10))
+	if got := s.pageRows(s.report); got.report != s.report || len(got.rows) != 10 {
+		t.Errorf("after a new report the page has %d rows, want its 10", len(got.rows))
+	}
+}
+
+// renderTogether asks for r's page rows from n renderings at once: all
+// get the same rows, one for each certificate, with its source.
+//
+//go:noinline
+func renderTogether(t *testing.T, s *Server, r *scan.Report, n int) {
+	got := make([]*pageRows, n)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = s.pageRows(r) })
+	}
+	wg.Wait()
+	for _, p := range got[1:] {
+		if p != got[0] {
+			t.Fatal("renderings at the same time built the page's rows more than once")
+		}
+	}
+	if rows := got[0].rows; len(rows) != len(r.Certificates) || !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) {
+		t.Fatalf("rows = %d, the first from %q; want %d, from the zone", len(rows), rows[0].Sources, len(r.Certificates))
 	}
 }
