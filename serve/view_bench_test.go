@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -19,17 +21,7 @@ import (
 //
 //	go test -run '^$' -bench RecordReport10k -benchtime 5x ./serve/
 func BenchmarkRecordReport10k(b *testing.B) {
-	now := time.Now()
-	r := &scan.Report{GeneratedAt: now, Targets: 10000}
-	for i := range 10000 {
-		name := fmt.Sprintf("ep-%06d.farm.test", i)
-		sha := fmt.Sprintf("%064x", i+1)
-		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)}
-		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
-		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour))})
-		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
-			Deadline: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour)), Endpoints: []policy.Endpoint{ep}})
-	}
+	r := farmReport(10000)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -43,4 +35,42 @@ func BenchmarkRecordReport10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "view-MB")
 	runtime.KeepAlive(r)
+}
+
+// farmReport is a report of n endpoints, each with a certificate of its
+// own and an expiring finding about it.
+func farmReport(n int) *scan.Report {
+	now := time.Now()
+	r := &scan.Report{GeneratedAt: now, Targets: n}
+	for i := range n {
+		name := fmt.Sprintf("ep-%06d.farm.test", i)
+		sha := fmt.Sprintf("%064x", i+1)
+		ep := policy.Endpoint{Name: name, Port: 443, Address: fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)}
+		r.Endpoints = append(r.Endpoints, scan.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Certificate: sha})
+		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: sha, Subject: name, DNSNames: []string{name}, NotAfter: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour))})
+		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Notice, Certificate: sha, Subject: name,
+			Deadline: policy.At(now.Add(time.Duration(i%90+1) * 24 * time.Hour)), Endpoints: []policy.Endpoint{ep}})
+	}
+	return r
+}
+
+// BenchmarkStatusPage10k renders the status page of a recorded report of
+// 10,000 certificates, as BenchmarkRecordReport10k records it: the rows
+// are built for the rendering (the server does not hold them between
+// renderings once a collection has let them go), filtered, counted and
+// laid out on the timeline, and the first PageLimit are written out.
+//
+//	go test -run '^$' -bench StatusPage10k -benchtime 5x ./serve/
+func BenchmarkStatusPage10k(b *testing.B) {
+	s := serve.New(serve.Options{})
+	s.RecordReport(farmReport(10000))
+	h := s.Handler()
+	for b.Loop() {
+		runtime.GC() // what an idle server would have done between two visits
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusOK {
+			b.Fatalf("GET / = %d", w.Code)
+		}
+	}
 }
