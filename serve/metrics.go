@@ -198,15 +198,14 @@ func (m *metrics) collectRevocation(gauge gaugeFunc, rv policy.RevocationSummary
 // collectCertificates sends the dates of each certificate served and held
 // at rest, and of the leaf each endpoint served.
 func (m *metrics) collectCertificates(gauge gaugeFunc, v *view) {
-	for _, cs := range v.certSeries {
-		c := cs.cert
-		gauge(m.expiry, unix(c.NotAfter.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
-		gauge(m.notBefore, unix(c.NotBefore.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
-		if lc := c.History().LastChanged; !lc.IsZero() {
-			gauge(m.lastChanged, unix(lc), c.SHA256, c.Subject, c.Issuer, cs.source)
+	for _, c := range v.certSeries {
+		gauge(m.expiry, unix(c.notAfter.Time()), c.sha, c.subject, c.issuer, c.source)
+		gauge(m.notBefore, unix(c.notBefore.Time()), c.sha, c.subject, c.issuer, c.source)
+		if !c.lastChanged.IsZero() {
+			gauge(m.lastChanged, unix(c.lastChanged.Time()), c.sha, c.subject, c.issuer, c.source)
 		}
-		if !c.ExpectedRenewal.IsZero() {
-			gauge(m.expectedRenewal, unix(c.ExpectedRenewal.Time()), c.SHA256, c.Subject, c.Issuer, cs.source)
+		if !c.expectedRenewal.IsZero() {
+			gauge(m.expectedRenewal, unix(c.expectedRenewal.Time()), c.sha, c.subject, c.issuer, c.source)
 		}
 	}
 	for _, c := range v.restSeries {
@@ -225,11 +224,11 @@ func (m *metrics) collectCertificates(gauge gaugeFunc, v *view) {
 func (m *metrics) collectEndpoints(gauge gaugeFunc, v *view) {
 	for _, e := range v.endpointSeries {
 		ok := 0.0
-		if e.ok() {
+		if e.ok {
 			ok = 1
 		}
-		gauge(m.probeSuccess, ok, e.ep.Name, e.port, e.ep.Address)
-		gauge(m.probeDurationLast, e.ep.Duration.Seconds(), e.ep.Name, e.port, e.ep.Address)
+		gauge(m.probeSuccess, ok, e.name, e.port, e.address)
+		gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
 	}
 }
 

@@ -180,7 +180,12 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 
 	d := pageData{Version: s.opts.Version, Now: now, Filter: f}
 	if v != nil {
-		rows := s.pageRows(report)
+		rows, err := s.pageRows(report)
+		if err != nil {
+			s.logger.Error("cannot read the latest report back for the status page", "err", err)
+			http.Error(w, "cannot read the latest report back for the status page: "+err.Error()+"; /api/v1/report and /metrics still serve it", http.StatusInternalServerError)
+			return
+		}
 		d.addReport(v, rows.rows, f, now)
 	}
 	for t := policy.Critical; t >= policy.Info; t-- {
@@ -363,21 +368,26 @@ func left(t, now time.Time) string {
 
 // pageRows are the status page's rows of one report (buildRows).
 type pageRows struct {
-	report *scan.Report
-	rows   []row
+	held *heldReport
+	rows []row
 }
 
-// pageRows returns the rows of r, the latest report: the ones built for an
+// pageRows returns the rows of h, the latest report: the ones built for an
 // earlier rendering while they are still in memory (until a collection
-// after the last rendering that held them), else built anew. Renderings
-// at the same time wait for one building rather than each making its own.
-func (s *Server) pageRows(r *scan.Report) *pageRows {
+// after the last rendering that held them), else built anew from the
+// report read back. Renderings at the same time wait for one building
+// rather than each making its own.
+func (s *Server) pageRows(h *heldReport) (*pageRows, error) {
 	s.rowsMu.Lock()
 	defer s.rowsMu.Unlock()
-	if p := s.rows.Value(); p != nil && p.report == r {
-		return p
+	if p := s.rows.Value(); p != nil && p.held == h {
+		return p, nil
 	}
-	p := &pageRows{report: r, rows: buildRows(r)}
+	r, err := h.open()
+	if err != nil {
+		return nil, err
+	}
+	p := &pageRows{held: h, rows: buildRows(r)}
 	s.rows = weak.Make(p)
-	return p
+	return p, nil
 }

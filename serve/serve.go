@@ -29,7 +29,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/certwatch/certwatch/daemon"
-	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/probes"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -120,8 +119,10 @@ type Server struct {
 	shardCounters *shardCounters
 
 	// mu guards the latest view of the world.
-	mu        sync.RWMutex
-	report    *scan.Report
+	mu sync.RWMutex
+	// report is the latest report, compressed; view what the metrics
+	// and the page show of it.
+	report    *heldReport
 	view      *view
 	discovery []scan.SourceResult
 	inventory int
@@ -306,15 +307,20 @@ func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
 	report := s.report
 	s.mu.RUnlock()
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Accept-Encoding")
 	if report == nil {
 		http.Error(w, "no report yet: the first probe run has not finished", http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	// Encoded as it is sent, as `scan --output json` writes it: a report
-	// of 100,000 endpoints is about 100 MB of JSON, which a copy kept
-	// for the next request would hold beside the report itself.
-	if err := jsonstream.Write(w, report); err != nil {
+	// As `scan --output json` writes it, kept compressed: a client that
+	// accepts gzip gets it as it is held, another decompressed as it is
+	// sent (a report of 100,000 endpoints is about 110 MB of JSON).
+	gzipped := report.compressed(r.Header.Get("Accept-Encoding"))
+	if gzipped {
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	if err := report.writeJSON(w, gzipped); err != nil {
 		s.logger.Debug("report not sent in full", "remote", r.RemoteAddr, "err", err)
 	}
 }
@@ -350,15 +356,25 @@ func (s *Server) RecordReport(r *scan.Report) {
 	// The summary of the report as published (the daemon adds findings
 	// and marks silences after the pass summed it up): what the page, the
 	// API and the metrics all render.
+	recorded := r
 	published := *r
 	published.Summary = scan.NewSummary(r)
 	r = &published
+	// Compressed before the lock is taken (about a second at 100,000
+	// endpoints), so that readers do not wait for it. Until the daemon
+	// lets the recorded report go, the page reads that one.
+	held, err := holdReport(r)
+	if err != nil {
+		s.logger.Error("cannot compress the report to keep it: it is kept as it is", "err", err)
+		held = &heldReport{whole: r}
+	}
+	held.decoded = weak.Make(recorded)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The previous report and view are let go before the new view is
 	// built (readers wait on s.mu meanwhile; one rendering still holds
 	// what it took): two of them at once were the daemon's peak.
-	s.report, s.view = r, nil
+	s.report, s.view = held, nil
 	s.view = buildView(r, s.opts.SeriesLimit)
 }
 

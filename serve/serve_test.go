@@ -1,6 +1,8 @@
 package serve_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -399,6 +401,43 @@ func TestAPIReport(t *testing.T) {
 	}
 	if got.Summary.Findings != len(r.Findings) || got.Summary.Findings == 0 {
 		t.Errorf("served summary counts %d findings, want the report's %d", got.Summary.Findings, len(r.Findings))
+	}
+	// The server keeps the report compressed: a client that accepts gzip
+	// gets it so, one that does not gets the same JSON plain.
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{{"gzip", true}, {"br, gzip;q=0.5", true}, {"identity", false}, {"gzip;q=0", false}, {"", false}} {
+		req, err := http.NewRequest(http.MethodGet, hs.URL+"/api/v1/report", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept-Encoding", tc.accept) // set, so the client does not decompress
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc := resp.Header.Get("Content-Encoding"); (enc == "gzip") != tc.gzip || resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("Accept-Encoding %q: Content-Encoding %q, Vary %q; want gzip %v, Vary Accept-Encoding", tc.accept, enc, resp.Header.Get("Vary"), tc.gzip)
+			continue
+		}
+		if tc.gzip {
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+			}
+			if raw, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+			}
+		}
+		if string(raw) != body {
+			t.Errorf("Accept-Encoding %q: the JSON differs from the first request's", tc.accept)
+		}
 	}
 }
 

@@ -29,8 +29,13 @@ type view struct {
 	// for the page's rows.
 	series bool
 
+	// certRefs and endpointRefs are every certificate's and endpoint's
+	// series while the view is built; certSeries and endpointSeries the
+	// kept ones (at most the series limit), copied out of the report.
+	certRefs        []certRef
 	certSeries      []certSeries
 	certDropped     int
+	endpointRefs    []endpointRef
 	endpointSeries  []endpointSeries
 	endpointDropped int
 	// certEndpointSeries are the endpoints that served a leaf, with its
@@ -162,13 +167,21 @@ func (rw *row) moreOf(of func(*rowMore) []string) []string {
 	return of(rw.more)
 }
 
-// certSeries is a certificate's series from one source. It reads the
-// certificate's labels and dates from the report, which the server keeps
-// with the view: 24 bytes a series, where copies of them took 160 (16 MB
-// as the view of 100,000 certificates was built, before the cap).
-type certSeries struct {
+// certRef is a certificate's series from one source while the view is
+// built. It reads the certificate's labels and dates from the report: 24
+// bytes a series, where copies of them took 160 (16 MB as the view of
+// 100,000 certificates was built, before the cap).
+type certRef struct {
 	cert   *policy.Certificate
 	source string
+}
+
+// certSeries is a kept certificate series: what its gauges read of the
+// certificate, copied, so that the view does not hold the report's
+// certificates (the server keeps the report compressed, heldReport).
+type certSeries struct {
+	sha, subject, issuer, source                      string
+	notBefore, notAfter, lastChanged, expectedRenewal policy.Instant
 }
 
 // restSeries is one place a certificate is held at rest.
@@ -183,16 +196,23 @@ type certEndpointSeries struct {
 	notBefore, notAfter      time.Time
 }
 
-// endpointSeries is an endpoint's probe series. It reads the endpoint
-// (its probe's Duration too) from the report, as certSeries does: 24
-// bytes an endpoint rather than 64.
-type endpointSeries struct {
+// endpointRef is an endpoint's probe series while the view is built. It
+// reads the endpoint (its probe's Duration too) from the report, as
+// certRef does: 24 bytes an endpoint rather than 64.
+type endpointRef struct {
 	ep   *policy.Probed
 	port string
 }
 
 // ok says the endpoint served a certificate.
-func (e endpointSeries) ok() bool { return e.ep.Certificate != "" }
+func (e endpointRef) ok() bool { return e.ep.Certificate != "" }
+
+// endpointSeries is a kept endpoint series, copied as certSeries is.
+type endpointSeries struct {
+	name, port, address string
+	ok                  bool
+	duration            time.Duration
+}
 
 // buildView derives the metric series and the page's filter choices from
 // r, a report of the daemon's (its endpoints' Sources and Duration set).
@@ -227,7 +247,7 @@ func (v *view) addRows(r *scan.Report) {
 	// twice their size while they grew.
 	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
 	if v.series {
-		v.certSeries = slices.Grow(v.certSeries, len(r.Certificates))
+		v.certRefs = slices.Grow(v.certRefs, len(r.Certificates))
 	}
 	v.addCertificateRows(r, byCert, served, sources)
 	acmRows := v.addUnservedACMRows(r)
@@ -257,7 +277,7 @@ func (v *view) addEndpoints(r *scan.Report) (served map[string][]policy.Endpoint
 	kept := keptCertificates(r)
 	ports := portTexts{}
 	if v.series {
-		v.endpointSeries = slices.Grow(v.endpointSeries, len(r.Endpoints)) // one per endpoint, sized once
+		v.endpointRefs = slices.Grow(v.endpointRefs, len(r.Endpoints)) // one per endpoint, sized once
 	}
 	for i := range r.Endpoints {
 		ep := &r.Endpoints[i]
@@ -271,7 +291,7 @@ func (v *view) addEndpoints(r *scan.Report) (served map[string][]policy.Endpoint
 					v.hybridOffered++
 				}
 			}
-			v.endpointSeries = append(v.endpointSeries, endpointSeries{ep: ep, port: ports.text(ep.Port)})
+			v.endpointRefs = append(v.endpointRefs, endpointRef{ep: ep, port: ports.text(ep.Port)})
 		}
 		if ep.Certificate == "" {
 			continue
@@ -408,7 +428,7 @@ func (v *view) addCertSeries(c *policy.Certificate, sources []string) {
 		sources = []string{"unknown"}
 	}
 	for _, s := range sources {
-		v.certSeries = append(v.certSeries, certSeries{cert: c, source: s})
+		v.certRefs = append(v.certRefs, certRef{cert: c, source: s})
 	}
 }
 
@@ -471,7 +491,8 @@ func (v *view) addLooseFindings(loose []*policy.Finding, acmRows, restRows map[s
 		}
 		v.rows = append(v.rows, row{
 			Tier: f.Tier, Deadline: f.Deadline.Time(),
-			Findings: []*policy.Finding{f}, Endpoints: f.Endpoints, Sources: sourcesOfFinding(*f, sources),
+			// The row's own list: completeRow sorts it.
+			Findings: []*policy.Finding{f}, Endpoints: slices.Clone(f.Endpoints), Sources: sourcesOfFinding(*f, sources),
 			more: &rowMore{own: true, subject: cmp.Or(f.Name, f.Subject, string(f.Kind))},
 		})
 	}
@@ -565,25 +586,29 @@ func filterChoices(rows []row, reportSources []scan.SourceResult) (kinds, source
 	return sortedKeys(allKinds), sortedKeys(allSources)
 }
 
-// capCertSeries keeps the limit most urgent certificate series: soonest
-// expiry first, so the cap drops the least interesting.
+// capCertSeries keeps the limit most urgent certificate series (soonest
+// expiry first, so the cap drops the least interesting) as copies, and
+// lets go of the rest.
 func (v *view) capCertSeries(limit int) {
-	slices.SortStableFunc(v.certSeries, func(a, b certSeries) int {
+	slices.SortStableFunc(v.certRefs, func(a, b certRef) int {
 		return cmp.Or(cmp.Compare(a.cert.NotAfter, b.cert.NotAfter), strings.Compare(a.cert.SHA256, b.cert.SHA256), strings.Compare(a.source, b.source))
 	})
-	if len(v.certSeries) > limit {
-		v.certDropped = len(v.certSeries) - limit
-		// A copy of the kept ones: the full list's array (100,000
-		// series at 100,000 certificates) is let go with the report's
-		// building, not held until the next one.
-		v.certSeries = slices.Clone(v.certSeries[:limit])
+	kept := v.certRefs[:min(len(v.certRefs), limit)]
+	v.certDropped = len(v.certRefs) - len(kept)
+	v.certSeries = make([]certSeries, len(kept))
+	for i, cr := range kept {
+		c := cr.cert
+		v.certSeries[i] = certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: cr.source,
+			notBefore: c.NotBefore, notAfter: c.NotAfter, lastChanged: policy.At(c.History().LastChanged), expectedRenewal: c.ExpectedRenewal}
 	}
+	v.certRefs = nil
 }
 
-// capEndpointSeries keeps limit endpoint series, failing endpoints first,
-// so the cap drops the least interesting.
+// capEndpointSeries keeps limit endpoint series (failing endpoints first,
+// so the cap drops the least interesting) as copies, and lets go of the
+// rest.
 func (v *view) capEndpointSeries(limit int) {
-	slices.SortStableFunc(v.endpointSeries, func(a, b endpointSeries) int {
+	slices.SortStableFunc(v.endpointRefs, func(a, b endpointRef) int {
 		if a.ok() != b.ok() {
 			if !a.ok() {
 				return -1
@@ -592,10 +617,13 @@ func (v *view) capEndpointSeries(limit int) {
 		}
 		return cmp.Or(strings.Compare(a.ep.Name, b.ep.Name), strings.Compare(a.port, b.port), strings.Compare(a.ep.Address, b.ep.Address))
 	})
-	if len(v.endpointSeries) > limit {
-		v.endpointDropped = len(v.endpointSeries) - limit
-		v.endpointSeries = slices.Clone(v.endpointSeries[:limit]) // as capCertSeries
+	kept := v.endpointRefs[:min(len(v.endpointRefs), limit)]
+	v.endpointDropped = len(v.endpointRefs) - len(kept)
+	v.endpointSeries = make([]endpointSeries, len(kept))
+	for i, e := range kept {
+		v.endpointSeries[i] = endpointSeries{name: e.ep.Name, port: e.port, address: e.ep.Address, ok: e.ok(), duration: e.ep.Duration}
 	}
+	v.endpointRefs = nil
 }
 
 // atRestSeries returns one series per place a certificate of r is held at
@@ -638,10 +666,12 @@ func printableRow(rw *row) {
 		m.own, m.subject, m.issuer, m.sha256, m.notAfter = true, policy.Printable(subject), policy.Printable(issuer), sha, notAfter
 	}
 	rw.Renewal = policy.Printable(rw.Renewal)
-	for _, l := range [][]string{rw.Sources, rw.ACM(), rw.Resources(), rw.Locations()} {
-		for i, s := range l {
-			l[i] = policy.Printable(s)
-		}
+	// The lists may be the report's, or the inventory's (sources): a
+	// printable copy replaces one that needs escaping, and none is written
+	// in place, as a rendering builds rows while the daemon reads them.
+	rw.Sources = printableList(rw.Sources)
+	if m := rw.more; m != nil {
+		m.acm, m.resources, m.locations = printableList(m.acm), printableList(m.resources), printableList(m.locations)
 	}
 	for i, rf := range rw.Findings {
 		if policy.Printable(rf.Message) == rf.Message && policy.Printable(rf.Name) == rf.Name && policy.Printable(rf.Subject) == rf.Subject && rf.Silenced == nil {
@@ -662,6 +692,21 @@ func printableRow(rw *row) {
 			rw.Endpoints[i].Name = policy.Printable(rw.Endpoints[i].Name)
 		}
 	}
+}
+
+// printableList returns l when all of it is printable (policy.Printable),
+// else a printable copy of it.
+func printableList(l []string) []string {
+	for i, s := range l {
+		if policy.Printable(s) != s {
+			out := slices.Clone(l)
+			for j := i; j < len(out); j++ {
+				out[j] = policy.Printable(out[j])
+			}
+			return out
+		}
+	}
+	return l
 }
 
 // certEndpoints returns the per-endpoint certificate series of r: every

@@ -66,48 +66,91 @@ func farmReport(n int) *scan.Report {
 	return r
 }
 
-// TestPageRowsLetGo: the view of a recorded report holds no page rows.
-// A rendering builds them from the report, renderings at the same time
-// share one building, and once none holds them a collection lets them
-// go: between runs a daemon does not hold a row for each of a fleet's
-// certificates for a page seldom looked at.
-func TestPageRowsLetGo(t *testing.T) {
-	s := New(Options{})
-	s.RecordReport(farmReport(1000))
+// TestReportHeldCompressed: between runs the server holds the latest
+// report compressed, and its view no page rows. A rendering reads the
+// report back (each endpoint's sources too, which its JSON does not
+// carry) and builds the rows; renderings at the same time share one
+// reading and building, and once none holds them a collection lets them
+// go: between runs a daemon holds neither a fleet's report nor a row for
+// each of its certificates for a page seldom looked at.
+func TestReportHeldCompressed(t *testing.T) { // not parallel: it measures the heap
+	var base, withReport, held runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	// A fleet ten times the series limit, as 100,000 endpoints are with
+	// the default limit.
+	s := New(Options{SeriesLimit: 1000})
+	recordAndLetGo(s, 10000, func() {
+		runtime.GC()
+		runtime.ReadMemStats(&withReport)
+	})
+	runtime.GC()
+	runtime.ReadMemStats(&held)
 	if s.view.rows != nil {
 		t.Fatalf("the recorded view holds %d rows, want none", len(s.view.rows))
+	}
+	if r := s.report.decoded.Value(); r != nil {
+		t.Fatal("the server still holds the recorded report once the daemon let it go")
+	}
+	report, kept := int64(withReport.HeapAlloc)-int64(base.HeapAlloc), int64(held.HeapAlloc)-int64(base.HeapAlloc)
+	t.Logf("the report takes %d bytes, the server holds %d (compressed %d)", report, kept, len(s.report.gz))
+	if kept > report/3 {
+		t.Errorf("the server holds %d bytes for a report of 10,000 endpoints that takes %d itself, want at most a third", kept, report)
 	}
 	if !slices.Equal(s.view.sources, []string{"dnszone:farm.test"}) || !slices.Equal(s.view.kinds, []string{"expiring"}) {
 		t.Errorf("filter choices = %q, %q; want the zone and expiring", s.view.sources, s.view.kinds)
 	}
-	renderTogether(t, s, s.report, 8)
+	renderTogether(t, s, 8, 10000)
 	runtime.GC()
 	if p := s.rows.Value(); p != nil {
 		t.Errorf("%d rows still held after every rendering let them go and a collection", len(p.rows))
 	}
-	s.RecordReport(farmReport(10))
-	if got := s.pageRows(s.report); got.report != s.report || len(got.rows) != 10 {
-		t.Errorf("after a new report the page has %d rows, want its 10", len(got.rows))
+	if s.report.decoded.Value() != nil {
+		t.Error("the report read back is still held after every rendering let it go and a collection")
+	}
+	recordAndLetGo(s, 10, func() {})
+	if got, err := s.pageRows(s.report); err != nil || len(got.rows) != 10 {
+		t.Errorf("after a new report the page has %d rows (%v), want its 10", len(got.rows), err)
 	}
 }
 
-// renderTogether asks for r's page rows from n renderings at once: all
-// get the same rows, one for each certificate, with its source.
+// recordAndLetGo records a report of n endpoints (farmReport) as the
+// daemon does, calls measure while it still holds it, and lets it go.
 //
 //go:noinline
-func renderTogether(t *testing.T, s *Server, r *scan.Report, n int) {
+func recordAndLetGo(s *Server, n int, measure func()) {
+	r := farmReport(n)
+	s.RecordReport(r)
+	measure()
+	runtime.KeepAlive(r)
+}
+
+// renderTogether asks for the page rows of the server's report from n
+// renderings at once: all get the same rows, one for each of its n
+// certificates, with its source.
+//
+//go:noinline
+func renderTogether(t *testing.T, s *Server, n, certs int) {
 	got := make([]*pageRows, n)
 	var wg sync.WaitGroup
 	for i := range got {
-		wg.Go(func() { got[i] = s.pageRows(r) })
+		wg.Go(func() {
+			var err error
+			if got[i], err = s.pageRows(s.report); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	for _, p := range got[1:] {
 		if p != got[0] {
 			t.Fatal("renderings at the same time built the page's rows more than once")
 		}
 	}
-	if rows := got[0].rows; len(rows) != len(r.Certificates) || !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) {
-		t.Fatalf("rows = %d, the first from %q; want %d, from the zone", len(rows), rows[0].Sources, len(r.Certificates))
+	if rows := got[0].rows; len(rows) != certs || !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) {
+		t.Fatalf("rows = %d, the first from %q; want %d, from the zone", len(rows), rows[0].Sources, certs)
 	}
 }

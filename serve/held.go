@@ -1,0 +1,163 @@
+package serve
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"weak"
+
+	"github.com/certwatch/certwatch/internal/jsonstream"
+	"github.com/certwatch/certwatch/scan"
+)
+
+// heldReport is the latest report as the server keeps it between runs:
+// its JSON as /api/v1/report sends it, gzip-compressed, and what each
+// endpoint carries beyond the JSON (policy.Probed.Sources and Duration).
+// At 100,000 endpoints the report itself is about 60 MB of memory and its
+// JSON about 110 MB; compressed, 17 MB. The status page reads the report
+// back from it (open), and so do the renderings that come while the
+// daemon still holds the report it recorded (the first ones after a run),
+// without decoding.
+type heldReport struct {
+	gz []byte
+	// sources are the distinct lists of sources of the endpoints, and
+	// sourceOf the index in it of each endpoint's (-1 for none).
+	sources  [][]string
+	sourceOf []int32
+	duration []time.Duration
+	// decoded is the report recorded, or one read back from gz, while
+	// anything else holds it.
+	decoded weak.Pointer[scan.Report]
+	// whole is the report itself when it could not be encoded (nil
+	// otherwise): it is then held as it is.
+	whole *scan.Report
+}
+
+// holdReport encodes r for keeping.
+func holdReport(r *scan.Report) (*heldReport, error) {
+	h := &heldReport{}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if err := jsonstream.Write(zw, r); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	h.gz = bytes.Clone(buf.Bytes()) // the buffer's slack (it doubled) let go
+	h.sourceOf = make([]int32, len(r.Endpoints))
+	h.duration = make([]time.Duration, len(r.Endpoints))
+	index := map[string]int32{}
+	var last []string
+	lastIndex := int32(-1)
+	for i := range r.Endpoints {
+		ep := &r.Endpoints[i]
+		h.duration[i] = ep.Duration
+		switch {
+		case len(ep.Sources) == 0:
+			h.sourceOf[i] = -1
+		case len(ep.Sources) == len(last) && &ep.Sources[0] == &last[0]:
+			// The same list as the endpoint before (a zone's endpoints
+			// share one): no key to build.
+			h.sourceOf[i] = lastIndex
+		default:
+			key := strings.Join(ep.Sources, "\x00")
+			k, ok := index[key]
+			if !ok {
+				k = int32(len(h.sources))
+				index[key] = k
+				h.sources = append(h.sources, ep.Sources)
+			}
+			h.sourceOf[i], last, lastIndex = k, ep.Sources, k
+		}
+	}
+	return h, nil
+}
+
+// open returns the report held: the one recorded or last read back while
+// something still holds it, else read back from its JSON.
+func (h *heldReport) open() (*scan.Report, error) {
+	if h.whole != nil {
+		return h.whole, nil
+	}
+	if r := h.decoded.Value(); r != nil {
+		return r, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(h.gz))
+	if err != nil {
+		return nil, err
+	}
+	r := new(scan.Report)
+	if err := json.NewDecoder(zr).Decode(r); err != nil {
+		return nil, err
+	}
+	if len(r.Endpoints) != len(h.sourceOf) {
+		return nil, fmt.Errorf("%d endpoints read back, %d held", len(r.Endpoints), len(h.sourceOf))
+	}
+	for i := range r.Endpoints {
+		ep := &r.Endpoints[i]
+		ep.Duration = h.duration[i]
+		if k := h.sourceOf[i]; k >= 0 {
+			ep.Sources = h.sources[k]
+		}
+	}
+	h.decoded = weak.Make(r)
+	return r, nil
+}
+
+// writeJSON writes the report's JSON to w: as held, compressed, when
+// gzipped (the caller says so in Content-Encoding; see compressed), else
+// decompressed as it is sent.
+func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
+	switch {
+	case h.whole != nil:
+		return jsonstream.Write(w, h.whole)
+	case gzipped:
+		_, err := w.Write(h.gz)
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(h.gz))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, zr)
+	return err
+}
+
+// compressed says whether writeJSON sends the JSON compressed to a client
+// whose Accept-Encoding is header: it accepts gzip (RFC 9110, section
+// 12.5.3: gzip, x-gzip or *, with a q above 0) and the report is held
+// compressed.
+func (h *heldReport) compressed(header string) bool {
+	if h.whole != nil {
+		return false
+	}
+	for part := range strings.SplitSeq(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(coding)) {
+		case "gzip", "x-gzip", "*":
+		default:
+			continue
+		}
+		q := 1.0
+		for p := range strings.SplitSeq(params, ";") {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if q > 0 {
+			return true
+		}
+	}
+	return false
+}
