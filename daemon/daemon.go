@@ -221,8 +221,11 @@ type Daemon struct {
 	// discovery yet.
 	undiscovered bool
 	active       *running // set while Run is running
-	// published is the latest report recorded, with carried findings.
-	published *scan.Report
+	// previous is what carryForward needs of the latest report published
+	// (savedOf), compressed as its memo is: a fleet's whole report held
+	// from one run to the next was tens of MB, which the status server
+	// keeps compressed too.
+	previous []byte
 	// freshState is EmptyState until a probe run has been notified.
 	freshState string
 	// successes are each job's last success, as kept in Memory.

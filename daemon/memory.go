@@ -67,13 +67,17 @@ func (d *Daemon) restore(ctx context.Context) {
 	if err := d.load(ctx, memoInventory, &saved); err != nil {
 		d.logger.Error("cannot read the last good inventory from the state: sources failing at start-up contribute nothing until they recover", "err", err)
 	}
-	var report *savedReport
-	if err := d.load(ctx, memoReport, &report); err != nil {
+	report, err := d.Memory.Memo(ctx, memoReport)
+	if err == nil {
+		_, err = openSaved(report)
+	}
+	if err != nil {
+		report = nil
 		d.logger.Error("cannot read the latest report from the state: findings whose endpoints do not answer after the restart are not shown until they answer", "err", err)
 	}
 	d.mu.Lock()
-	if report != nil && d.published == nil {
-		d.published = &scan.Report{GeneratedAt: report.GeneratedAt, Findings: report.Findings, Certificates: report.Certificates}
+	if len(report) > 0 && d.previous == nil {
+		d.previous = report
 	}
 	maps.Copy(d.successes, successes)
 	for name, r := range saved {
@@ -185,12 +189,10 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 	d.save(ctx, memoInventory, m)
 }
 
-// rememberReport keeps what carryForward needs of r in Memory: its
-// findings about endpoints, and their certificates.
-func (d *Daemon) rememberReport(ctx context.Context, r *scan.Report) {
-	if d.Memory == nil {
-		return
-	}
+// savedOf returns what carryForward needs of r (savedReport), compressed
+// (encodeCompressed): what the daemon holds of its latest report until the
+// next run, and keeps in Memory.
+func savedOf(r *scan.Report) ([]byte, error) {
 	s := savedReport{GeneratedAt: r.GeneratedAt, Findings: []policy.Finding{}}
 	certs := map[string]bool{}
 	for _, f := range r.Findings {
@@ -204,9 +206,31 @@ func (d *Daemon) rememberReport(ctx context.Context, r *scan.Report) {
 			s.Certificates = append(s.Certificates, c)
 		}
 	}
+	return encodeCompressed(s)
+}
+
+// openSaved reads back what savedOf wrote (or a memo of an earlier
+// version, plain JSON) as a report for carryForward; nil for nothing.
+func openSaved(b []byte) (*scan.Report, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var s savedReport
+	if err := decodeCompressed(b, &s); err != nil {
+		return nil, err
+	}
+	return &scan.Report{GeneratedAt: s.GeneratedAt, Findings: s.Findings, Certificates: s.Certificates}, nil
+}
+
+// rememberReport keeps saved, what savedOf returned of the latest report,
+// in Memory.
+func (d *Daemon) rememberReport(ctx context.Context, saved []byte) {
+	if d.Memory == nil {
+		return
+	}
 	d.memoMu.Lock()
 	defer d.memoMu.Unlock()
-	d.save(ctx, memoReport, s)
+	d.saveBytes(ctx, memoReport, saved)
 }
 
 // save writes v under key unless it is what was last written. Callers
@@ -218,6 +242,11 @@ func (d *Daemon) save(ctx context.Context, key string, v any) {
 		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
 		return
 	}
+	d.saveBytes(ctx, key, b)
+}
+
+// saveBytes is save of what encodeCompressed returned.
+func (d *Daemon) saveBytes(ctx context.Context, key string, b []byte) {
 	sum := sha256.Sum256(b)
 	if d.memoSums[key] == sum {
 		return

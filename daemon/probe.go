@@ -107,9 +107,10 @@ type probeSnapshot struct {
 	inventory            []discovery.Target
 	results              []scan.SourceResult
 	degraded             []policy.Finding
-	// previous is the latest report published; freshState is EmptyState
-	// until a probe run has been notified.
-	previous   *scan.Report
+	// previous is what carryForward needs of the latest report published
+	// (savedOf); freshState is EmptyState until a probe run has been
+	// notified.
+	previous   []byte
 	freshState string
 	cfg        Config
 }
@@ -121,7 +122,7 @@ func (d *Daemon) snapshotForProbe() probeSnapshot {
 	in := probeSnapshot{
 		scanner: d.scanner, notifier: d.notifier,
 		loaded: d.loaded, undiscovered: d.undiscovered, inventory: d.inventory,
-		results: slices.Clone(d.results), previous: d.published, freshState: d.freshState, cfg: d.cfg,
+		results: slices.Clone(d.results), previous: d.previous, freshState: d.freshState, cfg: d.cfg,
 	}
 	for _, f := range d.degraded {
 		in.degraded = append(in.degraded, f)
@@ -172,10 +173,13 @@ func addRunFindings(r *scan.Report, in probeSnapshot, cut error, start time.Time
 // report (unverified), marked silenced, for the status page, the metrics
 // and the next start, and returns what it published.
 func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) *scan.Report {
-	published := carryForward(in.previous, r)
-	d.mu.Lock()
-	d.published = published
-	d.mu.Unlock()
+	previous, err := openSaved(in.previous)
+	if err != nil {
+		// Not expected: the daemon wrote it. The findings of endpoints
+		// that stopped answering are shown again once they answer.
+		d.logger.Error("cannot read back the previous report: findings whose endpoints stopped answering are not carried forward this run", "err", err)
+	}
+	published := carryForward(previous, r)
 	if in.notifier != nil && in.loaded {
 		if err := in.notifier.MarkSilenced(ctx, published); err != nil {
 			d.logger.Warn("silences could not be read: the published report marks no finding as silenced", "err", err)
@@ -184,7 +188,16 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	if d.Recorder != nil {
 		d.Recorder.RecordReport(published)
 	}
-	d.rememberReport(ctx, published)
+	saved, err := savedOf(published)
+	if err != nil {
+		d.logger.Error("cannot encode what the next run carries forward of this report: findings whose endpoints stop answering are not carried forward then", "err", err)
+	}
+	d.mu.Lock()
+	d.previous = saved
+	d.mu.Unlock()
+	if err == nil {
+		d.rememberReport(ctx, saved)
+	}
 	return published
 }
 
