@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/scan"
 )
 
 // TestMemoEncoding: a memo is written gzip-compressed, the same bytes
@@ -22,15 +23,23 @@ func TestMemoEncoding(t *testing.T) {
 		Endpoints: []policy.Endpoint{{Name: "www.example", Port: 443, Address: "192.0.2.7"}}, Message: "expires in 2 days",
 	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: policy.At(at.Add(48 * time.Hour))}}}
 
-	b, err := encodeCompressed(want)
+	b, err := encodeCompressed(want, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		t.Errorf("memo starts %x, want gzip's magic", b[:2])
 	}
-	if again, _ := encodeCompressed(want); !bytes.Equal(again, b) {
-		t.Error("the same value encodes to different memos")
+	// The same bytes whatever the size expected (that of the memo
+	// before, which may be smaller, the same or larger).
+	for _, hint := range []int{0, len(b) / 2, len(b), 10 * len(b)} {
+		again, _ := encodeCompressed(want, hint)
+		if !bytes.Equal(again, b) {
+			t.Errorf("the same value encodes to different memos (size expected %d)", hint)
+		}
+		if cap(again) > len(again)+len(again)/8 {
+			t.Errorf("size expected %d: a memo of %d bytes holds %d", hint, len(again), cap(again))
+		}
 	}
 	var got savedReport
 	if err := decodeCompressed(b, &got); err != nil {
@@ -61,5 +70,58 @@ func TestMemoEncoding(t *testing.T) {
 		if err := decodeCompressed(bad, &v); err == nil {
 			t.Errorf("%s: decoded without an error", name)
 		}
+	}
+}
+
+// TestSavedCarriesAsTheReport: between runs the daemon holds only what
+// carryForward needs of its latest report, compressed (savedOf); carried
+// forward from that, a run whose endpoints stopped answering publishes
+// what it would have published carried forward from the whole report.
+func TestSavedCarriesAsTheReport(t *testing.T) {
+	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
+	www := policy.Endpoint{Name: "www.example", Port: 443, Address: "192.0.2.7"}
+	api := policy.Endpoint{Name: "api.example", Port: 443, Address: "192.0.2.8"}
+	prev := &scan.Report{GeneratedAt: at,
+		Endpoints: []scan.Endpoint{{Name: www.Name, Port: www.Port, Address: www.Address, Certificate: "ab12"},
+			{Name: api.Name, Port: api.Port, Address: api.Address, Certificate: "cd34"}},
+		Certificates: []policy.Certificate{
+			{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: policy.At(at.Add(48 * time.Hour))},
+			{SHA256: "cd34", Subject: "api.example", DNSNames: []string{"api.example"}, NotAfter: policy.At(at.Add(400 * 24 * time.Hour))},
+		},
+		Findings: []policy.Finding{
+			{Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Subject: "www.example", Deadline: policy.At(at.Add(48 * time.Hour)),
+				Endpoints: []policy.Endpoint{www}, Message: "expires in 2 days"},
+			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: policy.At(at), Message: "route53 failed"},
+		},
+	}
+	saved, err := savedOf(prev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(saved, []byte{0x1f, 0x8b}) {
+		t.Errorf("what is held starts %x, want gzip's magic", saved[:2])
+	}
+	back, err := openSaved(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Findings) != 1 || len(back.Certificates) != 1 || back.Certificates[0].SHA256 != "ab12" || len(back.Endpoints) != 0 {
+		t.Errorf("held: %d findings, %d certificates, %d endpoints; want the finding about an endpoint, its certificate, no endpoint",
+			len(back.Findings), len(back.Certificates), len(back.Endpoints))
+	}
+	cur := &scan.Report{GeneratedAt: at.Add(10 * time.Minute),
+		Endpoints: []scan.Endpoint{{Name: www.Name, Port: www.Port, Address: www.Address, Failed: &policy.Failed{Error: "connection refused", Failure: "refused"}},
+			{Name: api.Name, Port: api.Port, Address: api.Address, Certificate: "cd34"}},
+		Certificates: []policy.Certificate{prev.Certificates[1]},
+	}
+	want, got := carryForward(prev, cur), carryForward(back, cur)
+	if len(want.Findings) != 1 || want.Findings[0].UnverifiedSince.IsZero() {
+		t.Fatalf("carried from the whole report: %d findings, want the expiring one, unverified", len(want.Findings))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("carried from what is held differs (-whole report +held):\n%s", diff)
+	}
+	if r, err := openSaved(nil); r != nil || err != nil {
+		t.Errorf("openSaved(nil) = %v, %v; want nothing", r, err)
 	}
 }

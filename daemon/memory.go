@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -122,9 +123,13 @@ const maxMemo = 1 << 30
 // for a memo or a site publication: the report memo of 100,000 endpoints
 // is tens of megabytes of JSON, and a site publication of as many more
 // (its parts in base64), which json.Marshal would build whole and the
-// store's driver copy twice again.
-func encodeCompressed(v any) ([]byte, error) {
+// store's driver copy twice again. hint is the size expected (that of the
+// last such memo, say; 0 for none): a buffer of it is not grown by
+// doubling, and what is returned holds at most an eighth more than it
+// needs.
+func encodeCompressed(v any, hint int) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(hint + hint/8)
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
@@ -135,7 +140,10 @@ func encodeCompressed(v any) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	if b := buf.Bytes(); cap(b)-len(b) <= len(b)/8 {
+		return b, nil
+	}
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // decodeCompressed decodes what encodeCompressed wrote into v, or plain
@@ -149,14 +157,25 @@ func decodeCompressed(b []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	text, err := io.ReadAll(io.LimitReader(zr, maxMemo+1))
-	if err != nil {
+	// The text's size is in gzip's trailer (ISIZE, modulo 2^32, of the
+	// one member encodeCompressed writes): it is read into a buffer of
+	// that size, not one grown by doubling (the report memo of 100,000
+	// endpoints, 28 MB of JSON, took up to twice that as it grew). A
+	// size more than 32 times the compressed one (certwatch's JSON
+	// compresses 5 to 10 times) is not believed: a damaged trailer must
+	// not make it reserve up to maxMemo; a wrong size only costs the
+	// growing.
+	var text bytes.Buffer
+	if size := int64(binary.LittleEndian.Uint32(b[len(b)-4:])); size <= maxMemo && size <= 32*int64(len(b)) {
+		text.Grow(int(size) + bytes.MinRead)
+	}
+	if _, err := text.ReadFrom(io.LimitReader(zr, maxMemo+1)); err != nil {
 		return err
 	}
-	if len(text) > maxMemo {
+	if text.Len() > maxMemo {
 		return fmt.Errorf("more than %d bytes once decompressed", maxMemo)
 	}
-	return json.Unmarshal(text, v)
+	return json.Unmarshal(text.Bytes(), v)
 }
 
 // rememberSuccess keeps job's last success in Memory.
@@ -190,9 +209,9 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 }
 
 // savedOf returns what carryForward needs of r (savedReport), compressed
-// (encodeCompressed): what the daemon holds of its latest report until the
-// next run, and keeps in Memory.
-func savedOf(r *scan.Report) ([]byte, error) {
+// (encodeCompressed, hint the size expected): what the daemon holds of
+// its latest report until the next run, and keeps in Memory.
+func savedOf(r *scan.Report, hint int) ([]byte, error) {
 	s := savedReport{GeneratedAt: r.GeneratedAt, Findings: []policy.Finding{}}
 	certs := map[string]bool{}
 	for _, f := range r.Findings {
@@ -206,7 +225,7 @@ func savedOf(r *scan.Report) ([]byte, error) {
 			s.Certificates = append(s.Certificates, c)
 		}
 	}
-	return encodeCompressed(s)
+	return encodeCompressed(s, hint)
 }
 
 // openSaved reads back what savedOf wrote (or a memo of an earlier
@@ -237,7 +256,7 @@ func (d *Daemon) rememberReport(ctx context.Context, saved []byte) {
 // hold d.memoMu. A failure is logged: the state store's health (readiness,
 // certwatch_state_up) shows it too.
 func (d *Daemon) save(ctx context.Context, key string, v any) {
-	b, err := encodeCompressed(v)
+	b, err := encodeCompressed(v, 0)
 	if err != nil {
 		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
 		return

@@ -188,7 +188,7 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	if d.Recorder != nil {
 		d.Recorder.RecordReport(published)
 	}
-	saved, err := savedOf(published)
+	saved, err := savedOf(published, len(in.previous))
 	if err != nil {
 		d.logger.Error("cannot encode what the next run carries forward of this report: findings whose endpoints stop answering are not carried forward then", "err", err)
 	}

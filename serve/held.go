@@ -38,10 +38,14 @@ type heldReport struct {
 	whole *scan.Report
 }
 
-// holdReport encodes r for keeping.
-func holdReport(r *scan.Report) (*heldReport, error) {
+// holdReport encodes r for keeping. hint is the compressed size expected
+// (the report before's): a buffer of it is not grown by doubling while
+// the daemon's memory is at its peak, and what is kept holds at most an
+// eighth more than it needs.
+func holdReport(r *scan.Report, hint int) (*heldReport, error) {
 	h := &heldReport{}
 	var buf bytes.Buffer
+	buf.Grow(hint + hint/8)
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
@@ -52,7 +56,9 @@ func holdReport(r *scan.Report) (*heldReport, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	h.gz = bytes.Clone(buf.Bytes()) // the buffer's slack (it doubled) let go
+	if h.gz = buf.Bytes(); cap(h.gz)-len(h.gz) > len(h.gz)/8 {
+		h.gz = bytes.Clone(h.gz) // the buffer's slack let go
+	}
 	h.sourceOf = make([]int32, len(r.Endpoints))
 	h.duration = make([]time.Duration, len(r.Endpoints))
 	index := map[string]int32{}

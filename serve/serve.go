@@ -363,7 +363,13 @@ func (s *Server) RecordReport(r *scan.Report) {
 	// Compressed before the lock is taken (about a second at 100,000
 	// endpoints), so that readers do not wait for it. Until the daemon
 	// lets the recorded report go, the page reads that one.
-	held, err := holdReport(r)
+	s.mu.RLock()
+	hint := 0
+	if s.report != nil {
+		hint = len(s.report.gz)
+	}
+	s.mu.RUnlock()
+	held, err := holdReport(r, hint)
 	if err != nil {
 		s.logger.Error("cannot compress the report to keep it: it is kept as it is", "err", err)
 		held = &heldReport{whole: r}
