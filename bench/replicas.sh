@@ -28,9 +28,10 @@
 #              figures in DIR (default: a new directory under /tmp)
 #   -P         serve /debug/pprof on every replica (daemon.pprof) and save
 #              each replica's heap profile every 5 s of a run into its
-#              run's directory (heap-REPLICA-SECONDS.pprof), and what
-#              each holds 5 s after a run (after-RUN-REPLICA.txt: its
-#              resident memory by kind and the runtime's go_memstats)
+#              run's directory (heap-REPLICA-SECONDS.pprof), and the
+#              runtime's go_memstats 5 s after each run in
+#              after-RUN-REPLICA.txt, where every run (with -P or not)
+#              saves the replica's resident memory by kind then
 #   -2         also wait for the leader's second probe run (probes every
 #              4 minutes instead of 10, sweep_timeout 3m30s) and print
 #              each replica's peak RSS during it alone (VmHWM reset after
@@ -303,11 +304,11 @@ printf 'replicas\trep\tduration_s\twall_s\tendpoints\tfailed\tcut_short\tshards_
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # measure R REP: one run of R replicas on a fresh database
-# save_after DIR N: with -P, what each replica (of rp) holds 5 s after
-# its run N, into DIR/after-N-REPLICA.txt: its resident memory by kind
-# (/proc/PID/status) and the Go runtime's account of it (the go_memstats
-# series of its /metrics: heap in use against allocated, stacks, the
-# runtime's own).
+# save_after DIR N: what each replica (of rp) holds 5 s after its run N,
+# into DIR/after-N-REPLICA.txt: its resident memory by kind
+# (/proc/PID/status: anonymous, and pages of files, its binary's) and,
+# with -P, the Go runtime's account of it (the go_memstats series of its
+# /metrics: heap in use against allocated, stacks, the runtime's own).
 save_after() {
 	local i=0 a p
 	for p in "${rp[@]}"; do
@@ -315,7 +316,7 @@ save_after() {
 		a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$1/replica-$i.log" 2>/dev/null | cut -d'"' -f4) || true
 		{
 			grep -E '^(VmHWM|VmRSS|RssAnon|RssFile|RssShmem):' "/proc/$p/status"
-			[ -n "$a" ] && curl -sf "http://$a/metrics" | grep -E '^go_(memstats|goroutines)'
+			[ $profile = 1 ] && [ -n "$a" ] && curl -sf "http://$a/metrics" | grep -E '^go_(memstats|goroutines)'
 		} >"$1/after-$2-$i.txt" 2>/dev/null || true
 	done
 }
@@ -395,7 +396,7 @@ measure() {
 	for p in "${rp[@]}"; do
 		after+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 	done
-	[ $profile = 1 ] && save_after "$dir" 1
+	save_after "$dir" 1
 	local shared total
 	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
 	total=$(field "$shared" shards)
@@ -422,7 +423,7 @@ measure() {
 		for p in "${rp[@]}"; do
 			after2+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 		done
-		[ $profile = 1 ] && save_after "$dir" 2
+		save_after "$dir" 2
 		line2=$(grep '"msg":"probe run finished"' "$dir/replica-$leader.log" | sed -n 2p)
 		echo "bench: $r replica(s) rep $rep, second run: run $(field "$line2" duration), peak RSS during it $(IFS=+; echo "${hwm2[*]}") MiB, RSS after it $(IFS=+; echo "${after2[*]}") MiB" >&2
 	fi
