@@ -89,7 +89,8 @@ func holdReport(r *scan.Report, hint int) (*heldReport, error) {
 }
 
 // open returns the report held: the one recorded or last read back while
-// something still holds it, else read back from its JSON.
+// something still holds it, else read back from its JSON. Its callers
+// hold Server.rowsMu, which guards decoded once the report is recorded.
 func (h *heldReport) open() (*scan.Report, error) {
 	if h.whole != nil {
 		return h.whole, nil
