@@ -20,9 +20,9 @@ import (
 // endpoint carries beyond the JSON (policy.Probed.Sources and Duration).
 // At 100,000 endpoints the report itself is about 60 MB of memory and its
 // JSON about 110 MB; compressed, 17 MB. The status page reads the report
-// back from it (open), and so do the renderings that come while the
-// daemon still holds the report it recorded (the first ones after a run),
-// without decoding.
+// back from it (open); a rendering that comes while the daemon still
+// holds the report it recorded (the first ones after a run) uses that
+// one, without decoding.
 type heldReport struct {
 	gz []byte
 	// sources are the distinct lists of sources of the endpoints, and
@@ -140,20 +140,16 @@ func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 }
 
 // compressed says whether writeJSON sends the JSON compressed to a client
-// whose Accept-Encoding is header: it accepts gzip (RFC 9110, section
-// 12.5.3: gzip, x-gzip or *, with a q above 0) and the report is held
-// compressed.
+// whose Accept-Encoding is header: the report is held compressed, and the
+// client accepts gzip (RFC 9110, section 12.5.3): gzip or x-gzip with a q
+// above 0, or else * with one.
 func (h *heldReport) compressed(header string) bool {
 	if h.whole != nil {
 		return false
 	}
+	gzipQ, starQ := -1.0, -1.0 // -1: not named
 	for part := range strings.SplitSeq(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(coding)) {
-		case "gzip", "x-gzip", "*":
-		default:
-			continue
-		}
 		q := 1.0
 		for p := range strings.SplitSeq(params, ";") {
 			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
@@ -162,9 +158,15 @@ func (h *heldReport) compressed(header string) bool {
 				}
 			}
 		}
-		if q > 0 {
-			return true
+		switch strings.ToLower(strings.TrimSpace(coding)) {
+		case "gzip", "x-gzip":
+			gzipQ = max(gzipQ, q)
+		case "*":
+			starQ = max(starQ, q)
 		}
 	}
-	return false
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
 }

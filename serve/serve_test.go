@@ -407,7 +407,7 @@ func TestAPIReport(t *testing.T) {
 	for _, tc := range []struct {
 		accept string
 		gzip   bool
-	}{{"gzip", true}, {"br, gzip;q=0.5", true}, {"identity", false}, {"gzip;q=0", false}, {"", false}} {
+	}{{"gzip", true}, {"br, gzip;q=0.5", true}, {"*", true}, {"identity", false}, {"gzip;q=0", false}, {"gzip;q=0, *", false}, {"", false}} {
 		req, err := http.NewRequest(http.MethodGet, hs.URL+"/api/v1/report", nil)
 		if err != nil {
 			t.Fatal(err)

@@ -598,7 +598,8 @@ func (v *view) capCertSeries(limit int) {
 	v.certSeries = make([]certSeries, len(kept))
 	for i, cr := range kept {
 		c := cr.cert
-		v.certSeries[i] = certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: cr.source,
+		// The source as the page shows it (printableRow), escaped.
+		v.certSeries[i] = certSeries{sha: c.SHA256, subject: c.Subject, issuer: c.Issuer, source: policy.Printable(cr.source),
 			notBefore: c.NotBefore, notAfter: c.NotAfter, lastChanged: policy.At(c.History().LastChanged), expectedRenewal: c.ExpectedRenewal}
 	}
 	v.certRefs = nil
