@@ -66,15 +66,14 @@ const Retention = 90 * 24 * time.Hour
 // the state, and wakes the dispatcher. It does not deliver anything itself.
 func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, error) {
 	var rep Report
-	var certs []state.Certificate
 	var sums []uint64
+	certs := inventory(sw, now)
 	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
 		var err error
 		var ch state.Changes
 		ch, rep, err = n.plan(snap, sw, now)
 		// Only what changed since this process last wrote it.
-		ch.Certificates, sums = n.written.changed(inventory(sw, now), now)
-		certs = ch.Certificates
+		ch.Certificates, sums = n.written.changed(certs, now)
 		return ch, err
 	})
 	if err != nil {

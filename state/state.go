@@ -25,6 +25,7 @@ package state
 import (
 	"cmp"
 	"errors"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -211,8 +212,11 @@ type Changes struct {
 	// Alerts are written whole (an alert's Channels replace the stored
 	// ones), open or resolved.
 	Alerts []Alert
-	// Certificates are upserted; a stored FirstSeen is kept.
-	Certificates []Certificate
+	// Certificates are upserted; a stored FirstSeen is kept. They are read
+	// once, as they are written (in chunks), so that a caller need not
+	// make a list of them: a first run at 100,000 certificates writes
+	// every one. Nil for none.
+	Certificates iter.Seq[Certificate]
 	// Outbox are notifications to deliver, appended in order.
 	Outbox []Outbound
 	// Cancel drops undelivered digest notifications of these alerts on these

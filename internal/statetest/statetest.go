@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -525,7 +526,7 @@ func testPrune(t *testing.T, open Opener) {
 	old.ResolvedAt = t0
 	update(t, s, state.Changes{
 		Alerts:       []state.Alert{old, Alert("ff", policy.Page)},
-		Certificates: []state.Certificate{{SHA256: "ee", LastSeen: t0}, {SHA256: "ff", LastSeen: t0.AddDate(0, 0, 100)}},
+		Certificates: slices.Values([]state.Certificate{{SHA256: "ee", LastSeen: t0}, {SHA256: "ff", LastSeen: t0.AddDate(0, 0, 100)}}),
 		Outbox:       []state.Outbound{{Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0}, {Channel: "c", Event: "test", Payload: []byte("{}"), Created: t0}},
 	})
 	p := pending(t, s, "c")
@@ -559,8 +560,8 @@ func testCertificatesKeepFirstSeen(t *testing.T, open Opener) {
 		// SNI, wherever the name's own DNS leads.
 		{Name: "app.example", Port: 443, Address: "10.0.0.9", Via: "alb-1.eu-west-1.elb.amazonaws.com"},
 		{Name: "cdn.example", Port: 443, Via: "d111111abcdef8.cloudfront.net"}}
-	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", LastSeen: t0, Endpoints: eps[:1]}}})
-	update(t, s, state.Changes{Certificates: []state.Certificate{{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), LastSeen: t0.Add(time.Hour), Endpoints: eps}}})
+	update(t, s, state.Changes{Certificates: slices.Values([]state.Certificate{{SHA256: "11", Subject: "a.example", LastSeen: t0, Endpoints: eps[:1]}})})
+	update(t, s, state.Changes{Certificates: slices.Values([]state.Certificate{{SHA256: "11", Subject: "a.example", Issuer: "CA", NotAfter: t0.AddDate(1, 0, 0), LastSeen: t0.Add(time.Hour), Endpoints: eps}})})
 	got, ok, err := s.Certificate(ctx, "11")
 	if err != nil || !ok {
 		t.Fatalf("Certificate = %v, %v", ok, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -137,7 +138,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
 			return err
 		}
 	}
-	if len(ch.Certificates) > 0 {
+	if ch.Certificates != nil {
 		if err := writeCertificates(ctx, tx, ch.Certificates); err != nil {
 			return err
 		}
@@ -292,19 +293,13 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 // needing one round trip per chunk rather than per certificate.
 const certChunk = 5000
 
-func writeCertificates(ctx context.Context, tx pgx.Tx, certs []state.Certificate) error {
-	for start := 0; start < len(certs); start += certChunk {
-		part := certs[start:min(start+certChunk, len(certs))]
-		n := len(part)
-		sha, subject, issuer, eps := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		notAfter, first, last := make([]int64, n), make([]int64, n), make([]int64, n)
-		for i, c := range part {
-			f := c.FirstSeen
-			if f.IsZero() {
-				f = c.LastSeen
-			}
-			sha[i], subject[i], issuer[i], eps[i] = c.SHA256, c.Subject, c.Issuer, state.EncodeEndpoints(c.Endpoints)
-			notAfter[i], first[i], last[i] = state.UnixNano(c.NotAfter), state.UnixNano(f), state.UnixNano(c.LastSeen)
+func writeCertificates(ctx context.Context, tx pgx.Tx, certs iter.Seq[state.Certificate]) error {
+	// One chunk's columns, reused from chunk to chunk.
+	var sha, subject, issuer, eps []string
+	var notAfter, first, last []int64
+	flush := func() error {
+		if len(sha) == 0 {
+			return nil
 		}
 		// A certificate listed twice in one statement would make ON
 		// CONFLICT fail ("cannot affect row a second time"): the last
@@ -319,8 +314,24 @@ func writeCertificates(ctx context.Context, tx pgx.Tx, certs []state.Certificate
 			sha, subject, issuer, notAfter, first, last, eps); err != nil {
 			return err
 		}
+		sha, subject, issuer, eps = sha[:0], subject[:0], issuer[:0], eps[:0]
+		notAfter, first, last = notAfter[:0], first[:0], last[:0]
+		return nil
 	}
-	return nil
+	for c := range certs {
+		f := c.FirstSeen
+		if f.IsZero() {
+			f = c.LastSeen
+		}
+		sha, subject, issuer, eps = append(sha, c.SHA256), append(subject, c.Subject), append(issuer, c.Issuer), append(eps, state.EncodeEndpoints(c.Endpoints))
+		notAfter, first, last = append(notAfter, state.UnixNano(c.NotAfter)), append(first, state.UnixNano(f)), append(last, state.UnixNano(c.LastSeen))
+		if len(sha) == certChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
 }
 
 // Certificate returns the stored certificate with the given SHA-256, and

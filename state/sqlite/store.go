@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -119,7 +120,7 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			return err
 		}
 	}
-	if len(ch.Certificates) > 0 {
+	if ch.Certificates != nil {
 		if err := writeCertificates(ctx, tx, ch.Certificates); err != nil {
 			return err
 		}
@@ -229,7 +230,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 	return nil
 }
 
-func writeCertificates(ctx context.Context, tx *sql.Tx, certs []state.Certificate) error {
+func writeCertificates(ctx context.Context, tx *sql.Tx, certs iter.Seq[state.Certificate]) error {
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO certificates (sha256, subject, issuer, not_after, first_seen, last_seen, endpoints)
 	VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (sha256) DO UPDATE SET subject = excluded.subject, issuer = excluded.issuer, not_after = excluded.not_after,
@@ -238,7 +239,7 @@ func writeCertificates(ctx context.Context, tx *sql.Tx, certs []state.Certificat
 		return err
 	}
 	defer stmt.Close()
-	for _, c := range certs {
+	for c := range certs {
 		first := c.FirstSeen
 		if first.IsZero() {
 			first = c.LastSeen

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,7 +196,9 @@ func TestOpenErrors(t *testing.T) {
 		for i := range 2000 {
 			certs = append(certs, state.Certificate{SHA256: fmt.Sprintf("%064d", i), Subject: "x", LastSeen: t0})
 		}
-		err := s.Update(ctx, func(state.Snapshot) (state.Changes, error) { return state.Changes{Certificates: certs}, nil })
+		err := s.Update(ctx, func(state.Snapshot) (state.Changes, error) {
+			return state.Changes{Certificates: slices.Values(certs)}, nil
+		})
 		if !errors.Is(err, state.ErrFull) || !strings.Contains(err.Error(), "free space") {
 			t.Fatalf("Update on a full disk = %v, want ErrFull with a hint", err)
 		}
@@ -230,7 +233,7 @@ func BenchmarkStateSize100k(b *testing.B) {
 			alerts = append(alerts, a)
 		}
 		err := s.Update(context.Background(), func(state.Snapshot) (state.Changes, error) {
-			return state.Changes{Certificates: certs, Alerts: alerts}, nil
+			return state.Changes{Certificates: slices.Values(certs), Alerts: alerts}, nil
 		})
 		if err != nil {
 			b.Fatal(err)
