@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -23,7 +24,7 @@ func TestMemoEncoding(t *testing.T) {
 		Endpoints: []policy.Endpoint{{Name: "www.example", Port: 443, Address: "192.0.2.7"}}, Message: "expires in 2 days",
 	}}, Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}, NotAfter: policy.At(at.Add(48 * time.Hour))}}}
 
-	b, err := encodeCompressed(want, 0)
+	b, err := jsonstream.Gzip(want, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestMemoEncoding(t *testing.T) {
 	// The same bytes whatever the size expected (that of the memo
 	// before, which may be smaller, the same or larger).
 	for _, hint := range []int{0, len(b) / 2, len(b), 10 * len(b)} {
-		again, _ := encodeCompressed(want, hint)
+		again, _ := jsonstream.Gzip(want, hint)
 		if !bytes.Equal(again, b) {
 			t.Errorf("the same value encodes to different memos (size expected %d)", hint)
 		}

@@ -119,34 +119,7 @@ func (d *Daemon) load(ctx context.Context, key string, v any) error {
 // decompressed.
 const maxMemo = 1 << 30
 
-// encodeCompressed returns v as JSON, gzip-compressed as it is encoded,
-// for a memo or a site publication: the report memo of 100,000 endpoints
-// is tens of megabytes of JSON, and a site publication of as many more
-// (its parts in base64), which json.Marshal would build whole and the
-// store's driver copy twice again. hint is the size expected (that of the
-// last such memo, say; 0 for none): a buffer of it is not grown by
-// doubling, and what is returned holds at most an eighth more than it
-// needs.
-func encodeCompressed(v any, hint int) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(hint + hint/8)
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if err := jsonstream.Write(zw, v); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	if b := buf.Bytes(); cap(b)-len(b) <= len(b)/8 {
-		return b, nil
-	}
-	return bytes.Clone(buf.Bytes()), nil
-}
-
-// decodeCompressed decodes what encodeCompressed wrote into v, or plain
+// decodeCompressed decodes what jsonstream.Gzip wrote into v, or plain
 // JSON, as certwatch wrote memos and publications before (JSON never
 // starts with gzip's magic bytes).
 func decodeCompressed(b []byte, v any) error {
@@ -158,7 +131,7 @@ func decodeCompressed(b []byte, v any) error {
 		return err
 	}
 	// The text's size is in gzip's trailer (ISIZE, modulo 2^32, of the
-	// one member encodeCompressed writes): it is read into a buffer of
+	// one member jsonstream.Gzip writes): it is read into a buffer of
 	// that size, not one grown by doubling (the report memo of 100,000
 	// endpoints, 28 MB of JSON, took up to twice that as it grew). A
 	// size more than 32 times the compressed one (certwatch's JSON
@@ -209,7 +182,7 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 }
 
 // savedOf returns what carryForward needs of r (savedReport), compressed
-// (encodeCompressed, hint the size expected): what the daemon holds of
+// (jsonstream.Gzip, hint the size expected): what the daemon holds of
 // its latest report until the next run, and keeps in Memory.
 func savedOf(r *scan.Report, hint int) ([]byte, error) {
 	s := savedReport{GeneratedAt: r.GeneratedAt, Findings: []policy.Finding{}}
@@ -225,7 +198,7 @@ func savedOf(r *scan.Report, hint int) ([]byte, error) {
 			s.Certificates = append(s.Certificates, c)
 		}
 	}
-	return encodeCompressed(s, hint)
+	return jsonstream.Gzip(s, hint)
 }
 
 // openSaved reads back what savedOf wrote (or a memo of an earlier
@@ -256,7 +229,9 @@ func (d *Daemon) rememberReport(ctx context.Context, saved []byte) {
 // hold d.memoMu. A failure is logged: the state store's health (readiness,
 // certwatch_state_up) shows it too.
 func (d *Daemon) save(ctx context.Context, key string, v any) {
-	b, err := encodeCompressed(v, 0)
+	// A memo of 100,000 endpoints is tens of megabytes of JSON, which
+	// json.Marshal would build whole and the store's driver copy twice again.
+	b, err := jsonstream.Gzip(v, 0)
 	if err != nil {
 		d.logger.Error("cannot encode a memo for the state", "memo", key, "err", err)
 		return
@@ -264,7 +239,7 @@ func (d *Daemon) save(ctx context.Context, key string, v any) {
 	d.saveBytes(ctx, key, b)
 }
 
-// saveBytes is save of what encodeCompressed returned.
+// saveBytes is save of what jsonstream.Gzip returned.
 func (d *Daemon) saveBytes(ctx context.Context, key string, b []byte) {
 	sum := sha256.Sum256(b)
 	if d.memoSums[key] == sum {

@@ -12,7 +12,7 @@ import (
 )
 
 // publicationWriter writes a sitePublication (version 2) as the run reads
-// it, gzip-compressed as encodeCompressed writes one: the parts as each
+// it, gzip-compressed as jsonstream.Gzip writes one: the parts as each
 // shard's result is judged, so that the results need not be kept until
 // the run is published (tens of megabytes at 100,000 endpoints), then the
 // findings. decodeCompressed reads it back as a sitePublication (the

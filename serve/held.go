@@ -43,22 +43,11 @@ type heldReport struct {
 // the daemon's memory is at its peak, and what is kept holds at most an
 // eighth more than it needs.
 func holdReport(r *scan.Report, hint int) (*heldReport, error) {
-	h := &heldReport{}
-	var buf bytes.Buffer
-	buf.Grow(hint + hint/8)
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	gz, err := jsonstream.Gzip(r, hint)
 	if err != nil {
 		return nil, err
 	}
-	if err := jsonstream.Write(zw, r); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	if h.gz = buf.Bytes(); cap(h.gz)-len(h.gz) > len(h.gz)/8 {
-		h.gz = bytes.Clone(h.gz) // the buffer's slack let go
-	}
+	h := &heldReport{gz: gz}
 	h.sourceOf = make([]int32, len(r.Endpoints))
 	h.duration = make([]time.Duration, len(r.Endpoints))
 	index := map[string]int32{}

@@ -16,6 +16,7 @@ package jsonstream
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding"
 	"encoding/json"
 	"io"
@@ -28,6 +29,31 @@ import (
 	"time"
 	"unicode/utf8"
 )
+
+// Gzip returns v as Write writes it, gzip-compressed (BestSpeed) as it is
+// encoded: what certwatch keeps or stores compressed (the daemon's memos,
+// the status server's report). hint is the size expected, that of the
+// last such document say (0 for none): a buffer of it is not grown by
+// doubling, and what is returned holds at most an eighth more than it
+// needs.
+func Gzip(v any, hint int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(hint + hint/8)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if err := Write(zw, v); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if b := buf.Bytes(); cap(b)-len(b) <= len(b)/8 {
+		return b, nil
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
 
 // Write writes v to w as encoding/json's Encoder with SetIndent("", "  ")
 // writes it, newline included, encoding as it writes.
