@@ -3,6 +3,9 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +127,23 @@ func TestSavedCarriesAsTheReport(t *testing.T) {
 	}
 	if r, err := openSaved(nil); r != nil || err != nil {
 		t.Errorf("openSaved(nil) = %v, %v; want nothing", r, err)
+	}
+}
+
+// TestMemoBound: a memo is read up to its bound and no further, whatever
+// its compressed size says.
+func TestMemoBound(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		left int64
+		ok   bool
+	}{{"abcdef", 7, true}, {"abcdef", 6, false}, {"abcdef", 2, false}, {"", 1, true}} {
+		got, err := io.ReadAll(&capped{r: strings.NewReader(c.text), left: c.left})
+		switch {
+		case c.ok && (err != nil || string(got) != c.text):
+			t.Errorf("%q bounded at %d: read %q, %v; want all of it", c.text, c.left, got, err)
+		case !c.ok && !errors.Is(err, errMemoTooLarge):
+			t.Errorf("%q bounded at %d: read %q, %v; want errMemoTooLarge", c.text, c.left, got, err)
+		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -121,34 +119,43 @@ const maxMemo = 1 << 30
 
 // decodeCompressed decodes what jsonstream.Gzip wrote into v, or plain
 // JSON, as certwatch wrote memos and publications before (JSON never
-// starts with gzip's magic bytes).
+// starts with gzip's magic bytes). The text is decoded as it is
+// decompressed (jsonstream.Read), a list element at a time: the report
+// memo of 100,000 endpoints, 40 MB of JSON, was read whole at the peak of
+// a probe run, when the previous report is read back to carry it forward.
 func decodeCompressed(b []byte, v any) error {
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		return json.Unmarshal(b, v)
+	var text io.Reader = bytes.NewReader(b)
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(text)
+		if err != nil {
+			return err
+		}
+		text = zr
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return err
+	return jsonstream.Read(&capped{r: text, left: maxMemo + 1}, v)
+}
+
+// errMemoTooLarge is what capped returns past its bound.
+var errMemoTooLarge = fmt.Errorf("more than %d bytes once decompressed", maxMemo)
+
+// capped reads r until left bytes have been read, then fails with
+// errMemoTooLarge (left maxMemo+1 takes a text of maxMemo bytes, not one
+// more): a damaged or hostile memo cannot decompress without bound.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errMemoTooLarge
 	}
-	// The text's size is in gzip's trailer (ISIZE, modulo 2^32, of the
-	// one member jsonstream.Gzip writes): it is read into a buffer of
-	// that size, not one grown by doubling (the report memo of 100,000
-	// endpoints, 28 MB of JSON, took up to twice that as it grew). A
-	// size more than 32 times the compressed one (certwatch's JSON
-	// compresses 5 to 10 times) is not believed: a damaged trailer must
-	// not make it reserve up to maxMemo; a wrong size only costs the
-	// growing.
-	var text bytes.Buffer
-	if size := int64(binary.LittleEndian.Uint32(b[len(b)-4:])); size <= maxMemo && size <= 32*int64(len(b)) {
-		text.Grow(int(size) + bytes.MinRead)
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
 	}
-	if _, err := text.ReadFrom(io.LimitReader(zr, maxMemo+1)); err != nil {
-		return err
-	}
-	if text.Len() > maxMemo {
-		return fmt.Errorf("more than %d bytes once decompressed", maxMemo)
-	}
-	return json.Unmarshal(text.Bytes(), v)
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // rememberSuccess keeps job's last success in Memory.
