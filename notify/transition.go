@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -231,6 +232,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	p.closeSummaries(snap)
 
 	p.ch.PruneBefore = now.Add(-Retention)
+	p.ch.SeenAt = now
 	for _, it := range p.items {
 		payload, err := json.Marshal(it.n)
 		if err != nil {
@@ -283,17 +285,33 @@ func (p *planner) openAlert(f policy.Finding) {
 
 // forget drops what a since-removed channel was told: it will hear nothing
 // more about the alert.
-func (p *planner) forget(a *state.Alert) {
+func (p *planner) forget(a *state.Alert) (forgot bool) {
 	for c := range a.Channels {
 		if _, ok := p.n.byName[c]; !ok {
 			delete(a.Channels, c)
+			forgot = true
 		}
 	}
+	return forgot
 }
 
 // updateOpenAlert handles a finding that already has an open alert.
+//
+// An alert the run leaves as stored but for its last seen time (at fleet
+// size, nearly all of them at every run) is written as seen
+// (state.Changes.Seen), not whole: the alerts of 100,000 endpoints,
+// copied into the changes and encoded again at every run, were a good part
+// of a run's peak memory and most of what the state store wrote.
 func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
-	p.forget(a)
+	stored := *a          // its Channels are the same map as a's
+	retold := p.forget(a) // set whenever a's channels change
+	defer func() {
+		if !retold && sameAlert(&stored, a) {
+			p.ch.Seen = append(p.ch.Seen, a.ID)
+			return
+		}
+		p.ch.Alerts = append(p.ch.Alerts, *a)
+	}()
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
 	if is := p.certs.issuer(f.Certificate); is != "" {
 		a.Issuer = is
@@ -305,7 +323,6 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		// No escalation, no reminder, no late channel: all wait for the
 		// silence to end, and are then decided as the finding stands.
 		p.rep.Silenced++
-		p.ch.Alerts = append(p.ch.Alerts, *a)
 		return
 	}
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
@@ -343,15 +360,17 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 			}
 			a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: digest}
 		}
+		retold = true
 	default:
 		// Same tier (or lower): reminders when due, and channels that
 		// should know but do not (routes changed since) hear of it now.
 		reminded := false
 		if f.Tier == a.Announced {
 			for _, c := range slices.Sorted(maps.Keys(targets)) {
-				if _, told := a.Channels[c]; !told {
+				if _, ok := a.Channels[c]; !ok {
 					p.add(EventNew, c, a, targets[c], 0, "")
 					a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]}
+					retold = true
 				}
 			}
 		}
@@ -370,9 +389,20 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		}
 		if reminded {
 			p.rep.Reminded++
+			retold = true
 		}
 	}
-	p.ch.Alerts = append(p.ch.Alerts, *a)
+}
+
+// sameAlert reports whether an alert as the run leaves it, its channels
+// aside, differs from how it was stored only in its last seen time. A
+// finding that differs in any way (its message, its endpoints, even an
+// empty list where there was none) is written whole.
+func sameAlert(stored, now *state.Alert) bool {
+	return stored.MissingRuns == 0 && stored.Tier == now.Tier && stored.Announced == now.Announced &&
+		stored.Issuer == now.Issuer && stored.ResolvedAt.Equal(now.ResolvedAt) && stored.Resolution == now.Resolution &&
+		stored.FirstRaised.Equal(now.FirstRaised) && now.MissingRuns == 0 &&
+		reflect.DeepEqual(stored.Finding, now.Finding)
 }
 
 func (p *planner) resolve(a *state.Alert, reason string) {

@@ -212,6 +212,14 @@ type Changes struct {
 	// Alerts are written whole (an alert's Channels replace the stored
 	// ones), open or resolved.
 	Alerts []Alert
+	// Seen are the IDs of open alerts a run found as stored: only their
+	// LastSeen moves, to SeenAt. They are written a few statements for all
+	// of them, not a row each: at fleet size nearly every open alert is
+	// seen again unchanged at every run (tens of thousands). Seen is
+	// written before Alerts, so an alert in both ends as Alerts has it; a
+	// resolved or unknown alert is left as it is.
+	Seen   []string
+	SeenAt time.Time
 	// Certificates are upserted; a stored FirstSeen is kept. They are read
 	// once, as they are written (in chunks), so that a caller need not
 	// make a list of them: a first run at 100,000 certificates writes

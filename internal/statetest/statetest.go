@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"AlertsAndOutboxRoundTrip", testAlertsAndOutboxRoundTrip},
 		{"ManyAlertsInOneChange", testManyAlertsInOneChange},
+		{"SeenMovesOnlyLastSeen", testSeenMovesOnlyLastSeen},
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
 		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
@@ -319,6 +320,65 @@ func testManyAlertsInOneChange(t *testing.T, open Opener) {
 		if len(p) != n {
 			t.Errorf("Pending(%s) = %d notifications, want %d", channel, len(p), n)
 		}
+	}
+}
+
+// testSeenMovesOnlyLastSeen: an open alert seen again moves only its last
+// seen time, with its thread kept; a resolved one, an unknown one and one
+// also written whole are as they would be without it; thousands at once.
+func testSeenMovesOnlyLastSeen(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	const n = 12000 // more than one statement's worth
+	var ch state.Changes
+	for i := range n {
+		ch.Alerts = append(ch.Alerts, Alert(fmt.Sprintf("%064x", i), policy.Warning, "certs"))
+	}
+	resolved := Alert("cc", policy.Page, "certs")
+	resolved.ResolvedAt, resolved.Resolution = t0.Add(time.Minute), "certificate replaced"
+	ch.Alerts = append(ch.Alerts, resolved)
+	ch.Outbox = []state.Outbound{{Channel: "certs", AlertID: ch.Alerts[0].ID, Event: "new", Payload: []byte("{}"), Created: t0}}
+	update(t, s, ch)
+	p := pending(t, s, "certs")
+	if err := s.Settle(ctx, []int64{p[0].ID}, state.Settlement{At: t0, Delivered: true, Ref: "thread-1"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Alerts(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t1 := t0.Add(10 * time.Minute)
+	written := Alert(fmt.Sprintf("%064x", 1), policy.Page, "certs", "oncall")
+	written.LastSeen = t1.Add(time.Second)
+	seen := []string{resolved.ID, "no-such-alert"}
+	for _, a := range ch.Alerts[:n] {
+		seen = append(seen, a.ID)
+	}
+	update(t, s, state.Changes{Seen: seen, SeenAt: t1, Alerts: []state.Alert{written}})
+
+	after, err := s.Alerts(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]state.Alert{}
+	for _, a := range before {
+		if a.Open() {
+			a.LastSeen = t1
+		}
+		want[a.ID] = a
+	}
+	want[written.ID] = written
+	if len(after) != len(want) {
+		t.Fatalf("%d alerts after, want %d", len(after), len(want))
+	}
+	for _, a := range after {
+		if diff := cmp.Diff(want[a.ID], a); diff != "" {
+			t.Errorf("alert %s (-want +got):\n%s", a.ID, diff)
+		}
+	}
+	if ref := after[slices.IndexFunc(after, func(a state.Alert) bool { return a.ID == ch.Alerts[0].ID })].Channels["certs"].Ref; ref != "thread-1" {
+		t.Errorf("an alert seen again lost its thread: ref %q, want thread-1", ref)
 	}
 }
 

@@ -133,6 +133,11 @@ func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, e
 }
 
 func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
+	for ids := range slices.Chunk(ch.Seen, seenChunk) {
+		if _, err := tx.Exec(ctx, `UPDATE alerts SET last_seen = $1 WHERE id = ANY($2) AND resolved_at IS NULL`, state.UnixNano(ch.SeenAt), ids); err != nil {
+			return err
+		}
+	}
 	if len(ch.Alerts) > 0 {
 		if err := writeAlerts(ctx, tx, ch.Alerts); err != nil {
 			return err
@@ -287,6 +292,10 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 	}
 	return b.Flush(ctx)
 }
+
+// seenChunk is how many alerts seen again one statement moves the
+// last_seen of (Changes.Seen).
+const seenChunk = 10000
 
 // certChunk is how many certificates one statement upserts: arrays of
 // this many rows keep a statement well under the protocol's limits while

@@ -115,6 +115,9 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 }
 
 func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
+	if err := writeSeen(ctx, tx, ch.Seen, ch.SeenAt); err != nil {
+		return err
+	}
 	if len(ch.Alerts) > 0 {
 		if err := writeAlerts(ctx, tx, ch.Alerts); err != nil {
 			return err
@@ -169,6 +172,24 @@ func applyChanges(ctx context.Context, tx *sql.Tx, ch state.Changes) error {
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// writeSeen moves the last_seen of the open alerts ids to at.
+func writeSeen(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `UPDATE alerts SET last_seen = ? WHERE id = ? AND resolved_at IS NULL`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, id := range ids {
+		if _, err := stmt.ExecContext(ctx, state.UnixNano(at), id); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,99 @@
+package notify_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/certwatch/certwatch/notify"
+	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
+	"github.com/certwatch/certwatch/state/sqlite"
+)
+
+// changesKept is a real store that keeps the last changes written to it.
+type changesKept struct {
+	*sqlite.Store
+	last state.Changes
+}
+
+func (c *changesKept) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	return c.Store.Update(ctx, func(s state.Snapshot) (state.Changes, error) {
+		ch, err := fn(s)
+		c.last = ch
+		return ch, err
+	})
+}
+
+// TestAlertsSeenAgainAreNotRewritten: an open alert a run finds as stored
+// is written as seen (its last seen time moves, nothing else is
+// rewritten); one whose finding changed, or that a channel is told of
+// again, is written whole.
+func TestAlertsSeenAgainAreNotRewritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := baseConfig(t.TempDir())
+	cfg.Reminders = map[policy.Tier]time.Duration{policy.Warning: time.Hour}
+	store := &changesKept{Store: openStore(t, cfg.State)}
+	rec := &recorder{now: func() time.Time { return t0 }}
+	n, err := notify.New(cfg.Config, store, map[string]notify.Sender{"certs": rec, "incidents": rec, "oncall": rec, "team-a": rec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cert{subject: "a.example.com", notAfter: t0.Add(10 * day), eps: eps("a.example.com")}
+	b := cert{subject: "b.example.com", notAfter: t0.Add(11 * day), eps: eps("b.example.com")}
+	apply := func(at time.Time, certs ...cert) (written, seen []string) {
+		t.Helper()
+		if _, err := n.Apply(ctx, sweep(at, certs...), at); err != nil {
+			t.Fatal(err)
+		}
+		for _, al := range store.last.Alerts {
+			written = append(written, al.Finding.Subject)
+		}
+		alerts, err := store.Alerts(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, al := range alerts {
+			present := slices.ContainsFunc(certs, func(c cert) bool { return c.subject == al.Finding.Subject })
+			if present && !al.LastSeen.Equal(at) {
+				t.Errorf("run at %v: alert of %s last seen %v", at.Format(time.TimeOnly), al.Finding.Subject, al.LastSeen.Format(time.TimeOnly))
+			}
+			if slices.Contains(store.last.Seen, al.ID) {
+				seen = append(seen, al.Finding.Subject)
+			}
+		}
+		slices.Sort(written)
+		slices.Sort(seen)
+		return written, seen
+	}
+	check := func(when string, gotWritten, gotSeen, wantWritten, wantSeen []string) {
+		t.Helper()
+		if !slices.Equal(gotWritten, wantWritten) || !slices.Equal(gotSeen, wantSeen) {
+			t.Errorf("%s: written whole %q and as seen %q; want %q and %q", when, gotWritten, gotSeen, wantWritten, wantSeen)
+		}
+	}
+
+	w, s := apply(t0, a, b)
+	check("first run", w, s, []string{"a.example.com", "b.example.com"}, nil)
+
+	w, s = apply(t0.Add(10*time.Minute), a, b)
+	check("the same again", w, s, nil, []string{"a.example.com", "b.example.com"})
+
+	b.eps = append(b.eps, policy.Endpoint{Name: "b2.example.com", Port: 443, Address: "10.0.1.1"})
+	w, s = apply(t0.Add(20*time.Minute), a, b)
+	check("b served at one more endpoint", w, s, []string{"b.example.com"}, []string{"a.example.com"})
+
+	// An hour after the first announcement both are reminded: their
+	// channels' last announcement moves.
+	w, s = apply(t0.Add(time.Hour), a, b)
+	check("reminded", w, s, []string{"a.example.com", "b.example.com"}, nil)
+
+	w, s = apply(t0.Add(70*time.Minute), a)
+	check("b not seen", w, s, []string{"b.example.com"}, []string{"a.example.com"})
+
+	w, s = apply(t0.Add(80*time.Minute), a, b)
+	check("b back after a run missing", w, s, []string{"b.example.com"}, []string{"a.example.com"})
+}
