@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +146,29 @@ func TestMemoBound(t *testing.T) {
 			t.Errorf("%q bounded at %d: read %q, %v; want all of it", c.text, c.left, got, err)
 		case !c.ok && !errors.Is(err, errMemoTooLarge):
 			t.Errorf("%q bounded at %d: read %q, %v; want errMemoTooLarge", c.text, c.left, got, err)
+		}
+	}
+}
+
+// TestPreviousReadOnlyWhenDown: the previous report is read back only
+// when an endpoint of the run failed, the one case it carries anything
+// forward in (a damaged one is then logged).
+func TestPreviousReadOnlyWhenDown(t *testing.T) {
+	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name     string
+		endpoint scan.Endpoint
+		read     bool
+	}{
+		{"every endpoint answered", scan.Endpoint{Name: "www.example", Port: 443, Address: "192.0.2.7", Certificate: "ab12"}, false},
+		{"an endpoint refused", scan.Endpoint{Name: "www.example", Port: 443, Address: "192.0.2.7", Failed: &policy.Failed{Error: "connection refused", Failure: "refused"}}, true},
+	} {
+		var logs bytes.Buffer
+		d := &Daemon{logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		r := &scan.Report{GeneratedAt: at, Endpoints: []scan.Endpoint{c.endpoint}}
+		d.publish(context.Background(), r, probeSnapshot{previous: []byte{0x1f, 0x8b, 'd', 'a', 'm', 'a', 'g', 'e', 'd'}})
+		if read := strings.Contains(logs.String(), "cannot read back the previous report"); read != c.read {
+			t.Errorf("%s: previous report read back: %v, want %v; log:\n%s", c.name, read, c.read, logs.String())
 		}
 	}
 }

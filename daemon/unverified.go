@@ -22,6 +22,17 @@ func failed(ep *scan.Endpoint) bool {
 	return ep.Certificate == "" && (fault.Failure != "" || fault.Error != "")
 }
 
+// anyFailed reports whether any of eps failed: only then does
+// carryForward carry anything.
+func anyFailed(eps []scan.Endpoint) bool {
+	for i := range eps {
+		if failed(&eps[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // carryForward returns the report to publish for cur, the report of this
 // run, given prev, the report published for the run before. A finding of
 // prev that cur lacks, and whose every endpoint cur lists as failed, is
