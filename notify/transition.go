@@ -68,11 +68,13 @@ const Retention = 90 * 24 * time.Hour
 func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, error) {
 	var rep Report
 	var sums []uint64
+	var written, seen int
 	certs := inventory(sw, now)
 	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
 		var err error
 		var ch state.Changes
 		ch, rep, err = n.plan(snap, sw, now)
+		written, seen = len(ch.Alerts), len(ch.Seen)
 		// Only what changed since this process last wrote it.
 		ch.Certificates, sums = n.written.changed(certs, now)
 		return ch, err
@@ -86,7 +88,8 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 		w.poke()
 	}
 	n.logger.Info("findings applied", "new", rep.New, "escalated", rep.Escalated, "reminded", rep.Reminded,
-		"resolved", rep.Resolved, "silenced", rep.Silenced, "queued", rep.Queued, "storm", rep.Storm)
+		"resolved", rep.Resolved, "silenced", rep.Silenced, "queued", rep.Queued, "storm", rep.Storm,
+		"alerts_written", written, "alerts_seen", seen)
 	return rep, nil
 }
 
@@ -397,7 +400,9 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 // sameAlert reports whether an alert as the run leaves it, its channels
 // aside, differs from how it was stored only in its last seen time. A
 // finding that differs in any way (its message, its endpoints, even an
-// empty list where there was none) is written whole.
+// empty list where there was none) is written whole; so is one due at the
+// run's own time (a weak key, a broken chain), whose deadline moves with
+// every run.
 func sameAlert(stored, now *state.Alert) bool {
 	return stored.MissingRuns == 0 && stored.Tier == now.Tier && stored.Announced == now.Announced &&
 		stored.Issuer == now.Issuer && stored.ResolvedAt.Equal(now.ResolvedAt) && stored.Resolution == now.Resolution &&

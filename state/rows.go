@@ -52,9 +52,12 @@ const AlertColumns = `a.id, a.tier, a.announced_tier, a.first_raised, a.last_see
 	COALESCE(a.resolved_at, 0), a.resolution, a.finding, a.issuer`
 
 // ScanAlerts reads alerts from rows of AlertColumns, without their
-// channels (AddAnnouncements).
-func ScanAlerts(rows Rows) ([]Alert, error) {
-	var out []Alert
+// channels (AddAnnouncements), into a list with room for n (the rows'
+// count, read in the same transaction): the open alerts of 100,000
+// endpoints are tens of thousands, and a list grown by doubling copied
+// them over and over at the peak of a run.
+func ScanAlerts(rows Rows, n int) ([]Alert, error) {
+	out := make([]Alert, 0, n)
 	for rows.Next() {
 		var a Alert
 		var first, last, res int64

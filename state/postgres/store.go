@@ -110,11 +110,15 @@ func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, e
 	if resolved {
 		where = ""
 	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM alerts a `+where).Scan(&n); err != nil {
+		return nil, err
+	}
 	rows, err := tx.Query(ctx, `SELECT `+state.AlertColumns+` FROM alerts a `+where)
 	if err != nil {
 		return nil, err
 	}
-	out, err := state.ScanAlerts(rows)
+	out, err := state.ScanAlerts(rows, n)
 	rows.Close()
 	if err != nil {
 		return nil, err

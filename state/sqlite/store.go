@@ -93,11 +93,15 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 	if resolved {
 		where = ""
 	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM alerts a `+where).Scan(&n); err != nil {
+		return nil, err
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+state.AlertColumns+` FROM alerts a `+where)
 	if err != nil {
 		return nil, err
 	}
-	out, err := state.ScanAlerts(rows)
+	out, err := state.ScanAlerts(rows, n)
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
