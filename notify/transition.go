@@ -301,7 +301,7 @@ func (p *planner) forget(a *state.Alert) (forgot bool) {
 // updateOpenAlert handles a finding that already has an open alert.
 //
 // An alert the run leaves as stored but for its last seen time (at fleet
-// size, nearly all of them at every run) is written as seen
+// size, most of them at every run) is written as seen
 // (state.Changes.Seen), not whole: the alerts of 100,000 endpoints,
 // copied into the changes and encoded again at every run, were a good part
 // of a run's peak memory and most of what the state store wrote.
