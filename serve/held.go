@@ -1,10 +1,11 @@
 package serve
 
 import (
-	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,10 @@ import (
 // holds the report it recorded (the first ones after a run) uses that
 // one, without decoding.
 type heldReport struct {
-	gz []byte
+	// gz is the compressed JSON in the pieces it was written in
+	// (jsonstream.GzipChunks), never joined: joining 17 MB at the
+	// daemon's peak would hold it twice.
+	gz [][]byte
 	// sources are the distinct lists of sources of the endpoints, and
 	// sourceOf the index in it of each endpoint's (-1 for none).
 	sources  [][]string
@@ -42,7 +46,7 @@ type heldReport struct {
 // the daemon's memory is at its peak, and what is kept holds at most an
 // eighth more than it needs.
 func holdReport(r *scan.Report, hint int) (*heldReport, error) {
-	gz, err := jsonstream.Gzip(r, hint)
+	gz, err := jsonstream.GzipChunks(r, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +90,7 @@ func (h *heldReport) open() (*scan.Report, error) {
 	if r := h.decoded.Value(); r != nil {
 		return r, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(h.gz))
+	zr, err := gzip.NewReader(h.gzReader())
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +114,21 @@ func (h *heldReport) open() (*scan.Report, error) {
 	return r, nil
 }
 
+// gzReader reads the compressed JSON, piece after piece.
+func (h *heldReport) gzReader() *net.Buffers {
+	b := net.Buffers(slices.Clone(h.gz)) // read from a copy of the list: reading consumes it
+	return &b
+}
+
+// gzSize is the size of the compressed JSON.
+func (h *heldReport) gzSize() int {
+	n := 0
+	for _, b := range h.gz {
+		n += len(b)
+	}
+	return n
+}
+
 // writeJSON writes the report's JSON to w: as held, compressed, when
 // gzipped (the caller says so in Content-Encoding; see compressed), else
 // decompressed as it is sent.
@@ -118,10 +137,10 @@ func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 	case h.whole != nil:
 		return jsonstream.Write(w, h.whole)
 	case gzipped:
-		_, err := w.Write(h.gz)
+		_, err := h.gzReader().WriteTo(w)
 		return err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(h.gz))
+	zr, err := gzip.NewReader(h.gzReader())
 	if err != nil {
 		return err
 	}

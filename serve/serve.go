@@ -366,7 +366,7 @@ func (s *Server) RecordReport(r *scan.Report) {
 	s.mu.RLock()
 	hint := 0
 	if s.report != nil {
-		hint = len(s.report.gz)
+		hint = s.report.gzSize()
 	}
 	s.mu.RUnlock()
 	held, err := holdReport(r, hint)

@@ -31,15 +31,37 @@ import (
 )
 
 // Gzip returns v as Write writes it, gzip-compressed (BestSpeed) as it is
-// encoded: what certwatch keeps or stores compressed (the daemon's memos,
-// the status server's report). hint is the size expected, that of the
-// last such document say (0 for none): a buffer of it is not grown by
-// doubling, and what is returned holds at most an eighth more than it
-// needs.
+// encoded: what certwatch keeps or stores compressed (the daemon's memos).
+// hint is the size expected, that of the last such document say (0 for
+// none): what fits in it and an eighth more is written into one buffer of
+// that size, and what is returned holds at most an eighth more than it
+// needs. A document larger than expected is written into further chunks
+// (GzipChunks) and joined once at the end, never into a buffer grown by
+// doubling and copied at every step.
 func Gzip(v any, hint int) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(hint + hint/8)
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	chunks, err := GzipChunks(v, hint)
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
+}
+
+// GzipChunks is Gzip for what is kept in pieces (the status server's
+// report): the compressed document in the order written, in a first
+// chunk of hint and an eighth more (or 256 KiB with no hint), then chunks
+// each twice the one before, up to 1 MiB. Every chunk but the first is full but for the last,
+// which, like a first chunk with more than an eighth of it free, is
+// trimmed to what it holds. Their concatenation is Gzip's result.
+func GzipChunks(v any, hint int) ([][]byte, error) {
+	first := hint + hint/8
+	if hint <= 0 {
+		first = 256 << 10
+	}
+	w := &chunkWriter{chunks: [][]byte{make([]byte, 0, first)}}
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +71,33 @@ func Gzip(v any, hint int) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	if b := buf.Bytes(); cap(b)-len(b) <= len(b)/8 {
-		return b, nil
+	if last := &w.chunks[len(w.chunks)-1]; cap(*last)-len(*last) > len(*last)/8 {
+		*last = bytes.Clone(*last)
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return w.chunks, nil
+}
+
+// chunkWriter appends what is written to its last chunk and, once that
+// is full, to a new one twice its size, up to 1 MiB: a document of
+// unknown size costs its size once, not a buffer doubled and copied as it
+// grows.
+type chunkWriter struct {
+	chunks [][]byte
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		last := &w.chunks[len(w.chunks)-1]
+		if len(*last) == cap(*last) {
+			w.chunks = append(w.chunks, make([]byte, 0, min(1<<20, 2*cap(*last))))
+			continue
+		}
+		k := copy((*last)[len(*last):cap(*last)], p)
+		*last = (*last)[:len(*last)+k]
+		p = p[k:]
+	}
+	return n, nil
 }
 
 // Write writes v to w as encoding/json's Encoder with SetIndent("", "  ")
