@@ -176,15 +176,22 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	outage, outageReason := outage(sw, n.cfg.Storm.MaxFailureShare)
 
 	// The alerts of the run are written back, each at most once (about
-	// 400 bytes each): room for them at once, not grown step by step,
-	// every step a copy.
-	absent := 0
+	// 400 bytes each): room at once for those opened and those absent,
+	// which are all written; an open alert seen again is written whole
+	// only when it changed (updateOpenAlert), at fleet size a minority,
+	// so room for every alert would mostly stay empty.
+	written := 0
 	for id := range snap.Alerts {
 		if _, ok := present[id]; !ok {
-			absent++
+			written++
 		}
 	}
-	p.ch.Alerts = make([]state.Alert, 0, len(ids)+absent)
+	for _, id := range ids {
+		if _, ok := snap.Alerts[id]; !ok {
+			written++
+		}
+	}
+	p.ch.Alerts = make([]state.Alert, 0, written)
 	for _, id := range ids {
 		f := sw.Findings[present[id]]
 		f.Silenced = nil // the report's mark; notifications do not carry it
