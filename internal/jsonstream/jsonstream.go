@@ -11,6 +11,11 @@
 // tags, HTML-safe string escaping), and a Prefixed struct's fields after
 // its prefix; any other value (maps, floats, custom MarshalJSON, ...) is
 // handed to encoding/json whole, so the output never differs from it.
+//
+// Read is the way back: a document decoded as json.Unmarshal decodes it,
+// but a list element at a time as it is read, so that the daemon's memos
+// and the status server's report are read back without their text held
+// whole.
 package jsonstream
 
 import (
