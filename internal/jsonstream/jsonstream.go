@@ -57,9 +57,9 @@ func Gzip(v any, hint int) ([]byte, error) {
 // GzipChunks is Gzip for what is kept in pieces (the status server's
 // report): the compressed document in the order written, in a first
 // chunk of hint and an eighth more (or 256 KiB with no hint), then chunks
-// each twice the one before, up to 1 MiB. Every chunk but the first is full but for the last,
-// which, like a first chunk with more than an eighth of it free, is
-// trimmed to what it holds. Their concatenation is Gzip's result.
+// each twice the one before, up to 1 MiB. Every chunk but the last is
+// full; the last, when more than an eighth of it is free, is trimmed to
+// what it holds. Their concatenation is Gzip's result.
 func GzipChunks(v any, hint int) ([][]byte, error) {
 	first := hint + hint/8
 	if hint <= 0 {
