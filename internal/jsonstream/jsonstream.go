@@ -355,13 +355,9 @@ func addFields(t reflect.Type, index []int, path []reflect.Type, fields *[]field
 			}
 			continue
 		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
+		name, opts, ok := tagName(f)
+		if !ok {
 			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if !validTagName(name) {
-			name = ""
 		}
 		at := append(slices.Clip(index), i)
 		if f.Anonymous && name == "" {
@@ -392,6 +388,21 @@ func addFields(t reflect.Type, index []int, path []reflect.Type, fields *[]field
 			omitZero:  strings.Contains(","+opts+",", ",omitzero,")})
 	}
 	return true
+}
+
+// tagName returns the name and options of f's json tag, the name empty
+// when the tag gives none that encoding/json takes; ok is false for a
+// field the tag leaves out ("-").
+func tagName(f reflect.StructField) (name, opts string, ok bool) {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", "", false
+	}
+	name, opts, _ = strings.Cut(tag, ",")
+	if !validTagName(name) {
+		name = ""
+	}
+	return name, opts, true
 }
 
 // validTagName is encoding/json's isValidTag: names with other characters

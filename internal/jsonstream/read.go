@@ -1,6 +1,7 @@
 package jsonstream
 
 import (
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -151,14 +152,11 @@ func fieldNamed(v reflect.Value, key string) (reflect.Value, bool) {
 		if !f.IsExported() {
 			continue
 		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
+		name, _, ok := tagName(f)
+		if !ok {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
-		if !validTagName(name) {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		switch {
 		case name == key:
 			return v.Field(i), true
