@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -362,6 +363,72 @@ func TestNamesSeen(t *testing.T) {
 	}
 	if !got[0].Served || got[1].Served {
 		t.Errorf("served flags = %v, %v; want true, false", got[0].Served, got[1].Served)
+	}
+}
+
+// TestNamesSeenOnePerName: over certificates that share names, with ties
+// in every field, NamesSeen keeps for each name the one a plain search of
+// every candidate picks (served before held, then the latest not-before,
+// not-after, fingerprint), whatever order they come in, and each name once.
+func TestNamesSeenOnePerName(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := []string{"a.example", "B.example", "b.example", "c.example", "d.example"}
+	var certs []policy.Certificate
+	var rest []policy.AtRestCertificate
+	for i := range 60 {
+		// A fixed walk through names, days and fingerprints with repeats.
+		ns := []string{names[i%5], names[(i*3+1)%5]}
+		nb, na := t0.AddDate(0, 0, i%4), t0.AddDate(0, 0, 90+i%3)
+		fp := fmt.Sprintf("fp%02d", i%7)
+		if i%3 == 0 {
+			rest = append(rest, policy.AtRestCertificate{Certificate: atrest.Certificate{SHA256: fp, DNSNames: ns, NotBefore: nb, NotAfter: na}})
+			continue
+		}
+		certs = append(certs, policy.Certificate{SHA256: fp, DNSNames: ns, NotBefore: policy.At(nb), NotAfter: policy.At(na)})
+	}
+	// The reference: every candidate of a name weighed against the best so far.
+	better := func(a, b policy.NameSeen) bool {
+		if a.Served != b.Served {
+			return a.Served
+		}
+		if c := a.NotBefore.Compare(b.NotBefore); c != 0 {
+			return c > 0
+		}
+		if c := a.NotAfter.Compare(b.NotAfter); c != 0 {
+			return c > 0
+		}
+		return a.SHA256 > b.SHA256
+	}
+	best := map[string]policy.NameSeen{}
+	consider := func(ns []string, fp string, nb, na time.Time, served bool) {
+		for _, n := range ns {
+			n = strings.ToLower(n)
+			c := policy.NameSeen{Name: n, SHA256: fp, NotBefore: nb, NotAfter: na, Served: served}
+			if old, ok := best[n]; !ok || better(c, old) {
+				best[n] = c
+			}
+		}
+	}
+	for _, c := range certs {
+		consider(c.DNSNames, c.SHA256, c.NotBefore.Time(), c.NotAfter.Time(), true)
+	}
+	for _, r := range rest {
+		consider(r.DNSNames, r.SHA256, r.NotBefore, r.NotAfter, false)
+	}
+	var want []policy.NameSeen
+	for _, n := range slices.Sorted(maps.Keys(best)) {
+		want = append(want, best[n])
+	}
+	for round := range 3 {
+		got := policy.NamesSeen(certs, nil, nil, nil, rest)
+		if !slices.Equal(got, want) {
+			t.Fatalf("order %d: NamesSeen =\n%v\nwant\n%v", round, got, want)
+		}
+		slices.Reverse(certs)
+		slices.Reverse(rest)
+		if round == 1 {
+			certs = append(certs[len(certs)/2:], certs[:len(certs)/2]...)
+		}
 	}
 }
 
