@@ -16,7 +16,6 @@ import (
 	"github.com/certwatch/certwatch/notify/pagerduty"
 	"github.com/certwatch/certwatch/notify/slack"
 	"github.com/certwatch/certwatch/notify/webhook"
-	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/serve"
 	"github.com/certwatch/certwatch/state"
@@ -173,18 +172,9 @@ func ChannelStats(n *notify.Notifier) []serve.ChannelStats {
 	return out
 }
 
-// Sweep is what notification needs from a report.
+// Sweep is what notification needs from a report: its own lists, shared.
 func Sweep(r *scan.Report) notify.Sweep {
-	sw := notify.Sweep{Findings: r.Findings, Certificates: r.Certificates, Endpoints: make([]notify.Served, 0, len(r.Endpoints))}
-	for _, ep := range r.Endpoints {
-		sw.Endpoints = append(sw.Endpoints, notify.Served{
-			Endpoint:    policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via},
-			Certificate: ep.Certificate,
-			Failed:      ep.Certificate == "",
-			Unanswered:  ep.Certificate == "" && policy.Unanswered(ep.Fault().Failure),
-		})
-	}
-	return sw
+	return notify.Sweep{Findings: r.Findings, Certificates: r.Certificates, Endpoints: r.Endpoints}
 }
 
 // daemonNotifier hands the daemon's reports to a notify.Notifier, lets

@@ -38,7 +38,7 @@ func benchSweep(now time.Time, renewed bool) notify.Sweep {
 		c.eps = []policy.Endpoint{{Name: c.subject, Port: 443, Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)}}
 		sw.Findings = append(sw.Findings, findingsOf(c, now)...)
 		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: policy.At(c.notAfter)})
-		sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Certificate: c.sha()})
+		sw.Endpoints = append(sw.Endpoints, served(c.eps[0], c.sha()))
 	}
 	return sw
 }

@@ -310,10 +310,21 @@ func sweep(now time.Time, certs ...cert) notify.Sweep {
 		}
 		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: policy.At(c.notAfter)})
 		for _, e := range c.eps {
-			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: e, Certificate: c.sha()})
+			sw.Endpoints = append(sw.Endpoints, served(e, c.sha()))
 		}
 	}
 	return sw
+}
+
+// served is e as a report lists it when it served the certificate sha.
+func served(e policy.Endpoint, sha string) policy.Probed {
+	return policy.Probed{Name: e.Name, Port: e.Port, Address: e.Address, Via: e.Via, Certificate: sha}
+}
+
+// failedWith is e as a report lists it when its probe failed with failure
+// (a probes.Failure: "timeout" is unanswered, "refused" answered).
+func failedWith(e policy.Endpoint, failure string) policy.Probed {
+	return policy.Probed{Name: e.Name, Port: e.Port, Address: e.Address, Via: e.Via, Failed: &policy.Failed{Failure: failure, Error: failure}}
 }
 
 func eps(names ...string) []policy.Endpoint {

@@ -248,7 +248,7 @@ func TestOutageIsNotAResolution(t *testing.T) {
 		at := t0.Add(time.Duration(r) * time.Hour)
 		sw := sweep(at, certs[:2]...)
 		for _, c := range certs[2:] {
-			sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: c.eps[0], Failed: true, Unanswered: true})
+			sw.Endpoints = append(sw.Endpoints, failedWith(c.eps[0], "timeout"))
 			sw.Findings = append(sw.Findings, policy.Finding{Kind: policy.Unreachable, Tier: policy.Warning, Name: c.eps[0].Name + ":443", Endpoints: c.eps})
 		}
 		rep := h.run(at, sw)
@@ -511,7 +511,7 @@ func TestUnreachableEndpointIsNotAResolution(t *testing.T) {
 	for r := 1; r <= 4; r++ {
 		at := t0.Add(time.Duration(r) * time.Hour)
 		sw := sweep(at, healthy)
-		sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: x.eps[0], Failed: true})
+		sw.Endpoints = append(sw.Endpoints, failedWith(x.eps[0], "refused"))
 		h.run(at, sw)
 		for _, l := range h.took()["certs"] {
 			got = append(got, fmt.Sprintf("run %d: %s", r, l))
@@ -608,9 +608,9 @@ func TestViaEndpointDoesNotReplaceThePlainOne(t *testing.T) {
 	via.Via = "web-1.eu-west-1.elb.amazonaws.com"
 	sw := notify.Sweep{
 		Certificates: []policy.Certificate{{SHA256: other.sha(), Subject: other.subject, Issuer: "Example Test CA", NotAfter: policy.At(other.notAfter)}},
-		Endpoints: []notify.Served{
-			{Endpoint: old.eps[0], Failed: true, Unanswered: true},
-			{Endpoint: via, Certificate: other.sha()},
+		Endpoints: []policy.Probed{
+			failedWith(old.eps[0], "timeout"),
+			served(via, other.sha()),
 		},
 	}
 	h.run(at, sw)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
 )
 
@@ -39,8 +38,8 @@ func TestReplacementsResolveAmongAFleet(t *testing.T) {
 	renewedB := cert{subject: "b.example.com", notAfter: valid, eps: []policy.Endpoint{{Name: "b.example.com", Port: 443, Address: "10.9.9.9"}}}
 	sw := sweep(at, append([]cert{renewedA, renewedB, shared}, fleet...)...)
 	sw.Endpoints = append(sw.Endpoints,
-		notify.Served{Endpoint: failing.eps[0], Failed: true, Unanswered: true},
-		notify.Served{Endpoint: unknown.eps[0], Certificate: sha("not described")})
+		failedWith(failing.eps[0], "timeout"),
+		served(unknown.eps[0], sha("not described")))
 	h.run(at, sw)
 
 	alerts, err := h.store.Alerts(ctx, true)

@@ -23,22 +23,24 @@ type Sweep struct {
 	// Certificates seen in the run, for the certificate inventory and to
 	// tell a replaced certificate.
 	Certificates []policy.Certificate
-	// Endpoints probed in the run and what each served; used to tell a
-	// replaced certificate and the share of failed endpoints.
-	Endpoints []Served
+	// Endpoints probed in the run and what each served (its Certificate,
+	// empty when the probe failed, and then its Fault); used to tell a
+	// replaced certificate and the share of failed endpoints. The report's
+	// own list, read and never modified: a copy of it was 8 MB at 100,000
+	// endpoints, at the run's peak.
+	Endpoints []policy.Probed
 }
 
-// Served is one probed endpoint and the leaf certificate it served.
-type Served struct {
-	Endpoint policy.Endpoint
-	// Certificate is the leaf's SHA-256, empty when the probe failed.
-	Certificate string
-	// Failed is set when no certificate was obtained.
-	Failed bool
-	// Unanswered is set when the endpoint did not answer at all
-	// (policy.Unanswered): only these count towards the storm guard's
-	// failure share.
-	Unanswered bool
+// unanswered reports whether e failed without an answer at all
+// (policy.Unanswered): only these count towards the storm guard's failure
+// share.
+func unanswered(e *policy.Probed) bool {
+	return e.Certificate == "" && policy.Unanswered(e.Fault().Failure)
+}
+
+// keyOfProbed is e's endpointKey.
+func keyOfProbed(e *policy.Probed) endpointKey {
+	return endpointKey{e.Name, e.Port, e.Address, e.Via}
 }
 
 // Report says what one Apply did.
@@ -613,23 +615,23 @@ func (p *planner) summary(channel, reason string, ns []Notification) Notificatio
 // outage reports whether more than share of a large enough sweep's
 // endpoints went unanswered (policy.FailureShareExceeded).
 func outage(sw Sweep, share float64) (bool, string) {
-	total, failed, unanswered := len(sw.Endpoints), 0, 0
-	for _, e := range sw.Endpoints {
-		if e.Failed {
+	total, failed, silent := len(sw.Endpoints), 0, 0
+	for i := range sw.Endpoints {
+		if e := &sw.Endpoints[i]; e.Certificate == "" {
 			failed++
-			if e.Unanswered {
-				unanswered++
+			if unanswered(e) {
+				silent++
 			}
 		}
 	}
-	if !policy.FailureShareExceeded(failed, unanswered, total, share) {
+	if !policy.FailureShareExceeded(failed, silent, total, share) {
 		return false, ""
 	}
 	if failed == total {
 		return true, fmt.Sprintf("all %d endpoints failed in one run: likely an outage or a network problem on certwatch's side", total)
 	}
 	return true, fmt.Sprintf("%d of %d endpoints (%.0f%%) went unanswered in one run: likely an outage or a network problem on certwatch's side",
-		unanswered, total, 100*float64(unanswered)/float64(total))
+		silent, total, 100*float64(silent)/float64(total))
 }
 
 // endpointKey is an endpoint as a sweep and a finding name it: an
@@ -646,9 +648,9 @@ type endpointKey struct {
 // (name, port, address, via).
 func failedIn(sw Sweep) map[endpointKey]bool {
 	m := map[endpointKey]bool{}
-	for _, s := range sw.Endpoints {
-		if s.Failed {
-			m[endpointKey{s.Endpoint.Name, s.Endpoint.Port, s.Endpoint.Address, s.Endpoint.Via}] = true
+	for i := range sw.Endpoints {
+		if e := &sw.Endpoints[i]; e.Certificate == "" {
+			m[keyOfProbed(e)] = true
 		}
 	}
 	return m
@@ -697,9 +699,11 @@ func newServedNow(sw Sweep, certs certsByFingerprint, gone []*state.Alert) *serv
 	if len(s.stillServed) == 0 {
 		return s
 	}
-	for _, e := range sw.Endpoints {
-		if _, ok := s.stillServed[e.Certificate]; ok && !e.Failed {
-			s.stillServed[e.Certificate] = true
+	for i := range sw.Endpoints {
+		if e := &sw.Endpoints[i]; e.Certificate != "" {
+			if _, ok := s.stillServed[e.Certificate]; ok {
+				s.stillServed[e.Certificate] = true
+			}
 		}
 	}
 	for _, a := range gone {
@@ -716,14 +720,14 @@ func newServedNow(sw Sweep, certs certsByFingerprint, gone []*state.Alert) *serv
 	// In the sweep's order, as each endpoint's certificate was indexed by
 	// both keys: the last endpoint answering for a key gives its
 	// certificate.
-	for _, sv := range sw.Endpoints {
-		if sv.Failed || sv.Certificate == "" {
+	for i := range sw.Endpoints {
+		e := &sw.Endpoints[i]
+		if e.Certificate == "" {
 			continue
 		}
-		e := sv.Endpoint
-		for _, k := range [2]endpointKey{{e.Name, e.Port, e.Address, e.Via}, {e.Name, e.Port, "", e.Via}} {
+		for _, k := range [2]endpointKey{keyOfProbed(e), {e.Name, e.Port, "", e.Via}} {
 			if _, ok := s.served[k]; ok {
-				s.served[k] = sv.Certificate
+				s.served[k] = e.Certificate
 			}
 		}
 	}
@@ -801,23 +805,26 @@ func short(sha string) string {
 
 // inventory turns the sweep's certificates and endpoints into state
 // records, one at a time (a steady run writes few of them). The endpoints
-// serving each certificate are runs of one list sorted by certificate (in
-// the sweep's order within a run), not a slice of each in a map.
+// serving each certificate are runs of one order of the sweep's endpoints
+// sorted by certificate (in the sweep's order within a run), not a slice
+// of each in a map; each record's list is made as it is yielded, so that
+// no copy of every endpoint is held through the run's notification.
 func inventory(sw Sweep, now time.Time) iter.Seq[state.Certificate] {
+	const endpointChunk = 4096
 	order := make([]int32, 0, len(sw.Endpoints))
-	for i, s := range sw.Endpoints {
-		if s.Certificate != "" {
+	for i := range sw.Endpoints {
+		if sw.Endpoints[i].Certificate != "" {
 			order = append(order, int32(i))
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
 		return strings.Compare(sw.Endpoints[a].Certificate, sw.Endpoints[b].Certificate)
 	})
-	eps := make([]policy.Endpoint, len(order))
-	for j, i := range order {
-		eps[j] = sw.Endpoints[i].Endpoint
-	}
 	return func(yield func(state.Certificate) bool) {
+		// The lists are cut from chunks of endpointChunk, so that a pass
+		// over 100,000 certificates allocates a few dozen times, and holds
+		// one chunk at a time (no reader keeps a record).
+		var chunk []policy.Endpoint
 		for _, c := range sw.Certificates {
 			lo, _ := slices.BinarySearchFunc(order, c.SHA256, func(i int32, fp string) int { return strings.Compare(sw.Endpoints[i].Certificate, fp) })
 			hi := lo
@@ -825,8 +832,15 @@ func inventory(sw Sweep, now time.Time) iter.Seq[state.Certificate] {
 				hi++
 			}
 			var where []policy.Endpoint
-			if hi > lo {
-				where = eps[lo:hi:hi]
+			if n := hi - lo; n > 0 {
+				if cap(chunk)-len(chunk) < n {
+					chunk = make([]policy.Endpoint, 0, max(n, endpointChunk))
+				}
+				for _, i := range order[lo:hi] {
+					e := &sw.Endpoints[i]
+					chunk = append(chunk, policy.Endpoint{Name: e.Name, Port: e.Port, Address: e.Address, Via: e.Via})
+				}
+				where = chunk[len(chunk)-n : len(chunk) : len(chunk)]
 			}
 			if !yield(state.Certificate{
 				SHA256: c.SHA256, Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter.Time(),

@@ -78,7 +78,7 @@ func expiring(sha, name string, tier policy.Tier, now time.Time) policy.Finding 
 func sweep(findings []policy.Finding, served map[string]string) notify.Sweep {
 	sw := notify.Sweep{Findings: findings}
 	for _, name := range slices.Sorted(maps.Keys(served)) {
-		sw.Endpoints = append(sw.Endpoints, notify.Served{Endpoint: policy.Endpoint{Name: name, Port: 443, Address: "127.0.0.1"}, Certificate: served[name]})
+		sw.Endpoints = append(sw.Endpoints, policy.Probed{Name: name, Port: 443, Address: "127.0.0.1", Certificate: served[name]})
 		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: served[name], Subject: name})
 	}
 	return sw
