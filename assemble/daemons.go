@@ -36,9 +36,10 @@ type Daemons struct {
 	// state_corrupt finding.
 	StateCheck func(context.Context) error
 	StateName  string
-	// AfterProbe is each daemon's (daemon.Daemon.AfterProbe).
-	AfterProbe func()
-	Logger     *slog.Logger
+	// AfterProbe and Judging are each daemon's (daemon.Daemon.AfterProbe,
+	// daemon.Daemon.Judging).
+	AfterProbe, Judging func()
+	Logger              *slog.Logger
 
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
 	sharing *daemon.Sharing
@@ -67,7 +68,7 @@ func (h *Daemons) start() (*daemon.Daemon, error) {
 	d.History = h.History
 	d.Sharing = h.sharing
 	d.StateCheck, d.StateName = h.StateCheck, h.StateName
-	d.AfterProbe = h.AfterProbe
+	d.AfterProbe, d.Judging = h.AfterProbe, h.Judging
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
 	d.EmptyState, h.EmptyState = h.EmptyState, ""

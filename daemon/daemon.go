@@ -193,6 +193,11 @@ type Daemon struct {
 	// freed back to the system there, so that between runs the process
 	// does not stay at its peak.
 	AfterProbe func()
+	// Judging, when set, is called once a probe run's probing is over, as
+	// what came back is judged, published and notified: the run's peak.
+	// `certwatch run` collects garbage more often from there on at a large
+	// inventory; AfterProbe follows when the run is over.
+	Judging func()
 
 	logger *slog.Logger
 

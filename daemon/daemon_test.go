@@ -777,7 +777,8 @@ func TestHeartbeatAfterSuccessfulRunsOnly(t *testing.T) {
 }
 
 // TestAfterProbeOnceARun: AfterProbe is called once a probe run is over,
-// after its report was notified, for a run whose notification fails too.
+// after its report was notified, for a run whose notification fails too;
+// Judging once a run too, before its notification.
 func TestAfterProbeOnceARun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &fakeScanner{sources: map[string]int{"static": 1}}
@@ -787,15 +788,18 @@ func TestAfterProbeOnceARun(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
-		var after []int // the reports notified when AfterProbe was called
-		d.AfterProbe = func() {
-			n.mu.Lock()
-			notified := len(n.reports)
-			n.mu.Unlock()
-			mu.Lock()
-			after = append(after, notified)
-			mu.Unlock()
+		var after, judging []int // the reports notified when AfterProbe, Judging were called
+		at := func(calls *[]int) func() {
+			return func() {
+				n.mu.Lock()
+				notified := len(n.reports)
+				n.mu.Unlock()
+				mu.Lock()
+				*calls = append(*calls, notified)
+				mu.Unlock()
+			}
 		}
+		d.AfterProbe, d.Judging = at(&after), at(&judging)
 		stop := start(t, d)
 		synctest.Wait()
 		time.Sleep(10*time.Minute + time.Second)
@@ -814,6 +818,15 @@ func TestAfterProbeOnceARun(t *testing.T) {
 		defer mu.Unlock()
 		if len(after) < 3 || len(after) != notified || after[0] != 1 {
 			t.Errorf("AfterProbe called %d times, after %v reports notified, for %d runs notified; want once a run, after its notification", len(after), after, notified)
+		}
+		for i, j := range judging {
+			if j != i {
+				t.Errorf("Judging called after %v reports notified; want once a run, before its notification", judging)
+				break
+			}
+		}
+		if len(judging) != notified {
+			t.Errorf("Judging called %d times for %d runs notified", len(judging), notified)
 		}
 	})
 }

@@ -147,10 +147,18 @@ func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start tim
 		}
 	case in.loaded:
 		r = in.scanner.Probe(ctx, in.inventory, start)
+		d.judging()
 	default:
 		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
 	}
 	return r, seen, cut, shared, nil
+}
+
+// judging says that the run's probing is over (Judging).
+func (d *Daemon) judging() {
+	if d.Judging != nil {
+		d.Judging()
+	}
 }
 
 // addRunFindings adds to a report probed here alone its discovery results

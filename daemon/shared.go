@@ -107,6 +107,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	d.judging()
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {

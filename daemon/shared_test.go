@@ -208,6 +208,12 @@ func TestSharedProbing(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Sharing = &daemon.Sharing{Shards: leader, ShardSize: 4, Poll: 50 * time.Millisecond}
+	var judging []int // shards written back when the run began judging
+	d.Judging = func() {
+		tally.mu.Lock()
+		defer tally.mu.Unlock()
+		judging = append(judging, tally.written["replica-a"]+tally.written["replica-b"])
+	}
 	r, err := runFirst(t, d)
 	if err != nil {
 		t.Fatalf("shared probe run failed: %v", err)
@@ -227,6 +233,9 @@ func TestSharedProbing(t *testing.T) {
 	defer tally.mu.Unlock()
 	if tally.lost+tally.failed != 0 {
 		t.Errorf("%d shards lost and %d failed or cut short, want none", tally.lost, tally.failed)
+	}
+	if back := tally.written["replica-a"] + tally.written["replica-b"]; len(judging) != 1 || judging[0] != back {
+		t.Errorf("Judging called with %v of the workers' shards written back; want once, with all %d back", judging, back)
 	}
 	if tally.written["replica-a"] == 0 || tally.written["replica-b"] == 0 {
 		t.Errorf("shards written back per worker: %v; want both workers to take part", tally.written)

@@ -43,25 +43,69 @@ const daemonGCPercent = 50
 // headroom is 150–200 MiB (docs/performance.md).
 const largeRunGCPercent = 25
 
+// largeJudgingGCPercent is the target at such an inventory from the end of
+// a probe run's probing to the end of the run (daemon.Daemon.Judging):
+// judging, publishing and notifying what came back holds twice the heap of
+// the probing, and is a tenth of the run's CPU. At 100,000 endpoints the
+// run's peak was a quarter of the live heap above it (docs/performance.md).
+const largeJudgingGCPercent = 10
+
 // inventoryGC lowers the daemon's GC percent to largeRunGCPercent while its
-// inventory is large, and puts it back when it shrinks: size is called
-// with each inventory's size.
+// inventory is large, to largeJudgingGCPercent while a run at it judges
+// (judge, until judged), and puts back what was in force when the
+// inventory shrinks: size is called with each inventory's size. Its
+// methods may be called from any goroutine.
 type inventoryGC struct {
 	apply func(percent int) (restore func()) // env.applyGC
 
-	mu   sync.Mutex
-	undo func() // restores daemonGCPercent; nil when that is in force
+	mu             sync.Mutex
+	large, judging bool
+	applied        int    // the percent set last; 0 when undo has put back what was before
+	undo           func() // puts back what was in force before; nil when that is
 }
 
 func (g *inventoryGC) size(targets int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch large := targets >= largeScanTargets; {
-	case large && g.undo == nil:
-		g.undo = g.apply(largeRunGCPercent)
-	case !large && g.undo != nil:
-		g.undo()
-		g.undo = nil
+	g.large = targets >= largeScanTargets
+	g.set()
+}
+
+// judge and judged bracket a run's judging (daemon.Daemon.Judging, and
+// AfterProbe).
+func (g *inventoryGC) judge()  { g.judgingIs(true) }
+func (g *inventoryGC) judged() { g.judgingIs(false) }
+
+func (g *inventoryGC) judgingIs(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.judging != on {
+		g.judging = on
+		g.set()
+	}
+}
+
+// set applies the percent that large and judging call for. Called with mu
+// held.
+func (g *inventoryGC) set() {
+	percent := largeRunGCPercent
+	switch {
+	case !g.large:
+		if g.undo != nil {
+			g.undo()
+			g.undo, g.applied = nil, 0
+		}
+		return
+	case g.judging:
+		percent = largeJudgingGCPercent
+	}
+	if percent == g.applied {
+		return
+	}
+	undo := g.apply(percent)
+	g.applied = percent
+	if g.undo == nil { // the first change's undo puts back what was before
+		g.undo = undo
 	}
 }
 

@@ -145,7 +145,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 	notes := &startupNotes{logger: logger, onInventory: gc.size}
 	notes.channels(c.Notify)
 	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
-		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State), AfterProbe: giveBackMemory}
+		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State),
+		Judging: gc.judge, AfterProbe: func() { gc.judged(); giveBackMemory() }}
 	if store.Created() {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
