@@ -80,3 +80,87 @@ func TestChangedMakesNoList(t *testing.T) { // not parallel: it counts allocated
 		t.Errorf("the next run writes %d certificates, want only the one whose endpoints moved", len(again))
 	}
 }
+
+// TestWrittenKeepsOnePerCertificate: over runs that write new
+// certificates, rewrite some, list one twice and forget old ones, what is
+// kept of each certificate is what a map of them keeps, one entry each,
+// in the order of their keys.
+func TestWrittenKeepsOnePerCertificate(t *testing.T) {
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := newWritten()
+	model := map[certKey]writtenCert{}
+	cert := func(i int, at time.Time) state.Certificate {
+		return state.Certificate{SHA256: fmt.Sprintf("%064x", i), LastSeen: at}
+	}
+	runs := [][]int{
+		{5, 1, 9, 3},
+		{2, 9, 7, 7, 0}, // 7 twice: the last wins
+		{},
+		{11, 4, 1, 10, 6, 8},
+	}
+	for r, ids := range runs {
+		at := t0.Add(time.Duration(r) * time.Hour)
+		var certs []state.Certificate
+		var sums []uint64
+		for j, i := range ids {
+			certs = append(certs, cert(i, at.Add(time.Duration(j)*time.Second)))
+			sums = append(sums, uint64(100*r+j+1))
+			if r == 3 && j == 2 {
+				sums[j] = 0 // not written this run
+			}
+		}
+		w.record(slices.Values(certs), sums)
+		for j, c := range certs {
+			if sums[j] != 0 {
+				model[keyOf(c.SHA256)] = writtenCert{sum: sums[j], at: c.LastSeen.UnixNano()}
+			}
+		}
+		if r == 2 {
+			w.forget(t0.Add(30 * time.Minute)) // the first run's are let go
+			for k, v := range model {
+				if v.at < t0.Add(30*time.Minute).UnixNano() {
+					delete(model, k)
+				}
+			}
+		}
+		if len(w.last) != len(model) {
+			t.Fatalf("run %d: %d entries kept, want %d", r, len(w.last), len(model))
+		}
+		for i, e := range w.last {
+			if i > 0 && compareKeys(w.last[i-1], e.key) >= 0 {
+				t.Fatalf("run %d: entries out of order at %d", r, i)
+			}
+			if model[e.key] != e.writtenCert {
+				t.Errorf("run %d: entry %x = %+v, want %+v", r, e.key, e.writtenCert, model[e.key])
+			}
+		}
+	}
+}
+
+// TestWrittenHeldAt100k: what a notifier keeps between runs of what it
+// wrote of 100,000 certificates is their 32-byte entries, 3.2 MB, and
+// little more.
+func TestWrittenHeldAt100k(t *testing.T) { // not parallel: it measures the heap
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	certs := make([]state.Certificate, 100_000)
+	sums := make([]uint64, len(certs))
+	for i := range certs {
+		certs[i] = state.Certificate{SHA256: fmt.Sprintf("%064x", i*7919), LastSeen: now}
+		sums[i] = uint64(i + 1)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w := newWritten()
+	w.record(slices.Values(certs), sums)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("100,000 certificates written: %d bytes held", held)
+	if held > 3_600_000 {
+		t.Errorf("what was written of 100,000 certificates holds %d bytes, want at most 3,600,000 (32 bytes each and a little)", held)
+	}
+	runtime.KeepAlive(w)
+	runtime.KeepAlive(certs)
+	runtime.KeepAlive(sums)
+}
