@@ -415,8 +415,7 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 func sameAlert(stored, now *state.Alert) bool {
 	return stored.MissingRuns == 0 && stored.Tier == now.Tier && stored.Announced == now.Announced &&
 		stored.Issuer == now.Issuer && stored.ResolvedAt.Equal(now.ResolvedAt) && stored.Resolution == now.Resolution &&
-		stored.FirstRaised.Equal(now.FirstRaised) && now.MissingRuns == 0 &&
-		reflect.DeepEqual(stored.Finding, now.Finding)
+		stored.FirstRaised.Equal(now.FirstRaised) && reflect.DeepEqual(stored.Finding, now.Finding)
 }
 
 func (p *planner) resolve(a *state.Alert, reason string) {
