@@ -17,10 +17,21 @@ import (
 type changesKept struct {
 	*sqlite.Store
 	last state.Changes
+	// read are the findings of the open alerts the last changes were
+	// made from, as the store gave them (the planner then updates them).
+	read map[string]policy.Finding
 }
 
 func (c *changesKept) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
-	return c.Store.Update(ctx, func(s state.Snapshot) (state.Changes, error) {
+	return c.UpdateWith(ctx, nil, fn)
+}
+
+func (c *changesKept) UpdateWith(ctx context.Context, current state.Current, fn func(state.Snapshot) (state.Changes, error)) error {
+	return c.Store.UpdateWith(ctx, current, func(s state.Snapshot) (state.Changes, error) {
+		c.read = map[string]policy.Finding{}
+		for id, a := range s.Alerts {
+			c.read[id] = a.Finding
+		}
 		ch, err := fn(s)
 		c.last = ch
 		return ch, err
@@ -96,4 +107,52 @@ func TestAlertsSeenAgainAreNotRewritten(t *testing.T) {
 
 	w, s = apply(t0.Add(80*time.Minute), a, b)
 	check("b back after a run missing", w, s, []string{"b.example.com"}, []string{"a.example.com"})
+}
+
+// TestAlertsFoundAgainShareTheRunsFinding: an open alert a run finds again
+// exactly as stored is given the run's finding, shared, rather than a copy
+// decoded from the store (tens of megabytes at fleet size); one whose
+// finding changed is read as stored, so the run still sees what changed.
+func TestAlertsFoundAgainShareTheRunsFinding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := baseConfig(t.TempDir())
+	store := &changesKept{Store: openStore(t, cfg.State)}
+	rec := &recorder{now: func() time.Time { return t0 }}
+	n, err := notify.New(cfg.Config, store, map[string]notify.Sender{"certs": rec, "incidents": rec, "oncall": rec, "team-a": rec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cert{subject: "a.example.com", notAfter: t0.Add(10 * day), eps: eps("a.example.com")}
+	b := cert{subject: "b.example.com", notAfter: t0.Add(11 * day), eps: eps("b.example.com")}
+	if _, err := n.Apply(ctx, sweep(t0, a, b), t0); err != nil {
+		t.Fatal(err)
+	}
+	b.eps = append(b.eps, policy.Endpoint{Name: "b2.example.com", Port: 443, Address: "10.0.1.1"})
+	at := t0.Add(10 * time.Minute)
+	sw := sweep(at, a, b)
+	if _, err := n.Apply(ctx, sw, at); err != nil {
+		t.Fatal(err)
+	}
+	run := map[string]policy.Finding{}
+	for _, f := range sw.Findings {
+		run[f.Subject] = f
+	}
+	if len(store.read) != 2 {
+		t.Fatalf("the second run read %d open alerts, want 2", len(store.read))
+	}
+	for _, got := range store.read {
+		f := run[got.Subject]
+		shared := &got.Endpoints[0] == &f.Endpoints[0]
+		switch got.Subject {
+		case "a.example.com":
+			if !shared {
+				t.Errorf("alert of a.example.com, found again as stored: decoded from the store, want the run's finding shared")
+			}
+		case "b.example.com":
+			if shared || len(got.Endpoints) != 1 {
+				t.Errorf("alert of b.example.com, whose blast radius grew: read with %d endpoints (shared %v), want the stored one endpoint", len(got.Endpoints), shared)
+			}
+		}
+	}
 }

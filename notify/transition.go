@@ -72,10 +72,20 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 	var sums []uint64
 	var written, seen int
 	certs := inventory(sw, now)
-	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+	present := presentFindings(sw)
+	// An open alert found again as stored is given the run's finding, not
+	// a copy decoded from the store.
+	current := func(id string) (policy.Finding, bool) {
+		i, ok := present[id]
+		if !ok {
+			return policy.Finding{}, false
+		}
+		return alertFinding(sw.Findings[i]), true
+	}
+	err := n.store.UpdateWith(ctx, current, func(snap state.Snapshot) (state.Changes, error) {
 		var err error
 		var ch state.Changes
-		ch, rep, err = n.plan(snap, sw, now)
+		ch, rep, err = n.plan(snap, sw, present, now)
 		written, seen = len(ch.Alerts), len(ch.Seen)
 		// Only what changed since this process last wrote it.
 		ch.Certificates, sums = n.written.changed(certs, now)
@@ -151,13 +161,10 @@ func (n *Notifier) labels(f policy.Finding) map[string]string {
 	return n.Labels(f)
 }
 
-// plan is the pure part of Apply.
-func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Changes, Report, error) {
-	p := &planner{n: n, now: now, certs: indexCertificates(sw.Certificates), silences: silencesAt(n.allSilences(snap.Silences), now)}
-
-	// present indexes the sweep's findings at a notified tier by alert
-	// ID (the most urgent of those sharing one), into sw.Findings: tens of
-	// thousands at fleet size, not copied.
+// presentFindings indexes the sweep's findings at a notified tier by alert
+// ID (the most urgent of those sharing one), into sw.Findings: tens of
+// thousands at fleet size, not copied.
+func presentFindings(sw Sweep) map[string]int {
 	present := map[string]int{}
 	for i := range sw.Findings {
 		f := &sw.Findings[i]
@@ -169,6 +176,20 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 			present[id] = i
 		}
 	}
+	return present
+}
+
+// alertFinding is a run's finding as its alert keeps it: without the
+// report's mark of a silence, which notifications do not carry.
+func alertFinding(f policy.Finding) policy.Finding {
+	f.Silenced = nil
+	return f
+}
+
+// plan is the pure part of Apply; present is presentFindings(sw).
+func (n *Notifier) plan(snap state.Snapshot, sw Sweep, present map[string]int, now time.Time) (state.Changes, Report, error) {
+	p := &planner{n: n, now: now, certs: indexCertificates(sw.Certificates), silences: silencesAt(n.allSilences(snap.Silences), now)}
+
 	ids := slices.Collect(maps.Keys(present))
 	slices.SortFunc(ids, func(a, b string) int {
 		fa, fb := &sw.Findings[present[a]], &sw.Findings[present[b]]
@@ -195,8 +216,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, now time.Time) (state.Cha
 	}
 	p.ch.Alerts = make([]state.Alert, 0, written)
 	for _, id := range ids {
-		f := sw.Findings[present[id]]
-		f.Silenced = nil // the report's mark; notifications do not carry it
+		f := alertFinding(sw.Findings[present[id]])
 		if a, ok := snap.Alerts[id]; ok {
 			p.updateOpenAlert(a, f)
 		} else {

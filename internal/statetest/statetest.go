@@ -27,6 +27,7 @@ import (
 // CLI call on it.
 type Store interface {
 	Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error
+	UpdateWith(ctx context.Context, current state.Current, fn func(state.Snapshot) (state.Changes, error)) error
 	Alerts(ctx context.Context, resolved bool) ([]state.Alert, error)
 	Certificate(ctx context.Context, sha256 string) (state.Certificate, bool, error)
 	Pending(ctx context.Context, channel string, limit int) ([]state.Outbound, error)
@@ -64,6 +65,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AlertsAndOutboxRoundTrip", testAlertsAndOutboxRoundTrip},
 		{"ManyAlertsInOneChange", testManyAlertsInOneChange},
 		{"SeenMovesOnlyLastSeen", testSeenMovesOnlyLastSeen},
+		{"CurrentFindingsShared", testCurrentFindingsShared},
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
 		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
@@ -379,6 +381,66 @@ func testSeenMovesOnlyLastSeen(t *testing.T, open Opener) {
 	}
 	if ref := after[slices.IndexFunc(after, func(a state.Alert) bool { return a.ID == ch.Alerts[0].ID })].Channels["certs"].Ref; ref != "thread-1" {
 		t.Errorf("an alert seen again lost its thread: ref %q, want thread-1", ref)
+	}
+}
+
+// testCurrentFindingsShared: UpdateWith gives an open alert whose stored
+// finding is, byte for byte, the one current has for its ID that finding
+// (its lists shared, nothing decoded); every other alert, one whose
+// finding changed in any field included, has the finding as stored, so
+// the snapshot is the same as Update's.
+func testCurrentFindingsShared(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	same := Alert("aa", policy.Warning, "certs")
+	same.Finding.Subject = `<a & b> "quoted"` // escaped in the JSON kept
+	changed := []state.Alert{Alert("bb", policy.Warning, "certs"), Alert("cc", policy.Warning), Alert("dd", policy.Warning), Alert("ee", policy.Warning)}
+	absent := Alert("ff", policy.Page, "oncall")
+	update(t, s, state.Changes{Alerts: append([]state.Alert{same, absent}, changed...)})
+	stored := update(t, s, state.Changes{})
+
+	// Equal to the stored finding, built anew.
+	now := map[string]policy.Finding{same.ID: {
+		Kind: same.Finding.Kind, Tier: same.Finding.Tier, Certificate: same.Finding.Certificate, Subject: same.Finding.Subject,
+		Deadline: same.Finding.Deadline, Endpoints: slices.Clone(same.Finding.Endpoints), Message: same.Finding.Message,
+	}}
+	differ := []func(*policy.Finding){
+		func(f *policy.Finding) { f.Message = "renew it today" },
+		func(f *policy.Finding) {
+			f.Endpoints = append(slices.Clone(f.Endpoints), policy.Endpoint{Name: "b.example.com", Port: 443})
+		},
+		func(f *policy.Finding) { f.Deadline++ },
+		func(f *policy.Finding) {
+			f.Records = &policy.Records{ACM: []policy.ACMRef{{ARN: "arn:aws:acm:eu-west-1:1:certificate/x"}}}
+		},
+	}
+	for i, a := range changed {
+		f := a.Finding
+		f.Endpoints = slices.Clone(f.Endpoints)
+		differ[i](&f)
+		now[a.ID] = f
+	}
+	var snap state.Snapshot
+	err := s.UpdateWith(ctx, func(id string) (policy.Finding, bool) {
+		f, ok := now[id]
+		return f, ok
+	}, func(sn state.Snapshot) (state.Changes, error) {
+		snap = sn
+		return state.Changes{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stored, snap); diff != "" {
+		t.Errorf("UpdateWith's snapshot differs from Update's (-Update +UpdateWith):\n%s", diff)
+	}
+	if got := snap.Alerts[same.ID]; got == nil || &got.Finding.Endpoints[0] != &now[same.ID].Endpoints[0] {
+		t.Errorf("the alert found again as stored has a decoded copy of its finding, want the current one shared")
+	}
+	for _, a := range changed {
+		if got := snap.Alerts[a.ID]; got != nil && &got.Finding.Endpoints[0] == &now[a.ID].Endpoints[0] {
+			t.Errorf("alert %s: the current finding was given though it differs from the one stored", a.ID)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"maps"
@@ -43,6 +42,13 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // snapshot. fn must not block. An error from fn is returned as is and
 // nothing is written.
 func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	return s.UpdateWith(ctx, nil, fn)
+}
+
+// UpdateWith is Update, giving an open alert whose stored finding is
+// current's for its ID that finding rather than a decoded copy
+// (state.Current).
+func (s *Store) UpdateWith(ctx context.Context, current state.Current, fn func(state.Snapshot) (state.Changes, error)) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var fnErr error
@@ -53,7 +59,7 @@ func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Chang
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockUpdate); err != nil {
 			return err
 		}
-		alerts, err := loadAlerts(ctx, tx, false)
+		alerts, err := loadAlerts(ctx, tx, false, current)
 		if err != nil {
 			return err
 		}
@@ -83,7 +89,7 @@ func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error
 	var out []state.Alert
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
-		out, err = loadAlerts(ctx, tx, resolved)
+		out, err = loadAlerts(ctx, tx, resolved, nil)
 		return err
 	})
 	if err != nil {
@@ -105,7 +111,7 @@ func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error
 	return out, nil
 }
 
-func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, error) {
+func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool, current state.Current) ([]state.Alert, error) {
 	where := "WHERE a.resolved_at IS NULL"
 	if resolved {
 		where = ""
@@ -118,7 +124,7 @@ func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool) ([]state.Alert, e
 	if err != nil {
 		return nil, err
 	}
-	out, err := state.ScanAlerts(rows, n)
+	out, err := state.ScanAlerts(rows, n, current)
 	rows.Close()
 	if err != nil {
 		return nil, err
@@ -276,7 +282,7 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 	}
 	b.Queue(ctx, `DELETE FROM alert_channels WHERE alert_id = ANY($1)`, ids)
 	for _, a := range alerts {
-		finding, err := json.Marshal(a.Finding)
+		finding, err := state.EncodeFinding(a.Finding)
 		if err != nil {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
@@ -287,7 +293,7 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 		missing_runs = excluded.missing_runs, resolved_at = excluded.resolved_at, resolution = excluded.resolution,
 		finding = excluded.finding, issuer = excluded.issuer`,
 			a.ID, string(a.Finding.Kind), a.Finding.Certificate, int(a.Tier), int(a.Announced),
-			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer)
+			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, finding, a.Issuer)
 		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
 			an := a.Channels[name]
 			b.Queue(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"maps"
@@ -25,9 +24,16 @@ var _ state.Store = (*Store)(nil)
 // fn must not block. An error from fn is returned as is and nothing is
 // written.
 func (s *Store) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	return s.UpdateWith(ctx, nil, fn)
+}
+
+// UpdateWith is Update, giving an open alert whose stored finding is
+// current's for its ID that finding rather than a decoded copy
+// (state.Current).
+func (s *Store) UpdateWith(ctx context.Context, current state.Current, fn func(state.Snapshot) (state.Changes, error)) error {
 	var fnErr error
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		alerts, err := loadAlerts(ctx, tx, false)
+		alerts, err := loadAlerts(ctx, tx, false, current)
 		if err != nil {
 			return err
 		}
@@ -55,7 +61,7 @@ func (s *Store) Alerts(ctx context.Context, resolved bool) ([]state.Alert, error
 	var out []state.Alert
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = loadAlerts(ctx, tx, resolved)
+		out, err = loadAlerts(ctx, tx, resolved, nil)
 		return err
 	})
 	if err != nil {
@@ -88,7 +94,7 @@ func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return fn(tx)
 }
 
-func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, error) {
+func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool, current state.Current) ([]state.Alert, error) {
 	where := "WHERE a.resolved_at IS NULL"
 	if resolved {
 		where = ""
@@ -101,7 +107,7 @@ func loadAlerts(ctx context.Context, tx *sql.Tx, resolved bool) ([]state.Alert, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := state.ScanAlerts(rows, n)
+	out, err := state.ScanAlerts(rows, n, current)
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
@@ -234,12 +240,12 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 				return err
 			}
 		}
-		finding, err := json.Marshal(a.Finding)
+		finding, err := state.EncodeFinding(a.Finding)
 		if err != nil {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
 		if _, err := up.ExecContext(ctx, a.ID, string(a.Finding.Kind), a.Finding.Certificate, a.Tier, a.Announced,
-			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, string(finding), a.Issuer); err != nil {
+			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, finding, a.Issuer); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {
