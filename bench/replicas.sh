@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2] [-z]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-z]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -35,8 +35,12 @@
 #   -2         also wait for the leader's second probe run (probes every
 #              4 minutes instead of 10, sweep_timeout 3m30s) and print
 #              each replica's peak RSS during it alone (VmHWM reset after
-#              the first): a run in steady state, with the previous report
-#              and page still held
+#              the first): a run with the previous report and page still
+#              held
+#   -3         -2, and then the third run the same way: the first whose
+#              findings are as the previous run left them (a second run
+#              still rewrites every renewal_missed finding, whose message
+#              gains the name's history), the steady state
 #   -z         find the farm as a DNS zone (farm.test, transferred from a
 #              knotd started here, as bench/run.sh's scans do; needs knotd
 #              and kdig) instead of as static targets resolved through its
@@ -68,8 +72,9 @@ conc=""
 out=""
 profile=0
 second=0
+runs=1
 zone=0
-while getopts "n:s:c:r:R:o:P2z" opt; do
+while getopts "n:s:c:r:R:o:P23z" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -78,7 +83,8 @@ while getopts "n:s:c:r:R:o:P2z" opt; do
 	R) counts=$OPTARG ;;
 	o) out=$OPTARG ;;
 	P) profile=1 ;;
-	2) second=1 ;;
+	2) second=1 runs=2 ;;
+	3) second=1 runs=3 ;;
 	z) zone=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
@@ -113,7 +119,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 		[ -x "$knotd" ] && command -v kdig >/dev/null || { echo "bench: -z needs knotd and kdig (install knot and knot-dnsutils)" >&2; exit 2; }
 	fi
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" KNOTD="$knotd" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $second = 1 ] && echo -2) $([ $zone = 1 ] && echo -z)
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $zone = 1 ] && echo -z)
 fi
 
 # ---- inside the namespace ----
@@ -408,26 +414,27 @@ measure() {
 	tclaim=$(log_t "$dir/replica-*.log" "probe shard claimed" first)
 	tback=$(log_t "$dir/replica-*.log" "probe shard written back" last)
 	read -r fcpu1 hs1 < <(farm_totals)
-	if [ $second = 1 ]; then
-		# The second run: each replica's peak from here on alone.
+	local k
+	for ((k = 2; k <= runs; k++)); do
+		# Run k: each replica's peak from its start alone.
 		for p in "${rp[@]}"; do echo 5 >"/proc/$p/clear_refs"; done
 		for _ in $(seq 6000); do
-			[ "$(grep -c '"msg":"findings applied"' "$dir/replica-$leader.log")" -ge 2 ] && break
+			[ "$(grep -c '"msg":"findings applied"' "$dir/replica-$leader.log")" -ge $k ] && break
 			sleep 0.1
 		done
-		local hwm2=() after2=() line2
+		local hwmk=() afterk=() linek
 		for p in "${rp[@]}"; do
-			hwm2+=("$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+			hwmk+=("$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 		done
 		sleep 5
 		for p in "${rp[@]}"; do
-			after2+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
+			afterk+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 		done
-		save_after "$dir" 2
-		line2=$(grep '"msg":"probe run finished"' "$dir/replica-$leader.log" | sed -n 2p)
-		echo "bench: $r replica(s) rep $rep, second run: run $(field "$line2" duration), peak RSS during it $(IFS=+; echo "${hwm2[*]}") MiB, RSS after it $(IFS=+; echo "${after2[*]}") MiB" >&2
-	fi
-	# Profiles go on through the second run (-2), until the replicas stop.
+		save_after "$dir" $k
+		linek=$(grep '"msg":"probe run finished"' "$dir/replica-$leader.log" | sed -n ${k}p)
+		echo "bench: $r replica(s) rep $rep, run $k: run $(field "$linek" duration), peak RSS during it $(IFS=+; echo "${hwmk[*]}") MiB, RSS after it $(IFS=+; echo "${afterk[*]}") MiB" >&2
+	done
+	# Profiles go on through the later runs (-2, -3), until the replicas stop.
 	[ -n "$profiler" ] && { kill "$profiler" 2>/dev/null || true; wait "$profiler" 2>/dev/null || true; }
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done

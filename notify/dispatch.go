@@ -228,12 +228,13 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 			}
 			reason := "channel " + a.Finding.Name + " was removed from the configuration"
 			a.ResolvedAt, a.Resolution, a.LastSeen = now, reason, now
-			for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
+			for _, t := range a.Channels {
+				c := t.Channel
 				if _, ok := n.byName[c]; !ok {
-					delete(a.Channels, c)
+					a.Channels.Delete(c)
 					continue
 				}
-				payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: a.Channels[c].Tier})
+				payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: t.Tier})
 				if err != nil {
 					return state.Changes{}, err
 				}
@@ -584,13 +585,13 @@ func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why st
 			Kind: policy.ChannelFailing, Tier: policy.Warning, Name: w.name, Subject: "notification channel " + w.name,
 			Message: fmt.Sprintf("certwatch cannot deliver to channel %s: %s. Nothing is lost: notifications wait in the outbox and go out once the channel works. Check the channel's credentials and settings, the service's status, and certwatch's network access.", w.name, why),
 		}
-		a := state.Alert{ID: id, Finding: f, Tier: f.Tier, Announced: f.Tier, FirstRaised: since, LastSeen: now, Channels: map[string]state.Announcement{}}
+		a := state.Alert{ID: id, Finding: f, Tier: f.Tier, Announced: f.Tier, FirstRaised: since, LastSeen: now}
 		var out []state.Outbound
 		for _, o := range n.workers {
 			if o == w {
 				continue
 			}
-			a.Channels[o.name] = state.Announcement{Tier: f.Tier, At: now}
+			a.Channels.Set(o.name, state.Announcement{Tier: f.Tier, At: now})
 			payload, err := json.Marshal(Notification{Event: EventNew, Channel: o.name, At: now, Key: id, Finding: f, Since: since})
 			if err != nil {
 				return state.Changes{}, err
@@ -641,11 +642,12 @@ func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
 		reason := "channel " + w.name + " delivers again"
 		a.ResolvedAt, a.Resolution, a.LastSeen = now, reason, now
 		var out []state.Outbound
-		for c := range a.Channels {
+		for _, t := range a.Channels {
+			c := t.Channel
 			if _, ok := n.byName[c]; !ok {
 				continue
 			}
-			payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: a.Channels[c].Tier})
+			payload, err := json.Marshal(Notification{Event: EventResolved, Channel: c, At: now, Key: id, Finding: a.Finding, Since: a.FirstRaised, Reason: reason, Told: t.Tier})
 			if err != nil {
 				return state.Changes{}, err
 			}

@@ -124,7 +124,7 @@ func (n *Notifier) openOn(snap state.Snapshot, channel string, now time.Time) []
 	var out []Notification
 	for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 		a := snap.Alerts[id]
-		an, told := a.Channels[channel]
+		an, told := a.Channels.Get(channel)
 		if !a.Open() || !told || an.Summary || an.Digest {
 			continue
 		}

@@ -296,7 +296,7 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, present map[string]int, n
 func (p *planner) openAlert(f policy.Finding) {
 	a := &state.Alert{
 		ID: AlertID(f), Finding: f, Issuer: p.certs.issuer(f.Certificate), Tier: f.Tier, Announced: f.Tier,
-		FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{},
+		FirstRaised: p.now, LastSeen: p.now,
 	}
 	if p.silenced(f) != nil {
 		// Opened, and announced to no one: Announced None says so, and
@@ -309,7 +309,7 @@ func (p *planner) openAlert(f policy.Finding) {
 	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
 	for _, c := range slices.Sorted(maps.Keys(targets)) {
 		p.add(EventNew, c, a, targets[c], 0, "")
-		a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]}
+		a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]})
 	}
 	p.rep.New++
 	p.ch.Alerts = append(p.ch.Alerts, *a)
@@ -318,9 +318,9 @@ func (p *planner) openAlert(f policy.Finding) {
 // forget drops what a since-removed channel was told: it will hear nothing
 // more about the alert.
 func (p *planner) forget(a *state.Alert) (forgot bool) {
-	for c := range a.Channels {
-		if _, ok := p.n.byName[c]; !ok {
-			delete(a.Channels, c)
+	for _, t := range a.Channels {
+		if _, ok := p.n.byName[t.Channel]; !ok {
+			a.Channels.Delete(t.Channel)
 			forgot = true
 		}
 	}
@@ -335,7 +335,7 @@ func (p *planner) forget(a *state.Alert) (forgot bool) {
 // copied into the changes and encoded again at every run, were a good part
 // of a run's peak memory and most of what the state store wrote.
 func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
-	stored := *a          // its Channels are the same map as a's
+	stored := *a          // its Channels share a's entries
 	retold := p.forget(a) // set whenever a's channels change
 	defer func() {
 		if !retold && sameAlert(&stored, a) {
@@ -347,9 +347,6 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 	a.Finding, a.Tier, a.LastSeen, a.MissingRuns = f, f.Tier, p.now, 0
 	if is := p.certs.issuer(f.Certificate); is != "" {
 		a.Issuer = is
-	}
-	if a.Channels == nil {
-		a.Channels = map[string]state.Announcement{}
 	}
 	if p.silenced(f) != nil {
 		// No escalation, no reminder, no late channel: all wait for the
@@ -370,14 +367,14 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		}
 		a.Announced = f.Tier
 		chans := slices.Sorted(maps.Keys(targets))
-		for c := range a.Channels {
-			if _, ok := targets[c]; !ok {
-				chans = append(chans, c)
+		for _, t := range a.Channels {
+			if _, ok := targets[t.Channel]; !ok {
+				chans = append(chans, t.Channel)
 			}
 		}
 		slices.Sort(chans)
 		for _, c := range chans {
-			before, told := a.Channels[c]
+			before, told := a.Channels.Get(c)
 			digest, routed := targets[c]
 			if !routed {
 				digest = before.Digest
@@ -390,7 +387,7 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 			} else {
 				p.add(EventNew, c, a, digest, 0, "")
 			}
-			a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: digest}
+			a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: digest})
 		}
 		retold = true
 	default:
@@ -399,23 +396,23 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		reminded := false
 		if f.Tier == a.Announced {
 			for _, c := range slices.Sorted(maps.Keys(targets)) {
-				if _, ok := a.Channels[c]; !ok {
+				if !a.Channels.Has(c) {
 					p.add(EventNew, c, a, targets[c], 0, "")
-					a.Channels[c] = state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]}
+					a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]})
 					retold = true
 				}
 			}
 		}
 		if every := p.n.reminders[f.Tier]; every > 0 {
-			for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
-				an := a.Channels[c]
+			for _, t := range a.Channels {
+				c, an := t.Channel, t.Announcement
 				if p.now.Sub(an.At) < every {
 					continue
 				}
 				p.addOwn(EventReminder, c, a, an.Digest, !an.Digest && !an.Summary, 0, "")
 				p.setLastToldTier(an.Tier)
 				an.At, an.Summary, an.SummaryKey = p.now, false, ""
-				a.Channels[c] = an
+				a.Channels.Set(c, an)
 				reminded = true
 			}
 		}
@@ -441,8 +438,8 @@ func sameAlert(stored, now *state.Alert) bool {
 func (p *planner) resolve(a *state.Alert, reason string) {
 	p.forget(a)
 	a.ResolvedAt, a.Resolution = p.now, reason
-	for _, c := range slices.Sorted(maps.Keys(a.Channels)) {
-		an := a.Channels[c]
+	for _, t := range a.Channels {
+		c, an := t.Channel, t.Announcement
 		if an.Summary {
 			continue
 		}
@@ -478,10 +475,9 @@ func (p *planner) storm(reason func(channel string, n int) string, pick func(ite
 	key := summaryKey(p.now)
 	for i := range p.ch.Alerts {
 		a := &p.ch.Alerts[i]
-		for c, an := range a.Channels {
-			if summarised[state.Key{AlertID: a.ID, Channel: c}] {
-				an.Summary, an.SummaryKey = true, key
-				a.Channels[c] = an
+		for j := range a.Channels {
+			if t := &a.Channels[j]; summarised[state.Key{AlertID: a.ID, Channel: t.Channel}] {
+				t.Summary, t.SummaryKey = true, key
 			}
 		}
 	}
@@ -519,14 +515,14 @@ func (p *planner) openSummary(sum Notification) {
 	}
 	if p.summarised == nil {
 		f := policy.Finding{Kind: policy.StormSummary, Tier: top, Name: sum.Key, Subject: "storm summary of " + p.now.UTC().Format(time.RFC3339), Message: sum.Reason}
-		p.summarised = &state.Alert{ID: sum.Key, Finding: f, Tier: top, Announced: top, FirstRaised: p.now, LastSeen: p.now, Channels: map[string]state.Announcement{}}
+		p.summarised = &state.Alert{ID: sum.Key, Finding: f, Tier: top, Announced: top, FirstRaised: p.now, LastSeen: p.now}
 	}
 	s := p.summarised
 	if top > s.Tier {
 		s.Tier, s.Announced, s.Finding.Tier = top, top, top
 	}
-	an := s.Channels[sum.Channel]
-	s.Channels[sum.Channel] = state.Announcement{Tier: max(an.Tier, top), At: p.now}
+	an, _ := s.Channels.Get(sum.Channel)
+	s.Channels.Set(sum.Channel, state.Announcement{Tier: max(an.Tier, top), At: p.now})
 }
 
 // closeSummaries resolves, on each channel, the storm summaries of earlier
@@ -561,9 +557,9 @@ func (p *planner) closeSummaries(snap state.Snapshot) {
 		if !a.Open() {
 			continue
 		}
-		for c, an := range a.Channels {
-			if an.Summary && an.SummaryKey != "" {
-				covered[state.Key{AlertID: an.SummaryKey, Channel: c}] = true
+		for _, t := range a.Channels {
+			if t.Summary && t.SummaryKey != "" {
+				covered[state.Key{AlertID: t.SummaryKey, Channel: t.Channel}] = true
 			}
 		}
 	}
@@ -573,15 +569,16 @@ func (p *planner) closeSummaries(snap state.Snapshot) {
 		p.forget(s)
 		reason := "every alert it stood for is resolved or has been announced on its own"
 		changed := len(s.Channels) != before
-		for _, c := range slices.Sorted(maps.Keys(s.Channels)) {
+		for _, t := range s.Channels {
+			c := t.Channel
 			if covered[state.Key{AlertID: s.ID, Channel: c}] {
 				continue
 			}
 			p.items = append(p.items, item{n: Notification{
 				Event: EventResolved, Channel: c, At: p.now, Key: s.ID, Finding: s.Finding, Since: s.FirstRaised, Reason: reason,
-				Told: s.Channels[c].Tier,
+				Told: t.Tier,
 			}})
-			delete(s.Channels, c)
+			s.Channels.Delete(c)
 			changed = true
 		}
 		if len(s.Channels) == 0 {

@@ -154,10 +154,7 @@ func AddAnnouncements(alerts []Alert, rows Rows) error {
 		if !ok {
 			continue
 		}
-		if alerts[i].Channels == nil {
-			alerts[i].Channels = map[string]Announcement{}
-		}
-		alerts[i].Channels[channel] = an
+		alerts[i].Channels.Set(channel, an)
 	}
 	return rows.Err()
 }

@@ -24,8 +24,11 @@ package state
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,11 +102,103 @@ type Alert struct {
 	ResolvedAt time.Time `json:"resolved_at,omitzero"`
 	Resolution string    `json:"resolution,omitempty"`
 	// Channels says what each channel was told, by channel name.
-	Channels map[string]Announcement `json:"channels,omitempty"`
+	Channels Announcements `json:"channels,omitempty"`
 }
 
 // Open reports whether the alert is unresolved.
 func (a *Alert) Open() bool { return a.ResolvedAt.IsZero() }
+
+// Announcements say what each channel was told about an alert: one
+// entry a channel, sorted by channel name; in JSON, an object keyed by
+// channel name. A list rather than a map: an alert is announced on a
+// channel or two, and a map of them took about 800 bytes an alert, 30 MB
+// of the 38,000 open alerts a run reads back at 100,000 endpoints.
+//
+// Set changes an entry in place, visible through every copy of the
+// list; an entry added or removed makes a new list, which copies made
+// before do not see.
+type Announcements []Told
+
+// Told is what the channel named was told.
+type Told struct {
+	Channel string
+	Announcement
+}
+
+// Get returns what channel was told, and whether it was told anything.
+func (as Announcements) Get(channel string) (Announcement, bool) {
+	i, ok := as.find(channel)
+	if !ok {
+		return Announcement{}, false
+	}
+	return as[i].Announcement, true
+}
+
+// Has reports whether channel was told anything.
+func (as Announcements) Has(channel string) bool {
+	_, ok := as.find(channel)
+	return ok
+}
+
+// Set records what channel was told.
+func (as *Announcements) Set(channel string, an Announcement) {
+	i, ok := as.find(channel)
+	if ok {
+		(*as)[i].Announcement = an
+		return
+	}
+	next := make(Announcements, 0, len(*as)+1)
+	next = append(append(append(next, (*as)[:i]...), Told{Channel: channel, Announcement: an}), (*as)[i:]...)
+	*as = next
+}
+
+// Delete forgets what channel was told.
+func (as *Announcements) Delete(channel string) {
+	i, ok := as.find(channel)
+	if !ok {
+		return
+	}
+	if len(*as) == 1 {
+		*as = nil
+		return
+	}
+	*as = append(append(make(Announcements, 0, len(*as)-1), (*as)[:i]...), (*as)[i+1:]...)
+}
+
+// Names returns the channels told, sorted.
+func (as Announcements) Names() []string {
+	names := make([]string, len(as))
+	for i, t := range as {
+		names[i] = t.Channel
+	}
+	return names
+}
+
+func (as Announcements) find(channel string) (int, bool) {
+	return slices.BinarySearchFunc(as, channel, func(t Told, c string) int { return strings.Compare(t.Channel, c) })
+}
+
+// MarshalJSON writes the announcements as an object keyed by channel.
+func (as Announcements) MarshalJSON() ([]byte, error) {
+	m := make(map[string]Announcement, len(as))
+	for _, t := range as {
+		m[t.Channel] = t.Announcement
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads an object keyed by channel.
+func (as *Announcements) UnmarshalJSON(b []byte) error {
+	var m map[string]Announcement
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*as = nil
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		*as = append(*as, Told{Channel: c, Announcement: m[c]})
+	}
+	return nil
+}
 
 // Announcement is what one channel was told about one alert.
 type Announcement struct {

@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -77,7 +75,7 @@ func (e *env) alerts(ctx context.Context, args []string) error {
 		if !a.ResolvedAt.IsZero() {
 			st = "resolved " + a.ResolvedAt.UTC().Format(time.DateOnly)
 		}
-		chans := slices.Sorted(maps.Keys(a.Channels))
+		chans := a.Channels.Names()
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Tier, a.Announced, a.Finding.Kind,
 			orDash(cmpOr(a.Finding.Subject, a.Finding.Name)), a.Finding.Deadline.UTC().Format("2006-01-02 15:04"),
 			a.FirstRaised.UTC().Format("2006-01-02 15:04"), st, orDash(strings.Join(chans, ",")))

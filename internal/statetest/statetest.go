@@ -127,11 +127,17 @@ func finding(cert string, tier policy.Tier) policy.Finding {
 // announced on channels at t0.
 func Alert(cert string, tier policy.Tier, channels ...string) state.Alert {
 	f := finding(cert, tier)
-	a := state.Alert{ID: f.ID(), Finding: f, Issuer: "Example CA", Tier: tier, Announced: tier, FirstRaised: t0, LastSeen: t0, Channels: map[string]state.Announcement{}}
+	a := state.Alert{ID: f.ID(), Finding: f, Issuer: "Example CA", Tier: tier, Announced: tier, FirstRaised: t0, LastSeen: t0}
 	for _, c := range channels {
-		a.Channels[c] = state.Announcement{Tier: tier, At: t0}
+		a.Channels.Set(c, state.Announcement{Tier: tier, At: t0})
 	}
 	return a
+}
+
+// refOf is the Ref of what channel was told, "" if nothing.
+func refOf(channel string, as state.Announcements) string {
+	an, _ := as.Get(channel)
+	return an.Ref
 }
 
 func update(t testing.TB, s Store, ch state.Changes) state.Snapshot {
@@ -217,7 +223,7 @@ func testAlertsAndOutboxRoundTrip(t *testing.T, open Opener) {
 	s := open(t)
 
 	a := Alert("aa", policy.Warning, "certs")
-	a.Channels["oncall"] = state.Announcement{Tier: policy.Warning, At: t0, Summary: true, SummaryKey: "summary:2030-01-01T00:00:00Z"}
+	a.Channels.Set("oncall", state.Announcement{Tier: policy.Warning, At: t0, Summary: true, SummaryKey: "summary:2030-01-01T00:00:00Z"})
 	update(t, s, state.Changes{
 		Alerts: []state.Alert{a},
 		Outbox: []state.Outbound{
@@ -259,7 +265,7 @@ func testAlertsAndOutboxRoundTrip(t *testing.T, open Opener) {
 	if !ok {
 		t.Fatalf("snapshot after reopen lacks alert %s", a.ID)
 	}
-	a.Channels["certs"] = state.Announcement{Tier: policy.Warning, At: t0, Ref: "C1:1.000"}
+	a.Channels.Set("certs", state.Announcement{Tier: policy.Warning, At: t0, Ref: "C1:1.000"})
 	if diff := cmp.Diff(a, *b); diff != "" {
 		t.Errorf("alert after reopen (-want +got):\n%s", diff)
 	}
@@ -379,7 +385,7 @@ func testSeenMovesOnlyLastSeen(t *testing.T, open Opener) {
 			t.Errorf("alert %s (-want +got):\n%s", a.ID, diff)
 		}
 	}
-	if ref := after[slices.IndexFunc(after, func(a state.Alert) bool { return a.ID == ch.Alerts[0].ID })].Channels["certs"].Ref; ref != "thread-1" {
+	if ref := refOf("certs", after[slices.IndexFunc(after, func(a state.Alert) bool { return a.ID == ch.Alerts[0].ID })].Channels); ref != "thread-1" {
 		t.Errorf("an alert seen again lost its thread: ref %q, want thread-1", ref)
 	}
 }
@@ -547,8 +553,8 @@ func testReopenedAlertForgetsOldThread(t *testing.T, open Opener) {
 	}
 	a.ResolvedAt, a.Resolution = t0.Add(time.Hour), "certificate replaced"
 	snap := update(t, s, state.Changes{Alerts: []state.Alert{a}})
-	if snap.Alerts[a.ID].Channels["certs"].Ref != "old-thread" {
-		t.Fatalf("ref before resolution = %q, want old-thread", snap.Alerts[a.ID].Channels["certs"].Ref)
+	if ref := refOf("certs", snap.Alerts[a.ID].Channels); ref != "old-thread" {
+		t.Fatalf("ref before resolution = %q, want old-thread", ref)
 	}
 	snap = update(t, s, state.Changes{})
 	if _, open := snap.Alerts[a.ID]; open {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -294,8 +293,8 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 		finding = excluded.finding, issuer = excluded.issuer`,
 			a.ID, string(a.Finding.Kind), a.Finding.Certificate, int(a.Tier), int(a.Announced),
 			state.UnixNano(a.FirstRaised), state.UnixNano(a.LastSeen), a.MissingRuns, nullTS(a.ResolvedAt), a.Resolution, finding, a.Issuer)
-		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
-			an := a.Channels[name]
+		for _, t := range a.Channels {
+			name, an := t.Channel, t.Announcement
 			b.Queue(ctx, `INSERT INTO alert_channels (alert_id, channel, tier, announced_at, digest, summary, summary_key) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				a.ID, name, int(an.Tier), state.UnixNano(an.At), an.Digest, an.Summary, an.SummaryKey)
 		}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,8 +250,8 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_channels WHERE alert_id = ?`, a.ID); err != nil {
 			return err
 		}
-		for _, name := range slices.Sorted(maps.Keys(a.Channels)) {
-			an := a.Channels[name]
+		for _, t := range a.Channels {
+			name, an := t.Channel, t.Announcement
 			if _, err := ins.ExecContext(ctx, a.ID, name, an.Tier, state.UnixNano(an.At), an.Digest, an.Summary, an.SummaryKey); err != nil {
 				return err
 			}
