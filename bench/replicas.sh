@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-z]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-N] [-z]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -41,6 +41,10 @@
 #              findings are as the previous run left them (a second run
 #              still rewrites every renewal_missed finding, whose message
 #              gains the name's history), the steady state
+#   -N         notify on a channel (kind log, every tier from warning),
+#              as a deployment does: each alert then records what the
+#              channel was told, and a run's first storm goes out as a
+#              summary
 #   -z         find the farm as a DNS zone (farm.test, transferred from a
 #              knotd started here, as bench/run.sh's scans do; needs knotd
 #              and kdig) instead of as static targets resolved through its
@@ -73,8 +77,9 @@ out=""
 profile=0
 second=0
 runs=1
+channel=0
 zone=0
-while getopts "n:s:c:r:R:o:P23z" opt; do
+while getopts "n:s:c:r:R:o:P23Nz" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -85,6 +90,7 @@ while getopts "n:s:c:r:R:o:P23z" opt; do
 	P) profile=1 ;;
 	2) second=1 runs=2 ;;
 	3) second=1 runs=3 ;;
+	N) channel=1 ;;
 	z) zone=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
@@ -119,7 +125,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 		[ -x "$knotd" ] && command -v kdig >/dev/null || { echo "bench: -z needs knotd and kdig (install knot and knot-dnsutils)" >&2; exit 2; }
 	fi
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" KNOTD="$knotd" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $zone = 1 ] && echo -z)
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $channel = 1 ] && echo -N) $([ $zone = 1 ] && echo -z)
 fi
 
 # ---- inside the namespace ----
@@ -290,6 +296,7 @@ config() {
 		$probe_conf
 		notify:
 		  state: postgres://certwatch@127.0.0.1:$pgport/$1?sslmode=disable
+		$([ $channel = 1 ] && printf '  channels: [{name: certs, kind: log}]\n  routes: [{tiers: [warning, page, critical], channels: [certs]}]')
 		daemon:
 		  listen: 127.0.0.1:0
 		  pprof: $([ $profile = 1 ] && echo true || echo false)
