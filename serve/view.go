@@ -219,9 +219,7 @@ type endpointSeries struct {
 func buildView(r *scan.Report, limit int) *view {
 	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, summary: scan.SummaryOf(r), keyExchange: map[string]int{},
 		coverage: r.Coverage, series: true}
-	v.addRows(r)
-	v.kinds, v.sources = filterChoices(v.rows, r.Sources)
-	v.rows = nil
+	v.addSeriesAndChoices(r)
 	v.capCertSeries(limit)
 	v.capEndpointSeries(limit)
 	v.certEndpointSeries, v.certEndpointDropped = certEndpoints(r, limit)
@@ -236,19 +234,60 @@ func buildRows(r *scan.Report) []row {
 	return v.rows
 }
 
+// addSeriesAndChoices adds the series of each certificate and endpoint
+// of r, and sets the page's filter choices: every finding kind of the
+// page's rows, and every source of a row or of the report, whether or not
+// a row came from it (static targets that all answer, a failed source).
+// It builds the few rows of certificates no endpoint serves and of
+// findings about no certificate, as the page does, for their sources,
+// but no row of a served certificate: the rows of a fleet's 100,000, with
+// the endpoints of each, were 35 MB at the top of a run's publishing,
+// for two short lists.
+func (v *view) addSeriesAndChoices(r *scan.Report) {
+	_, sources := v.addEndpoints(r, false)
+	reported := reportedCertificates(r)
+	kinds, all := map[string]bool{}, map[string]bool{}
+	v.certRefs = slices.Grow(v.certRefs, len(r.Certificates))
+	for i := range r.Certificates {
+		c := &r.Certificates[i]
+		v.addCertSeries(c, sources[c.SHA256])
+		for _, s := range sources[c.SHA256] {
+			all[policy.Printable(s)] = true
+		}
+	}
+	var loose []*policy.Finding
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		kinds[string(f.Kind)] = true // every finding is on a row
+		if f.Certificate == "" || !reported[f.Certificate] {
+			loose = append(loose, f)
+		}
+	}
+	acmRows := v.addUnservedACMRows(r)
+	restRows := v.addUnservedAtRestRows(r, reported)
+	v.addLooseFindings(loose, acmRows, restRows, endpointSources(r, loose))
+	for _, rw := range v.rows {
+		for _, s := range rw.Sources {
+			all[policy.Printable(s)] = true
+		}
+	}
+	v.rows = nil
+	for _, s := range r.Sources {
+		all[policy.Printable(s.Name)] = true
+	}
+	v.kinds, v.sources = sortedKeys(kinds), sortedKeys(all)
+}
+
 // addRows adds a row for each certificate of r and each finding about
-// none, and the series of each certificate and endpoint when v.series.
+// none.
 func (v *view) addRows(r *scan.Report) {
-	served, sources := v.addEndpoints(r)
+	served, sources := v.addEndpoints(r, true)
 	reported := reportedCertificates(r)
 	byCert, loose := findingsByCertificate(r, reported)
 	// A row and a series (or more) per certificate: sized once rather
 	// than doubled as they fill, which at 100,000 certificates held
 	// twice their size while they grew.
 	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
-	if v.series {
-		v.certRefs = slices.Grow(v.certRefs, len(r.Certificates))
-	}
 	v.addCertificateRows(r, byCert, served, sources)
 	acmRows := v.addUnservedACMRows(r)
 	restRows := v.addUnservedAtRestRows(r, reported)
@@ -263,9 +302,9 @@ func (v *view) addRows(r *scan.Report) {
 }
 
 // addEndpoints records each endpoint of r (when v.series, its series and
-// the key exchange it negotiated) and returns where each certificate is
-// served and through which sources.
-func (v *view) addEndpoints(r *scan.Report) (served map[string][]policy.Endpoint, sources map[string][]string) {
+// the key exchange it negotiated) and returns through which sources each
+// certificate is served and, when withServed, where.
+func (v *view) addEndpoints(r *scan.Report, withServed bool) (served map[string][]policy.Endpoint, sources map[string][]string) {
 	// sources are sorted lists, shared (with the probes' and each other)
 	// until a certificate's sources differ from what it has: a set per
 	// certificate was a map of its own for each of a fleet's 100,000,
@@ -299,7 +338,9 @@ func (v *view) addEndpoints(r *scan.Report) (served map[string][]policy.Endpoint
 		// The endpoint as policy names it in findings, Via included: one
 		// reached through a load balancer is listed once, not once with
 		// the load balancer and once without.
-		served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via})
+		if withServed {
+			served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via})
+		}
 		addSources(ep.Certificate, ep)
 	}
 	return served, sources
@@ -396,9 +437,6 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 			if !slices.ContainsFunc(fs, aboutRenewal) {
 				rw.Renewal = acmRenewal(a)
 			}
-		}
-		if v.series {
-			v.addCertSeries(c, rw.Sources)
 		}
 		v.rows = append(v.rows, rw)
 	}
@@ -565,25 +603,6 @@ func (rw *row) searchText() string {
 	parts = append(parts, rw.Resources()...)
 	parts = append(parts, rw.Locations()...)
 	return strings.ToLower(strings.Join(parts, " "))
-}
-
-// filterChoices returns the page's filter choices, sorted: every finding
-// kind of the rows, and every source of a row or of the report, whether or
-// not a row came from it (static targets that all answer, a failed source).
-func filterChoices(rows []row, reportSources []scan.SourceResult) (kinds, sources []string) {
-	allKinds, allSources := map[string]bool{}, map[string]bool{}
-	for _, rw := range rows {
-		for _, k := range rw.Kinds {
-			allKinds[k] = true
-		}
-		for _, s := range rw.Sources {
-			allSources[s] = true
-		}
-	}
-	for _, s := range reportSources {
-		allSources[policy.Printable(s.Name)] = true
-	}
-	return sortedKeys(allKinds), sortedKeys(allSources)
 }
 
 // capCertSeries keeps the limit most urgent certificate series (soonest

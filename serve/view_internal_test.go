@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery/atrest"
+	"github.com/certwatch/certwatch/discovery/found/acmcert"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 )
@@ -152,5 +154,88 @@ func renderTogether(t *testing.T, s *Server, n, certs int) {
 	}
 	if rows := got[0].rows; len(rows) != certs || !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) {
 		t.Fatalf("rows = %d, the first from %q; want %d, from the zone", len(rows), rows[0].Sources, certs)
+	}
+}
+
+// filterChoices is what the page's filter choices are, read off its rows:
+// every finding kind of a row, and every source of a row or of the report.
+// The view sets them without building a row for every certificate
+// (addSeriesAndChoices); this is the reference it must agree with.
+func filterChoices(rows []row, reportSources []scan.SourceResult) (kinds, sources []string) {
+	allKinds, allSources := map[string]bool{}, map[string]bool{}
+	for _, rw := range rows {
+		for _, k := range rw.Kinds {
+			allKinds[k] = true
+		}
+		for _, s := range rw.Sources {
+			allSources[s] = true
+		}
+	}
+	for _, s := range reportSources {
+		allSources[policy.Printable(s.Name)] = true
+	}
+	return sortedKeys(allKinds), sortedKeys(allSources)
+}
+
+// TestViewChoicesAreTheRows: the filter choices the server records with a
+// report (without the rows of its served certificates) are those its
+// page's rows give, for a report with each kind of row: certificates
+// served through several sources, one kept from an earlier run and served
+// nowhere, ACM and at-rest certificates no endpoint serves with findings
+// about them, findings about no certificate (an unreachable target, a
+// degraded source), and a source whose name needs escaping.
+func TestViewChoicesAreTheRows(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	ep := func(name string) policy.Endpoint { return policy.Endpoint{Name: name, Port: 443, Address: "10.0.0.1"} }
+	probed := func(name, cert string, sources ...string) scan.Endpoint {
+		return scan.Endpoint{Name: name, Port: 443, Address: "10.0.0.1", Certificate: cert, Sources: sources}
+	}
+	certA, certB, certK, restOnly := "a1", "b2", "c3", "d4"
+	arn := "arn:aws:acm:eu-west-1:123456789012:certificate/unserved"
+	r := &scan.Report{
+		GeneratedAt: now,
+		Sources: []scan.SourceResult{{Name: "dnszone:farm.test"}, {Name: "static"}, {Name: "acm:123456789012"},
+			{Name: "files:/etc/ssl"}, {Name: "zone:\u202eevil"}},
+		Endpoints: []scan.Endpoint{
+			probed("a.example", certA, "dnszone:farm.test"),
+			probed("a2.example", certA, "static", "zone:\u202eevil"),
+			probed("b.example", certB, "dnszone:farm.test"),
+			probed("down.example", "", "dnszone:other.test"),
+			probed("gone.example", "", "kubernetes:ingress"),
+		},
+		Certificates: []policy.Certificate{
+			{SHA256: certA, Subject: "a.example", NotAfter: policy.At(now.Add(20 * 24 * time.Hour))},
+			{SHA256: certB, Subject: "b.example", NotAfter: policy.At(now.Add(90 * 24 * time.Hour))},
+			{SHA256: certK, Subject: "gone.example", NotAfter: policy.At(now.Add(5 * 24 * time.Hour))},
+		},
+		Findings: []policy.Finding{
+			{Kind: policy.Expiring, Tier: policy.Warning, Certificate: certA, Endpoints: []policy.Endpoint{ep("a.example"), ep("a2.example")}},
+			{Kind: policy.ChainUntrusted, Tier: policy.Page, Certificate: certB, Endpoints: []policy.Endpoint{ep("b.example")}},
+			{Kind: policy.Expiring, Tier: policy.Page, Certificate: certK, Endpoints: []policy.Endpoint{ep("gone.example")}, UnverifiedSince: policy.At(now.Add(-time.Hour))},
+			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "down.example:443", Endpoints: []policy.Endpoint{ep("down.example")}},
+			{Kind: policy.Unreachable, Tier: policy.Warning, Name: "nowhere.example:443"},
+			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "files:/etc/ssl"},
+			{Kind: policy.RenewalFailed, Tier: policy.Page, Name: arn},
+			{Kind: policy.Expired, Tier: policy.Critical, Certificate: restOnly},
+		},
+	}
+	r.ACM = []policy.ACMCertificate{
+		{Certificate: acmcert.Certificate{ARN: arn, Account: "210987654321", DomainName: "unserved.example", NotAfter: now.Add(time.Hour)}},
+		{Certificate: acmcert.Certificate{ARN: arn + "-served", Account: "123456789012", DomainName: "a.example"}, SHA256: certA},
+	}
+	r.AtRest = []policy.AtRestCertificate{
+		{Certificate: atrest.Certificate{SHA256: restOnly, Subject: "rest.example", NotAfter: now, Locations: []atrest.Location{{Kind: atrest.File, Where: "/etc/ssl/rest.pem"}}}},
+		{Certificate: atrest.Certificate{SHA256: certB, Subject: "b.example", NotAfter: now, Locations: []atrest.Location{{Kind: atrest.File, Where: "/etc/ssl/b.pem"}}}},
+	}
+	for name, r := range map[string]*scan.Report{"every kind of row": r, "a farm": farmReport(300), "empty": {GeneratedAt: now}} {
+		v := buildView(r, 1000)
+		kinds, sources := filterChoices(buildRows(r), r.Sources)
+		if !slices.Equal(v.kinds, kinds) || !slices.Equal(v.sources, sources) {
+			t.Errorf("%s: the view's choices are kinds %q and sources %q; the page's rows give %q and %q", name, v.kinds, v.sources, kinds, sources)
+		}
+		if want := []string{"acm", "dnszone:other.test", "kubernetes:ingress", policy.Printable("zone:\u202eevil")}; name == "every kind of row" &&
+			slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(sources, s) }) {
+			t.Errorf("%s: the rows' sources %q lack one of %q (the unserved ACM certificate's, the unreachable target's, the kept certificate's, the escaped one)", name, sources, want)
+		}
 	}
 }
