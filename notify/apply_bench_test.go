@@ -163,3 +163,47 @@ func BenchmarkApply100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStorm40k is a first run that finds 40,000 problems on one
+// channel, as certwatch's first run over a fleet can: one storm summary
+// goes out for them all. B/op is what the run allocates.
+func BenchmarkStorm40k(b *testing.B) {
+	const certs, findings = 100_000, 40_000
+	var sw notify.Sweep
+	for i := range certs {
+		c := cert{subject: fmt.Sprintf("svc%06d.internal.example", i), notAfter: t0.Add(400 * day)}
+		if i%5 < 2 { // 2 in 5: findings of 100,000
+			c.notAfter = t0.Add(12 * day)
+		}
+		c.eps = []policy.Endpoint{{Name: c.subject, Port: 443, Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)}}
+		sw.Findings = append(sw.Findings, findingsOf(c, t0)...)
+		sw.Certificates = append(sw.Certificates, policy.Certificate{SHA256: c.sha(), Subject: c.subject, Issuer: "Example Test CA", NotAfter: policy.At(c.notAfter)})
+		sw.Endpoints = append(sw.Endpoints, served(c.eps[0], c.sha()))
+	}
+	cfg := notify.Config{
+		Channels: []notify.Channel{{Name: "certs"}},
+		Routes:   []notify.Route{{Tiers: []policy.Tier{policy.Warning}, Channels: []string{"certs"}}},
+	}
+	for b.Loop() {
+		b.StopTimer()
+		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := notify.New(cfg, s, map[string]notify.Sender{"certs": notify.NewLogSender(nil)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		rep, err := n.Apply(context.Background(), sw, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !rep.Storm || rep.New != findings || rep.Queued != 1 {
+			b.Fatalf("first run: %+v, want a storm of %d new findings, one summary queued", rep, findings)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+}

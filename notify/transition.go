@@ -203,7 +203,11 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, present map[string]int, n
 	// which are all written; an open alert seen again is written whole
 	// only when it changed (updateOpenAlert), at fleet size a minority,
 	// so room for every alert would mostly stay empty.
-	written := 0
+	// A new alert is announced on a channel at least, unless silenced:
+	// room at once for that many notifications (416 bytes each) too, as
+	// a list grown a quarter at a time to a first run's tens of thousands
+	// allocated five times its size, and held it twice as it grew.
+	written, opened := 0, 0
 	for id := range snap.Alerts {
 		if _, ok := present[id]; !ok {
 			written++
@@ -212,9 +216,13 @@ func (n *Notifier) plan(snap state.Snapshot, sw Sweep, present map[string]int, n
 	for _, id := range ids {
 		if _, ok := snap.Alerts[id]; !ok {
 			written++
+			opened++
 		}
 	}
 	p.ch.Alerts = make([]state.Alert, 0, written)
+	if len(p.n.byName) > 0 {
+		p.items = make([]item, 0, opened)
+	}
 	for _, id := range ids {
 		f := alertFinding(sw.Findings[present[id]])
 		if a, ok := snap.Alerts[id]; ok {
@@ -456,15 +464,20 @@ func (p *planner) resolve(a *state.Alert, reason string) {
 // summary (no resolution of their own follows for those; on channels that
 // keep incidents open, the summary's resolves once they all have).
 func (p *planner) storm(reason func(channel string, n int) string, pick func(item) bool) {
-	byChannel := map[string][]Notification{}
+	// The notifications a summary stands for, in p.items: a first run's
+	// storm at fleet size is tens of thousands, 416 bytes each, and a
+	// copy of each for its channel's summary was a good part of the
+	// run's peak.
+	byChannel := map[string][]*Notification{}
 	summarised := map[state.Key]bool{}
 	var keep []item
-	for _, it := range p.items {
-		if it.digest || !pick(it) {
-			keep = append(keep, it)
+	for i := range p.items {
+		it := &p.items[i]
+		if it.digest || !pick(*it) {
+			keep = append(keep, *it)
 			continue
 		}
-		byChannel[it.n.Channel] = append(byChannel[it.n.Channel], it.n)
+		byChannel[it.n.Channel] = append(byChannel[it.n.Channel], &it.n)
 		if it.n.Event != EventResolved && !it.own {
 			summarised[state.Key{AlertID: it.n.Key, Channel: it.n.Channel}] = true
 		}
@@ -616,15 +629,18 @@ func (p *planner) capPerChannel() {
 	})
 }
 
-func (p *planner) summary(channel, reason string, ns []Notification) Notification {
-	slices.SortFunc(ns, func(a, b Notification) int {
+func (p *planner) summary(channel, reason string, ns []*Notification) Notification {
+	slices.SortFunc(ns, func(a, b *Notification) int {
 		return cmp.Or(cmp.Compare(b.Finding.Tier, a.Finding.Tier), a.Finding.Deadline.Compare(b.Finding.Deadline), strings.Compare(a.Key, b.Key))
 	})
-	top := ns[:min(len(ns), p.n.cfg.Storm.Top)]
+	top := make([]Notification, min(len(ns), p.n.cfg.Storm.Top))
+	for i := range top {
+		top[i] = *ns[i]
+	}
 	return Notification{
 		Event: EventSummary, Channel: channel, At: p.now,
 		Key:    summaryKey(p.now),
-		Reason: reason, Items: slices.Clone(top), Total: len(ns),
+		Reason: reason, Items: top, Total: len(ns),
 	}
 }
 
