@@ -241,8 +241,8 @@ func buildRows(r *scan.Report) []row {
 // It builds the few rows of certificates no endpoint serves and of
 // findings about no certificate, as the page does, for their sources,
 // but no row of a served certificate: the rows of a fleet's 100,000, with
-// the endpoints of each, were 35 MB at the top of a run's publishing,
-// for two short lists.
+// the endpoints of each, were about 35 MB of the heap as a run published
+// its report, for two short lists.
 func (v *view) addSeriesAndChoices(r *scan.Report) {
 	_, sources := v.addEndpoints(r, false)
 	reported := reportedCertificates(r)
@@ -284,9 +284,9 @@ func (v *view) addRows(r *scan.Report) {
 	served, sources := v.addEndpoints(r, true)
 	reported := reportedCertificates(r)
 	byCert, loose := findingsByCertificate(r, reported)
-	// A row and a series (or more) per certificate: sized once rather
-	// than doubled as they fill, which at 100,000 certificates held
-	// twice their size while they grew.
+	// A row per certificate: sized once rather than doubled as they
+	// fill, which at 100,000 certificates held twice their size while
+	// they grew.
 	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
 	v.addCertificateRows(r, byCert, served, sources)
 	acmRows := v.addUnservedACMRows(r)
