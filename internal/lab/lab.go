@@ -159,14 +159,30 @@ type Options struct {
 	CT bool
 }
 
-// Start builds the lab at time now, without Options. It picks a free TCP
-// port shared by all endpoints, so it can fail if another process grabs it
-// meanwhile; callers may retry.
-func Start(now time.Time) (l *Lab, err error) { return StartWith(now, Options{}) }
+// Start builds the lab at time now, without Options.
+func Start(now time.Time) (*Lab, error) { return StartWith(now, Options{}) }
+
+// startAttempts is how many times StartWith builds the lab. Its ports are
+// picked free and held on an address of their own, but another program
+// (a test running beside) can take one of them on an address the lab then
+// listens on; the lab is built again on fresh ports.
+const startAttempts = 3
 
 // StartWith builds the lab at time now with o.
-func StartWith(now time.Time, o Options) (l *Lab, err error) {
-	l = &Lab{}
+func StartWith(now time.Time, o Options) (*Lab, error) {
+	var err error
+	for range startAttempts {
+		var l *Lab
+		if l, err = start(now, o); err == nil {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%w (%d attempts, each on fresh ports)", err, startAttempts)
+}
+
+// start builds the lab once; what it started is stopped if it fails.
+func start(now time.Time, o Options) (_ *Lab, err error) {
+	l := &Lab{}
 	defer func() {
 		if err != nil {
 			_ = l.Close()

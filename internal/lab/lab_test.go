@@ -1,8 +1,13 @@
 package lab_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,4 +42,35 @@ func TestPortsHeld(t *testing.T) {
 		}
 		ln.Close()
 	}
+}
+
+// TestFailedStartStopsWhatItStarted: a lab that cannot be built (here, no
+// temporary directory to write its CA to, after its servers are up) fails
+// with the reason, after its attempts, and leaves nothing it started
+// listening or open. It once stopped what it started through a nil lab,
+// and the test that asked for it died of the panic instead of saying why.
+func TestFailedStartStopsWhatItStarted(t *testing.T) { // not parallel: it sets TMPDIR and counts open files
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	before := openFiles(t)
+	l, err := lab.Start(time.Now())
+	if err == nil {
+		l.Close()
+		t.Fatal("lab started without a temporary directory")
+	}
+	if !strings.Contains(err.Error(), "attempts") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Start = %v, want the missing directory, after its attempts", err)
+	}
+	if after := openFiles(t); after > before {
+		t.Errorf("%d files open after the failed start, %d before: what it started was left running", after, before)
+	}
+}
+
+// openFiles counts the process's open file descriptors (Linux).
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open files: %v", err)
+	}
+	return len(fds)
 }
