@@ -37,10 +37,9 @@
 #              each replica's peak RSS during it alone (VmHWM reset after
 #              the first): a run with the previous report and page still
 #              held
-#   -3         -2, and then the third run the same way: the first whose
-#              findings are as the previous run left them (a second run
-#              still rewrites every renewal_missed finding, whose message
-#              gains the name's history), the steady state
+#   -3         -2, and then the third run the same way: the steady state
+#              (a second run still rewrites every renewal_missed alert,
+#              whose message gains the name's history)
 #   -N         notify on a channel (kind log, every tier from warning),
 #              as a deployment does: each alert then records what the
 #              channel was told, and a run's first storm goes out as a
