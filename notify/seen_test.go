@@ -153,6 +153,8 @@ func TestAlertsFoundAgainShareTheRunsFinding(t *testing.T) {
 			if shared || len(got.Endpoints) != 1 {
 				t.Errorf("alert of b.example.com, whose blast radius grew: read with %d endpoints (shared %v), want the stored one endpoint", len(got.Endpoints), shared)
 			}
+		default:
+			t.Errorf("the second run read an alert of %q, want those of a.example.com and b.example.com", got.Subject)
 		}
 	}
 }
