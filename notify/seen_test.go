@@ -38,6 +38,21 @@ func (c *changesKept) UpdateWith(ctx context.Context, current state.Current, fn 
 	})
 }
 
+// keptNotifier is a notifier of the test configuration, with reminders,
+// on a store that keeps the changes written to it.
+func keptNotifier(t *testing.T, reminders map[policy.Tier]time.Duration) (*notify.Notifier, *changesKept) {
+	t.Helper()
+	cfg := baseConfig(t.TempDir())
+	cfg.Reminders = reminders
+	store := &changesKept{Store: openStore(t, cfg.State)}
+	rec := &recorder{now: func() time.Time { return t0 }}
+	n, err := notify.New(cfg.Config, store, map[string]notify.Sender{"certs": rec, "incidents": rec, "oncall": rec, "team-a": rec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, store
+}
+
 // TestAlertsSeenAgainAreNotRewritten: an open alert a run finds as stored
 // is written as seen (its last seen time moves, nothing else is
 // rewritten); one whose finding changed, or that a channel is told of
@@ -45,14 +60,7 @@ func (c *changesKept) UpdateWith(ctx context.Context, current state.Current, fn 
 func TestAlertsSeenAgainAreNotRewritten(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := baseConfig(t.TempDir())
-	cfg.Reminders = map[policy.Tier]time.Duration{policy.Warning: time.Hour}
-	store := &changesKept{Store: openStore(t, cfg.State)}
-	rec := &recorder{now: func() time.Time { return t0 }}
-	n, err := notify.New(cfg.Config, store, map[string]notify.Sender{"certs": rec, "incidents": rec, "oncall": rec, "team-a": rec}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, store := keptNotifier(t, map[policy.Tier]time.Duration{policy.Warning: time.Hour})
 	a := cert{subject: "a.example.com", notAfter: t0.Add(10 * day), eps: eps("a.example.com")}
 	b := cert{subject: "b.example.com", notAfter: t0.Add(11 * day), eps: eps("b.example.com")}
 	apply := func(at time.Time, certs ...cert) (written, seen []string) {
@@ -116,13 +124,7 @@ func TestAlertsSeenAgainAreNotRewritten(t *testing.T) {
 func TestAlertsFoundAgainShareTheRunsFinding(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := baseConfig(t.TempDir())
-	store := &changesKept{Store: openStore(t, cfg.State)}
-	rec := &recorder{now: func() time.Time { return t0 }}
-	n, err := notify.New(cfg.Config, store, map[string]notify.Sender{"certs": rec, "incidents": rec, "oncall": rec, "team-a": rec}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, store := keptNotifier(t, nil)
 	a := cert{subject: "a.example.com", notAfter: t0.Add(10 * day), eps: eps("a.example.com")}
 	b := cert{subject: "b.example.com", notAfter: t0.Add(11 * day), eps: eps("b.example.com")}
 	if _, err := n.Apply(ctx, sweep(t0, a, b), t0); err != nil {

@@ -25,9 +25,6 @@ type view struct {
 	rows []row
 	// kinds and sources are the filter choices, sorted.
 	kinds, sources []string
-	// series says the view is being built for the metrics too, not only
-	// for the page's rows.
-	series bool
 
 	// certRefs and endpointRefs are every certificate's and endpoint's
 	// series while the view is built; certSeries and endpointSeries the
@@ -218,7 +215,7 @@ type endpointSeries struct {
 // r, a report of the daemon's (its endpoints' Sources and Duration set).
 func buildView(r *scan.Report, limit int) *view {
 	v := &view{generated: r.GeneratedAt, revocation: r.Revocation, summary: scan.SummaryOf(r), keyExchange: map[string]int{},
-		coverage: r.Coverage, series: true}
+		coverage: r.Coverage}
 	v.addSeriesAndChoices(r)
 	v.capCertSeries(limit)
 	v.capEndpointSeries(limit)
@@ -244,7 +241,7 @@ func buildRows(r *scan.Report) []row {
 // the endpoints of each, were about 35 MB of the heap as a run published
 // its report, for two short lists.
 func (v *view) addSeriesAndChoices(r *scan.Report) {
-	_, sources := v.addEndpoints(r, false)
+	_, sources := v.addEndpoints(r, true)
 	reported := reportedCertificates(r)
 	kinds, all := map[string]bool{}, map[string]bool{}
 	v.certRefs = slices.Grow(v.certRefs, len(r.Certificates))
@@ -281,7 +278,7 @@ func (v *view) addSeriesAndChoices(r *scan.Report) {
 // addRows adds a row for each certificate of r and each finding about
 // none.
 func (v *view) addRows(r *scan.Report) {
-	served, sources := v.addEndpoints(r, true)
+	served, sources := v.addEndpoints(r, false)
 	reported := reportedCertificates(r)
 	byCert, loose := findingsByCertificate(r, reported)
 	// A row per certificate: sized once rather than doubled as they
@@ -301,10 +298,11 @@ func (v *view) addRows(r *scan.Report) {
 	})
 }
 
-// addEndpoints records each endpoint of r (when v.series, its series and
-// the key exchange it negotiated) and returns through which sources each
-// certificate is served and, when withServed, where.
-func (v *view) addEndpoints(r *scan.Report, withServed bool) (served map[string][]policy.Endpoint, sources map[string][]string) {
+// addEndpoints returns through which sources each certificate of r is
+// served, and, for the metrics (series), records each endpoint's series
+// and the key exchange it negotiated, or, for the page's rows, returns
+// where each certificate is served.
+func (v *view) addEndpoints(r *scan.Report, series bool) (served map[string][]policy.Endpoint, sources map[string][]string) {
 	// sources are sorted lists, shared (with the probes' and each other)
 	// until a certificate's sources differ from what it has: a set per
 	// certificate was a map of its own for each of a fleet's 100,000,
@@ -315,7 +313,7 @@ func (v *view) addEndpoints(r *scan.Report, withServed bool) (served map[string]
 	}
 	kept := keptCertificates(r)
 	ports := portTexts{}
-	if v.series {
+	if series {
 		v.endpointRefs = slices.Grow(v.endpointRefs, len(r.Endpoints)) // one per endpoint, sized once
 	}
 	for i := range r.Endpoints {
@@ -323,7 +321,7 @@ func (v *view) addEndpoints(r *scan.Report, withServed bool) (served map[string]
 		for _, c := range kept[endpointKey{ep.Name, ep.Port, ep.Address}] {
 			addSources(c, ep)
 		}
-		if v.series {
+		if series {
 			if ep.Certificate != "" {
 				v.keyExchange[ep.KeyExchange.String()]++
 				if ep.PostQuantum != nil {
@@ -338,7 +336,7 @@ func (v *view) addEndpoints(r *scan.Report, withServed bool) (served map[string]
 		// The endpoint as policy names it in findings, Via included: one
 		// reached through a load balancer is listed once, not once with
 		// the load balancer and once without.
-		if withServed {
+		if !series {
 			served[ep.Certificate] = append(served[ep.Certificate], policy.Endpoint{Name: ep.Name, Port: ep.Port, Address: ep.Address, Via: ep.Via})
 		}
 		addSources(ep.Certificate, ep)
