@@ -74,7 +74,8 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 	certs := inventory(sw, now)
 	present := presentFindings(sw)
 	// An open alert found again as stored is given the run's finding, not
-	// a copy decoded from the store.
+	// a copy decoded from the store; one whose finding changed, a zero
+	// finding, and is written whole with the run's (updateOpenAlert).
 	current := func(id string) (policy.Finding, bool) {
 		i, ok := present[id]
 		if !ok {
@@ -436,7 +437,8 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 // finding that differs in any way (its message, its endpoints, even an
 // empty list where there was none) is written whole; so is one due at the
 // run's own time (a weak key, a broken chain), whose deadline moves with
-// every run.
+// every run. The store gives such an alert a zero finding (state.Current),
+// which no finding of a run equals.
 func sameAlert(stored, now *state.Alert) bool {
 	return stored.MissingRuns == 0 && stored.Tier == now.Tier && stored.Announced == now.Announced &&
 		stored.Issuer == now.Issuer && stored.ResolvedAt.Equal(now.ResolvedAt) && stored.Resolution == now.Resolution &&

@@ -33,10 +33,11 @@ type Outbox interface {
 	// so two processes cannot both act on the same snapshot. fn must not
 	// block. An error from fn is returned as is and nothing is written.
 	Update(ctx context.Context, fn func(Snapshot) (Changes, error)) error
-	// UpdateWith is Update, where an open alert whose stored finding is,
-	// encoded, the finding current gives for its ID has that finding in
-	// the snapshot, shared rather than decoded (Current). current may be
-	// nil.
+	// UpdateWith is Update, where an open alert current gives a finding
+	// for has, in the snapshot, that finding, shared rather than decoded,
+	// when it is, encoded, the one stored, and a zero Finding when it is
+	// not (Current): fn is to write it with the current one. current may
+	// be nil.
 	UpdateWith(ctx context.Context, current Current, fn func(Snapshot) (Changes, error)) error
 	// Pending returns up to limit undelivered notifications of channel,
 	// due or not: immediate ones first, then digest ones, each in outbox
