@@ -195,8 +195,9 @@ type Daemon struct {
 	AfterProbe func()
 	// Judging, when set, is called once a probe run's probing is over, as
 	// what came back is judged, published and notified: the run's peak.
-	// `certwatch run` collects garbage more often from there on at a large
-	// inventory; AfterProbe follows when the run is over.
+	// `certwatch run` gives back what the probing freed there, and
+	// collects garbage more often from there on at a large inventory;
+	// AfterProbe follows when the run is over.
 	Judging func()
 
 	logger *slog.Logger

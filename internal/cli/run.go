@@ -146,7 +146,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 	notes.channels(c.Notify)
 	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
 		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State),
-		Judging: gc.judge, AfterProbe: func() { gc.judged(); giveBackMemory() }}
+		// The probing's freed heap and the code it ran go back to the
+		// system before the judging, the run's peak, takes its own.
+		Judging: func() { gc.judge(); giveBackMemory() }, AfterProbe: func() { gc.judged(); giveBackMemory() }}
 	if store.Created() {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
