@@ -153,8 +153,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.logger.Info("daemon started", "discovery_offset", offsets[JobDiscovery].Round(time.Millisecond).String(),
 		"probe_offset", offsets[JobProbe].Round(time.Millisecond).String())
 
-	var scheduler sync.WaitGroup
-	scheduler.Go(c.Run)
+	// Start, not Run on a goroutine: a shutdown that came before that
+	// goroutine ran found the scheduler not running yet, so Stop did
+	// nothing and Run then scheduled for ever. Once Start returns, Stop
+	// ends the scheduler's loop.
+	c.Start()
 	// The first discovery and probe run at once (after their offsets)
 	// rather than at the first scheduled time, through the same guarded
 	// jobs, so they cannot overlap a scheduled run either.
@@ -184,7 +187,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		<-idle
 	}
 	grace.Stop()
-	scheduler.Wait()
 
 	r.dmu.Lock()
 	disp := r.dispatch

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -83,4 +84,30 @@ func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestShutdownBeforeTheSchedulerRuns: a shutdown that comes as the daemon
+// starts, before its scheduler has run at all, still ends Run: the
+// scheduler was started on a goroutine of its own, and a stop that came
+// first found it not running, so it scheduled for ever after.
+func TestShutdownBeforeTheSchedulerRuns(t *testing.T) {
+	t.Parallel()
+	for range 20 {
+		pass, _ := hungPass(t, time.Hour)
+		c := config(0)
+		c.GracePeriod = 100 * time.Millisecond
+		d, err := daemon.New(c, pass, &fakeNotifier{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run, given a context cancelled before it started, has not returned 10s later")
+		}
+	}
 }
