@@ -150,12 +150,15 @@ func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 
 // compressed says whether writeJSON sends the JSON compressed to a client
 // whose Accept-Encoding is header: the report is held compressed, and the
-// client accepts gzip (RFC 9110, section 12.5.3): gzip or x-gzip with a q
-// above 0, or else * with one.
+// client accepts gzip (acceptsGzip).
 func (h *heldReport) compressed(header string) bool {
-	if h.whole != nil {
-		return false
-	}
+	return h.whole == nil && acceptsGzip(header)
+}
+
+// acceptsGzip says whether a client whose Accept-Encoding is header
+// accepts gzip (RFC 9110, section 12.5.3): gzip or x-gzip with a q above
+// 0, or else * with one.
+func acceptsGzip(header string) bool {
 	gzipQ, starQ := -1.0, -1.0 // -1: not named
 	for part := range strings.SplitSeq(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")

@@ -106,14 +106,14 @@ func newMetrics(s *Server) *metrics {
 	}
 }
 
-// Describe sends every descriptor.
+// Describe sends the descriptors of what Collect sends: every family but
+// those derived from the latest report (reportParts).
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.probeDuration.Describe(ch)
 	m.jobRuns.Describe(ch)
 	m.jobDuration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.expiry, m.notBefore, m.lastChanged, m.expectedRenewal, m.restExpiry, m.endpointExpiry, m.endpointNotBefore, m.endpointTLS, m.probeSuccess, m.probeDurationLast, m.findings, m.unverified, m.silenced, m.endpoints,
-		m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.reportTime, m.dropped, m.outboxDepth, m.outboxFailed,
-		m.stateUp, m.notifications, m.channelFailing, m.crlThisUpdate, m.crlNextUpdate, m.revocationChecked, m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.ctBehind, m.buildInfo} {
+	for _, d := range []*prometheus.Desc{m.discoveryTargets, m.discoveryCerts, m.inventory, m.lastSuccess, m.outboxDepth, m.outboxFailed,
+		m.stateUp, m.notifications, m.channelFailing, m.buildInfo} {
 		ch <- d
 	}
 }
@@ -121,12 +121,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // gaugeFunc sends one gauge value with its label values.
 type gaugeFunc func(d *prometheus.Desc, v float64, labels ...string)
 
-// Collect sends the current value of every series.
-func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	m.probeDuration.Collect(ch)
-	m.jobRuns.Collect(ch)
-	m.jobDuration.Collect(ch)
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+// gaugeTo is the gaugeFunc sending to ch.
+func gaugeTo(ch chan<- prometheus.Metric) gaugeFunc {
+	return func(d *prometheus.Desc, v float64, labels ...string) {
 		// Label values come from certificates and DNS: no raw ESC, BEL
 		// or bidirectional override reaches a dashboard or a terminal.
 		for i, l := range labels {
@@ -134,17 +131,24 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+}
+
+// Collect sends the current value of every series but those of the
+// latest report (reportParts).
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.probeDuration.Collect(ch)
+	m.jobRuns.Collect(ch)
+	m.jobDuration.Collect(ch)
+	gauge := gaugeTo(ch)
 	gauge(m.buildInfo, 1, m.s.opts.Version, runtime.Version())
-	if v := m.collectDiscovery(gauge); v != nil { // immutable once built
-		m.collectReport(gauge, v)
-	}
+	m.collectDiscovery(gauge)
 	m.collectStore(gauge)
 	m.collectChannels(ch, gauge)
 }
 
 // collectDiscovery sends the series of the latest discovery run and of
-// the jobs, and returns the latest view (nil before the first report).
-func (m *metrics) collectDiscovery(gauge gaugeFunc) *view {
+// the jobs.
+func (m *metrics) collectDiscovery(gauge gaugeFunc) {
 	s := m.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -162,15 +166,92 @@ func (m *metrics) collectDiscovery(gauge gaugeFunc) *view {
 			gauge(m.lastSuccess, unix(ri.LastSuccess), job)
 		}
 	}
-	return s.view
 }
 
-// collectReport sends the series derived from the latest report's view.
+// part is a collector of some of the families derived from one view of
+// the latest report, gathered on its own (Server.serveMetrics).
+type part struct {
+	descs   []*prometheus.Desc
+	collect func(gauge gaugeFunc)
+}
+
+func (p part) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range p.descs {
+		ch <- d
+	}
+}
+
+func (p part) Collect(ch chan<- prometheus.Metric) { p.collect(gaugeTo(ch)) }
+
+// reportParts are the families derived from v, the latest report's view:
+// its counts, then each per-certificate and per-endpoint family alone, as
+// a scrape gathers and writes them one after the other.
+func (m *metrics) reportParts(v *view) []part {
+	one := func(d *prometheus.Desc, collect func(gauge gaugeFunc)) part {
+		return part{[]*prometheus.Desc{d}, collect}
+	}
+	// A certificate's last change and expected renewal may be unknown
+	// (zero): no series then.
+	certs := func(d *prometheus.Desc, known bool, at func(*certSeries) policy.Instant) part {
+		return one(d, func(gauge gaugeFunc) {
+			for i := range v.certSeries {
+				c := &v.certSeries[i]
+				if t := at(c); known || !t.IsZero() {
+					gauge(d, unix(t.Time()), c.sha, c.subject, c.issuer, c.source)
+				}
+			}
+		})
+	}
+	return []part{
+		{[]*prometheus.Desc{m.reportTime, m.revocationChecked, m.crlThisUpdate, m.crlNextUpdate, m.findings, m.unverified, m.silenced, m.endpoints,
+			m.coverageGaps, m.coverageZones, m.coverageRestCerts, m.coverageRestLocs, m.ctBehind, m.dropped}, func(gauge gaugeFunc) { m.collectReport(gauge, v) }},
+		certs(m.expiry, true, func(c *certSeries) policy.Instant { return c.notAfter }),
+		certs(m.notBefore, true, func(c *certSeries) policy.Instant { return c.notBefore }),
+		certs(m.lastChanged, false, func(c *certSeries) policy.Instant { return c.lastChanged }),
+		certs(m.expectedRenewal, false, func(c *certSeries) policy.Instant { return c.expectedRenewal }),
+		one(m.restExpiry, func(gauge gaugeFunc) {
+			for _, c := range v.restSeries {
+				gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)
+			}
+		}),
+		one(m.endpointExpiry, func(gauge gaugeFunc) {
+			for _, e := range v.certEndpointSeries {
+				gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
+			}
+		}),
+		one(m.endpointNotBefore, func(gauge gaugeFunc) {
+			for _, e := range v.certEndpointSeries {
+				gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
+			}
+		}),
+		one(m.endpointTLS, func(gauge gaugeFunc) {
+			for _, e := range v.certEndpointSeries {
+				if e.version != "" {
+					gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher, e.kx)
+				}
+			}
+		}),
+		one(m.probeSuccess, func(gauge gaugeFunc) {
+			for _, e := range v.endpointSeries {
+				ok := 0.0
+				if e.ok {
+					ok = 1
+				}
+				gauge(m.probeSuccess, ok, e.name, e.port, e.address)
+			}
+		}),
+		one(m.probeDurationLast, func(gauge gaugeFunc) {
+			for _, e := range v.endpointSeries {
+				gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
+			}
+		}),
+	}
+}
+
+// collectReport sends the counts of the latest report's view.
 func (m *metrics) collectReport(gauge gaugeFunc, v *view) {
 	gauge(m.reportTime, unix(v.generated))
 	m.collectRevocation(gauge, v.revocation)
-	m.collectCertificates(gauge, v)
-	m.collectEndpoints(gauge, v)
 	m.collectFindings(gauge, v.summary)
 	if v.coverage != nil {
 		m.collectCoverage(gauge, v.coverage)
@@ -192,43 +273,6 @@ func (m *metrics) collectRevocation(gauge gaugeFunc, rv policy.RevocationSummary
 		if !c.NextUpdate.IsZero() {
 			gauge(m.crlNextUpdate, unix(c.NextUpdate), c.URL)
 		}
-	}
-}
-
-// collectCertificates sends the dates of each certificate served and held
-// at rest, and of the leaf each endpoint served.
-func (m *metrics) collectCertificates(gauge gaugeFunc, v *view) {
-	for _, c := range v.certSeries {
-		gauge(m.expiry, unix(c.notAfter.Time()), c.sha, c.subject, c.issuer, c.source)
-		gauge(m.notBefore, unix(c.notBefore.Time()), c.sha, c.subject, c.issuer, c.source)
-		if !c.lastChanged.IsZero() {
-			gauge(m.lastChanged, unix(c.lastChanged.Time()), c.sha, c.subject, c.issuer, c.source)
-		}
-		if !c.expectedRenewal.IsZero() {
-			gauge(m.expectedRenewal, unix(c.expectedRenewal.Time()), c.sha, c.subject, c.issuer, c.source)
-		}
-	}
-	for _, c := range v.restSeries {
-		gauge(m.restExpiry, unix(c.notAfter), c.sha, c.subject, c.kind, c.location)
-	}
-	for _, e := range v.certEndpointSeries {
-		gauge(m.endpointExpiry, unix(e.notAfter), e.name, e.port, e.address, e.sha)
-		gauge(m.endpointNotBefore, unix(e.notBefore), e.name, e.port, e.address, e.sha)
-		if e.version != "" {
-			gauge(m.endpointTLS, 1, e.name, e.port, e.address, e.version, e.cipher, e.kx)
-		}
-	}
-}
-
-// collectEndpoints sends whether and how fast each endpoint answered.
-func (m *metrics) collectEndpoints(gauge gaugeFunc, v *view) {
-	for _, e := range v.endpointSeries {
-		ok := 0.0
-		if e.ok {
-			ok = 1
-		}
-		gauge(m.probeSuccess, ok, e.name, e.port, e.address)
-		gauge(m.probeDurationLast, e.duration.Seconds(), e.name, e.port, e.address)
 	}
 }
 

@@ -25,7 +25,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/certwatch/certwatch/daemon"
@@ -196,14 +195,7 @@ func (s *Server) now() time.Time {
 // Handler returns the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	prom := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
-		EnableOpenMetrics: true,
-	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		s.storeView(r.Context()) // Collect reads the snapshot
-		prom.ServeHTTP(w, r)
-	})
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
