@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-N] [-z]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-N] [-S SECS] [-z]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -44,6 +44,9 @@
 #              as a deployment does: each alert then records what the
 #              channel was told, and a run's first storm goes out as a
 #              summary
+#   -S SECS    scrape every replica's /metrics every SECS seconds, as
+#              Prometheus does, so that scrapes land on the runs' peaks
+#              (without it, /metrics is read once after each run)
 #   -z         find the farm as a DNS zone (farm.test, transferred from a
 #              knotd started here, as bench/run.sh's scans do; needs knotd
 #              and kdig) instead of as static targets resolved through its
@@ -74,11 +77,12 @@ counts="1 2"
 conc=""
 out=""
 profile=0
+scrape=0
 second=0
 runs=1
 channel=0
 zone=0
-while getopts "n:s:c:r:R:o:P23Nz" opt; do
+while getopts "n:s:c:r:R:o:P23NS:z" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -87,6 +91,7 @@ while getopts "n:s:c:r:R:o:P23Nz" opt; do
 	R) counts=$OPTARG ;;
 	o) out=$OPTARG ;;
 	P) profile=1 ;;
+	S) scrape=$OPTARG ;;
 	2) second=1 runs=2 ;;
 	3) second=1 runs=3 ;;
 	N) channel=1 ;;
@@ -361,6 +366,18 @@ measure() {
 		) &
 		profiler=$!
 	fi
+	local scraper=""
+	if [ "$scrape" != 0 ]; then
+		(
+			while sleep "$scrape"; do
+				for ((i = 1; i <= r; i++)); do
+					a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$dir/replica-$i.log" 2>/dev/null | cut -d'"' -f4) || continue
+					curl -sf --compressed -o /dev/null "http://$a/metrics" || true
+				done
+			done
+		) &
+		scraper=$!
+	fi
 	# The leader's first probe run: at start, after discovery.
 	for _ in $(seq 6000); do
 		for ((i = 1; i <= r; i++)); do
@@ -442,6 +459,7 @@ measure() {
 	done
 	# Profiles go on through the later runs (-2, -3), until the replicas stop.
 	[ -n "$profiler" ] && { kill "$profiler" 2>/dev/null || true; wait "$profiler" 2>/dev/null || true; }
+	[ -n "$scraper" ] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
 	for p in "${rp[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${rp[@]}"; do wait "$p" 2>/dev/null || true; done
 	replica_pids=()
