@@ -183,7 +183,11 @@ func TestPausedInTransactionDoesNotStallTakeover(t *testing.T) {
 	t.Parallel()
 	srv := pg.Server(t)
 	url := srv.CreateDatabase(t)
-	opts := postgres.Options{IdleInTransaction: 300 * time.Millisecond}
+	// Migrated first, and a second of idleness: on a loaded machine a
+	// pause of 300ms between two statements of the migration or of a
+	// campaign ended those sessions too.
+	open(t, url, postgres.Options{})
+	opts := postgres.Options{IdleInTransaction: time.Second}
 	a, b := open(t, url, opts), open(t, url, opts)
 	ctx := context.Background()
 	const lease = time.Second
