@@ -129,7 +129,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 		[ -x "$knotd" ] && command -v kdig >/dev/null || { echo "bench: -z needs knotd and kdig (install knot and knot-dnsutils)" >&2; exit 2; }
 	fi
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" KNOTD="$knotd" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $channel = 1 ] && echo -N) $([ $zone = 1 ] && echo -z)
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $channel = 1 ] && echo -N) $([ "$scrape" != 0 ] && echo -S "$scrape") $([ $zone = 1 ] && echo -z)
 fi
 
 # ---- inside the namespace ----
