@@ -97,14 +97,14 @@ func BenchmarkScrape100k(b *testing.B) {
 		if w.Code != http.StatusOK || w.Body.Len() == 0 {
 			b.Fatalf("GET /metrics = %d, %d bytes", w.Code, w.Body.Len())
 		}
-		// The body the recorder keeps is not the scrape's own.
-		peak = max(peak, w.peak-min(w.peak, before.HeapAlloc+uint64(w.Body.Cap())))
+		peak = max(peak, w.peak-min(w.peak, before.HeapAlloc))
 	}
 	b.ReportMetric(float64(peak)/1e6, "scrape-peak-MB")
 }
 
 // heapSampler records the live heap (after a collection) every time
-// another every bytes of the response have been written.
+// another every bytes of the response have been written, less the body
+// it keeps so far, which is not the scrape's own.
 type heapSampler struct {
 	*httptest.ResponseRecorder
 	every, since int
@@ -118,7 +118,7 @@ func (h *heapSampler) Write(p []byte) (int, error) {
 		var m runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m)
-		h.peak = max(h.peak, m.HeapAlloc)
+		h.peak = max(h.peak, m.HeapAlloc-min(m.HeapAlloc, uint64(h.Body.Cap())))
 	}
 	return h.ResponseRecorder.Write(p)
 }

@@ -175,9 +175,8 @@ func AddAnnouncements(alerts []Alert, rows Rows) error {
 // values over tens of thousands of rows (an issuer, a channel, a storm
 // summary's key), so that what a row's scan copied is garbage at once:
 // 4.5 MB of 40,000 open alerts (BenchmarkOpenAlerts40k), about what a run
-// reads back at 100,000 endpoints. Past
-// maxRepeated values, a column is taken not to repeat and values are
-// kept as scanned.
+// reads back at 100,000 endpoints. Past maxRepeated values, a column is
+// taken not to repeat and values are kept as scanned.
 type repeated map[string]string
 
 const maxRepeated = 1024
