@@ -59,6 +59,20 @@ func hungPass(t *testing.T, sourceTimeout time.Duration) (*scan.Pass, hungSource
 	}, hung
 }
 
+// hungDaemon is a daemon of hungPass with a source deadline of an hour
+// and the grace period given.
+func hungDaemon(t *testing.T, grace time.Duration) (*daemon.Daemon, hungSource) {
+	t.Helper()
+	pass, hung := hungPass(t, time.Hour)
+	c := config(0)
+	c.GracePeriod = grace
+	d, err := daemon.New(c, pass, &fakeNotifier{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, hung
+}
+
 // TestHungSourceDoesNotStallProbing: a files source that never returns
 // does not hold up the static target beside it. Once the source's
 // deadline has passed, the first probe run probes the static target and
@@ -131,13 +145,7 @@ func TestHungSourceDoesNotStallProbing(t *testing.T) {
 // abandoned, not waited for.
 func TestShutdownDuringHungDiscovery(t *testing.T) {
 	t.Parallel()
-	pass, hung := hungPass(t, time.Hour)
-	c := config(0)
-	c.GracePeriod = 500 * time.Millisecond
-	d, err := daemon.New(c, pass, &fakeNotifier{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, hung := hungDaemon(t, 500*time.Millisecond)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)

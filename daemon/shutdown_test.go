@@ -93,13 +93,7 @@ func TestShutdownAbandonsProbeRunLoudly(t *testing.T) {
 func TestShutdownBeforeTheSchedulerRuns(t *testing.T) {
 	t.Parallel()
 	for range 20 {
-		pass, _ := hungPass(t, time.Hour)
-		c := config(0)
-		c.GracePeriod = 100 * time.Millisecond
-		d, err := daemon.New(c, pass, &fakeNotifier{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, _ := hungDaemon(t, 100*time.Millisecond)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		done := make(chan error, 1)

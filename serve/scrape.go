@@ -43,24 +43,23 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept")
 	w.Header().Add("Vary", "Accept-Encoding")
 	w.Header().Set("Content-Type", string(format))
-	var out io.Writer = w
 	var zw *gzip.Writer
-	started := false
+	var enc expfmt.Encoder // set once the first part is gathered
 	for _, g := range parts {
 		mfs, err := g.Gather()
 		if err != nil {
-			s.metricsFailed(w, started, err)
+			s.metricsFailed(w, enc != nil, err)
 			return
 		}
-		if !started {
+		if enc == nil {
+			var out io.Writer = w
 			if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 				w.Header().Set("Content-Encoding", "gzip")
 				zw = gzip.NewWriter(w)
 				out = zw
 			}
-			started = true
+			enc = expfmt.NewEncoder(out, format)
 		}
-		enc := expfmt.NewEncoder(out, format)
 		for _, mf := range mfs {
 			if err := enc.Encode(mf); err != nil {
 				s.metricsFailed(w, true, err)
@@ -68,7 +67,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if c, ok := expfmt.NewEncoder(out, format).(expfmt.Closer); ok {
+	if c, ok := enc.(expfmt.Closer); ok {
 		if err := c.Close(); err != nil { // OpenMetrics' "# EOF"
 			s.metricsFailed(w, true, err)
 			return
