@@ -211,7 +211,7 @@ type Daemon struct {
 	notifier  Notifier
 	offsets   map[string]time.Duration
 	loaded    bool
-	inventory []discovery.Target
+	inventory heldTargets
 	results   []scan.SourceResult
 	sources   map[string]goodRun
 	degraded  map[string]policy.Finding

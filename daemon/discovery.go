@@ -15,11 +15,23 @@ import (
 )
 
 // goodRun is a source's last good result: the targets it contributes to
-// the inventory, and how many targets and certificates it reported.
+// the inventory, held packed, and how many targets and certificates it
+// reported.
 type goodRun struct {
-	list           []discovery.Target
+	held           heldTargets
 	targets, certs int
 	at             time.Time
+}
+
+// lastTargets returns the targets of source's last good run g. One that
+// cannot be read back (damaged memory: the daemon packed it itself) is
+// logged, and the source then keeps only what this discovery found.
+func (d *Daemon) lastTargets(source string, g goodRun) []discovery.Target {
+	ts, err := g.held.targets(new(scan.Decoder))
+	if err != nil {
+		d.logger.Error("cannot read back a source's last good targets: it keeps only what this discovery found", "source", source, "targets", g.held.n, "err", err)
+	}
+	return ts
 }
 
 // items says how much a source found: "12 targets", "3 targets and 40
@@ -157,7 +169,7 @@ func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, 
 			// kept, so they count: a large child must not make its
 			// source look shrunk (the drop a reload would accept).
 			got = discovery.Merge(got)
-			all := d.keepChildren(got, last.list, failures, start, children)
+			all := d.keepChildren(got, d.lastTargets(r.Name, last), failures, start, children)
 			kept = len(all) - len(got)
 			n += kept
 			got = all
@@ -175,11 +187,11 @@ func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, 
 			switch {
 			case hasLast:
 				msg += fmt.Sprintf(" Its last good inventory (%s from %s) is still probed.", items(last.targets, last.certs), last.at.UTC().Format(time.RFC3339))
-				last.list = discovery.Merge(last.list, got)
+				last.held = holdTargets(discovery.Merge(d.lastTargets(r.Name, last), got))
 				d.sources[r.Name] = last
 			case n > 0:
 				msg += " What it found is probed."
-				d.sources[r.Name] = goodRun{list: got, targets: r.Targets, certs: r.Certificates, at: start}
+				d.sources[r.Name] = goodRun{held: holdTargets(got), targets: r.Targets, certs: r.Certificates, at: start}
 			default:
 				msg += " It has not produced an inventory since certwatch started, so none of its endpoints are probed."
 			}
@@ -190,7 +202,7 @@ func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, 
 				"Its last good targets are still probed. If the drop is intended, reload certwatch (SIGHUP) to accept it.",
 				r.Name, items(r.Targets, r.Certificates), threshold*100, items(last.targets, last.certs), last.at.UTC().Format(time.RFC3339)))
 			d.shrunk[r.Name] = true
-			last.list = discovery.Merge(last.list, got)
+			last.held = holdTargets(discovery.Merge(d.lastTargets(r.Name, last), got))
 			d.sources[r.Name] = last
 		default:
 			if _, was := d.degraded[r.Name]; was {
@@ -198,7 +210,7 @@ func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, 
 			}
 			delete(d.degraded, r.Name)
 			delete(d.shrunk, r.Name)
-			d.sources[r.Name] = goodRun{list: got, targets: r.Targets + kept, certs: r.Certificates, at: start}
+			d.sources[r.Name] = goodRun{held: holdTargets(got), targets: r.Targets + kept, certs: r.Certificates, at: start}
 		}
 	}
 	for name := range d.sources {
@@ -236,30 +248,39 @@ func (d *Daemon) recordDiscoveryResults(s Scanner, results []scan.SourceResult, 
 			d.degraded[name] = f
 		}
 	}
-	d.logger.Info("discovery finished", "sources", len(results), "failed", failed, "degraded", len(d.degraded), "inventory", len(d.inventory))
-	return len(d.inventory), len(d.degraded) - len(children), len(children)
+	d.logger.Info("discovery finished", "sources", len(results), "failed", failed, "degraded", len(d.degraded), "inventory", d.inventory.n)
+	return d.inventory.n, len(d.degraded) - len(children), len(children)
 }
 
 // rebuildInventory merges every source's last good targets into the
-// inventory. Callers hold d.mu.
+// inventory. A source's targets that cannot be read back leave the
+// inventory as it was (logged). Callers hold d.mu.
 func (d *Daemon) rebuildInventory() {
-	lists := make([][]discovery.Target, 0, len(d.sources))
-	for _, g := range d.sources {
-		lists = append(lists, g.list)
-	}
-	if len(lists) == 1 && len(lists[0]) > 0 && discovery.Merged(lists[0]) {
-		// One source, whose list is merged already (a zone's, the static
-		// targets'): the inventory is that list. Neither is written in
-		// place (a discovery replaces a source's list, and probing reads
-		// the inventory), so a fleet's 100,000 targets are held once, not
-		// twice (13.6 MB).
-		d.inventory = lists[0]
-	} else {
-		d.inventory = discovery.Merge(lists...)
-	}
 	if len(d.sources) > 0 {
 		d.loaded = true
 	}
+	if len(d.sources) == 1 {
+		for _, g := range d.sources {
+			if g.held.merged {
+				// One source, whose list is merged already (a zone's, the
+				// static targets'): the inventory is that list, held
+				// once, not twice.
+				d.inventory = g.held
+				return
+			}
+		}
+	}
+	lists := make([][]discovery.Target, 0, len(d.sources))
+	dec := new(scan.Decoder)
+	for name, g := range d.sources {
+		ts, err := g.held.targets(dec)
+		if err != nil {
+			d.logger.Error("cannot read back a source's last good targets: the inventory stays as it was", "source", name, "targets", g.held.n, "inventory", d.inventory.n, "err", err)
+			return
+		}
+		lists = append(lists, ts)
+	}
+	d.inventory = holdTargets(discovery.Merge(lists...))
 }
 
 // raise opens (or updates) source's discovery_degraded finding. Its

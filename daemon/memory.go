@@ -80,12 +80,12 @@ func (d *Daemon) restore(ctx context.Context) {
 	}
 	maps.Copy(d.successes, successes)
 	for name, r := range saved {
-		d.sources[name] = goodRun{list: r.Targets, targets: r.TargetCount, certs: r.Certificates, at: r.At}
+		d.sources[name] = goodRun{held: holdTargets(r.Targets), targets: r.TargetCount, certs: r.Certificates, at: r.At}
 	}
 	if len(saved) > 0 {
 		d.rebuildInventory()
 	}
-	n := len(d.inventory)
+	n := d.inventory.n
 	d.mu.Unlock()
 	if d.Recorder != nil {
 		for job, at := range successes {
@@ -180,11 +180,17 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 	d.memoMu.Lock()
 	defer d.memoMu.Unlock()
 	d.mu.Lock()
-	m := make(map[string]savedRun, len(d.sources))
-	for name, g := range d.sources {
-		m[name] = savedRun{Targets: g.list, TargetCount: g.targets, Certificates: g.certs, At: g.at.UTC()}
-	}
+	sources := maps.Clone(d.sources)
 	d.mu.Unlock()
+	m := make(map[string]savedRun, len(sources))
+	for name, g := range sources {
+		ts, err := g.held.targets(new(scan.Decoder))
+		if err != nil {
+			d.logger.Error("cannot read back a source's last good targets: the inventory kept in the state stays as it was", "source", name, "err", err)
+			return
+		}
+		m[name] = savedRun{Targets: ts, TargetCount: g.targets, Certificates: g.certs, At: g.at.UTC()}
+	}
 	d.save(ctx, memoInventory, m)
 }
 

@@ -49,7 +49,7 @@ func (d *Daemon) probe(ctx context.Context) error {
 			// probes at once (after its offset), so nothing is lost
 			// but time. Restarts that keep cutting runs short stop the
 			// last success from moving (CertwatchProbeStale).
-			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", len(in.inventory), cause)
+			return fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next start probes again: %w", in.inventory.n, cause)
 		}
 		if cut == nil {
 			cut = cause
@@ -104,9 +104,11 @@ type probeSnapshot struct {
 	// loaded: a source has produced an inventory; undiscovered: the
 	// scanner given by Reload has not completed a discovery yet.
 	loaded, undiscovered bool
-	inventory            []discovery.Target
-	results              []scan.SourceResult
-	degraded             []policy.Finding
+	// inventory is unpacked by the run's probing alone (probeInventory),
+	// so that the list is let go before the run judges.
+	inventory heldTargets
+	results   []scan.SourceResult
+	degraded  []policy.Finding
 	// previous is what carryForward needs of the latest report published
 	// (savedOf); freshState is EmptyState until a probe run has been
 	// notified.
@@ -137,16 +139,22 @@ func (d *Daemon) snapshotForProbe() probeSnapshot {
 // shared.
 func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r *scan.Report, seen *tally, cut error, shared bool, err error) {
 	shared = d.Sharing != nil && in.loaded
+	var targets []discovery.Target
+	if in.loaded {
+		if targets, err = in.inventory.targets(new(scan.Decoder)); err != nil {
+			return nil, nil, nil, shared, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", in.inventory.n, err)
+		}
+	}
 	stopProgress := d.logProgress(in.scanner, true)
 	defer stopProgress()
 	switch {
 	case shared:
-		r, seen, cut, err = d.probeShared(ctx, in.scanner, in.inventory, in.results, in.degraded, start)
+		r, seen, cut, err = d.probeShared(ctx, in.scanner, targets, in.results, in.degraded, start)
 		if err != nil {
 			return nil, nil, nil, shared, err
 		}
 	case in.loaded:
-		r = in.scanner.Probe(ctx, in.inventory, start)
+		r = in.scanner.Probe(ctx, targets, start)
 		d.judging()
 	default:
 		r = &scan.Report{GeneratedAt: start.UTC(), Endpoints: []scan.Endpoint{}}
@@ -173,7 +181,7 @@ func addRunFindings(r *scan.Report, in probeSnapshot, cut error, start time.Time
 	r.Coverage.AddSources(in.results)
 	r.Findings = append(r.Findings, in.degraded...)
 	if cut != nil {
-		r.Findings = append(r.Findings, cutShort(len(in.inventory), r.NotProbed, len(r.Endpoints), timeout, start))
+		r.Findings = append(r.Findings, cutShort(in.inventory.n, r.NotProbed, len(r.Endpoints), timeout, start))
 	}
 }
 

@@ -104,6 +104,9 @@ func decodePublication(dec *scan.Decoder, p *sitePublication) (*scan.Part, error
 func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, seen *tally, cut error, err error) {
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
+	// The inventory is read by the sweep alone, and let go once its
+	// shards are written: the list of 100,000 targets is 18 MB.
+	count := len(inventory)
 	dec := &scan.Decoder{}
 	closed, err := d.sweep(ctx, sh, inventory, start)
 	if err != nil {
@@ -113,7 +116,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if !errors.Is(cause, ErrTimeout) {
-			return nil, nil, nil, fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next leader probes again: %w", len(inventory), cause)
+			return nil, nil, nil, fmt.Errorf("probe run of %d targets abandoned at shutdown: nothing of it is published or notified and no heartbeat is sent; the last complete report stays and the next leader probes again: %w", count, cause)
 		}
 		// Cut short by the sweep timeout: what came back is published,
 		// which takes a few more round trips.
@@ -136,7 +139,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 	if sh.Sites != nil {
 		invPart, err := scan.EncodePart(inv)
 		if err == nil {
-			pub, err = newPublicationWriter(len(inventory), results, sh.PartSize, func(part int, data []byte) error {
+			pub, err = newPublicationWriter(count, results, sh.PartSize, func(part int, data []byte) error {
 				return sh.Sites.StageSitePart(ctx, part, data)
 			})
 		}
@@ -147,10 +150,10 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 			return nil, nil, nil, fmt.Errorf("probe run: encode site %s's publication: %w", siteLabel(sh.Site), err)
 		}
 	}
-	targets, sources, findings := len(inventory), results, []policy.Finding(nil)
+	targets, sources, findings := count, results, []policy.Finding(nil)
 	probed := newJudged() // with sites: what this site judged
 	var readErr, shareErr error
-	r = pe.Evaluate(start, len(inventory), closed.skipped, func(yield func(*scan.Part) bool) {
+	r = pe.Evaluate(start, count, closed.skipped, func(yield func(*scan.Part) bool) {
 		if !yield(inv) {
 			return
 		}
@@ -194,7 +197,7 @@ func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discov
 			findings = append(findings, d.siteScoped(f))
 		}
 		var f *policy.Finding
-		if f, cut = closed.cutShort(seen, len(inventory), timeout, start); f != nil {
+		if f, cut = closed.cutShort(seen, count, timeout, start); f != nil {
 			findings = append(findings, d.siteScoped(*f))
 		}
 		if pub == nil {

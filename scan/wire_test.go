@@ -247,6 +247,42 @@ func TestTargetsWire(t *testing.T) {
 	}
 }
 
+// TestDecoderSharesTargetSources: a Decoder's targets are DecodeTargets',
+// and those naming the same sources share one list of them, also across
+// target lists; damage is DecodeTargets' error.
+func TestDecoderSharesTargetSources(t *testing.T) {
+	ts := []discovery.Target{
+		{Name: "a.example", Port: 443, Sources: []string{"dnszone:example"}},
+		{Name: "b.example", Port: 443, Sources: []string{"dnszone:example", "static"}},
+		{Name: "c.example", Port: 443, Sources: []string{"dnszone:example"}},
+		{Name: "d.example", Port: 443},
+		{Name: "e.example", Port: 8443, Sources: []string{"dnszone:example", "static"}},
+	}
+	b := certtest.Must(scan.EncodeTargets(ts))
+	var dec scan.Decoder
+	got, err := dec.Targets(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ts, got, cmpopts.EquateComparable(netip.Addr{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("targets decoded (-sent +decoded):\n%s", diff)
+	}
+	again, err := dec.Targets(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b []string) bool { return &a[0] == &b[0] }
+	if !same(got[0].Sources, got[2].Sources) || !same(got[1].Sources, got[4].Sources) || !same(got[0].Sources, again[0].Sources) {
+		t.Error("targets naming the same sources each have their own list of them")
+	}
+	if same(got[0].Sources, got[1].Sources) {
+		t.Error("targets naming different sources share a list")
+	}
+	if _, err := dec.Targets(b[:len(b)-1]); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
+		t.Errorf("damaged targets: %v; want DecodeTargets' error", err)
+	}
+}
+
 // TestEncoderReused: one Encoder encodes shard after shard, targets and
 // parts alternating, as a daemon's loop does. Each result decodes to what
 // it was given and stays as it was once later ones are encoded (none
