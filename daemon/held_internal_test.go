@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
+	"github.com/certwatch/certwatch/state"
 )
 
 // zoneScanner discovers n targets as a zone transfer does (one source,
@@ -93,4 +96,71 @@ func TestInventoryHeldPacked(t *testing.T) { // not parallel: it measures the he
 		t.Error("each target probed has its own list of sources")
 	}
 	runtime.KeepAlive(d)
+}
+
+// pollingShards is a shared sweep's store that measures the heap when the
+// sweep's progress is first asked for (the leader then waits for the
+// workers, for most of a run) and then stops the run.
+type pollingShards struct {
+	shards int
+	live   uint64
+	stop   context.CancelFunc
+}
+
+func (p *pollingShards) OpenSweep(_ context.Context, _ time.Time, work [][]byte) (int64, error) {
+	p.shards = len(work)
+	return 1, nil
+}
+
+func (p *pollingShards) SweepProgress(context.Context, int64) (int, int, error) {
+	if p.live == 0 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		p.live = m.HeapAlloc
+		p.stop()
+	}
+	return 0, p.shards, nil
+}
+
+func (p *pollingShards) CloseSweep(context.Context, int64) ([]state.ShardOutcome, error) {
+	return make([]state.ShardOutcome, p.shards), nil
+}
+
+func (p *pollingShards) ShardResults(context.Context, int64, []int) ([][]byte, error) {
+	return nil, errors.New("no results")
+}
+
+// TestSweepHoldsNoList: while the leader of a shared run waits for its
+// shards to be probed, it holds no list of the inventory's targets, only
+// the inventory packed and the shards it wrote.
+func TestSweepHoldsNoList(t *testing.T) { // not parallel: it measures the heap
+	z := &zoneScanner{n: 100_000}
+	d, err := New(Config{Discovery: "@every 1h", Probe: "@every 10m", GracePeriod: time.Second}, z, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.discover(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	shards := &pollingShards{stop: cancel}
+	d.Sharing = &Sharing{Shards: shards, Poll: time.Millisecond}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := d.probe(ctx); err == nil || !strings.Contains(err.Error(), "abandoned at shutdown") {
+		t.Fatalf("probe run stopped as it polled: %v; want it abandoned", err)
+	}
+	if shards.shards != 1000 {
+		t.Fatalf("the sweep wrote %d shards, want 1,000", shards.shards)
+	}
+	held := int64(shards.live) - int64(before.HeapAlloc)
+	t.Logf("polling a sweep of 100,000 targets: %d bytes more than before the run", held)
+	if held > 6_000_000 {
+		t.Errorf("polling a sweep of 100,000 targets holds %d bytes more than before the run, want at most 6,000,000 (the list of them is about 18 MB)", held)
+	}
 }

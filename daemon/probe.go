@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -139,21 +138,22 @@ func (d *Daemon) snapshotForProbe() probeSnapshot {
 // shared.
 func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start time.Time) (r *scan.Report, seen *tally, cut error, shared bool, err error) {
 	shared = d.Sharing != nil && in.loaded
-	var targets []discovery.Target
-	if in.loaded {
-		if targets, err = in.inventory.targets(new(scan.Decoder)); err != nil {
-			return nil, nil, nil, shared, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", in.inventory.n, err)
-		}
-	}
 	stopProgress := d.logProgress(in.scanner, true)
 	defer stopProgress()
 	switch {
 	case shared:
-		r, seen, cut, err = d.probeShared(ctx, in.scanner, targets, in.results, in.degraded, start)
+		r, seen, cut, err = d.probeShared(ctx, in.scanner, in.inventory, in.results, in.degraded, start)
 		if err != nil {
 			return nil, nil, nil, shared, err
 		}
 	case in.loaded:
+		// The unpacked list is this frame's local, not an argument (which
+		// would stay live as long as the function runs): the scanner lets
+		// it go once its probing has taken every target.
+		targets, err := in.inventory.targets(new(scan.Decoder))
+		if err != nil {
+			return nil, nil, nil, shared, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", in.inventory.n, err)
+		}
 		r = in.scanner.Probe(ctx, targets, start)
 		d.judging()
 	default:

@@ -101,12 +101,10 @@ func decodePublication(dec *scan.Decoder, p *sitePublication) (*scan.Part, error
 // set (matching ErrTimeout) when shards or endpoints were not probed in
 // time. err is a failure of the shared state: the run then publishes and
 // notifies nothing.
-func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory []discovery.Target, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, seen *tally, cut error, err error) {
+func (d *Daemon) probeShared(ctx context.Context, pe Scanner, inventory heldTargets, results []scan.SourceResult, degraded []policy.Finding, start time.Time) (r *scan.Report, seen *tally, cut error, err error) {
 	sh := d.Sharing
 	timeout := d.timeout(JobProbe)
-	// The inventory is read by the sweep alone, and let go once its
-	// shards are written: the list of 100,000 targets is 18 MB.
-	count := len(inventory)
+	count := inventory.n
 	dec := &scan.Decoder{}
 	closed, err := d.sweep(ctx, sh, inventory, start)
 	if err != nil {
@@ -440,24 +438,11 @@ func (d *Daemon) siteScoped(f policy.Finding) policy.Finding {
 // sweep of them and waits until every shard is in or ctx is done, then
 // closes it and returns what came back (closedSweep.observations reads
 // each shard). The targets not probed by design are its skipped.
-func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.Target, start time.Time) (*closedSweep, error) {
+func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory heldTargets, start time.Time) (*closedSweep, error) {
 	closed := &closedSweep{logger: d.logger}
-	var probe []discovery.Target
-	for _, t := range inventory {
-		if t.Skip != "" {
-			closed.skipped = append(closed.skipped, t)
-		} else {
-			probe = append(probe, t)
-		}
-	}
-	shards := scan.CutShards(probe, cmp.Or(sh.ShardSize, 100))
-	work := make([][]byte, len(shards))
-	var enc scan.Encoder
-	for i, ts := range shards {
-		var err error
-		if work[i], err = enc.Targets(ts); err != nil {
-			return nil, fmt.Errorf("probe run: encode shard %d: %w", i, err)
-		}
+	work, probed, err := d.shardWork(inventory, sh.ShardSize, closed)
+	if err != nil {
+		return nil, err
 	}
 	// Workers stop a little before the run's own deadline, so that what
 	// they probed is written back before the sweep closes.
@@ -468,10 +453,10 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.T
 	margin := min(max(time.Until(deadline)/20, time.Second), 10*time.Second)
 	id, err := sh.Shards.OpenSweep(ctx, deadline.Add(-margin), work)
 	if err != nil {
-		return nil, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", len(probe), len(shards), err)
+		return nil, fmt.Errorf("probe run: open a shared sweep of %d targets in %d shards: %w; nothing was probed, published or notified", probed, len(work), err)
 	}
 	closed.id, closed.store = id, sh.Shards
-	d.logger.Info("probe run shared", "sweep", id, "targets", len(probe), "shards", len(shards))
+	d.logger.Info("probe run shared", "sweep", id, "targets", probed, "shards", len(work))
 	poll := cmp.Or(sh.Poll, DefaultSweepPoll)
 	for ctx.Err() == nil {
 		done, total, err := sh.Shards.SweepProgress(ctx, id)
@@ -502,6 +487,36 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory []discovery.T
 		d.logger.Warn("shared probe run cut short: shards not written back are reported not probed", "sweep", id, "missed", closed.missed, "shards", len(closed.outcomes))
 	}
 	return closed, nil
+}
+
+// shardWork unpacks the inventory and encodes its shards' targets, each
+// size targets (default 100), listing the targets not probed in
+// closed.skipped; it returns the shards and the number of targets in
+// them. The unpacked list is this function's alone, so that it is let go
+// as it returns, before the sweep is probed: 18 MB at 100,000 targets.
+func (d *Daemon) shardWork(inventory heldTargets, size int, closed *closedSweep) ([][]byte, int, error) {
+	probe, err := inventory.targets(new(scan.Decoder))
+	if err != nil {
+		return nil, 0, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", inventory.n, err)
+	}
+	// Filtered in place: the list is a copy of the inventory's own.
+	kept := probe[:0]
+	for _, t := range probe {
+		if t.Skip != "" {
+			closed.skipped = append(closed.skipped, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	shards := scan.CutShards(kept, cmp.Or(size, 100))
+	work := make([][]byte, len(shards))
+	var enc scan.Encoder
+	for i, ts := range shards {
+		if work[i], err = enc.Targets(ts); err != nil {
+			return nil, 0, fmt.Errorf("probe run: encode shard %d: %w", i, err)
+		}
+	}
+	return work, len(kept), nil
 }
 
 // siteLabel names a site in messages and source names: "" is "default".

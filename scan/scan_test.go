@@ -263,6 +263,32 @@ func TestHistoryNotKeptBetweenRuns(t *testing.T) {
 	runtime.KeepAlive(p) // the pass lives on between runs, as a daemon's does
 }
 
+// TestListReleasedBeforeReport: once every target of a list given to
+// Probe is taken, the list is not kept while the report is built, as far
+// as the caller keeps it: a daemon's inventory of 100,000 is 18 MB.
+func TestListReleasedBeforeReport(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	targets := make([]discovery.Target, 64)
+	for i := range targets {
+		targets[i] = discovery.Target{Name: fmt.Sprintf("h%d.example", i), Port: 443, Sources: []string{"list"}}
+	}
+	targets[3].Skip = "wildcard owner"
+	kept := weak.Make(&targets[0])
+	p := &scan.Pass{Prober: refusingProber{}, Rules: policy.DefaultRules(), Parallelism: 4}
+	var held bool
+	p.OnProbed = func() {
+		runtime.GC()
+		held = kept.Value() != nil
+	}
+	r := p.Probe(context.Background(), targets, now) // the caller's last use of the list
+	if len(r.Endpoints) != 63 || len(r.Skipped) != 1 || r.Skipped[0].Name != "h3.example" {
+		t.Fatalf("report has %d endpoints and skipped %v; want 63 and h3.example", len(r.Endpoints), r.Skipped)
+	}
+	if held {
+		t.Error("the list of targets probed is still held when the report is built")
+	}
+}
+
 // heldStream is a streaming source whose sequence holds an index of held
 // bytes that Stream builds, as a zone's holds its index of names and
 // addresses.
