@@ -1,16 +1,19 @@
 package daemon
 
 import (
+	"slices"
+
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/scan"
 )
 
 // heldTargets is a list of targets as the daemon holds it from a
 // discovery to the probe runs that read it, and between them: packed
-// (scan.EncodeTargets, compressed JSON), about 2 MB for a zone of 100,000
-// targets whose list is about 18 MB. A probe run unpacks it for its
-// probing and lets the list go before it judges; a list that does not
-// pack (a target whose protocol has no name) is held as it is.
+// (scan.EncodeTargets, compressed JSON): 0.6 MB for the 100,000 targets
+// of TestInventoryHeldPacked, whose list is about 18 MB. A probe run
+// unpacks it for its probing and lets the list go before it judges; a
+// list that does not pack (a target whose protocol has no name) is held
+// as it is.
 type heldTargets struct {
 	packed []byte
 	list   []discovery.Target
@@ -35,12 +38,13 @@ func holdTargets(list []discovery.Target) heldTargets {
 	return h
 }
 
-// targets returns the list held, each target's sources shared through
-// dec. The error is a packed list that does not decode: the daemon
-// packed it itself, so only damaged memory gives one.
+// targets returns the list held, in a slice of the caller's own (which
+// it may reorder or cut), each target's sources shared through dec. The
+// error is a packed list that does not decode: the daemon packed it
+// itself, so only damaged memory gives one.
 func (h heldTargets) targets(dec *scan.Decoder) ([]discovery.Target, error) {
 	if h.packed == nil {
-		return h.list, nil
+		return slices.Clone(h.list), nil
 	}
 	return dec.Targets(h.packed)
 }

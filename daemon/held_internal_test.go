@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,41 @@ func TestSweepHoldsNoList(t *testing.T) { // not parallel: it measures the heap
 	t.Logf("polling a sweep of 100,000 targets: %d bytes more than before the run", held)
 	if held > 6_000_000 {
 		t.Errorf("polling a sweep of 100,000 targets holds %d bytes more than before the run, want at most 6,000,000 (the list of them is about 18 MB)", held)
+	}
+}
+
+// TestHeldTargetsAreTheCallers: a list held packed, or as it is when it
+// does not pack (a protocol with no name), reads back equal to what was
+// held, in a slice the caller may reorder or cut without changing what
+// the next reading gets.
+func TestHeldTargetsAreTheCallers(t *testing.T) {
+	list := []discovery.Target{
+		{Name: "*.b.example", Port: 443, Sources: []string{"static"}, Skip: "wildcard owner"},
+		{Name: "a.example", Port: 443, Sources: []string{"static"}, Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
+		{Name: "c.example", Port: 25, Protocol: discovery.SMTP, Sources: []string{"static"}},
+	}
+	odd := slices.Clone(list)
+	odd[2].Protocol = discovery.Protocol(200)
+	for name, want := range map[string][]discovery.Target{"packed": list, "not packable": odd} {
+		h := holdTargets(slices.Clone(want))
+		if packed := h.packed != nil; packed != (name == "packed") {
+			t.Errorf("%s: held packed %v", name, packed)
+		}
+		if h.n != 3 || !h.merged {
+			t.Errorf("%s: held %d targets, merged %v; want 3, merged", name, h.n, h.merged)
+		}
+		first, err := h.targets(new(scan.Decoder))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		slices.Reverse(first)
+		first[0].Name = "written.example"
+		again, err := h.targets(new(scan.Decoder))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(want, again, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+			t.Errorf("%s: read back after the caller wrote the list it got (-held +read):\n%s", name, diff)
+		}
 	}
 }
