@@ -27,8 +27,10 @@
 #   -o DIR     keep binaries, farm files, configurations, logs and raw
 #              figures in DIR (default: a new directory under /tmp)
 #   -P         serve /debug/pprof on every replica (daemon.pprof) and save
-#              each replica's heap profile every 5 s of a run into its
-#              run's directory (heap-REPLICA-SECONDS.pprof), and the
+#              each replica's heap profile every 5 s of a run
+#              ($PROFILE_EVERY seconds if set) into its run's directory
+#              (heap-REPLICA-SECONDS.pprof, with the replica's resident
+#              memory then in rss-REPLICA.txt), and the
 #              runtime's go_memstats 5 s after each run in
 #              after-RUN-REPLICA.txt, where every run (with -P or not)
 #              saves the replica's resident memory by kind then
@@ -353,14 +355,16 @@ measure() {
 		"$out/certwatch" run --config "$dir/config.yaml" >"$dir/replica-$i.out" 2>"$dir/replica-$i.log" &
 		rp+=($!)
 	done
-	local profiler=""
+	local profiler="" every="${PROFILE_EVERY:-5}"
 	if [ $profile = 1 ]; then
 		(
-			for ((s = 0; ; s += 5)); do
-				sleep 5
+			for ((s = 0; ; s += every)); do
+				sleep "$every"
 				for ((i = 1; i <= r; i++)); do
 					a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$dir/replica-$i.log" 2>/dev/null | cut -d'"' -f4) || continue
 					curl -sf -o "$dir/heap-$i-$s.pprof" "http://$a/debug/pprof/heap" || true
+					grep -E '^(VmRSS|RssAnon|RssFile)' "/proc/${rp[$((i - 1))]}/status" 2>/dev/null | tr -s ' \t' ' ' | paste -sd' ' |
+						sed "s/^/$s /" >>"$dir/rss-$i.txt" || true
 				done
 			done
 		) &
