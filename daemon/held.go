@@ -46,5 +46,5 @@ func (h heldTargets) targets(dec *scan.Decoder) ([]discovery.Target, error) {
 	if h.packed == nil {
 		return slices.Clone(h.list), nil
 	}
-	return dec.Targets(h.packed)
+	return dec.Targets(h.packed, h.n)
 }

@@ -260,14 +260,14 @@ func TestDecoderSharesTargetSources(t *testing.T) {
 	}
 	b := certtest.Must(scan.EncodeTargets(ts))
 	var dec scan.Decoder
-	got, err := dec.Targets(b)
+	got, err := dec.Targets(b, len(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(ts, got, cmpopts.EquateComparable(netip.Addr{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("targets decoded (-sent +decoded):\n%s", diff)
 	}
-	again, err := dec.Targets(b)
+	again, err := dec.Targets(b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +278,23 @@ func TestDecoderSharesTargetSources(t *testing.T) {
 	if same(got[0].Sources, got[1].Sources) {
 		t.Error("targets naming different sources share a list")
 	}
-	if _, err := dec.Targets(b[:len(b)-1]); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
-		t.Errorf("damaged targets: %v; want DecodeTargets' error", err)
+	corrupt := bytes.Clone(b)
+	corrupt[len(corrupt)-6] ^= 0xff // the checksum of what is inflated
+	twice := certtest.Must(scan.EncodeTargets(ts))
+	for name, bad := range map[string][]byte{
+		"cut short":         b[:len(b)/2],
+		"last byte missing": b[:len(b)-1],
+		"checksum wrong":    corrupt,
+		"empty":             nil,
+		"a part":            certtest.Must(scan.EncodePart(&scan.Part{})),
+		"two lists":         append(bytes.Clone(twice), twice...),
+	} {
+		if got, err := dec.Targets(bad, len(ts)); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
+			t.Errorf("%s: %d targets, %v; want an error saying what is wrong", name, len(got), err)
+		}
+		if _, err := scan.DecodeTargets(bad); err == nil {
+			t.Errorf("%s: DecodeTargets takes it", name)
+		}
 	}
 }
 
