@@ -371,7 +371,7 @@ func (d *Decoder) targets(b []byte, n int) ([]discovery.Target, error) {
 	switch tok {
 	case nil: // null: none
 	case json.Delim('['):
-		ts = make([]discovery.Target, 0, min(max(n, 0), maxWireBytes/64))
+		ts = make([]discovery.Target, 0, max(n, 0)) // n: the count the caller held
 		for dec.More() {
 			var t discovery.Target
 			if err := dec.Decode(&t); err != nil {
