@@ -172,3 +172,67 @@ func TestAlertsFoundAgainShareTheRunsFinding(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokenNowSeenAgainIsNotRewritten: a problem broken now (a chain
+// that does not verify) has the time it was seen as its deadline, which
+// moves with every run. Found again as it was, its alert is written as
+// seen, not whole; read back, its deadline is the time it was last seen,
+// as it was when the alert was rewritten at every run. A deadline that is
+// a date (an expiry) is kept as it is.
+func TestBrokenNowSeenAgainIsNotRewritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n, store := keptNotifier(t, nil)
+	broken := func(at time.Time) policy.Finding {
+		return policy.Finding{Kind: policy.ChainUntrusted, Tier: policy.Page, Certificate: "c0ffee", Subject: "chain.example.com",
+			Deadline: policy.At(at), Endpoints: eps("chain.example.com"), Message: "certificate chain does not verify: unknown authority"}
+	}
+	expiring := cert{subject: "a.example.com", notAfter: t0.Add(10 * day), eps: eps("a.example.com")}
+	run := func(at time.Time) (written, seen int) {
+		t.Helper()
+		sw := sweep(at, expiring)
+		sw.Findings = append(sw.Findings, broken(at))
+		if _, err := n.Apply(ctx, sw, at); err != nil {
+			t.Fatal(err)
+		}
+		return len(store.last.Alerts), len(store.last.Seen)
+	}
+	deadlines := func() map[policy.Kind]policy.Instant {
+		t.Helper()
+		alerts, err := store.Alerts(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[policy.Kind]policy.Instant{}
+		for _, a := range alerts {
+			out[a.Finding.Kind] = a.Finding.Deadline
+		}
+		return out
+	}
+
+	if w, s := run(t0); w != 2 || s != 0 {
+		t.Fatalf("first run: %d alerts written whole, %d as seen; want 2 and 0", w, s)
+	}
+	for i, at := range []time.Time{t0.Add(10 * time.Minute), t0.Add(20 * time.Minute)} {
+		if w, s := run(at); w != 0 || s != 2 {
+			t.Errorf("run %d after the first: %d alerts written whole, %d as seen; want 0 and 2", i+1, w, s)
+		}
+		d := deadlines()
+		if d[policy.ChainUntrusted] != policy.At(at) {
+			t.Errorf("run %d after the first: the broken chain's alert reads back with deadline %v, want the run's time %v", i+1, d[policy.ChainUntrusted].Time(), at)
+		}
+		if d[policy.Expiring] != policy.At(expiring.notAfter) {
+			t.Errorf("run %d after the first: the expiry's alert reads back with deadline %v, want the expiry %v", i+1, d[policy.Expiring].Time(), expiring.notAfter)
+		}
+	}
+	changed := broken(t0.Add(30 * time.Minute))
+	changed.Message += " (and more)"
+	sw := sweep(t0.Add(30*time.Minute), expiring)
+	sw.Findings = append(sw.Findings, changed)
+	if _, err := n.Apply(ctx, sw, t0.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.last.Alerts) != 1 || store.last.Alerts[0].Finding.Message != changed.Message {
+		t.Errorf("a broken chain whose message changed: %d alerts written whole, want it alone with its new message", len(store.last.Alerts))
+	}
+}

@@ -73,15 +73,16 @@ func (n *Notifier) Apply(ctx context.Context, sw Sweep, now time.Time) (Report, 
 	var written, seen int
 	certs := inventory(sw, now)
 	present := presentFindings(sw)
-	// An open alert found again as stored is given the run's finding, not
-	// a copy decoded from the store; one whose finding changed, a zero
-	// finding, and is written whole with the run's (updateOpenAlert).
+	// An open alert found again as stored is given the run's finding (as
+	// an alert seen now keeps it: state.AsStored), not a copy decoded
+	// from the store; one whose finding changed, a zero finding, and is
+	// written whole with the run's (updateOpenAlert).
 	current := func(id string) (policy.Finding, bool) {
 		i, ok := present[id]
 		if !ok {
 			return policy.Finding{}, false
 		}
-		return alertFinding(sw.Findings[i]), true
+		return state.AsStored(alertFinding(sw.Findings[i]), now), true
 	}
 	err := n.store.UpdateWith(ctx, current, func(snap state.Snapshot) (state.Changes, error) {
 		var err error
@@ -435,14 +436,15 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 // sameAlert reports whether an alert as the run leaves it, its channels
 // aside, differs from how it was stored only in its last seen time. A
 // finding that differs in any way (its message, its endpoints, even an
-// empty list where there was none) is written whole; so is one due at the
-// run's own time (a weak key, a broken chain), whose deadline moves with
-// every run. The store gives such an alert a zero finding (state.Current),
-// which no finding of a run equals.
+// empty list where there was none) is written whole. The store gives such
+// an alert a zero finding (state.Current), which no finding of a run
+// equals, and one found again as stored the run's finding as an alert
+// seen now keeps it (state.AsStored: a problem broken now, whose deadline
+// is the time it was seen, is the same problem seen again).
 func sameAlert(stored, now *state.Alert) bool {
 	return stored.MissingRuns == 0 && stored.Tier == now.Tier && stored.Announced == now.Announced &&
 		stored.Issuer == now.Issuer && stored.ResolvedAt.Equal(now.ResolvedAt) && stored.Resolution == now.Resolution &&
-		stored.FirstRaised.Equal(now.FirstRaised) && reflect.DeepEqual(stored.Finding, now.Finding)
+		stored.FirstRaised.Equal(now.FirstRaised) && reflect.DeepEqual(stored.Finding, state.AsStored(now.Finding, now.LastSeen))
 }
 
 func (p *planner) resolve(a *state.Alert, reason string) {

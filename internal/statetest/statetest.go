@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ManyAlertsInOneChange", testManyAlertsInOneChange},
 		{"SeenMovesOnlyLastSeen", testSeenMovesOnlyLastSeen},
 		{"CurrentFindingsShared", testCurrentFindingsShared},
+		{"BrokenNowKeptAsSeen", testBrokenNowKeptAsSeen},
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
 		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
@@ -454,6 +455,64 @@ func testCurrentFindingsShared(t *testing.T, open Opener) {
 	}
 	if got := snap.Alerts[same.ID]; got == nil || &got.Finding.Endpoints[0] != &now[same.ID].Endpoints[0] {
 		t.Errorf("the alert found again as stored has a decoded copy of its finding, want the current one shared")
+	}
+}
+
+// testBrokenNowKeptAsSeen: the finding of a problem broken now, whose
+// deadline is the time it was seen (state.AsStored), reads back with its
+// alert's last seen time as its deadline, also once the alert was marked
+// seen later; UpdateWith gives the alert the current finding when that,
+// AsStored at the run's time, is the stored one. A deadline that is not
+// the time it was seen, or of a kind with a deadline, reads back as it
+// was written.
+func testBrokenNowKeptAsSeen(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	broken := Alert("aa", policy.Page, "certs")
+	broken.Finding.Kind, broken.Finding.Deadline = policy.ChainUntrusted, policy.At(broken.LastSeen)
+	earlier := Alert("bb", policy.Page, "certs")
+	earlier.Finding.Kind, earlier.Finding.Deadline = policy.TLSBroken, policy.At(earlier.LastSeen.Add(-time.Hour))
+	dated := Alert("cc", policy.Warning, "certs")
+	dated.Finding.Deadline = policy.At(dated.LastSeen)
+	update(t, s, state.Changes{Alerts: []state.Alert{broken, earlier, dated}})
+	readBack := func(when string, want map[string]policy.Instant) {
+		t.Helper()
+		alerts, err := s.Alerts(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]policy.Instant{}
+		for _, a := range alerts {
+			got[a.ID] = a.Finding.Deadline
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: deadlines read back (-want +got):\n%s", when, diff)
+		}
+	}
+	readBack("written", map[string]policy.Instant{broken.ID: broken.Finding.Deadline, earlier.ID: earlier.Finding.Deadline, dated.ID: dated.Finding.Deadline})
+
+	t1 := broken.LastSeen.Add(10 * time.Minute)
+	update(t, s, state.Changes{Seen: []string{broken.ID, earlier.ID, dated.ID}, SeenAt: t1})
+	readBack("seen again", map[string]policy.Instant{broken.ID: policy.At(t1), earlier.ID: earlier.Finding.Deadline, dated.ID: dated.Finding.Deadline})
+
+	t2 := t1.Add(10 * time.Minute)
+	now := broken.Finding
+	now.Deadline = policy.At(t2)
+	var snap state.Snapshot
+	err := s.UpdateWith(ctx, func(id string) (policy.Finding, bool) {
+		if id != broken.ID {
+			return policy.Finding{}, false
+		}
+		return state.AsStored(now, t2), true
+	}, func(sn state.Snapshot) (state.Changes, error) {
+		snap = sn
+		return state.Changes{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Alerts[broken.ID]; got == nil || len(got.Finding.Endpoints) == 0 || &got.Finding.Endpoints[0] != &now.Endpoints[0] {
+		t.Errorf("the broken chain found again at a later run: %+v, want the current finding, shared", got)
 	}
 }
 

@@ -281,7 +281,7 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 	}
 	b.Queue(ctx, `DELETE FROM alert_channels WHERE alert_id = ANY($1)`, ids)
 	for _, a := range alerts {
-		finding, err := state.EncodeFinding(a.Finding)
+		finding, err := state.EncodeAlertFinding(&a)
 		if err != nil {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}

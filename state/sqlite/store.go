@@ -239,7 +239,7 @@ func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []state.Alert) error {
 				return err
 			}
 		}
-		finding, err := state.EncodeFinding(a.Finding)
+		finding, err := state.EncodeAlertFinding(&a)
 		if err != nil {
 			return fmt.Errorf("alert %s: encode finding: %w", a.ID, err)
 		}
