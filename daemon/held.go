@@ -9,7 +9,7 @@ import (
 
 // heldTargets is a list of targets as the daemon holds it from a
 // discovery to the probe runs that read it, and between them: packed
-// (scan.EncodeTargets, compressed JSON): 0.6 MB for the 100,000 targets
+// (scan.EncodeTargetList, compressed JSON): 0.6 MB for the 100,000 targets
 // of TestInventoryHeldPacked, whose list is about 18 MB. A probe run
 // unpacks it for its probing and lets the list go before it judges; a
 // list that does not pack (a target whose protocol has no name) is held
@@ -29,7 +29,7 @@ func holdTargets(list []discovery.Target) heldTargets {
 	if len(list) == 0 {
 		return h
 	}
-	b, err := scan.EncodeTargets(list)
+	b, err := scan.EncodeTargetList(list)
 	if err != nil {
 		h.list = list
 		return h

@@ -214,3 +214,15 @@ func BenchmarkUnpackInventory100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHoldInventory100k: what a discovery allocates to pack a zone's
+// 100,000 targets.
+func BenchmarkHoldInventory100k(b *testing.B) {
+	ts := (&zoneScanner{n: 100_000}).fleet()
+	b.ReportAllocs()
+	for b.Loop() {
+		if h := holdTargets(ts); h.packed == nil {
+			b.Fatal("not packed")
+		}
+	}
+}

@@ -240,6 +240,26 @@ func TestTargetsWire(t *testing.T) {
 	if diff := cmp.Diff(ts, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
 		t.Errorf("targets after the wire differ (-sent +decoded):\n%s", diff)
 	}
+	// A long list, encoded as it is compressed, decodes the same both ways.
+	long, err := scan.EncodeTargetList(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, decode := range map[string]func([]byte) ([]discovery.Target, error){
+		"DecodeTargets":   scan.DecodeTargets,
+		"Decoder.Targets": func(b []byte) ([]discovery.Target, error) { return new(scan.Decoder).Targets(b, len(ts)) },
+	} {
+		got, err := decode(long)
+		if err != nil {
+			t.Fatalf("EncodeTargetList, then %s: %v", name, err)
+		}
+		if diff := cmp.Diff(ts, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+			t.Errorf("EncodeTargetList, then %s (-sent +decoded):\n%s", name, diff)
+		}
+	}
+	if _, err := scan.EncodeTargetList([]discovery.Target{{Name: "odd.example", Port: 443, Protocol: discovery.Protocol(200)}}); err == nil || !strings.HasPrefix(err.Error(), "encode targets: ") {
+		t.Errorf("EncodeTargetList of a protocol with no name = %v, want an error", err)
+	}
 	for _, bad := range [][]byte{b[:len(b)/2], b[:len(b)-1], nil, certtest.Must(scan.EncodePart(&scan.Part{}))} {
 		if got, err := scan.DecodeTargets(bad); err == nil || !strings.HasPrefix(err.Error(), "decode targets: ") {
 			t.Errorf("DecodeTargets(%d damaged bytes) = %v, %v; want an error", len(bad), got, err)
