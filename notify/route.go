@@ -2,7 +2,9 @@ package notify
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/policy"
@@ -11,6 +13,19 @@ import (
 // router maps a finding and a tier to channels.
 type router struct {
 	routes []route
+	// byTier, when no route selects findings by zone, name or label, is
+	// where a finding goes at each tier (targets) and those channels
+	// sorted, built once: a run asks it for every open alert, and a map
+	// and a list for each were tens of megabytes a run at fleet size.
+	// Callers only read them.
+	byTier map[policy.Tier]routed
+}
+
+// routed is where a finding goes: targets' channels, each with whether it
+// goes there in the digest, and their names sorted.
+type routed struct {
+	targets  map[string]bool
+	channels []string
 }
 
 type route struct {
@@ -44,7 +59,27 @@ func newRouter(cfg []Route) (router, error) {
 		}
 		r.routes = append(r.routes, rt)
 	}
+	if !slices.ContainsFunc(r.routes, func(rt route) bool { return rt.specific }) {
+		r.byTier = map[policy.Tier]routed{}
+		for t := policy.None; t <= policy.Critical; t++ {
+			r.byTier[t] = r.routedAt(policy.Finding{}, t, nil)
+		}
+	}
 	return r, nil
+}
+
+// route is where f goes at its tier; labels gives f's labels, asked only
+// when a route selects by them.
+func (r router) route(f policy.Finding, labels func(policy.Finding) map[string]string) routed {
+	if rt, ok := r.byTier[f.Tier]; ok {
+		return rt
+	}
+	return r.routedAt(f, f.Tier, labels(f))
+}
+
+func (r router) routedAt(f policy.Finding, tier policy.Tier, labels map[string]string) routed {
+	t := r.targets(f, tier, labels)
+	return routed{targets: t, channels: slices.Sorted(maps.Keys(t))}
 }
 
 // targets returns the channels a finding at tier goes to, each with whether

@@ -1,9 +1,12 @@
 package notify
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/certwatch/certwatch/policy"
 )
@@ -53,6 +56,42 @@ func TestRouterTargets(t *testing.T) {
 				t.Errorf("targets (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRouterRoute: where a finding goes (route) is targets' answer, with
+// its channels sorted, at every tier: kept once per tier when no route
+// selects findings (and labels are then not asked for), worked out for
+// each finding when one does.
+func TestRouterRoute(t *testing.T) {
+	general := []Route{
+		{Tiers: []policy.Tier{policy.Notice}, Channels: []string{"certs"}, Digest: true},
+		{Tiers: []policy.Tier{policy.Warning, policy.Page}, Channels: []string{"certs", "a-team"}},
+		{Tiers: []policy.Tier{policy.Critical}, Channels: []string{"oncall", "incidents"}},
+	}
+	specific := append(slices.Clone(general), Route{Tiers: []policy.Tier{policy.Page}, Channels: []string{"db-oncall"}, Labels: map[string]string{"team": "db"}})
+	f := policy.Finding{Kind: policy.Expiring, Subject: "x.example", Endpoints: []policy.Endpoint{{Name: "x.example", Port: 443}}}
+	for name, routes := range map[string][]Route{"general": general, "specific": specific} {
+		r, err := newRouter(routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := 0
+		labels := func(policy.Finding) map[string]string { asked++; return map[string]string{"team": "db"} }
+		for tier := policy.None; tier <= policy.Critical; tier++ {
+			f.Tier = tier
+			got := r.route(f, labels)
+			want := r.targets(f, tier, map[string]string{"team": "db"})
+			if diff := cmp.Diff(want, got.targets, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s, tier %v: route's channels (-targets +route):\n%s", name, tier, diff)
+			}
+			if !slices.Equal(got.channels, slices.Sorted(maps.Keys(want))) {
+				t.Errorf("%s, tier %v: route's channels in order %q, want %q", name, tier, got.channels, slices.Sorted(maps.Keys(want)))
+			}
+		}
+		if (asked > 0) != (name == "specific") {
+			t.Errorf("%s: labels asked for %d times", name, asked)
+		}
 	}
 }
 

@@ -316,10 +316,10 @@ func (p *planner) openAlert(f policy.Finding) {
 		p.ch.Alerts = append(p.ch.Alerts, *a)
 		return
 	}
-	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
-	for _, c := range slices.Sorted(maps.Keys(targets)) {
-		p.add(EventNew, c, a, targets[c], 0, "")
-		a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]})
+	rt := p.n.router.route(f, p.n.labels)
+	for _, c := range rt.channels {
+		p.add(EventNew, c, a, rt.targets[c], 0, "")
+		a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: rt.targets[c]})
 	}
 	p.rep.New++
 	p.ch.Alerts = append(p.ch.Alerts, *a)
@@ -364,7 +364,8 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		p.rep.Silenced++
 		return
 	}
-	targets := p.n.router.targets(f, f.Tier, p.n.labels(f))
+	rt := p.n.router.route(f, p.n.labels)
+	targets := rt.targets
 	switch {
 	case f.Tier > a.Announced:
 		// Up a tier: channels routed for the new tier hear about it, and so
@@ -405,7 +406,7 @@ func (p *planner) updateOpenAlert(a *state.Alert, f policy.Finding) {
 		// should know but do not (routes changed since) hear of it now.
 		reminded := false
 		if f.Tier == a.Announced {
-			for _, c := range slices.Sorted(maps.Keys(targets)) {
+			for _, c := range rt.channels {
 				if !a.Channels.Has(c) {
 					p.add(EventNew, c, a, targets[c], 0, "")
 					a.Channels.Set(c, state.Announcement{Tier: f.Tier, At: p.now, Digest: targets[c]})
