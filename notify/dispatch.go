@@ -577,7 +577,7 @@ func (n *Notifier) raise(ctx context.Context, w *worker, since time.Time, why st
 	}
 	now := n.now()
 	id := channelAlertID(w.name)
-	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+	err := n.store.UpdateWith(ctx, only(id), func(snap state.Snapshot) (state.Changes, error) {
 		if _, open := snap.Alerts[id]; open {
 			return state.Changes{}, nil
 		}
@@ -621,6 +621,15 @@ func (n *Notifier) failing(ctx context.Context, w *worker, since time.Time, why 
 	}
 }
 
+// only is the state.Current of an update that reads one open alert, id:
+// every other one is given a zero finding instead of a copy decoded from
+// the store. A channel's first delivery after a start looks for its
+// channel_failing alert (recovered), and decoding the 37,000 open alerts
+// of 100,000 endpoints to find it held about 30 MB for seconds.
+func only(id string) state.Current {
+	return func(other string) (policy.Finding, bool) { return policy.Finding{}, other != id }
+}
+
 // recovered clears w's failure state after a delivery and resolves its
 // channel_failing alert if one is open.
 func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
@@ -633,7 +642,7 @@ func (n *Notifier) recovered(ctx context.Context, w *worker, now time.Time) {
 	}
 	id := channelAlertID(w.name)
 	resolved := false
-	err := n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+	err := n.store.UpdateWith(ctx, only(id), func(snap state.Snapshot) (state.Changes, error) {
 		a, open := snap.Alerts[id]
 		if !open {
 			return state.Changes{}, nil

@@ -431,3 +431,74 @@ func TestFlushDoesNotWaitForAChannelThatIsDown(t *testing.T) {
 		t.Errorf("after the fix (-want +got):\n%s", diff)
 	}
 }
+
+// decodedKept is a store that notes, for every update, how many of the
+// snapshot's open alerts have a finding (decoded or given) and the
+// changes written.
+type decodedKept struct {
+	state.Outbox
+	mu      sync.Mutex
+	decoded []int
+	changes []state.Changes
+}
+
+func (d *decodedKept) Update(ctx context.Context, fn func(state.Snapshot) (state.Changes, error)) error {
+	return d.UpdateWith(ctx, nil, fn)
+}
+
+func (d *decodedKept) UpdateWith(ctx context.Context, current state.Current, fn func(state.Snapshot) (state.Changes, error)) error {
+	return d.Outbox.UpdateWith(ctx, current, func(s state.Snapshot) (state.Changes, error) {
+		n := 0
+		for _, a := range s.Alerts {
+			if a.Finding.Kind != "" {
+				n++
+			}
+		}
+		ch, err := fn(s)
+		d.mu.Lock()
+		d.decoded, d.changes = append(d.decoded, n), append(d.changes, ch)
+		d.mu.Unlock()
+		return ch, err
+	})
+}
+
+// TestChannelAlertReadAlone: raising and resolving a channel's
+// channel_failing alert reads that alert's finding alone, not every open
+// alert's: a fleet has tens of thousands.
+func TestChannelAlertReadAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var kept *decodedKept
+		b := startBubbleWith(t, notify.Retry{Initial: time.Second, Max: time.Minute, AlertAfter: time.Hour}, func(s state.Outbox) state.Outbox {
+			kept = &decodedKept{Outbox: s}
+			return kept
+		}, nil)
+		defer b.stop()
+		b.apply(t, warning("a.example"), warning("b.example"), warning("c.example"))
+		synctest.Wait()
+		b.rec["certs"].fail(notify.Permanent(errors.New("slack certs chat.postMessage #certs: msg_too_long")))
+		b.apply(t, warning("a.example"), warning("b.example"), warning("c.example"), warning("d.example"))
+		synctest.Wait()
+		b.apply(t, warning("a.example"), warning("b.example"), warning("c.example"), warning("d.example"), warning("e.example"))
+		synctest.Wait()
+		if got := describe(b.rec["oncall"].take()); !slices.Contains(got, "resolved warning notification channel certs (thread)") {
+			t.Fatalf("oncall got %v, want the channel's failure raised and resolved", got)
+		}
+		kept.mu.Lock()
+		defer kept.mu.Unlock()
+		seen := 0
+		for i, ch := range kept.changes {
+			for _, a := range ch.Alerts {
+				if a.Finding.Kind != policy.ChannelFailing {
+					continue
+				}
+				seen++
+				if want := map[bool]int{false: 0, true: 1}[!a.Open()]; kept.decoded[i] != want {
+					t.Errorf("update writing the channel alert (open %v) read %d open alerts' findings, want %d", a.Open(), kept.decoded[i], want)
+				}
+			}
+		}
+		if seen != 2 {
+			t.Errorf("the channel alert was written %d times, want raised once and resolved once", seen)
+		}
+	})
+}
