@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -47,4 +48,15 @@ func (h heldTargets) targets(dec *scan.Decoder) ([]discovery.Target, error) {
 		return slices.Clone(h.list), nil
 	}
 	return dec.Targets(h.packed, h.n)
+}
+
+// probed is the inventory h unpacked for a probe run. Its error says the
+// run probes nothing: the daemon packed h itself, so only damaged memory
+// gives one.
+func (h heldTargets) probed() ([]discovery.Target, error) {
+	ts, err := h.targets(new(scan.Decoder))
+	if err != nil {
+		return nil, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", h.n, err)
+	}
+	return ts, nil
 }

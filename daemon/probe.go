@@ -150,9 +150,9 @@ func (d *Daemon) probeInventory(ctx context.Context, in probeSnapshot, start tim
 		// The unpacked list is this frame's local, not an argument (which
 		// would stay live as long as the function runs): the scanner lets
 		// it go once its probing has taken every target.
-		targets, err := in.inventory.targets(new(scan.Decoder))
+		targets, err := in.inventory.probed()
 		if err != nil {
-			return nil, nil, nil, shared, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", in.inventory.n, err)
+			return nil, nil, nil, shared, err
 		}
 		r = in.scanner.Probe(ctx, targets, start)
 		d.judging()

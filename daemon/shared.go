@@ -495,9 +495,9 @@ func (d *Daemon) sweep(ctx context.Context, sh *Sharing, inventory heldTargets, 
 // them. The unpacked list is this function's alone, so that it is let go
 // as it returns, before the sweep is probed: 18 MB at 100,000 targets.
 func (d *Daemon) shardWork(inventory heldTargets, size int, closed *closedSweep) ([][]byte, int, error) {
-	probe, err := inventory.targets(new(scan.Decoder))
+	probe, err := inventory.probed()
 	if err != nil {
-		return nil, 0, fmt.Errorf("probe run: the inventory of %d targets held since discovery cannot be read back: %w; nothing was probed, published or notified, and the next discovery replaces it", inventory.n, err)
+		return nil, 0, err
 	}
 	// Filtered in place: the list is a copy of the inventory's own.
 	kept := probe[:0]

@@ -336,23 +336,16 @@ func EncodeTargetList(targets []discovery.Target) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeTargets decodes targets EncodeTargets wrote. Damaged input is an
-// error saying what is wrong.
+// DecodeTargets decodes targets EncodeTargets or EncodeTargetList wrote
+// (Decoder.Targets with a Decoder of its own). Damaged input is an error
+// saying what is wrong.
 func DecodeTargets(b []byte) ([]discovery.Target, error) {
-	raw, err := decompress(targetsMagic, b)
-	if err != nil {
-		return nil, fmt.Errorf("decode targets: %w", err)
-	}
-	var ts []discovery.Target
-	if err := json.Unmarshal(raw, &ts); err != nil {
-		return nil, fmt.Errorf("decode targets: %w", err)
-	}
-	return ts, nil
+	return new(Decoder).Targets(b, 0)
 }
 
-// Targets is DecodeTargets for a long list, of about n targets: it
-// decodes them one at a time as it decompresses, into a list with room
-// for n, and shares each target's list of sources with the targets and
+// Targets decodes targets EncodeTargets or EncodeTargetList wrote, about
+// n of them: one at a time as it decompresses, into a list with room for
+// n, and it shares each target's list of sources with the targets and
 // observations decoded before that name the same sources (a zone's
 // 100,000 targets name one list; a copy each is 40 bytes more an
 // endpoint held). Unpacking a daemon's inventory of 100,000 targets
