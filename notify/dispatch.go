@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -215,12 +216,12 @@ func (n *Notifier) forgetRemoved(ctx context.Context) {
 		n.logger.Warn("channel no longer configured: its undelivered notifications are dropped", "channel", c, "notifications", dropped[c])
 	}
 	resolved := 0
-	err = n.store.Update(ctx, func(snap state.Snapshot) (state.Changes, error) {
+	err = n.store.UpdateWith(ctx, channelAlerts, func(snap state.Snapshot) (state.Changes, error) {
 		var ch state.Changes
 		resolved = 0
 		for _, id := range slices.Sorted(maps.Keys(snap.Alerts)) {
 			a := snap.Alerts[id]
-			if a.Finding.Kind != policy.ChannelFailing {
+			if !isChannelAlert(id) {
 				continue
 			}
 			if _, ok := n.byName[a.Finding.Name]; ok {
@@ -619,6 +620,19 @@ func (n *Notifier) failing(ctx context.Context, w *worker, since time.Time, why 
 	if n.raise(ctx, w, since, why) {
 		n.logger.Error("notification channel failing", "channel", w.name, "since", since, "reason", why)
 	}
+}
+
+// channelAlerts is the state.Current of an update that reads the
+// channel_failing alerts alone (by their IDs): every other open alert is
+// given a zero finding instead of a copy decoded from the store, as
+// forgetRemoved looks at the start for those of channels removed.
+func channelAlerts(id string) (policy.Finding, bool) {
+	return policy.Finding{}, !isChannelAlert(id)
+}
+
+// isChannelAlert reports whether id is a channel_failing alert's.
+func isChannelAlert(id string) bool {
+	return strings.HasPrefix(id, string(policy.ChannelFailing)+":")
 }
 
 // only is the state.Current of an update that reads one open alert, id:

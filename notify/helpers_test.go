@@ -12,6 +12,7 @@ import (
 
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
 	"github.com/certwatch/certwatch/state/sqlite"
 )
 
@@ -209,6 +210,8 @@ type harness struct {
 	rec   map[string]*recorder
 	// logs receives the Notifier's log, at Debug level.
 	logs *syncBuffer
+	// wrap, when set, wraps the store the next restart's Notifier uses.
+	wrap func(state.Outbox) state.Outbox
 }
 
 func newHarness(t *testing.T, cfg testConfig, c *clock) *harness {
@@ -234,7 +237,11 @@ func (h *harness) restart() {
 		senders[name] = r
 	}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	n, err := notify.New(h.cfg.Config, h.store, senders, logger)
+	var st state.Outbox = h.store
+	if h.wrap != nil {
+		st = h.wrap(h.store)
+	}
+	n, err := notify.New(h.cfg.Config, st, senders, logger)
 	if err != nil {
 		h.t.Fatal(err)
 	}

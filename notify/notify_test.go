@@ -13,6 +13,7 @@ import (
 
 	"github.com/certwatch/certwatch/notify"
 	"github.com/certwatch/certwatch/policy"
+	"github.com/certwatch/certwatch/state"
 )
 
 const day = 24 * time.Hour
@@ -391,8 +392,24 @@ func TestRemovedChannelLeavesNothingBehind(t *testing.T) {
 	h.cfg.Channels = slices.DeleteFunc(slices.Clone(cfg.Channels), func(ch notify.Channel) bool { return ch.Name == "certs" })
 	h.cfg.Routes = []notify.Route{{Tiers: []policy.Tier{policy.Warning, policy.Page, policy.Critical}, Channels: []string{"incidents"}}}
 	delete(h.rec, "certs")
+	var kept *decodedKept
+	h.wrap = func(s state.Outbox) state.Outbox {
+		kept = &decodedKept{Outbox: s}
+		return kept
+	}
 	h.restart()
 	h.run(t0.Add(time.Hour), sweep(t0.Add(time.Hour), x, y))
+	// Resolving the removed channel's alert at the start reads that
+	// alert's finding alone, not a decoded copy of every open alert's.
+	kept.mu.Lock()
+	for i, ch := range kept.changes {
+		for _, a := range ch.Alerts {
+			if a.Finding.Kind == policy.ChannelFailing && !a.Open() && kept.decoded[i] != 1 {
+				t.Errorf("the update resolving the removed channel's alert read %d open alerts' findings, want 1 (its own)", kept.decoded[i])
+			}
+		}
+	}
+	kept.mu.Unlock()
 	want := map[string][]string{
 		"incidents": {"new warning x.example.com", "new warning y.example.com", "resolved warning notification channel certs (thread)"},
 		"oncall":    {"resolved warning notification channel certs (thread)"},
