@@ -113,8 +113,11 @@ type Recorder interface {
 	// inventory the next probe runs use.
 	RecordDiscovery(results []scan.SourceResult, inventory int)
 	// RecordReport gets the report of every completed probe run, with the
-	// discovery_degraded findings included.
-	RecordReport(r *scan.Report)
+	// discovery_degraded findings included. The daemon holds r until it
+	// calls release, once the run is done with it (notified): the
+	// recorder may hold r as it is until then, and keeps what it needs of
+	// it after, as it sees fit (the status server compresses it).
+	RecordReport(r *scan.Report) (release func())
 	// RecordRun gets the outcome of every run of every job; err is nil on
 	// success, matches ErrSkipped for a skipped run and ErrTimeout for a
 	// run cut short by its sweep timeout.

@@ -227,7 +227,7 @@ type fakeRecorder struct {
 }
 
 func (r *fakeRecorder) RecordDiscovery([]scan.SourceResult, int) {}
-func (r *fakeRecorder) RecordReport(*scan.Report)                {}
+func (r *fakeRecorder) RecordReport(*scan.Report) func()         { return func() {} }
 func (r *fakeRecorder) RecordLastSuccess(string, time.Time)      {}
 func (r *fakeRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
 	r.mu.Lock()
@@ -408,10 +408,11 @@ type errRecorder struct {
 }
 
 func (r *errRecorder) RecordDiscovery([]scan.SourceResult, int) {}
-func (r *errRecorder) RecordReport(rep *scan.Report) {
+func (r *errRecorder) RecordReport(rep *scan.Report) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.report = rep
+	return func() {}
 }
 
 func (r *errRecorder) lastReport() *scan.Report {
@@ -910,10 +911,11 @@ type reportRecorder struct {
 	reports []*scan.Report
 }
 
-func (r *reportRecorder) RecordReport(rep *scan.Report) {
+func (r *reportRecorder) RecordReport(rep *scan.Report) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, rep)
+	return func() {}
 }
 
 func TestNothingDiscoveredSinceStartIsShownNotNotified(t *testing.T) {
@@ -1048,4 +1050,63 @@ func (p *partialScanner) Discover(context.Context) ([]discovery.Target, []scan.S
 		{Name: "b.example", Port: 443, Sources: []string{"route53"}},
 	}
 	return ts, []scan.SourceResult{{Name: "route53", Targets: 2, Certificates: 5, Error: "zone Z2: throttled", Found: ts}}, nil
+}
+
+// releaseRecorder notes, for every report recorded, how many reports the
+// notifier had been given when the daemon released it (-1: not released).
+type releaseRecorder struct {
+	fakeRecorder
+	n        *fakeNotifier
+	mu       sync.Mutex
+	released []int
+	twice    bool
+}
+
+func (r *releaseRecorder) RecordReport(*scan.Report) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := len(r.released)
+	r.released = append(r.released, -1)
+	return func() {
+		r.n.mu.Lock()
+		notified := len(r.n.reports)
+		r.n.mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.twice = r.twice || r.released[i] != -1
+		r.released[i] = notified
+	}
+}
+
+// TestRecordedReportReleasedOnceNotified: the daemon releases each report
+// it recorded (the status server then compresses it) once its run has
+// notified it, never before, and also when notifying failed: the recorder
+// never holds a report its own way beside the notifier's work.
+func TestRecordedReportReleasedOnceNotified(t *testing.T) {
+	for _, fail := range []error{nil, errors.New("state store down")} {
+		synctest.Test(t, func(t *testing.T) {
+			s := &fakeScanner{sources: map[string]int{"static": 2}}
+			n := &fakeNotifier{fail: fail}
+			rec := &releaseRecorder{n: n}
+			d, err := daemon.New(config(0), s, n, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Recorder = rec
+			stop := start(t, d)
+			time.Sleep(25 * time.Minute)
+			synctest.Wait()
+			stop()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.released) < 2 || rec.twice {
+				t.Fatalf("notify error %v: released %v (twice: %v), want at least two reports, each released once", fail, rec.released, rec.twice)
+			}
+			for i, notified := range rec.released {
+				if notified != i+1 {
+					t.Errorf("notify error %v: report %d released with %d reports notified, want it released once notified (%d)", fail, i, notified, i+1)
+				}
+			}
+		})
+	}
 }

@@ -71,7 +71,11 @@ func (d *Daemon) probe(ctx context.Context) error {
 		r.Findings = append(r.Findings, f)
 	}
 	policy.SortFindings(r.Findings)
-	published := d.publish(ctx, r, in)
+	published, release := d.publish(ctx, r, in)
+	// The recorder holds the report as it is while this run notifies,
+	// and keeps it its own way after (serve compresses it): never both
+	// beside the notifier's work.
+	defer release()
 	// The previous report is spent (carried forward into published): not
 	// held through the notifier's work, the run's largest.
 	in.previous = nil
@@ -187,8 +191,10 @@ func addRunFindings(r *scan.Report, in probeSnapshot, cut error, start time.Time
 
 // publish records r with the findings carried forward from the previous
 // report (unverified), marked silenced, for the status page, the metrics
-// and the next start, and returns what it published.
-func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) *scan.Report {
+// and the next start, and returns what it published and the Recorder's
+// release of it (Recorder.RecordReport), to be called once the run is
+// done with r.
+func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) (published *scan.Report, release func()) {
 	// The previous report is read back only when an endpoint failed: it
 	// carries nothing forward otherwise, and at 100,000 endpoints it is
 	// tens of megabytes at the run's peak.
@@ -201,14 +207,15 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 			d.logger.Error("cannot read back the previous report: findings whose endpoints stopped answering are not carried forward this run", "err", err)
 		}
 	}
-	published := carryForward(previous, r)
+	published = carryForward(previous, r)
 	if in.notifier != nil && in.loaded {
 		if err := in.notifier.MarkSilenced(ctx, published); err != nil {
 			d.logger.Warn("silences could not be read: the published report marks no finding as silenced", "err", err)
 		}
 	}
+	release = func() {}
 	if d.Recorder != nil {
-		d.Recorder.RecordReport(published)
+		release = d.Recorder.RecordReport(published)
 	}
 	saved, err := savedOf(published, len(in.previous))
 	if err != nil {
@@ -220,7 +227,7 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	if err == nil {
 		d.rememberReport(ctx, saved)
 	}
-	return published
+	return published, release
 }
 
 // announce hands the run's own findings to the notifier and, for a

@@ -73,12 +73,13 @@ type probeRecorder struct {
 
 func (r *probeRecorder) RecordDiscovery([]scan.SourceResult, int) {}
 func (r *probeRecorder) RecordLastSuccess(string, time.Time)      {}
-func (r *probeRecorder) RecordReport(rep *scan.Report) {
+func (r *probeRecorder) RecordReport(rep *scan.Report) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.report == nil {
 		r.report = rep
 	}
+	return func() {}
 }
 func (r *probeRecorder) RecordRun(job string, _ time.Time, _ time.Duration, err error) {
 	if job == daemon.JobProbe {

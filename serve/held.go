@@ -36,9 +36,25 @@ type heldReport struct {
 	// decoded is the report recorded, or one read back from gz, while
 	// anything else holds it.
 	decoded weak.Pointer[scan.Report]
-	// whole is the report itself when it could not be encoded (nil
-	// otherwise): it is then held as it is.
+	// whole is the report itself until the daemon lets it go
+	// (Server.RecordReport), or when it could not be encoded; nil
+	// otherwise. It is then held as it is, and hint is the compressed
+	// size the report before it had.
 	whole *scan.Report
+	hint  int
+}
+
+// sizeHint is the compressed size of h's report, or of the one before it
+// while h holds its report as it is: what compressing the next one
+// expects. 0 for a nil h.
+func (h *heldReport) sizeHint() int {
+	switch {
+	case h == nil:
+		return 0
+	case h.whole != nil:
+		return h.hint
+	}
+	return h.gzSize()
 }
 
 // holdReport encodes r for keeping. hint is the compressed size expected
@@ -129,11 +145,21 @@ func (h *heldReport) gzSize() int {
 	return n
 }
 
-// writeJSON writes the report's JSON to w: as held, compressed, when
-// gzipped (the caller says so in Content-Encoding; see compressed), else
-// decompressed as it is sent.
+// writeJSON writes the report's JSON to w: compressed when gzipped (the
+// caller says so in Content-Encoding; see compressed), else plain. A
+// report held compressed is sent as held, or decompressed as it is sent;
+// one held as it is, encoded, and compressed, as it is sent.
 func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 	switch {
+	case h.whole != nil && gzipped:
+		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		if err != nil {
+			return err
+		}
+		if err := jsonstream.Write(zw, h.whole); err != nil {
+			return err
+		}
+		return zw.Close()
 	case h.whole != nil:
 		return jsonstream.Write(w, h.whole)
 	case gzipped:
@@ -146,13 +172,6 @@ func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 	}
 	_, err = io.Copy(w, zr)
 	return err
-}
-
-// compressed says whether writeJSON sends the JSON compressed to a client
-// whose Accept-Encoding is header: the report is held compressed, and the
-// client accepts gzip (acceptsGzip).
-func (h *heldReport) compressed(header string) bool {
-	return h.whole == nil && acceptsGzip(header)
 }
 
 // acceptsGzip says whether a client whose Accept-Encoding is header

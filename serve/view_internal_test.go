@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"sync"
@@ -117,14 +120,82 @@ func TestReportHeldCompressed(t *testing.T) { // not parallel: it measures the h
 }
 
 // recordAndLetGo records a report of n endpoints (farmReport) as the
-// daemon does, calls measure while it still holds it, and lets it go.
+// daemon does, releases it once done with it, calls measure while it
+// still holds it, and lets it go.
 //
 //go:noinline
 func recordAndLetGo(s *Server, n int, measure func()) {
 	r := farmReport(n)
-	s.RecordReport(r)
+	s.RecordReport(r)()
 	measure()
 	runtime.KeepAlive(r)
+}
+
+// TestReportCompressedOnceReleased: while the daemon holds the report it
+// recorded (as it notifies, its run's largest step), the server holds no
+// compressed JSON, neither of that report nor of the one before, which
+// it lets go as the new one is recorded; the API serves the report as it
+// is, compressed as it is sent. Once released, the report is held
+// compressed, and a release after a newer report changes nothing.
+func TestReportCompressedOnceReleased(t *testing.T) { // not parallel: it measures the heap
+	s := New(Options{SeriesLimit: 1000})
+	recordAndLetGo(s, 10000, func() {})
+	before := s.report.gzSize()
+	if before == 0 {
+		t.Fatal("the first report is not held compressed once released")
+	}
+	var withReport, recorded runtime.MemStats
+	r := farmReport(10000)
+	runtime.GC()
+	runtime.ReadMemStats(&withReport)
+	release := s.RecordReport(r)
+	runtime.GC()
+	runtime.ReadMemStats(&recorded)
+	if s.report.gz != nil {
+		t.Fatalf("the server holds %d bytes of compressed JSON before the report is released", s.report.gzSize())
+	}
+	// The view of the new report replaces the old one's, of the same
+	// size: the heap is smaller by the previous report's compressed JSON.
+	if grew := int64(recorded.HeapAlloc) - int64(withReport.HeapAlloc); grew > -int64(before)/2 {
+		t.Errorf("recording the report changed the heap by %d bytes, want it smaller by about the previous report's %d compressed", grew, before)
+	}
+	var gzipped, plain bytes.Buffer
+	if err := s.report.writeJSON(&gzipped, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.report.writeJSON(&plain, false); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&gzipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, plain.Bytes()) {
+		t.Fatalf("the report served compressed (%v) differs from the plain one", err)
+	}
+
+	release()
+	if s.report.whole != nil || s.report.gzSize() == 0 {
+		t.Fatal("the released report is not held compressed")
+	}
+	var held bytes.Buffer
+	if err := s.report.writeJSON(&held, false); err != nil || !bytes.Equal(held.Bytes(), plain.Bytes()) {
+		t.Fatalf("the report held compressed (%v) reads back differently", err)
+	}
+	runtime.KeepAlive(r)
+
+	next := farmReport(10)
+	late := s.RecordReport(next)
+	release()
+	if s.report.whole == nil || len(s.report.whole.Endpoints) != 10 {
+		t.Fatalf("after a late release the server holds %d endpoints, want the newer report's 10", len(s.report.whole.Endpoints))
+	}
+	late()
+	late()
+	if got, err := s.pageRows(s.report); err != nil || len(got.rows) != 10 {
+		t.Fatalf("after the newer report's release the page has %d rows (%v), want its 10", len(got.rows), err)
+	}
 }
 
 // renderTogether asks for the page rows of the server's report from n

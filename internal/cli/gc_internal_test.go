@@ -127,7 +127,7 @@ func TestJudgingGC(t *testing.T) {
 type nopRecorder struct{}
 
 func (nopRecorder) RecordDiscovery([]scan.SourceResult, int)          {}
-func (nopRecorder) RecordReport(*scan.Report)                         {}
+func (nopRecorder) RecordReport(*scan.Report) func()                  { return func() {} }
 func (nopRecorder) RecordRun(string, time.Time, time.Duration, error) {}
 func (nopRecorder) RecordLastSuccess(string, time.Time)               {}
 
