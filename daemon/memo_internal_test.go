@@ -2,14 +2,18 @@ package daemon
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -170,5 +174,91 @@ func TestPreviousReadOnlyWhenDown(t *testing.T) {
 		if read := strings.Contains(logs.String(), "cannot read back the previous report"); read != c.read {
 			t.Errorf("%s: previous report read back: %v, want %v; log:\n%s", c.name, read, c.read, logs.String())
 		}
+	}
+}
+
+// TestSavedWrittenAsTheStruct: savedOf writes, as it reads the report's
+// lists, the document jsonstream.Write writes of a savedReport of copies
+// of them: the findings about endpoints and their certificates (none, and
+// no "certificates", when no finding is about an endpoint).
+func TestSavedWrittenAsTheStruct(t *testing.T) {
+	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
+	ep := policy.Endpoint{Name: "www.example", Port: 443, Address: "192.0.2.7"}
+	certs := []policy.Certificate{{SHA256: "ab12", Subject: "www.example", DNSNames: []string{"www.example"}},
+		{SHA256: "cd34", Subject: "api.example"}, {SHA256: "ef56", Subject: "old.example"}}
+	about := policy.Finding{Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Endpoints: []policy.Endpoint{ep}, Message: "expires"}
+	own := policy.Finding{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Message: "route53 failed"}
+	atRest := policy.Finding{Kind: policy.Expiring, Tier: policy.Warning, Certificate: "ef56", Message: "expires at rest"}
+	for name, r := range map[string]*scan.Report{
+		"findings about endpoints": {GeneratedAt: at, Certificates: certs, Findings: []policy.Finding{about, own, atRest}},
+		"none about endpoints":     {GeneratedAt: at, Certificates: certs, Findings: []policy.Finding{own, atRest}},
+		"empty":                    {GeneratedAt: at},
+	} {
+		want := savedReport{GeneratedAt: r.GeneratedAt, Findings: []policy.Finding{}}
+		kept := map[string]bool{}
+		for _, f := range r.Findings {
+			if len(f.Endpoints) > 0 {
+				want.Findings = append(want.Findings, f)
+				kept[f.Certificate] = true
+			}
+		}
+		for _, c := range r.Certificates {
+			if kept[c.SHA256] {
+				want.Certificates = append(want.Certificates, c)
+			}
+		}
+		var wantText bytes.Buffer
+		if err := jsonstream.Write(&wantText, want); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := savedOf(r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(saved))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, wantText.Bytes()) {
+			t.Errorf("%s: savedOf wrote\n%s\nwant\n%s", name, got, wantText.Bytes())
+		}
+	}
+}
+
+// TestSavedCopiesNoList: what savedOf allocates for a report of 20,000
+// findings about endpoints is under what copies of its findings and
+// certificates take (the copies it made, grown as they were filled,
+// allocated 30 MB).
+func TestSavedCopiesNoList(t *testing.T) { // not parallel: it measures allocations
+	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := &scan.Report{GeneratedAt: at}
+	for i := range 20000 {
+		fp := fmt.Sprintf("%064x", i)
+		name := fmt.Sprintf("h%05d.example", i)
+		r.Certificates = append(r.Certificates, policy.Certificate{SHA256: fp, Subject: name, DNSNames: []string{name}})
+		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Warning, Certificate: fp, Subject: name,
+			Endpoints: []policy.Endpoint{{Name: name, Port: 443, Address: "192.0.2.7"}}, Message: "expires in 20 days"})
+	}
+	hint := 0
+	if saved, err := savedOf(r, 0); err == nil {
+		hint = len(saved)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	saved, err := savedOf(r, hint)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := uint64(len(r.Findings))*uint64(unsafe.Sizeof(policy.Finding{})) + uint64(len(r.Certificates))*uint64(unsafe.Sizeof(policy.Certificate{}))
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("savedOf allocated %d bytes (%d compressed); copies of the findings and certificates take %d", allocated, len(saved), copies)
+	if allocated > copies {
+		t.Errorf("savedOf allocated %d bytes, more than copies of the findings and certificates (%d)", allocated, copies)
 	}
 }

@@ -61,6 +61,29 @@ func Gzip(v any, hint int) ([]byte, error) {
 // full; the last, when more than an eighth of it is free, is trimmed to
 // what it holds. Their concatenation is Gzip's result.
 func GzipChunks(v any, hint int) ([][]byte, error) {
+	return gzipChunks(hint, func(w io.Writer) error { return Write(w, v) })
+}
+
+// GzipObject is Gzip for a document written a field at a time (Object),
+// whose lists need not be held: fill writes its fields, and the object
+// is closed after it.
+func GzipObject(hint int, fill func(*Object)) ([]byte, error) {
+	chunks, err := gzipChunks(hint, func(w io.Writer) error {
+		o := NewObject(w)
+		fill(o)
+		return o.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
+}
+
+// gzipChunks is GzipChunks of what write writes.
+func gzipChunks(hint int, write func(io.Writer) error) ([][]byte, error) {
 	first := hint + hint/8
 	if hint <= 0 {
 		first = 256 << 10
@@ -70,7 +93,7 @@ func GzipChunks(v any, hint int) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Write(zw, v); err != nil {
+	if err := write(zw); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
