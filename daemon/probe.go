@@ -215,7 +215,9 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	}
 	release = func() {}
 	if d.Recorder != nil {
-		release = d.Recorder.RecordReport(published)
+		if rel := d.Recorder.RecordReport(published); rel != nil {
+			release = rel
+		}
 	}
 	saved, err := savedOf(published, len(in.previous))
 	if err != nil {

@@ -146,7 +146,7 @@ func (h *heldReport) gzSize() int {
 }
 
 // writeJSON writes the report's JSON to w: compressed when gzipped (the
-// caller says so in Content-Encoding; see compressed), else plain. A
+// caller says so in Content-Encoding; see acceptsGzip), else plain. A
 // report held compressed is sent as held, or decompressed as it is sent;
 // one held as it is, encoded, and compressed, as it is sent.
 func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {

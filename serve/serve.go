@@ -380,6 +380,12 @@ func (s *Server) RecordReport(r *scan.Report) (release func()) {
 // readers do not wait for it; while the daemon still holds recorded, the
 // page reads that one.
 func (s *Server) keepCompressed(pending *heldReport, recorded *scan.Report) {
+	s.mu.RLock()
+	current := s.report == pending
+	s.mu.RUnlock()
+	if !current {
+		return // a newer report was recorded: pending is let go
+	}
 	held, err := holdReport(pending.whole, pending.hint)
 	if err != nil {
 		s.logger.Error("cannot compress the report to keep it: it is kept as it is", "err", err)
@@ -388,9 +394,16 @@ func (s *Server) keepCompressed(pending *heldReport, recorded *scan.Report) {
 	held.decoded = weak.Make(recorded)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.report == pending {
-		s.report = held
+	if s.report != pending {
+		return
 	}
+	s.report = held
+	// Page rows a rendering built of pending are those of held.
+	s.rowsMu.Lock()
+	if p := s.rows.Value(); p != nil && p.held == pending {
+		p.held = held
+	}
+	s.rowsMu.Unlock()
 }
 
 // RecordRun records one run of a daemon job; err nil is success.

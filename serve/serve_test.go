@@ -378,7 +378,7 @@ func TestAPIReport(t *testing.T) {
 		t.Errorf("GET /api/v1/report before any report = %d, want 503", code)
 	}
 	r, _ := testReport()
-	s.RecordReport(r)
+	release := s.RecordReport(r)
 	code, h, body := get(t, hs.URL+"/api/v1/report")
 	if code != http.StatusOK || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /api/v1/report = %d %s", code, h.Get("Content-Type"))
@@ -402,41 +402,48 @@ func TestAPIReport(t *testing.T) {
 	if got.Summary.Findings != len(r.Findings) || got.Summary.Findings == 0 {
 		t.Errorf("served summary counts %d findings, want the report's %d", got.Summary.Findings, len(r.Findings))
 	}
-	// The server keeps the report compressed: a client that accepts gzip
-	// gets it so, one that does not gets the same JSON plain.
-	for _, tc := range []struct {
+	// While the daemon holds the report, and once it is released and the
+	// server keeps it compressed: a client that accepts gzip gets it so,
+	// one that does not gets the same JSON plain.
+	encodings := []struct {
 		accept string
 		gzip   bool
-	}{{"gzip", true}, {"br, gzip;q=0.5", true}, {"*", true}, {"identity", false}, {"gzip;q=0", false}, {"gzip;q=0, *", false}, {"", false}} {
-		req, err := http.NewRequest(http.MethodGet, hs.URL+"/api/v1/report", nil)
-		if err != nil {
-			t.Fatal(err)
+	}{{"gzip", true}, {"br, gzip;q=0.5", true}, {"*", true}, {"identity", false}, {"gzip;q=0", false}, {"gzip;q=0, *", false}, {"", false}}
+	for _, released := range []bool{false, true} {
+		if released {
+			release()
 		}
-		req.Header.Set("Accept-Encoding", tc.accept) // set, so the client does not decompress
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if enc := resp.Header.Get("Content-Encoding"); (enc == "gzip") != tc.gzip || resp.Header.Get("Vary") != "Accept-Encoding" {
-			t.Errorf("Accept-Encoding %q: Content-Encoding %q, Vary %q; want gzip %v, Vary Accept-Encoding", tc.accept, enc, resp.Header.Get("Vary"), tc.gzip)
-			continue
-		}
-		if tc.gzip {
-			zr, err := gzip.NewReader(bytes.NewReader(raw))
+		for _, tc := range encodings {
+			req, err := http.NewRequest(http.MethodGet, hs.URL+"/api/v1/report", nil)
 			if err != nil {
-				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+				t.Fatal(err)
 			}
-			if raw, err = io.ReadAll(zr); err != nil {
-				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+			req.Header.Set("Accept-Encoding", tc.accept) // set, so the client does not decompress
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if string(raw) != body {
-			t.Errorf("Accept-Encoding %q: the JSON differs from the first request's", tc.accept)
+			raw, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc := resp.Header.Get("Content-Encoding"); (enc == "gzip") != tc.gzip || resp.Header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("released %v, Accept-Encoding %q: Content-Encoding %q, Vary %q; want gzip %v, Vary Accept-Encoding", released, tc.accept, enc, resp.Header.Get("Vary"), tc.gzip)
+				continue
+			}
+			if tc.gzip {
+				zr, err := gzip.NewReader(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatalf("released %v, Accept-Encoding %q: %v", released, tc.accept, err)
+				}
+				if raw, err = io.ReadAll(zr); err != nil {
+					t.Fatalf("released %v, Accept-Encoding %q: %v", released, tc.accept, err)
+				}
+			}
+			if string(raw) != body {
+				t.Errorf("released %v, Accept-Encoding %q: the JSON differs from the first request's", released, tc.accept)
+			}
 		}
 	}
 }

@@ -185,17 +185,28 @@ func TestReportCompressedOnceReleased(t *testing.T) { // not parallel: it measur
 	}
 	runtime.KeepAlive(r)
 
-	next := farmReport(10)
-	late := s.RecordReport(next)
-	release()
+	// A report released after a newer one was recorded is let go.
+	late := s.RecordReport(farmReport(20))
+	newer := s.RecordReport(farmReport(10))
+	late()
 	if s.report.whole == nil || len(s.report.whole.Endpoints) != 10 {
-		t.Fatalf("after a late release the server holds %d endpoints, want the newer report's 10", len(s.report.whole.Endpoints))
+		t.Fatal("a late release replaced the newer report")
 	}
-	late()
-	late()
-	if got, err := s.pageRows(s.report); err != nil || len(got.rows) != 10 {
-		t.Fatalf("after the newer report's release the page has %d rows (%v), want its 10", len(got.rows), err)
+	// Rows built while the report is held as it is stay its rows once
+	// it is compressed.
+	rows, err := s.pageRows(s.report)
+	if err != nil || len(rows.rows) != 10 {
+		t.Fatalf("the newer report's page has %d rows (%v), want its 10", len(rows.rows), err)
 	}
+	newer()
+	newer()
+	if s.report.whole != nil {
+		t.Fatal("the newer report is not held compressed once released")
+	}
+	if got, err := s.pageRows(s.report); err != nil || got != rows {
+		t.Fatalf("after the release the page built its rows again (%v), want the ones it had", err)
+	}
+	runtime.KeepAlive(rows)
 }
 
 // renderTogether asks for the page rows of the server's report from n
