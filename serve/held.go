@@ -15,9 +15,11 @@ import (
 	"github.com/certwatch/certwatch/scan"
 )
 
-// heldReport is the latest report as the server keeps it between runs:
-// its JSON as /api/v1/report sends it, gzip-compressed, and what each
-// endpoint carries beyond the JSON (policy.Probed.Sources and Duration).
+// heldReport is the latest report as the server keeps it between runs
+// (from the daemon's release of it, Server.RecordReport; the report as it
+// is before): its JSON as /api/v1/report sends it, gzip-compressed, and
+// what each endpoint carries beyond the JSON (policy.Probed.Sources and
+// Duration).
 // At 100,000 endpoints the report itself is about 60 MB of memory and its
 // JSON about 110 MB; compressed, 17 MB. The status page reads the report
 // back from it (open); a rendering that comes while the daemon still
