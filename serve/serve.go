@@ -393,12 +393,15 @@ func (s *Server) keepCompressed(pending *heldReport, recorded *scan.Report) {
 	}
 	held.decoded = weak.Make(recorded)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.report != pending {
+		s.mu.Unlock()
 		return
 	}
 	s.report = held
-	// Page rows a rendering built of pending are those of held.
+	s.mu.Unlock()
+	// Page rows a rendering built of pending are those of held. Not under
+	// s.mu: a rendering holds rowsMu as it reads a report back, seconds
+	// at 100,000 endpoints, and scrapes wait on s.mu.
 	s.rowsMu.Lock()
 	if p := s.rows.Value(); p != nil && p.held == pending {
 		p.held = held
