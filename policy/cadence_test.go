@@ -609,3 +609,37 @@ func TestHistoryHeldSmall(t *testing.T) { // not parallel: AllocsPerRun
 		t.Errorf("SetHistory of 10,000 names allocates %v times, want 0", allocs)
 	}
 }
+
+// TestFingerprintSharedWithHistory: a certificate that the name history
+// records for the name it was served for takes the history's fingerprint,
+// not a copy of its own (the report then holds one for both as a run
+// judges); one the history does not record keeps its own.
+func TestFingerprintSharedWithHistory(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	l, o := servedAPI(now, "api.example.com")
+	fp := strings.Clone(fingerprint(l.Cert))
+	for _, tt := range []struct {
+		name    string
+		history []policy.NameHistory
+		shared  bool
+	}{
+		{"recorded", []policy.NameHistory{{Name: "api.example.com", SHA256: fp, NotBefore: policy.At(l.Cert.NotBefore), NotAfter: policy.At(l.Cert.NotAfter), Since: policy.At(now)}}, true},
+		{"another recorded", []policy.NameHistory{{Name: "api.example.com", SHA256: "older", Since: policy.At(now)}}, false},
+		{"no history", nil, false},
+	} {
+		ev := policy.NewEvaluator(policy.DefaultRules(), now)
+		if tt.history != nil {
+			ev.SetHistory(tt.history)
+		}
+		ev.Add(&o)
+		res := ev.Result()
+		if len(res.Certificates) != 1 || len(res.Endpoints) != 1 || res.Certificates[0].SHA256 != fp || res.Endpoints[0].Certificate != fp {
+			t.Fatalf("%s: certificates %+v, endpoints %+v; want the one served, by its fingerprint", tt.name, res.Certificates, res.Endpoints)
+		}
+		for what, got := range map[string]string{"certificate": res.Certificates[0].SHA256, "endpoint": res.Endpoints[0].Certificate} {
+			if shared := unsafe.StringData(got) == unsafe.StringData(fp); shared != tt.shared {
+				t.Errorf("%s: the %s's fingerprint shared with the history: %v, want %v", tt.name, what, shared, tt.shared)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found/certconsumer"
 	"github.com/certwatch/certwatch/probes"
@@ -207,13 +208,19 @@ func Evaluate(obs []probes.Observation, rules Rules, now time.Time) Result {
 }
 
 // lookup returns c's fingerprint and the index of its description in
-// e.certs, if c was seen.
-func (e *Evaluator) lookup(c *x509.Certificate) (string, int32, bool) {
+// e.certs, if c was seen. A certificate that the name history records
+// for name, the name it was served for (as most are, from one run to
+// the next), takes the history's fingerprint rather than a copy: at
+// 100,000 names, 6.4 MB less as a run judges, with the history held.
+func (e *Evaluator) lookup(c *x509.Certificate, name string) (string, int32, bool) {
 	sum := sha256.Sum256(c.Raw)
 	var buf [2 * sha256.Size]byte
 	hex.Encode(buf[:], sum[:])
 	if i, ok := e.certIdx.findBytes(e.certs, buf[:]); ok {
 		return e.certs[i].SHA256, i, true
+	}
+	if h := e.historyFor(discovery.NormalizeName(name)); h != nil && h.SHA256 == string(buf[:]) {
+		return h.SHA256, -1, false
 	}
 	return string(buf[:]), -1, false
 }
@@ -296,7 +303,7 @@ func (e *Evaluator) Add(o *probes.Observation) {
 		}
 		return
 	}
-	fp, ci, seen := e.lookup(leaf)
+	fp, ci, seen := e.lookup(leaf, o.Name)
 	if !seen {
 		ci = int32(len(e.certs))
 		e.certs = append(e.certs, e.describe(leaf, fp, o.Name))

@@ -1023,4 +1023,15 @@ func testNameHistory(t *testing.T, open Opener) {
 	if err := s.RecordNames(ctx, day(41), nil, time.Time{}); err != nil {
 		t.Errorf("RecordNames of nothing: %v", err)
 	}
+
+	// Names are read into a list of the size needed, not one grown as
+	// they are read (6 names: room for 8): a run holds it as it judges.
+	var more []policy.NameSeen
+	for i := range 5 {
+		more = append(more, cert(fmt.Sprintf("n%d.example.com", i), fmt.Sprintf("f%d", i), -1))
+	}
+	record(day(42), time.Time{}, more...)
+	if hs, err := s.Names(ctx); err != nil || len(hs) != 6 || cap(hs) != len(hs) {
+		t.Errorf("Names = %d names in a list with room for %d (%v), want 6 in a list of 6", len(hs), cap(hs), err)
+	}
 }

@@ -55,12 +55,16 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 func (s *Store) Names(ctx context.Context) ([]policy.NameHistory, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM name_history`).Scan(&n); err != nil {
+		return nil, s.wrap(ctx, "read certificate names", err)
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+state.NameHistoryColumns+` FROM name_history ORDER BY name COLLATE "C"`)
 	if err != nil {
 		return nil, s.wrap(ctx, "read certificate names", err)
 	}
 	defer rows.Close()
-	out, err := state.ScanNames(rows)
+	out, err := state.ScanNames(rows, n)
 	if err != nil {
 		return nil, s.wrap(ctx, "read certificate names", err)
 	}

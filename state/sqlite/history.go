@@ -56,12 +56,16 @@ func (s *Store) RecordNames(ctx context.Context, at time.Time, seen []policy.Nam
 
 // Names returns every name kept, by name.
 func (s *Store) Names(ctx context.Context) ([]policy.NameHistory, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM name_history`).Scan(&n); err != nil {
+		return nil, s.wrap("read certificate names", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+state.NameHistoryColumns+` FROM name_history ORDER BY name`)
 	if err != nil {
 		return nil, s.wrap("read certificate names", err)
 	}
 	defer rows.Close()
-	out, err := state.ScanNames(rows)
+	out, err := state.ScanNames(rows, n)
 	if err != nil {
 		return nil, s.wrap("read certificate names", err)
 	}
