@@ -40,7 +40,7 @@ func TestGzipChunks(t *testing.T) {
 	if size < 1<<20 {
 		t.Fatalf("the document compresses to %d bytes; the test needs more than one chunk", size)
 	}
-	for _, hint := range []int{0, 1000, size / 2, size, size + size/9, 4 * size} {
+	for _, hint := range []int{0, 1000, size / 2, size - size/100, size, size + size/100, size + size/9, 4 * size} {
 		chunks, err := jsonstream.GzipChunks(doc, hint)
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +57,10 @@ func TestGzipChunks(t *testing.T) {
 		}
 		if held > size+size/8 {
 			t.Errorf("size expected %d: %d bytes held for %d", hint, held, size)
+		}
+		// Of the size expected, or a little more: held in about its size.
+		if hint >= size && hint <= size+size/64 && held > hint {
+			t.Errorf("size expected %d: %d bytes held for %d, more than expected", hint, held, size)
 		}
 		again, err := jsonstream.Gzip(doc, hint)
 		if err != nil || !bytes.Equal(again, whole) || cap(again) > len(again)+len(again)/8 {

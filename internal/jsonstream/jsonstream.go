@@ -41,25 +41,21 @@ import (
 // none): what fits in it and an eighth more is written into one buffer of
 // that size, and what is returned holds at most an eighth more than it
 // needs. A document larger than expected is written into further chunks
-// (GzipChunks) and joined once at the end, never into a buffer grown by
-// doubling and copied at every step.
+// and joined once at the end, never into a buffer grown by doubling and
+// copied at every step.
 func Gzip(v any, hint int) ([]byte, error) {
-	chunks, err := GzipChunks(v, hint)
-	if err != nil {
-		return nil, err
-	}
-	if len(chunks) == 1 {
-		return chunks[0], nil
-	}
-	return bytes.Join(chunks, nil), nil
+	return joined(gzipChunks(hint+hint/8, func(w io.Writer) error { return Write(w, v) }))
 }
 
 // GzipChunks is Gzip for what is kept in pieces (the status server's
 // report): the compressed document in the order written, in a first
-// chunk of hint and an eighth more (or 256 KiB with no hint), then chunks
-// each twice the one before, up to 1 MiB. Every chunk but the last is
-// full; the last, when more than an eighth of it is free, is trimmed to
-// what it holds. Their concatenation is Gzip's result.
+// chunk of hint (or 256 KiB with no hint), then chunks each twice the
+// one before, up to 1 MiB. Every chunk but the last is full; the last,
+// when more than an eighth of it is free, is trimmed to what it holds.
+// Their concatenation is Gzip's result. A document of the size expected
+// is held in one chunk of its size: with an eighth more, as Gzip has
+// it, the status server held 2.4 MB more than its report's 19.5 MB from
+// one run to the next.
 func GzipChunks(v any, hint int) ([][]byte, error) {
 	return gzipChunks(hint, func(w io.Writer) error { return Write(w, v) })
 }
@@ -68,11 +64,15 @@ func GzipChunks(v any, hint int) ([][]byte, error) {
 // whose lists need not be held: fill writes its fields, and the object
 // is closed after it.
 func GzipObject(hint int, fill func(*Object)) ([]byte, error) {
-	chunks, err := gzipChunks(hint, func(w io.Writer) error {
+	return joined(gzipChunks(hint+hint/8, func(w io.Writer) error {
 		o := NewObject(w)
 		fill(o)
 		return o.Close()
-	})
+	}))
+}
+
+// joined is what gzipChunks returned, in one piece.
+func joined(chunks [][]byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +82,10 @@ func GzipObject(hint int, fill func(*Object)) ([]byte, error) {
 	return bytes.Join(chunks, nil), nil
 }
 
-// gzipChunks is GzipChunks of what write writes.
-func gzipChunks(hint int, write func(io.Writer) error) ([][]byte, error) {
-	first := hint + hint/8
-	if hint <= 0 {
+// gzipChunks is GzipChunks of what write writes, with a first chunk of
+// first bytes.
+func gzipChunks(first int, write func(io.Writer) error) ([][]byte, error) {
+	if first <= 0 {
 		first = 256 << 10
 	}
 	w := &chunkWriter{chunks: [][]byte{make([]byte, 0, first)}}
