@@ -4,8 +4,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,15 +19,17 @@ import (
 // what each endpoint carries beyond the JSON (policy.Probed.Sources and
 // Duration).
 // At 100,000 endpoints the report itself is about 60 MB of memory and its
-// JSON about 110 MB; compressed, 17 MB. The status page reads the report
+// JSON about 110 MB; compressed, about 20 MB, kept in a temporary file
+// (Options.TempDir) rather than on the heap, where it was held through
+// the next run's probing and judging. The status page reads the report
 // back from it (open); a rendering that comes while the daemon still
 // holds the report it recorded (the first ones after a run) uses that
 // one, without decoding.
 type heldReport struct {
-	// gz is the compressed JSON in the pieces it was written in
-	// (jsonstream.GzipChunks), never joined: joining 17 MB at the
-	// daemon's peak would hold it twice.
-	gz [][]byte
+	// gz is the compressed JSON: in an unlinked temporary file, or in
+	// memory when none could be written (jsonstream.Kept); nil while
+	// whole is set.
+	gz *jsonstream.Kept
 	// sources are the distinct lists of sources of the endpoints, and
 	// sourceOf the index in it of each endpoint's (-1 for none).
 	sources  [][]string
@@ -59,12 +59,12 @@ func (h *heldReport) sizeHint() int {
 	return h.gzSize()
 }
 
-// holdReport encodes r for keeping. hint is the compressed size expected
-// (the report before's): a buffer of it is not grown by doubling while
-// the daemon's memory is at its peak, and what is kept holds at most an
-// eighth more than it needs.
-func holdReport(r *scan.Report, hint int) (*heldReport, error) {
-	gz, err := jsonstream.GzipChunks(r, hint)
+// holdReport encodes r for keeping, in a temporary file in dir. hint is
+// the compressed size expected (the report before's): should no file be
+// written, the buffer in memory is not grown by doubling while the
+// daemon's memory is at its peak.
+func holdReport(r *scan.Report, hint int, dir string) (*heldReport, error) {
+	gz, err := jsonstream.Keep(dir, hint, r)
 	if err != nil {
 		return nil, err
 	}
@@ -132,19 +132,17 @@ func (h *heldReport) open() (*scan.Report, error) {
 	return r, nil
 }
 
-// gzReader reads the compressed JSON, piece after piece.
-func (h *heldReport) gzReader() *net.Buffers {
-	b := net.Buffers(slices.Clone(h.gz)) // read from a copy of the list: reading consumes it
-	return &b
+// gzReader reads the compressed JSON from its start.
+func (h *heldReport) gzReader() io.Reader {
+	return h.gz.Reader()
 }
 
 // gzSize is the size of the compressed JSON.
 func (h *heldReport) gzSize() int {
-	n := 0
-	for _, b := range h.gz {
-		n += len(b)
+	if h.gz == nil {
+		return 0
 	}
-	return n
+	return h.gz.Size()
 }
 
 // writeJSON writes the report's JSON to w: compressed when gzipped (the
@@ -165,7 +163,7 @@ func (h *heldReport) writeJSON(w io.Writer, gzipped bool) error {
 	case h.whole != nil:
 		return jsonstream.Write(w, h.whole)
 	case gzipped:
-		_, err := h.gzReader().WriteTo(w)
+		_, err := io.Copy(w, h.gzReader())
 		return err
 	}
 	zr, err := gzip.NewReader(h.gzReader())
