@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -170,6 +171,12 @@ type Daemon struct {
 	HTTPClient *http.Client
 	// Recorder, when set, receives discovery results, reports and runs.
 	Recorder Recorder
+	// TempDir is where the daemon keeps what its next probe run carries
+	// forward of the latest report (compressed, in a file unlinked as it
+	// is made; about 5 MB at 100,000 endpoints); empty means the
+	// system's temporary directory. Where no file can be written it is
+	// kept in memory.
+	TempDir string
 	// Memory, when set, keeps each job's last success and each source's
 	// last good inventory across restarts; Run reads them back first.
 	Memory state.Memory
@@ -231,10 +238,10 @@ type Daemon struct {
 	undiscovered bool
 	active       *running // set while Run is running
 	// previous is what carryForward needs of the latest report published
-	// (savedOf), compressed as its memo is: a fleet's whole report held
-	// from one run to the next was tens of MB, which the status server
-	// keeps compressed too.
-	previous []byte
+	// (savedOf), compressed as its memo is, in a file in TempDir: a
+	// fleet's whole report held from one run to the next was tens of MB,
+	// and compressed on the heap 5 MB at 100,000 endpoints.
+	previous *jsonstream.Kept
 	// freshState is EmptyState until a probe run has been notified.
 	freshState string
 	// successes are each job's last success, as kept in Memory.

@@ -104,14 +104,21 @@ func TestSavedCarriesAsTheReport(t *testing.T) {
 			{Kind: policy.DiscoveryDegraded, Tier: policy.Warning, Name: "route53", Deadline: policy.At(at), Message: "route53 failed"},
 		},
 	}
-	saved, err := savedOf(prev, 0)
+	saved, err := savedOf(prev, 0, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(saved, []byte{0x1f, 0x8b}) {
-		t.Errorf("what is held starts %x, want gzip's magic", saved[:2])
+	if err := saved.FileError(); err != nil {
+		t.Errorf("what is held is not in a file: %v", err)
 	}
-	back, err := openSaved(saved)
+	memo, err := saved.Bytes()
+	if err != nil || !bytes.HasPrefix(memo, []byte{0x1f, 0x8b}) {
+		t.Errorf("what is kept in the state starts %x (%v), want gzip's magic", memo[:min(2, len(memo))], err)
+	}
+	if fromMemo, err := openSaved(memo); err != nil || len(fromMemo.Findings) != 1 {
+		t.Errorf("the memo reads back as %v (%v), want the finding about an endpoint", fromMemo, err)
+	}
+	back, err := openKept(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +140,9 @@ func TestSavedCarriesAsTheReport(t *testing.T) {
 	}
 	if r, err := openSaved(nil); r != nil || err != nil {
 		t.Errorf("openSaved(nil) = %v, %v; want nothing", r, err)
+	}
+	if r, err := openKept(nil); r != nil || err != nil {
+		t.Errorf("openKept(nil) = %v, %v; want nothing", r, err)
 	}
 }
 
@@ -170,7 +180,14 @@ func TestPreviousReadOnlyWhenDown(t *testing.T) {
 		var logs bytes.Buffer
 		d := &Daemon{logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		r := &scan.Report{GeneratedAt: at, Endpoints: []scan.Endpoint{c.endpoint}}
-		d.publish(context.Background(), r, probeSnapshot{previous: []byte{0x1f, 0x8b, 'd', 'a', 'm', 'a', 'g', 'e', 'd'}})
+		damaged, err := jsonstream.KeepWith(t.TempDir(), 0, func(w io.Writer) error {
+			_, err := io.WriteString(w, "damaged")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.publish(context.Background(), r, probeSnapshot{previous: damaged})
 		if read := strings.Contains(logs.String(), "cannot read back the previous report"); read != c.read {
 			t.Errorf("%s: previous report read back: %v, want %v; log:\n%s", c.name, read, c.read, logs.String())
 		}
@@ -211,11 +228,11 @@ func TestSavedWrittenAsTheStruct(t *testing.T) {
 		if err := jsonstream.Write(&wantText, want); err != nil {
 			t.Fatal(err)
 		}
-		saved, err := savedOf(r, 0)
+		saved, err := savedOf(r, 0, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(saved))
+		zr, err := gzip.NewReader(saved.Reader())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,21 +260,22 @@ func TestSavedCopiesNoList(t *testing.T) { // not parallel: it measures allocati
 		r.Findings = append(r.Findings, policy.Finding{Kind: policy.Expiring, Tier: policy.Warning, Certificate: fp, Subject: name,
 			Endpoints: []policy.Endpoint{{Name: name, Port: 443, Address: "192.0.2.7"}}, Message: "expires in 20 days"})
 	}
+	dir := t.TempDir()
 	hint := 0
-	if saved, err := savedOf(r, 0); err == nil {
-		hint = len(saved)
+	if saved, err := savedOf(r, 0, dir); err == nil {
+		hint = saved.Size()
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	saved, err := savedOf(r, hint)
+	saved, err := savedOf(r, hint, dir)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
 	}
 	copies := uint64(len(r.Findings))*uint64(unsafe.Sizeof(policy.Finding{})) + uint64(len(r.Certificates))*uint64(unsafe.Sizeof(policy.Certificate{}))
 	allocated := after.TotalAlloc - before.TotalAlloc
-	t.Logf("savedOf allocated %d bytes (%d compressed); copies of the findings and certificates take %d", allocated, len(saved), copies)
+	t.Logf("savedOf allocated %d bytes (%d compressed); copies of the findings and certificates take %d", allocated, saved.Size(), copies)
 	if allocated > copies {
 		t.Errorf("savedOf allocated %d bytes, more than copies of the findings and certificates (%d)", allocated, copies)
 	}

@@ -67,17 +67,23 @@ func (d *Daemon) restore(ctx context.Context) {
 	if err := d.load(ctx, memoInventory, &saved); err != nil {
 		d.logger.Error("cannot read the last good inventory from the state: sources failing at start-up contribute nothing until they recover", "err", err)
 	}
+	var previous *jsonstream.Kept
 	report, err := d.Memory.Memo(ctx, memoReport)
 	if err == nil {
-		_, err = openSaved(report)
+		var r *scan.Report
+		if r, err = openSaved(report); err == nil && r != nil {
+			// Kept as the daemon keeps its own (off the heap), and
+			// written by this version whatever wrote the memo.
+			previous, err = savedOf(r, len(report), d.TempDir)
+		}
 	}
 	if err != nil {
-		report = nil
+		previous = nil
 		d.logger.Error("cannot read the latest report from the state: findings whose endpoints do not answer after the restart are not shown until they answer", "err", err)
 	}
 	d.mu.Lock()
-	if len(report) > 0 && d.previous == nil {
-		d.previous = report
+	if previous != nil && d.previous == nil {
+		d.previous = previous
 	}
 	maps.Copy(d.successes, successes)
 	for name, r := range saved {
@@ -196,11 +202,12 @@ func (d *Daemon) rememberInventory(ctx context.Context) {
 }
 
 // savedOf returns what carryForward needs of r (savedReport), compressed
-// (jsonstream.Gzip, hint the size expected): what the daemon holds of
-// its latest report until the next run, and keeps in Memory. It is
-// written as r's lists are read, never copied out of them: at 100,000
-// endpoints the copies were about 12 MB, as the run published.
-func savedOf(r *scan.Report, hint int) ([]byte, error) {
+// (jsonstream.Keep in dir, hint the size expected): what the daemon holds
+// of its latest report until the next run, off the heap, and keeps in
+// Memory. It is written as r's lists are read, never copied out of them:
+// at 100,000 endpoints the copies were about 12 MB, as the run published,
+// and the 5 MB compressed were held through the next run's peak.
+func savedOf(r *scan.Report, hint int, dir string) (*jsonstream.Kept, error) {
 	certs := map[string]bool{}
 	for i := range r.Findings {
 		if f := &r.Findings[i]; len(f.Endpoints) > 0 {
@@ -208,7 +215,7 @@ func savedOf(r *scan.Report, hint int) ([]byte, error) {
 		}
 	}
 	kept := func(c *policy.Certificate) bool { return certs[c.SHA256] }
-	return jsonstream.GzipObject(hint, func(o *jsonstream.Object) {
+	return jsonstream.KeepObject(dir, hint, func(o *jsonstream.Object) {
 		// The fields of savedReport, in its order, as jsonstream.Write
 		// writes them.
 		o.Field("generated_at", r.GeneratedAt)
@@ -245,15 +252,37 @@ func openSaved(b []byte) (*scan.Report, error) {
 	return &scan.Report{GeneratedAt: s.GeneratedAt, Findings: s.Findings, Certificates: s.Certificates}, nil
 }
 
+// openKept reads back what savedOf kept, as openSaved does; nil for
+// nothing.
+func openKept(k *jsonstream.Kept) (*scan.Report, error) {
+	if k == nil {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(k.Reader())
+	if err != nil {
+		return nil, err
+	}
+	var s savedReport
+	if err := jsonstream.Read(&capped{r: zr, left: maxMemo + 1}, &s); err != nil {
+		return nil, err
+	}
+	return &scan.Report{GeneratedAt: s.GeneratedAt, Findings: s.Findings, Certificates: s.Certificates}, nil
+}
+
 // rememberReport keeps saved, what savedOf returned of the latest report,
 // in Memory.
-func (d *Daemon) rememberReport(ctx context.Context, saved []byte) {
+func (d *Daemon) rememberReport(ctx context.Context, saved *jsonstream.Kept) {
 	if d.Memory == nil {
+		return
+	}
+	b, err := saved.Bytes()
+	if err != nil {
+		d.logger.Error("cannot read back what the next run carries forward to keep it in the state: after a restart, findings whose endpoints do not answer are not shown until they answer", "err", err)
 		return
 	}
 	d.memoMu.Lock()
 	defer d.memoMu.Unlock()
-	d.saveBytes(ctx, memoReport, saved)
+	d.saveBytes(ctx, memoReport, b)
 }
 
 // save writes v under key unless it is what was last written. Callers

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
 	"github.com/certwatch/certwatch/state"
@@ -115,7 +116,7 @@ type probeSnapshot struct {
 	// previous is what carryForward needs of the latest report published
 	// (savedOf); freshState is EmptyState until a probe run has been
 	// notified.
-	previous   []byte
+	previous   *jsonstream.Kept
 	freshState string
 	cfg        Config
 }
@@ -201,7 +202,7 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	var previous *scan.Report
 	if anyFailed(r.Endpoints) {
 		var err error
-		if previous, err = openSaved(in.previous); err != nil {
+		if previous, err = openKept(in.previous); err != nil {
 			// Not expected: the daemon wrote it. The findings of endpoints
 			// that stopped answering are shown again once they answer.
 			d.logger.Error("cannot read back the previous report: findings whose endpoints stopped answering are not carried forward this run", "err", err)
@@ -219,7 +220,7 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 			release = rel
 		}
 	}
-	saved, err := savedOf(published, len(in.previous))
+	saved, err := savedOf(published, in.previous.Size(), d.TempDir)
 	if err != nil {
 		d.logger.Error("cannot encode what the next run carries forward of this report: findings whose endpoints stop answering are not carried forward then", "err", err)
 	}

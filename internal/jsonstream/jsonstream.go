@@ -60,17 +60,6 @@ func GzipChunks(v any, hint int) ([][]byte, error) {
 	return gzipChunks(hint, func(w io.Writer) error { return Write(w, v) })
 }
 
-// GzipObject is Gzip for a document written a field at a time (Object),
-// whose lists need not be held: fill writes its fields, and the object
-// is closed after it.
-func GzipObject(hint int, fill func(*Object)) ([]byte, error) {
-	return joined(gzipChunks(hint+hint/8, func(w io.Writer) error {
-		o := NewObject(w)
-		fill(o)
-		return o.Close()
-	}))
-}
-
 // joined is what gzipChunks returned, in one piece.
 func joined(chunks [][]byte, err error) ([]byte, error) {
 	if err != nil {

@@ -37,6 +37,17 @@ func Keep(dir string, hint int, v any) (*Kept, error) {
 	return KeepWith(dir, hint, func(w io.Writer) error { return Write(w, v) })
 }
 
+// KeepObject is Keep for a document written a field at a time (Object),
+// whose lists need not be held: fill writes its fields, and the object
+// is closed after it.
+func KeepObject(dir string, hint int, fill func(*Object)) (*Kept, error) {
+	return KeepWith(dir, hint, func(w io.Writer) error {
+		o := NewObject(w)
+		fill(o)
+		return o.Close()
+	})
+}
+
 // KeepWith compresses what write writes (gzip, BestSpeed) into a new
 // file in dir (the system's temporary directory when empty), unlinked at
 // once. When no file can be created or written there (a read-only or
@@ -135,8 +146,11 @@ type keptReader struct {
 	k *Kept
 }
 
-// Size is the size of the compressed document.
+// Size is the size of the compressed document; 0 for a nil k.
 func (k *Kept) Size() int {
+	if k == nil {
+		return 0
+	}
 	return int(k.size)
 }
 
