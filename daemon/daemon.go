@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/certwatch/certwatch/discovery"
@@ -244,6 +245,9 @@ type Daemon struct {
 	previous *jsonstream.Kept
 	// freshState is EmptyState until a probe run has been notified.
 	freshState string
+	// keptInMemory is set once previous could not be kept in a file
+	// (warned about once).
+	keptInMemory atomic.Bool
 	// successes are each job's last success, as kept in Memory.
 	successes map[string]time.Time
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -278,5 +279,34 @@ func TestSavedCopiesNoList(t *testing.T) { // not parallel: it measures allocati
 	t.Logf("savedOf allocated %d bytes (%d compressed); copies of the findings and certificates take %d", allocated, saved.Size(), copies)
 	if allocated > copies {
 		t.Errorf("savedOf allocated %d bytes, more than copies of the findings and certificates (%d)", allocated, copies)
+	}
+}
+
+// TestSavedKeptInMemoryWarnsOnce: where no file can be written in
+// TempDir, what the next run carries forward is kept in memory, still
+// carried forward, and the log says so once, not at every run.
+func TestSavedKeptInMemoryWarnsOnce(t *testing.T) {
+	at := time.Date(2031, 5, 1, 12, 0, 0, 0, time.UTC)
+	www := policy.Endpoint{Name: "www.example", Port: 443, Address: "192.0.2.7"}
+	var logs bytes.Buffer
+	d := &Daemon{logger: slog.New(slog.NewTextHandler(&logs, nil)), TempDir: filepath.Join(t.TempDir(), "missing")}
+	first := &scan.Report{GeneratedAt: at,
+		Endpoints:    []scan.Endpoint{{Name: www.Name, Port: www.Port, Address: www.Address, Certificate: "ab12"}},
+		Certificates: []policy.Certificate{{SHA256: "ab12", Subject: "www.example", NotAfter: policy.At(at.Add(48 * time.Hour))}},
+		Findings: []policy.Finding{{Kind: policy.Expiring, Tier: policy.Page, Certificate: "ab12", Subject: "www.example",
+			Deadline: policy.At(at.Add(48 * time.Hour)), Endpoints: []policy.Endpoint{www}, Message: "expires in 2 days"}},
+	}
+	d.publish(context.Background(), first, probeSnapshot{})
+	down := &scan.Report{GeneratedAt: at.Add(time.Hour),
+		Endpoints: []scan.Endpoint{{Name: www.Name, Port: www.Port, Address: www.Address, Failed: &policy.Failed{Error: "connection refused", Failure: "refused"}}}}
+	published, _ := d.publish(context.Background(), down, probeSnapshot{previous: d.previous})
+	if d.previous == nil || d.previous.FileError() == nil {
+		t.Fatalf("what is carried forward is not kept in memory (%v)", d.previous)
+	}
+	if len(published.Findings) != 1 || published.Findings[0].UnverifiedSince.IsZero() {
+		t.Errorf("the second run published %d findings, want the first run's, unverified", len(published.Findings))
+	}
+	if n := strings.Count(logs.String(), "cannot keep what the next run carries forward in a temporary file"); n != 1 {
+		t.Errorf("the log says %d times that it is kept in memory, want once:\n%s", n, logs.String())
 	}
 }

@@ -223,6 +223,9 @@ func (d *Daemon) publish(ctx context.Context, r *scan.Report, in probeSnapshot) 
 	saved, err := savedOf(published, in.previous.Size(), d.TempDir)
 	if err != nil {
 		d.logger.Error("cannot encode what the next run carries forward of this report: findings whose endpoints stop answering are not carried forward then", "err", err)
+	} else if ferr := saved.FileError(); ferr != nil && d.keptInMemory.CompareAndSwap(false, true) {
+		d.logger.Warn("cannot keep what the next run carries forward in a temporary file: it is kept in memory from one run to the next; set TMPDIR to a writable directory",
+			"bytes", saved.Size(), "err", ferr)
 	}
 	d.mu.Lock()
 	d.previous = saved

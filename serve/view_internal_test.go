@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -408,5 +409,22 @@ func TestViewChoicesAreTheRows(t *testing.T) {
 			slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(sources, s) }) {
 			t.Errorf("%s: the rows' sources %q lack one of %q (the unserved ACM certificate's, the unreachable target's, the kept certificate's, the escaped one)", name, sources, want)
 		}
+	}
+}
+
+// TestReportKeptInMemoryWarnsOnce: where no file can be written in
+// TempDir the report is kept in memory, and the log says so once, not at
+// every run.
+func TestReportKeptInMemoryWarnsOnce(t *testing.T) {
+	var logs bytes.Buffer
+	s := New(Options{SeriesLimit: 1000, TempDir: filepath.Join(t.TempDir(), "missing"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 3 {
+		recordAndLetGo(s, 10, func() {})
+	}
+	if s.report.gz == nil || s.report.gz.FileError() == nil {
+		t.Fatal("the report is not kept in memory")
+	}
+	if n := strings.Count(logs.String(), "cannot keep the report's compressed JSON in a temporary file"); n != 1 {
+		t.Errorf("the log says %d times that the report is kept in memory, want once:\n%s", n, logs.String())
 	}
 }
