@@ -19,7 +19,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -402,9 +401,8 @@ func (s *Server) keepCompressed(pending *heldReport, recorded *scan.Report) {
 		return
 	}
 	if err := held.gz.FileError(); err != nil && s.keptInMemory.CompareAndSwap(false, true) {
-		s.logger.Warn("cannot keep the report's compressed JSON in a temporary file: it is kept in memory, "+
-			strconv.Itoa(held.gz.Size()>>20)+" MiB from one run to the next; set TMPDIR to a writable directory",
-			"err", err)
+		s.logger.Warn("cannot keep the report's compressed JSON in a temporary file: it is kept in memory from one run to the next; set TMPDIR to a writable directory",
+			"bytes", held.gz.Size(), "err", err)
 	}
 	held.decoded = weak.Make(recorded)
 	s.mu.Lock()

@@ -47,9 +47,9 @@ func Gzip(v any, hint int) ([]byte, error) {
 	return joined(gzipChunks(hint+hint/8, func(w io.Writer) error { return Write(w, v) }))
 }
 
-// GzipChunks is Gzip for what is kept in pieces (the status server's
-// report): the compressed document in the order written, in a first
-// chunk of hint (or 256 KiB with no hint), then chunks each twice the
+// GzipChunks is Gzip for what is kept in pieces (a Kept document where
+// no file can be written): the compressed document in the order
+// written, in a first chunk of hint (or 256 KiB with no hint), then chunks each twice the
 // one before, up to 1 MiB. Every chunk but the last is full; the last,
 // when more than an eighth of it is free, is trimmed to what it holds.
 // Their concatenation is Gzip's result. A document of the size expected
