@@ -1110,3 +1110,45 @@ func TestRecordedReportReleasedOnceNotified(t *testing.T) {
 		})
 	}
 }
+
+// TestNotifyingOnceRecordedBeforeNotified: a probe run calls Notifying
+// after it recorded its report and before the notifier weighs it (where
+// `certwatch run` gives back what the judging freed, before the run's
+// peak), once a run, also when notifying fails.
+func TestNotifyingOnceRecordedBeforeNotified(t *testing.T) {
+	for _, fail := range []error{nil, errors.New("state store down")} {
+		synctest.Test(t, func(t *testing.T) {
+			s := &fakeScanner{sources: map[string]int{"static": 2}}
+			n := &fakeNotifier{fail: fail}
+			rec := &releaseRecorder{n: n}
+			d, err := daemon.New(config(0), s, n, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Recorder = rec
+			type seen struct{ recorded, notified int }
+			var calls []seen
+			d.Notifying = func() {
+				rec.mu.Lock()
+				recorded := len(rec.released)
+				rec.mu.Unlock()
+				n.mu.Lock()
+				calls = append(calls, seen{recorded, len(n.reports)})
+				n.mu.Unlock()
+			}
+			stop := start(t, d)
+			time.Sleep(25 * time.Minute)
+			synctest.Wait()
+			stop()
+			if len(calls) < 2 {
+				t.Fatalf("notify error %v: Notifying called %d times, want once each of at least two runs", fail, len(calls))
+			}
+			for i, c := range calls {
+				if c.recorded != i+1 || c.notified != i {
+					t.Errorf("notify error %v: run %d called Notifying with %d reports recorded and %d notified, want %d and %d",
+						fail, i, c.recorded, c.notified, i+1, i)
+				}
+			}
+		})
+	}
+}

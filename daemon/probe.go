@@ -98,6 +98,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 		// heartbeat stays silent, so the dead-man's switch fires.
 		return errors.New("no discovery source has produced an inventory since start: nothing probed, nothing notified, no heartbeat")
 	}
+	if in.notifier != nil && d.Notifying != nil {
+		d.Notifying()
+	}
 	return d.announce(ctx, r, in, cut, outage)
 }
 

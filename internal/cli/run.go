@@ -147,8 +147,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
 		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State),
 		// The probing's freed heap and the code it ran go back to the
-		// system before the judging, the run's peak, takes its own.
-		Judging: func() { gc.judge(); giveBackMemory() }, AfterProbe: func() { gc.judged(); giveBackMemory() }}
+		// system before the judging takes its own, and the judging's
+		// before the notifier, the run's peak, takes its own.
+		Judging: func() { gc.judge(); giveBackMemory() }, Notifying: giveBackMemory, AfterProbe: func() { gc.judged(); giveBackMemory() }}
 	if store.Created() {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
