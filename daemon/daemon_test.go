@@ -1078,6 +1078,29 @@ func (r *releaseRecorder) RecordReport(*scan.Report) func() {
 	}
 }
 
+// recordedRuns runs a daemon of a fake scanner and notifier (failing
+// with fail) for 25 minutes, recording to a releaseRecorder, after setup
+// has set its hooks; inside synctest.Test.
+func recordedRuns(t *testing.T, fail error, setup func(*daemon.Daemon, *fakeNotifier, *releaseRecorder)) *releaseRecorder {
+	t.Helper()
+	s := &fakeScanner{sources: map[string]int{"static": 2}}
+	n := &fakeNotifier{fail: fail}
+	rec := &releaseRecorder{n: n}
+	d, err := daemon.New(config(0), s, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Recorder = rec
+	if setup != nil {
+		setup(d, n, rec)
+	}
+	stop := start(t, d)
+	time.Sleep(25 * time.Minute)
+	synctest.Wait()
+	stop()
+	return rec
+}
+
 // TestRecordedReportReleasedOnceNotified: the daemon releases each report
 // it recorded (the status server then compresses it) once its run has
 // notified it, never before, and also when notifying failed: the recorder
@@ -1085,18 +1108,7 @@ func (r *releaseRecorder) RecordReport(*scan.Report) func() {
 func TestRecordedReportReleasedOnceNotified(t *testing.T) {
 	for _, fail := range []error{nil, errors.New("state store down")} {
 		synctest.Test(t, func(t *testing.T) {
-			s := &fakeScanner{sources: map[string]int{"static": 2}}
-			n := &fakeNotifier{fail: fail}
-			rec := &releaseRecorder{n: n}
-			d, err := daemon.New(config(0), s, n, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d.Recorder = rec
-			stop := start(t, d)
-			time.Sleep(25 * time.Minute)
-			synctest.Wait()
-			stop()
+			rec := recordedRuns(t, fail, nil)
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if len(rec.released) < 2 || rec.twice {
@@ -1118,28 +1130,18 @@ func TestRecordedReportReleasedOnceNotified(t *testing.T) {
 func TestNotifyingOnceRecordedBeforeNotified(t *testing.T) {
 	for _, fail := range []error{nil, errors.New("state store down")} {
 		synctest.Test(t, func(t *testing.T) {
-			s := &fakeScanner{sources: map[string]int{"static": 2}}
-			n := &fakeNotifier{fail: fail}
-			rec := &releaseRecorder{n: n}
-			d, err := daemon.New(config(0), s, n, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d.Recorder = rec
 			type seen struct{ recorded, notified int }
 			var calls []seen
-			d.Notifying = func() {
-				rec.mu.Lock()
-				recorded := len(rec.released)
-				rec.mu.Unlock()
-				n.mu.Lock()
-				calls = append(calls, seen{recorded, len(n.reports)})
-				n.mu.Unlock()
-			}
-			stop := start(t, d)
-			time.Sleep(25 * time.Minute)
-			synctest.Wait()
-			stop()
+			recordedRuns(t, fail, func(d *daemon.Daemon, n *fakeNotifier, rec *releaseRecorder) {
+				d.Notifying = func() {
+					rec.mu.Lock()
+					recorded := len(rec.released)
+					rec.mu.Unlock()
+					n.mu.Lock()
+					calls = append(calls, seen{recorded, len(n.reports)})
+					n.mu.Unlock()
+				}
+			})
 			if len(calls) < 2 {
 				t.Fatalf("notify error %v: Notifying called %d times, want once each of at least two runs", fail, len(calls))
 			}

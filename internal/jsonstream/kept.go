@@ -3,7 +3,6 @@ package jsonstream
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -168,7 +167,7 @@ func (k *Kept) Bytes() ([]byte, error) {
 	}
 	b := make([]byte, k.size)
 	if _, err := io.ReadFull(k.Reader(), b); err != nil {
-		return nil, errors.Join(errors.New("read back a kept document"), err)
+		return nil, fmt.Errorf("read back a kept document: %w", err)
 	}
 	return b, nil
 }
