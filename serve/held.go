@@ -6,8 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
-	"weak"
 
 	"github.com/certwatch/certwatch/internal/jsonstream"
 	"github.com/certwatch/certwatch/scan"
@@ -16,120 +14,92 @@ import (
 // heldReport is the latest report as the server keeps it between runs
 // (from the daemon's release of it, Server.RecordReport; the report as it
 // is before): its JSON as /api/v1/report sends it, gzip-compressed, and
-// what each endpoint carries beyond the JSON (policy.Probed.Sources and
-// Duration).
+// the status page's rows of it (rowRecord, one JSON object a row), also
+// compressed.
 // At 100,000 endpoints the report itself is about 60 MB of memory and its
 // JSON about 110 MB; compressed, about 20 MB, kept in a temporary file
 // (Options.TempDir) rather than on the heap, where it was held through
-// the next run's probing and judging. The status page reads the report
-// back from it (open); a rendering that comes while the daemon still
-// holds the report it recorded (the first ones after a run) uses that
-// one, without decoding.
+// the next run's probing and judging. The status page reads its rows back
+// one at a time (pick): reading the whole report back, and building a row
+// for each of its certificates, took a rendering between runs from 50 to
+// about 170 MiB.
 type heldReport struct {
-	// gz is the compressed JSON: in an unlinked temporary file, or in
-	// memory when none could be written (jsonstream.Kept); nil while
-	// whole is set.
-	gz *jsonstream.Kept
-	// sources are the distinct lists of sources of the endpoints, and
-	// sourceOf the index in it of each endpoint's (-1 for none).
-	sources  [][]string
-	sourceOf []int32
-	duration []time.Duration
-	// decoded is the report recorded, or one read back from gz, while
-	// anything else holds it.
-	decoded weak.Pointer[scan.Report]
+	// gz is the compressed JSON, and rows the compressed rows (rowCount
+	// of them): in unlinked temporary files, or in memory when none
+	// could be written (jsonstream.Kept); nil while whole is set.
+	gz       *jsonstream.Kept
+	rows     *jsonstream.Kept
+	rowCount int
 	// whole is the report itself until the daemon lets it go
 	// (Server.RecordReport), or when it could not be encoded; nil
-	// otherwise. It is then held as it is, and hint is the compressed
-	// size the report before it had.
-	whole *scan.Report
-	hint  int
+	// otherwise. It is then held as it is, and hint and rowsHint are the
+	// compressed sizes the report before had.
+	whole          *scan.Report
+	hint, rowsHint int
 }
 
-// sizeHint is the compressed size of h's report, or of the one before it
-// while h holds its report as it is: what compressing the next one
-// expects. 0 for a nil h.
-func (h *heldReport) sizeHint() int {
+// sizeHint is the compressed size of h's report and of its rows, or of
+// the one before it while h holds its report as it is: what compressing
+// the next one expects. 0 for a nil h.
+func (h *heldReport) sizeHint() (report, rows int) {
 	switch {
 	case h == nil:
-		return 0
+		return 0, 0
 	case h.whole != nil:
-		return h.hint
+		return h.hint, h.rowsHint
 	}
-	return h.gzSize()
+	return h.gzSize(), h.rows.Size()
 }
 
-// holdReport encodes r for keeping, in a temporary file in dir. hint is
-// the compressed size expected (the report before's): should no file be
-// written, the buffer in memory is not grown by doubling while the
-// daemon's memory is at its peak.
-func holdReport(r *scan.Report, hint int, dir string) (*heldReport, error) {
+// holdReport encodes r and its page's rows for keeping, in temporary
+// files in dir. hint and rowsHint are the compressed sizes expected (the
+// report before's): should no file be written, the buffers in memory are
+// not grown by doubling while the daemon's memory is at its peak.
+func holdReport(r *scan.Report, hint, rowsHint int, dir string) (*heldReport, error) {
 	gz, err := jsonstream.Keep(dir, hint, r)
 	if err != nil {
 		return nil, err
 	}
 	h := &heldReport{gz: gz}
-	h.sourceOf = make([]int32, len(r.Endpoints))
-	h.duration = make([]time.Duration, len(r.Endpoints))
-	index := map[string]int32{}
-	var last []string
-	lastIndex := int32(-1)
-	for i := range r.Endpoints {
-		ep := &r.Endpoints[i]
-		h.duration[i] = ep.Duration
-		switch {
-		case len(ep.Sources) == 0:
-			h.sourceOf[i] = -1
-		case len(ep.Sources) == len(last) && &ep.Sources[0] == &last[0]:
-			// The same list as the endpoint before (a zone's endpoints
-			// share one): no key to build.
-			h.sourceOf[i] = lastIndex
-		default:
-			key := strings.Join(ep.Sources, "\x00")
-			k, ok := index[key]
-			if !ok {
-				k = int32(len(h.sources))
-				index[key] = k
-				h.sources = append(h.sources, ep.Sources)
-			}
-			h.sourceOf[i], last, lastIndex = k, ep.Sources, k
-		}
+	h.rows, err = jsonstream.KeepWith(dir, rowsHint, func(w io.Writer) error {
+		// Written again into memory should no file take it: counted anew.
+		var err error
+		h.rowCount, err = writeRows(w, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the status page's rows: %w", err)
 	}
 	return h, nil
 }
 
-// open returns the report held: the one recorded or last read back while
-// something still holds it, else read back from its JSON. Its callers
-// hold Server.rowsMu, which guards decoded once the report is recorded.
-func (h *heldReport) open() (*scan.Report, error) {
+// fileError says why the report or its rows are kept in memory rather
+// than in a file; nil when both are in files.
+func (h *heldReport) fileError() error {
+	if err := h.gz.FileError(); err != nil {
+		return err
+	}
+	return h.rows.FileError()
+}
+
+// keptSize is the size of what h keeps compressed.
+func (h *heldReport) keptSize() int {
+	return h.gzSize() + h.rows.Size()
+}
+
+// pick gives p each of the status page's rows of the report held: read
+// back one at a time, or built from the report while h holds it as it
+// is.
+func (h *heldReport) pick(p *rowPick) error {
 	if h.whole != nil {
-		return h.whole, nil
+		eachRow(h.whole, func(rw *row) { p.add(*rw) })
+		return nil
 	}
-	if r := h.decoded.Value(); r != nil {
-		return r, nil
-	}
-	zr, err := gzip.NewReader(h.gzReader())
+	zr, err := gzip.NewReader(h.rows.Reader())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Decoded as it is decompressed, an endpoint at a time: the text of a
-	// report of 100,000 endpoints is about 60 MB.
-	r := new(scan.Report)
-	if err := jsonstream.Read(zr, r); err != nil {
-		return nil, err
-	}
-	if len(r.Endpoints) != len(h.sourceOf) {
-		return nil, fmt.Errorf("%d endpoints read back, %d held", len(r.Endpoints), len(h.sourceOf))
-	}
-	for i := range r.Endpoints {
-		ep := &r.Endpoints[i]
-		ep.Duration = h.duration[i]
-		if k := h.sourceOf[i]; k >= 0 {
-			ep.Sources = h.sources[k]
-		}
-	}
-	h.decoded = weak.Make(r)
-	return r, nil
+	return readRows(zr, h.rowCount, p.add)
 }
 
 // gzReader reads the compressed JSON from its start.

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"weak"
 
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/scan"
@@ -180,13 +179,13 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 
 	d := pageData{Version: s.opts.Version, Now: now, Filter: f}
 	if v != nil {
-		rows, err := s.pageRows(report)
+		rows, err := s.pickRows(report, f, now)
 		if err != nil {
 			s.logger.Error("cannot read the latest report back for the status page", "err", err)
 			http.Error(w, "cannot read the latest report back for the status page: "+err.Error()+"; /api/v1/report and /metrics still serve it", http.StatusInternalServerError)
 			return
 		}
-		d.addReport(v, rows.rows, f, now)
+		d.addReport(v, rows)
 	}
 	for t := policy.Critical; t >= policy.Info; t-- {
 		d.Tiers = append(d.Tiers, option{Value: t.String(), Label: t.String() + " and above", Selected: t.String() == f.Tier})
@@ -206,41 +205,35 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // addReport fills what the page shows of the latest report, its view v
-// and rows: its rows under filter f, its summary, its coverage, its
-// timeline and the filter choices.
-func (d *pageData) addReport(v *view, rows []row, f filter, now time.Time) {
+// and the rows p picked of it: its rows under p's filter, its summary,
+// its coverage, its timeline and the filter choices.
+func (d *pageData) addReport(v *view, p *rowPick) {
 	d.HasReport = true
 	d.Generated = v.generated
-	d.Total = len(rows)
-	d.addRows(rows, f, now)
+	d.Total, d.Matching = p.total, p.matching
+	d.addRows(p)
 	d.addSummary(v)
 	if v.coverage != nil {
 		d.Coverage = coverageOf(v.coverage)
 	}
-	d.Timeline = buildTimeline(rows, now)
+	d.Timeline = p.timeline.layout()
 	for _, k := range v.kinds {
-		d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == f.Kind})
+		d.Kinds = append(d.Kinds, option{Value: k, Label: k, Selected: k == p.f.Kind})
 	}
 	for _, src := range v.sources {
-		d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == f.Source})
+		d.Sources = append(d.Sources, option{Value: src, Label: src, Selected: src == p.f.Source})
 	}
 }
 
-// addRows adds the rows, counting those f matches; beyond PageLimit rows
-// only the first PageLimit matching ones are kept (Truncated).
-func (d *pageData) addRows(rows []row, f filter, now time.Time) {
-	truncate := len(rows) > PageLimit
+// addRows adds the rows p lists: every row of a report of PageLimit rows
+// or fewer, those its filter does not match hidden, else the first
+// PageLimit matching ones (Truncated).
+func (d *pageData) addRows(p *rowPick) {
+	rows, hidden, truncated := p.listed()
+	d.Truncated = truncated
 	for i := range rows {
 		rw := &rows[i]
-		ok := f.match(rw)
-		if ok {
-			d.Matching++
-		}
-		if truncate && (!ok || len(d.Rows) >= PageLimit) {
-			d.Truncated = true
-			continue
-		}
-		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, now), Hidden: !ok, Search: rw.searchText()}
+		pr := pageRow{row: rw, TierName: tierName(rw.Tier), Left: left(rw.Deadline, p.now), Hidden: hidden[i], Search: rw.searchText()}
 		pr.Shown = rw.Endpoints[:min(len(rw.Endpoints), endpointsShown)]
 		pr.MoreShown = len(rw.Endpoints) - len(pr.Shown)
 		locs := rw.Locations()
@@ -366,28 +359,15 @@ func left(t, now time.Time) string {
 	return fmt.Sprintf("%dd ago", -policy.DaysUntil(t, now))
 }
 
-// pageRows are the status page's rows of one report (buildRows).
-type pageRows struct {
-	held *heldReport
-	rows []row
-}
-
-// pageRows returns the rows of h, the latest report: the ones built for an
-// earlier rendering while they are still in memory (until a collection
-// after the last rendering that held them), else built anew from the
-// report read back. Renderings at the same time wait for one building
-// rather than each making its own.
-func (s *Server) pageRows(h *heldReport) (*pageRows, error) {
-	s.rowsMu.Lock()
-	defer s.rowsMu.Unlock()
-	if p := s.rows.Value(); p != nil && p.held == h {
-		return p, nil
-	}
-	r, err := h.open()
-	if err != nil {
+// pickRows gives the status page's rows of h, the latest report, to a
+// new rowPick with filter f at now. Renderings read the rows one after
+// the other (pickMu).
+func (s *Server) pickRows(h *heldReport, f filter, now time.Time) (*rowPick, error) {
+	s.pickMu.Lock()
+	defer s.pickMu.Unlock()
+	p := newRowPick(f, now)
+	if err := h.pick(p); err != nil {
 		return nil, err
 	}
-	p := &pageRows{held: h, rows: buildRows(r)}
-	s.rows = weak.Make(p)
 	return p, nil
 }

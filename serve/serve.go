@@ -22,7 +22,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -98,10 +97,11 @@ type Options struct {
 	SilenceToken []byte
 	// Pprof serves net/http/pprof's handlers under /debug/pprof/.
 	Pprof bool
-	// TempDir is where the latest report's compressed JSON is kept, in a
-	// file unlinked as it is created (about 20 MB at 100,000 endpoints);
-	// empty means the system's temporary directory ($TMPDIR, else /tmp).
-	// Where no file can be written it is kept in memory, with a warning.
+	// TempDir is where the latest report's compressed JSON and its status
+	// page rows are kept, in files unlinked as they are created (about 20
+	// and 10 MB at 100,000 endpoints); empty means the system's temporary
+	// directory ($TMPDIR, else /tmp). Where no file can be written they
+	// are kept in memory, with a warning.
 	TempDir string
 	// Version is shown on the status page and in certwatch_build_info.
 	Version string
@@ -133,10 +133,10 @@ type Server struct {
 	inventory int
 	lastRun   map[string]runInfo
 
-	// rowsMu guards rows, the status page's rows of the latest report
-	// while a rendering holds them (pageRows).
-	rowsMu sync.Mutex
-	rows   weak.Pointer[pageRows]
+	// pickMu makes renderings of the status page read the rows back one
+	// after the other (Server.pickRows): a second or two of CPU each at
+	// 100,000 certificates.
+	pickMu sync.Mutex
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
@@ -367,12 +367,12 @@ func (s *Server) RecordReport(r *scan.Report) (release func()) {
 	// The summary of the report as published (the daemon adds findings
 	// and marks silences after the pass summed it up): what the page, the
 	// API and the metrics all render.
-	recorded := r
 	published := *r
 	published.Summary = scan.NewSummary(r)
 	r = &published
 	s.mu.Lock()
-	pending := &heldReport{whole: r, hint: s.report.sizeHint()}
+	pending := &heldReport{whole: r}
+	pending.hint, pending.rowsHint = s.report.sizeHint()
 	// The previous report and view are let go before the new view is
 	// built (readers wait on s.mu meanwhile; one rendering still holds
 	// what it took): two of them at once were the daemon's peak.
@@ -380,46 +380,34 @@ func (s *Server) RecordReport(r *scan.Report) (release func()) {
 	s.view = buildView(r, s.opts.SeriesLimit)
 	s.mu.Unlock()
 	var once sync.Once
-	return func() { once.Do(func() { s.keepCompressed(pending, recorded) }) }
+	return func() { once.Do(func() { s.keepCompressed(pending) }) }
 }
 
 // keepCompressed replaces pending, the report recorded and held as it is,
-// with its compressed JSON (holdReport), unless a newer report was
-// recorded meanwhile. Compressed before the lock is taken, so that
-// readers do not wait for it; while the daemon still holds recorded, the
-// page reads that one.
-func (s *Server) keepCompressed(pending *heldReport, recorded *scan.Report) {
+// with its compressed JSON and page rows (holdReport), unless a newer
+// report was recorded meanwhile. Compressed before the lock is taken, so
+// that readers do not wait for it.
+func (s *Server) keepCompressed(pending *heldReport) {
 	s.mu.RLock()
 	current := s.report == pending
 	s.mu.RUnlock()
 	if !current {
 		return // a newer report was recorded: pending is let go
 	}
-	held, err := holdReport(pending.whole, pending.hint, s.opts.TempDir)
+	held, err := holdReport(pending.whole, pending.hint, pending.rowsHint, s.opts.TempDir)
 	if err != nil {
 		s.logger.Error("cannot compress the report to keep it: it is kept as it is", "err", err)
 		return
 	}
-	if err := held.gz.FileError(); err != nil && s.keptInMemory.CompareAndSwap(false, true) {
-		s.logger.Warn("cannot keep the report's compressed JSON in a temporary file: it is kept in memory from one run to the next; set TMPDIR to a writable directory",
-			"bytes", held.gz.Size(), "err", err)
+	if err := held.fileError(); err != nil && s.keptInMemory.CompareAndSwap(false, true) {
+		s.logger.Warn("cannot keep the report's compressed JSON and page rows in temporary files: they are kept in memory from one run to the next; set TMPDIR to a writable directory",
+			"bytes", held.keptSize(), "err", err)
 	}
-	held.decoded = weak.Make(recorded)
 	s.mu.Lock()
-	if s.report != pending {
-		s.mu.Unlock()
-		return
+	if s.report == pending {
+		s.report = held
 	}
-	s.report = held
 	s.mu.Unlock()
-	// Page rows a rendering built of pending are those of held. Not under
-	// s.mu: a rendering holds rowsMu as it reads a report back, seconds
-	// at 100,000 endpoints, and scrapes wait on s.mu.
-	s.rowsMu.Lock()
-	if p := s.rows.Value(); p != nil && p.held == pending {
-		p.held = held
-	}
-	s.rowsMu.Unlock()
 }
 
 // RecordRun records one run of a daemon job; err nil is success.

@@ -49,32 +49,47 @@ type timelineSeg struct {
 	Tier string
 }
 
-// buildTimeline lays out the deadlines of the rows' findings relative to
-// now, each at its own tier, or returns nil when none is due within the 91
-// days.
-func buildTimeline(rows []row, now time.Time) *timeline {
+// timelineCounts counts the deadlines of findings relative to now, each
+// at its own tier, a row's findings at a time (add), for the timeline
+// (layout).
+type timelineCounts struct {
+	now    time.Time
+	counts []map[policy.Tier]int
+	totals map[policy.Tier]int
+	n      int
+}
+
+func newTimelineCounts(now time.Time) timelineCounts {
+	t := timelineCounts{now: now, counts: make([]map[policy.Tier]int, timelineWeeks+1), totals: map[policy.Tier]int{}}
+	for i := range t.counts {
+		t.counts[i] = map[policy.Tier]int{}
+	}
+	return t
+}
+
+// add counts the deadlines of fs.
+func (t *timelineCounts) add(fs []*policy.Finding) {
 	const week = 7 * 24 * time.Hour
-	counts := make([]map[policy.Tier]int, timelineWeeks+1)
-	for i := range counts {
-		counts[i] = map[policy.Tier]int{}
-	}
-	totals := map[policy.Tier]int{}
-	n := 0
-	for i := range rows {
-		for _, f := range rows[i].Findings {
-			d := f.Deadline.Sub(now) // saturates for far dates, which fall outside
-			bucket := 0
-			if d >= 0 {
-				if d >= timelineWeeks*week {
-					continue
-				}
-				bucket = 1 + int(d/week)
+	for _, f := range fs {
+		d := f.Deadline.Sub(t.now) // saturates for far dates, which fall outside
+		bucket := 0
+		if d >= 0 {
+			if d >= timelineWeeks*week {
+				continue
 			}
-			counts[bucket][f.Tier]++
-			totals[f.Tier]++
-			n++
+			bucket = 1 + int(d/week)
 		}
+		t.counts[bucket][f.Tier]++
+		t.totals[f.Tier]++
+		t.n++
 	}
+}
+
+// layout lays the counts out, or returns nil when none is due within the
+// 91 days.
+func (tc *timelineCounts) layout() *timeline {
+	const week = 7 * 24 * time.Hour
+	counts, totals, n, now := tc.counts, tc.totals, tc.n, tc.now
 	if n == 0 {
 		return nil
 	}

@@ -15,9 +15,9 @@ import (
 // view is what one report looks like to the metrics and the status page,
 // computed once when the report is recorded. The page's rows are not
 // kept with it: a row per certificate of a fleet's 100,000 was 28 MB held
-// between runs for a page seldom looked at, so a rendering builds them
-// again from the report (buildRows), and renderings close together share
-// them (Server.pageRows).
+// between runs for a page seldom looked at. They are kept compressed
+// beside the report (heldReport.rows), and a rendering reads them back
+// one at a time (Server.pickRows).
 type view struct {
 	generated time.Time
 	// rows are the page's rows while the view is being built (nil
@@ -60,11 +60,12 @@ type view struct {
 
 // row is one line of the status page: a certificate with every finding
 // about it, or a finding about no certificate (an unreachable target, a
-// degraded discovery source). It is kept for every certificate of the
+// degraded discovery source). One is built for every certificate of the
 // report (a fleet's 100,000), so what the served certificate already says
 // (subject, issuer, fingerprint, expiry) is read from it, and what few
 // rows have (ACM, places at rest, unverified findings) is behind one
-// pointer: 184 bytes a row rather than 344.
+// pointer. A row read back (rowOf) has no certificate: what it says of
+// it is its own.
 type row struct {
 	Tier     policy.Tier
 	Deadline time.Time
@@ -82,6 +83,9 @@ type row struct {
 	cert *policy.Certificate
 	// more is what the row says beyond its certificate; nil for most.
 	more *rowMore
+	// seq is the row's place in the order rows are built (eachRow), the
+	// last tie-break of their order (compareRows).
+	seq int
 }
 
 // rowMore is what a row without a served certificate says of itself, and
@@ -97,6 +101,9 @@ type rowMore struct {
 	acm, resources  []string
 	locations       []string
 	unverified      time.Time
+	// expectedRenewal, firstSeen and lastChanged are the certificate's
+	// (certTime) for a row read back (rowOf), which has no certificate.
+	expectedRenewal, firstSeen, lastChanged time.Time
 }
 
 // own returns the row's rowMore, made when it has none.
@@ -224,11 +231,21 @@ func buildView(r *scan.Report, limit int) *view {
 	return v
 }
 
-// buildRows returns the status page's rows of r, most urgent first.
+// buildRows returns the status page's rows of r, most urgent first
+// (compareRows).
 func buildRows(r *scan.Report) []row {
-	v := &view{generated: r.GeneratedAt}
-	v.addRows(r)
-	return v.rows
+	var rows []row
+	eachRow(r, func(rw *row) { rows = append(rows, *rw) })
+	slices.SortFunc(rows, func(a, b row) int { return compareRows(&a, &b) })
+	return rows
+}
+
+// compareRows orders the page's rows most urgent first, as the CLI lists
+// findings: by tier, then deadline, subject, fingerprint, and the order
+// they were built in (eachRow).
+func compareRows(a, b *row) int {
+	return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject(), b.Subject()),
+		strings.Compare(a.SHA256(), b.SHA256()), cmp.Compare(a.seq, b.seq))
 }
 
 // addSeriesAndChoices adds the series of each certificate and endpoint
@@ -275,27 +292,35 @@ func (v *view) addSeriesAndChoices(r *scan.Report) {
 	v.kinds, v.sources = sortedKeys(kinds), sortedKeys(all)
 }
 
-// addRows adds a row for each certificate of r and each finding about
-// none.
-func (v *view) addRows(r *scan.Report) {
+// eachRow calls yield with each of the status page's rows of r, complete
+// (completeRow), in the order it builds them, which compareRows breaks
+// ties by: a row per certificate of r, then those of ACM certificates and
+// certificates at rest that no endpoint serves, and of findings about no
+// certificate. The row passed is yield's only for the call: only the few
+// rows without a served certificate are held until the end, not a row
+// for each of a fleet's 100,000 certificates (27 MB).
+func eachRow(r *scan.Report, yield func(*row)) {
+	v := &view{generated: r.GeneratedAt}
 	served, sources := v.addEndpoints(r, false)
 	reported := reportedCertificates(r)
 	byCert, loose := findingsByCertificate(r, reported)
-	// A row per certificate: sized once rather than doubled as they
-	// fill, which at 100,000 certificates held twice their size while
-	// they grew.
-	v.rows = slices.Grow(v.rows, len(r.Certificates)+len(r.ACM)+len(r.AtRest))
-	v.addCertificateRows(r, byCert, served, sources)
+	seq := 0
+	v.eachCertificateRow(r, byCert, served, sources, func(rw *row) {
+		completeRow(rw)
+		rw.seq = seq
+		seq++
+		yield(rw)
+	})
 	acmRows := v.addUnservedACMRows(r)
 	restRows := v.addUnservedAtRestRows(r, reported)
 	v.addLooseFindings(loose, acmRows, restRows, endpointSources(r, loose))
 	for i := range v.rows {
-		completeRow(&v.rows[i])
+		rw := &v.rows[i]
+		completeRow(rw)
+		rw.seq = seq
+		seq++
+		yield(rw)
 	}
-	// Most urgent first, as the CLI lists findings: by tier, then deadline.
-	slices.SortStableFunc(v.rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Tier, a.Tier), a.Deadline.Compare(b.Deadline), strings.Compare(a.Subject(), b.Subject()), strings.Compare(a.SHA256(), b.SHA256()))
-	})
 }
 
 // addEndpoints returns through which sources each certificate of r is
@@ -398,8 +423,8 @@ func findingsByCertificate(r *scan.Report, reported map[string]bool) (byCert map
 	return byCert, loose
 }
 
-// addCertificateRows adds a row and its series for each certificate of r.
-func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Finding, served map[string][]policy.Endpoint, sources map[string][]string) {
+// eachCertificateRow calls yield with a row for each certificate of r.
+func (v *view) eachCertificateRow(r *scan.Report, byCert map[string][]*policy.Finding, served map[string][]policy.Endpoint, sources map[string][]string, yield func(*row)) {
 	acmBySHA := map[string][]policy.ACMCertificate{}
 	for _, a := range r.ACM {
 		if a.SHA256 != "" {
@@ -436,7 +461,7 @@ func (v *view) addCertificateRows(r *scan.Report, byCert map[string][]*policy.Fi
 				rw.Renewal = acmRenewal(a)
 			}
 		}
-		v.rows = append(v.rows, rw)
+		yield(&rw)
 	}
 }
 
@@ -565,24 +590,32 @@ func completeRow(rw *row) {
 // certwatch first saw it for its names, and when it was seen replacing an
 // earlier one; zero when unknown.
 func (rw *row) ExpectedRenewal() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.ExpectedRenewal.Time() })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.ExpectedRenewal.Time() },
+		func(m *rowMore) time.Time { return m.expectedRenewal })
 }
 
 // FirstSeen: see ExpectedRenewal.
 func (rw *row) FirstSeen() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().FirstSeen })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().FirstSeen },
+		func(m *rowMore) time.Time { return m.firstSeen })
 }
 
 // LastChanged: see ExpectedRenewal.
 func (rw *row) LastChanged() time.Time {
-	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().LastChanged })
+	return rw.certTime(func(c *policy.Certificate) time.Time { return c.History().LastChanged },
+		func(m *rowMore) time.Time { return m.lastChanged })
 }
 
-func (rw *row) certTime(of func(*policy.Certificate) time.Time) time.Time {
-	if rw.cert == nil {
-		return time.Time{}
+// certTime is of the row's certificate; for a row read back (rowOf),
+// which has none, kept of what it kept of it.
+func (rw *row) certTime(of func(*policy.Certificate) time.Time, kept func(*rowMore) time.Time) time.Time {
+	switch {
+	case rw.cert != nil:
+		return of(rw.cert)
+	case rw.more != nil:
+		return kept(rw.more)
 	}
-	return of(rw.cert)
+	return time.Time{}
 }
 
 // searchText is what the page's search matches a row on, lower-case:

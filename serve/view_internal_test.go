@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found/acmcert"
@@ -98,7 +104,7 @@ func TestReportHeldCompressed(t *testing.T) { // not parallel: it measures the h
 	if s.view.rows != nil {
 		t.Fatalf("the recorded view holds %d rows, want none", len(s.view.rows))
 	}
-	if r := s.report.decoded.Value(); r != nil {
+	if s.report.whole != nil {
 		t.Fatal("the server still holds the recorded report once the daemon let it go")
 	}
 	report, kept := int64(withReport.HeapAlloc)-int64(base.HeapAlloc), int64(held.HeapAlloc)-int64(base.HeapAlloc)
@@ -110,17 +116,20 @@ func TestReportHeldCompressed(t *testing.T) { // not parallel: it measures the h
 		t.Errorf("filter choices = %q, %q; want the zone and expiring", s.view.sources, s.view.kinds)
 	}
 	renderTogether(t, s, 8, 10000)
-	runtime.GC()
-	if p := s.rows.Value(); p != nil {
-		t.Errorf("%d rows still held after every rendering let them go and a collection", len(p.rows))
-	}
-	if s.report.decoded.Value() != nil {
-		t.Error("the report read back is still held after every rendering let it go and a collection")
-	}
 	recordAndLetGo(s, 10, func() {})
-	if got, err := s.pageRows(s.report); err != nil || len(got.rows) != 10 {
-		t.Errorf("after a new report the page has %d rows (%v), want its 10", len(got.rows), err)
+	if got := pickAll(t, s); got.total != 10 {
+		t.Errorf("after a new report the page has %d rows, want its 10", got.total)
 	}
+}
+
+// pickAll picks the page's rows of the server's report, unfiltered.
+func pickAll(t *testing.T, s *Server) *rowPick {
+	t.Helper()
+	p, err := s.pickRows(s.report, filter{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // recordAndLetGo records a report of n endpoints (farmReport) as the
@@ -203,29 +212,38 @@ func TestReportCompressedOnceReleased(t *testing.T) { // not parallel: it measur
 	if s.report.whole == nil || len(s.report.whole.Endpoints) != 10 {
 		t.Fatal("a late release replaced the newer report")
 	}
-	// Rows built while the report is held as it is stay its rows once
-	// it is compressed.
-	rows, err := s.pageRows(s.report)
-	if err != nil || len(rows.rows) != 10 {
-		t.Fatalf("the newer report's page has %d rows (%v), want its 10", len(rows.rows), err)
+	// The page lists the same rows of the report held as it is and of
+	// its rows kept compressed once it is released.
+	rows, _, _ := pickAll(t, s).listed()
+	if len(rows) != 10 {
+		t.Fatalf("the newer report's page has %d rows, want its 10", len(rows))
 	}
 	newer()
 	newer()
 	if s.report.whole != nil {
 		t.Fatal("the newer report is not held compressed once released")
 	}
-	if got, err := s.pageRows(s.report); err != nil || got != rows {
-		t.Fatalf("after the release the page built its rows again (%v), want the ones it had", err)
+	kept, _, _ := pickAll(t, s).listed()
+	if diff := cmp.Diff(records(rows), records(kept)); diff != "" {
+		t.Fatalf("the rows read back differ from those built of the report (-built +read back):\n%s", diff)
 	}
-	runtime.KeepAlive(rows)
 }
 
-// TestReportKeptInAFile: once released, the report's compressed JSON is
-// in a file in TempDir, unlinked as it is created, so that between runs
-// and through the next run's probing and judging the heap holds none of
-// it (about 20 MB at 100,000 endpoints); the page and the API read it
-// back from there. The file is closed once a newer report replaces it
-// and nothing reads it.
+// records are what is kept of rows.
+func records(rows []row) []rowRecord {
+	out := make([]rowRecord, len(rows))
+	for i := range rows {
+		out[i] = rows[i].record()
+	}
+	return out
+}
+
+// TestReportKeptInAFile: once released, the report's compressed JSON and
+// its page's rows are in files in TempDir, unlinked as they are created,
+// so that between runs and through the next run's probing and judging
+// the heap holds none of them (about 20 MB at 100,000 endpoints); the
+// page and the API read them back from there. The files are closed once
+// a newer report replaces them and nothing reads them.
 func TestReportKeptInAFile(t *testing.T) { // not parallel: it measures the heap and counts open files
 	dir := t.TempDir()
 	inMemory := New(Options{SeriesLimit: 1000, TempDir: filepath.Join(dir, "missing")})
@@ -251,8 +269,8 @@ func TestReportKeptInAFile(t *testing.T) { // not parallel: it measures the heap
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Errorf("TempDir holds %d entries (%v), want the file unlinked", len(entries), err)
 	}
-	if n := openIn(t, dir); n != 1 {
-		t.Errorf("%d files open in TempDir, want the report's", n)
+	if n := openIn(t, dir); n != 2 {
+		t.Errorf("%d files open in TempDir, want the report's and its rows'", n)
 	}
 	renderTogether(t, s, 4, 10000)
 
@@ -271,16 +289,98 @@ func TestReportKeptInAFile(t *testing.T) { // not parallel: it measures the heap
 		t.Fatal("the API serves the report kept in a file differently from the one kept in memory")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for openIn(t, dir) != 1 && time.Now().Before(deadline) {
+	for openIn(t, dir) != 2 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := openIn(t, dir); n != 1 {
-		t.Errorf("%d files open in TempDir once a newer report replaced the first, want only the newer one's", n)
+	if n := openIn(t, dir); n != 2 {
+		t.Errorf("%d files open in TempDir once a newer report replaced the first, want only the newer one's two", n)
 	}
-	if rows, err := s.pageRows(s.report); err != nil || len(rows.rows) != 100 {
-		t.Errorf("the newer report's page has %d rows (%v), want its 100", len(rows.rows), err)
+	if got := pickAll(t, s); got.total != 100 {
+		t.Errorf("the newer report's page has %d rows, want its 100", got.total)
 	}
+}
+
+// TestStatusPageReadsItsRowsBack: a rendering of the status page between
+// runs reads the rows kept with the report back one at a time and holds
+// only those it lists, not the report read back whole nor a row for each
+// of its certificates. At 100,000 endpoints those were about 80 and 27 MB,
+// and one visit to the page between runs took the daemon from 50 MiB to
+// about 170. The page still counts every row and lists the most urgent
+// ones, the same as it lists of the report held as it is.
+func TestStatusPageReadsItsRowsBack(t *testing.T) { // not parallel: it measures the heap
+	const n = 30000
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	s := New(Options{SeriesLimit: 1000, TempDir: t.TempDir()})
+	want, report := recordWithRows(s, n)
+	runtime.GC()
+	held := heapObjects()
+	peak := make(chan uint64)
+	done := make(chan struct{})
+	go func() {
+		top := held
+		for {
+			select {
+			case <-done:
+				peak <- top
+				return
+			default:
+				top = max(top, heapObjects())
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	close(done)
+	grew := int64(<-peak) - int64(held)
+	t.Logf("a report of %d endpoints takes %d bytes; rendering the page grew the heap by %d at most", n, report, grew)
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET / = %d: %s", w.Code, w.Body)
+	}
+	if want := fmt.Sprintf("Showing the %d most urgent of %d matching rows", PageLimit, n); !strings.Contains(w.Body.String(), want) {
+		t.Errorf("the page does not say %q", want)
+	}
+	// What the page lists (PageLimit rows) and its HTML take about
+	// half of what the report does here, whatever the report's size;
+	// reading the report back whole took two and a half times as much.
+	if grew > report {
+		t.Errorf("rendering the page grew the heap by %d bytes, for a report that takes %d: want less than the report", grew, report)
+	}
+	listed, _, _ := pickAll(t, s).listed()
+	if diff := cmp.Diff(want, records(listed)); diff != "" {
+		t.Errorf("the page lists other rows read back than of the report (-report +read back):\n%s", diff)
+	}
+}
+
+// recordWithRows records a report of n endpoints (farmReport) as the
+// daemon does and lets it go, and returns what the page lists of it while
+// it is held as it is, and the bytes the report took.
+//
+//go:noinline
+func recordWithRows(s *Server, n int) (listed []rowRecord, report int64) {
+	var base, withReport runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	r := farmReport(n)
+	runtime.GC()
+	runtime.ReadMemStats(&withReport)
+	release := s.RecordReport(r)
+	p := newRowPick(filter{}, time.Now())
+	if err := s.report.pick(p); err != nil {
+		panic(err)
+	}
+	rows, _, _ := p.listed()
+	listed = records(rows)
+	release()
+	return listed, int64(withReport.HeapAlloc) - int64(base.HeapAlloc)
+}
+
+// heapObjects is the heap's bytes in objects, live or not yet swept.
+func heapObjects() uint64 {
+	sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	rtmetrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // openIn counts this process's open files in dir (deleted ones too).
@@ -299,18 +399,16 @@ func openIn(t *testing.T, dir string) int {
 	return n
 }
 
-// renderTogether asks for the page rows of the server's report from n
-// renderings at once: all get the same rows, one for each of its n
+// renderTogether picks the page rows of the server's report from n
+// renderings at once: all get the same rows, one for each of its
 // certificates, with its source.
-//
-//go:noinline
 func renderTogether(t *testing.T, s *Server, n, certs int) {
-	got := make([]*pageRows, n)
+	got := make([]*rowPick, n)
 	var wg sync.WaitGroup
 	for i := range got {
 		wg.Go(func() {
 			var err error
-			if got[i], err = s.pageRows(s.report); err != nil {
+			if got[i], err = s.pickRows(s.report, filter{}, time.Now()); err != nil {
 				t.Error(err)
 			}
 		})
@@ -319,13 +417,15 @@ func renderTogether(t *testing.T, s *Server, n, certs int) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	for _, p := range got[1:] {
-		if p != got[0] {
-			t.Fatal("renderings at the same time built the page's rows more than once")
+	first, _, _ := got[0].listed()
+	for _, p := range got {
+		rows, _, truncated := p.listed()
+		if p.total != certs || p.matching != certs || len(rows) != min(certs, PageLimit) || truncated != (certs > PageLimit) {
+			t.Fatalf("a rendering picked %d of %d rows (%d matching, truncated %v), want %d of %d", len(rows), p.total, p.matching, truncated, min(certs, PageLimit), certs)
 		}
-	}
-	if rows := got[0].rows; len(rows) != certs || !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) {
-		t.Fatalf("rows = %d, the first from %q; want %d, from the zone", len(rows), rows[0].Sources, certs)
+		if !slices.Equal(rows[0].Sources, []string{"dnszone:farm.test"}) || rows[0].SHA256() != first[0].SHA256() {
+			t.Fatalf("a rendering's first row is %s from %q, want %s from the zone", rows[0].SHA256(), rows[0].Sources, first[0].SHA256())
+		}
 	}
 }
 
@@ -424,7 +524,7 @@ func TestReportKeptInMemoryWarnsOnce(t *testing.T) {
 	if s.report.gz == nil || s.report.gz.FileError() == nil {
 		t.Fatal("the report is not kept in memory")
 	}
-	if n := strings.Count(logs.String(), "cannot keep the report's compressed JSON in a temporary file"); n != 1 {
+	if n := strings.Count(logs.String(), "cannot keep the report's compressed JSON and page rows in temporary files"); n != 1 {
 		t.Errorf("the log says %d times that the report is kept in memory, want once:\n%s", n, logs.String())
 	}
 }
