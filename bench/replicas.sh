@@ -13,7 +13,7 @@
 # /usr/lib/postgresql/*/bin or `pg_config --bindir`) with the
 # pg_stat_statements module (contrib).
 #
-# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-N] [-S SECS] [-z]
+# Usage: bench/replicas.sh [-n 10000] [-s 100] [-c CONC] [-r 3] [-R "1 2"] [-o DIR] [-P] [-2|-3] [-N] [-S SECS] [-W] [-z]
 #   -n N       endpoints in the farm (default 10000)
 #   -s SIZE    daemon.shard_size, targets per shard (default 100)
 #   -c CONC    probe.concurrency of every replica and of the scan
@@ -49,6 +49,10 @@
 #   -S SECS    scrape every replica's /metrics every SECS seconds, as
 #              Prometheus does, so that scrapes land on the runs' peaks
 #              (without it, /metrics is read once after each run)
+#   -W         after the first run, once the replicas hold what they keep
+#              between runs, fetch the leader's status page (GET /) and
+#              print its peak RSS while it renders the page, as a visit
+#              between runs costs
 #   -z         find the farm as a DNS zone (farm.test, transferred from a
 #              knotd started here, as bench/run.sh's scans do; needs knotd
 #              and kdig) instead of as static targets resolved through its
@@ -84,7 +88,8 @@ second=0
 runs=1
 channel=0
 zone=0
-while getopts "n:s:c:r:R:o:P23NS:z" opt; do
+page=0
+while getopts "n:s:c:r:R:o:P23NS:Wz" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
 	s) shard_size=$OPTARG ;;
@@ -97,6 +102,7 @@ while getopts "n:s:c:r:R:o:P23NS:z" opt; do
 	2) second=1 runs=2 ;;
 	3) second=1 runs=3 ;;
 	N) channel=1 ;;
+	W) page=1 ;;
 	z) zone=1 ;;
 	*) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2 ;;
 	esac
@@ -131,7 +137,7 @@ if [ -z "${CERTWATCH_BENCH_NS:-}" ]; then
 		[ -x "$knotd" ] && command -v kdig >/dev/null || { echo "bench: -z needs knotd and kdig (install knot and knot-dnsutils)" >&2; exit 2; }
 	fi
 	exec env CERTWATCH_BENCH_NS=1 PGBIN="$pgbin" KNOTD="$knotd" GOVERSION="$(go version | awk '{print $3}')" unshare --net --mount -- \
-		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $channel = 1 ] && echo -N) $([ "$scrape" != 0 ] && echo -S "$scrape") $([ $zone = 1 ] && echo -z)
+		bash "$0" -n "$n" -s "$shard_size" ${conc:+-c "$conc"} -r "$reps" -R "$counts" -o "$out" $([ $profile = 1 ] && echo -P) $([ $runs -gt 1 ] && echo -$runs) $([ $channel = 1 ] && echo -N) $([ "$scrape" != 0 ] && echo -S "$scrape") $([ $page = 1 ] && echo -W) $([ $zone = 1 ] && echo -z)
 fi
 
 # ---- inside the namespace ----
@@ -340,6 +346,19 @@ save_after() {
 	done
 }
 
+# fetch_page DIR LEADER PID: the leader's status page, fetched between
+# runs into DIR/page.html; prints the leader's peak RSS while it renders
+# it (VmHWM reset before) and how long it took.
+fetch_page() {
+	local a t0 t1
+	a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$1/replica-$2.log" 2>/dev/null | cut -d'"' -f4) || return 0
+	echo 5 >"/proc/$3/clear_refs"
+	t0=$(date +%s.%N)
+	curl -sf -o "$1/page.html" "http://$a/" || echo "bench: GET / of replica $2 failed" >&2
+	t1=$(date +%s.%N)
+	echo "bench: status page between runs: $(wc -c <"$1/page.html") bytes in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s, peak RSS while rendering $(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB, RSS after $(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB" >&2
+}
+
 measure() {
 	local r=$1 rep=$2 db="bench_r$1_$2" dir="$out/r$1-$2" i p line leader="" t0 t1
 	rm -rf "$dir" && mkdir -p "$dir"
@@ -430,6 +449,7 @@ measure() {
 		after+=("$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$p/status" 2>/dev/null || echo -)")
 	done
 	save_after "$dir" 1
+	[ $page = 1 ] && fetch_page "$dir" "$leader" "${rp[$((leader - 1))]}"
 	local shared total
 	shared=$(grep -m1 '"msg":"probe run shared"' "$dir/replica-$leader.log" || true)
 	total=$(field "$shared" shards)
