@@ -356,6 +356,16 @@ fetch_page() {
 	t0=$(date +%s.%N)
 	curl -sf -o "$1/page.html" "http://$a/" || echo "bench: GET / of replica $2 failed" >&2
 	t1=$(date +%s.%N)
+	# The documents the replica keeps in its temporary directory
+	# (unlinked files it holds open): the report, the page's rows, what
+	# the next run carries forward.
+	local kept="" fd
+	for fd in /proc/"$3"/fd/*; do
+		case "$(readlink "$fd")" in
+		*/certwatch-*.json.gz*) kept="$kept $(stat -L -c %s "$fd")" ;;
+		esac
+	done
+	echo "bench: kept in temporary files between runs (bytes):${kept:- none}" >&2
 	echo "bench: status page between runs: $(wc -c <"$1/page.html") bytes in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s, peak RSS while rendering $(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB, RSS after $(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB" >&2
 }
 
