@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -577,6 +578,30 @@ func TestNoReportYet(t *testing.T) {
 	code, _, body := get(t, hs.URL+"/")
 	if code != http.StatusOK || !strings.Contains(body, "No report yet") {
 		t.Errorf("GET / before any report = %d, want 200 saying there is no report yet", code)
+	}
+}
+
+// TestRenderedAfterEachPage: Options.Rendered is called once after each
+// rendering of the status page, once the page is sent, and not for the
+// metrics, the report's JSON or the health checks.
+func TestRenderedAfterEachPage(t *testing.T) {
+	var rendered atomic.Int32
+	// The client reads the page to its end only once the handler has
+	// returned, Rendered called.
+	_, url := newServer(t, serve.Options{Rendered: func() { rendered.Add(1) }})
+	for _, path := range []string{"/metrics", "/api/v1/report", "/healthz", "/readyz"} {
+		get(t, url+path)
+	}
+	if n := rendered.Load(); n != 0 {
+		t.Fatalf("Rendered called %d times without a rendering of the page", n)
+	}
+	for i := range 2 {
+		if code, _, body := get(t, url+"/"); code != http.StatusOK || !strings.Contains(body, "</html>") {
+			t.Fatalf("GET / = %d, want the whole page", code)
+		}
+		if n := rendered.Load(); n != int32(i+1) {
+			t.Fatalf("Rendered called %d times after %d renderings, want once each", n, i+1)
+		}
 	}
 }
 

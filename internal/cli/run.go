@@ -197,6 +197,7 @@ func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book 
 		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
+		Rendered:    giveBackMemory,
 		Ready: []serve.Check{
 			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
 		},
