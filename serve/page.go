@@ -201,7 +201,11 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	// Its length said and the page sent whole before the handler
+	// returns: the client has it before Options.Rendered runs.
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	_, _ = w.Write(buf.Bytes())
+	_ = http.NewResponseController(w).Flush()
 }
 
 // addReport fills what the page shows of the latest report, its view v

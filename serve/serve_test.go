@@ -586,20 +586,28 @@ func TestNoReportYet(t *testing.T) {
 // metrics, the report's JSON or the health checks.
 func TestRenderedAfterEachPage(t *testing.T) {
 	var rendered atomic.Int32
-	// The client reads the page to its end only once the handler has
-	// returned, Rendered called.
 	_, url := newServer(t, serve.Options{Rendered: func() { rendered.Add(1) }})
+	// The page is sent, its length said, before Rendered is called:
+	// the client may have it first.
+	calls := func(want int32) int32 {
+		deadline := time.Now().Add(5 * time.Second)
+		for rendered.Load() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond) // a call too many would come now
+		return rendered.Load()
+	}
 	for _, path := range []string{"/metrics", "/api/v1/report", "/healthz", "/readyz"} {
 		get(t, url+path)
 	}
-	if n := rendered.Load(); n != 0 {
+	if n := calls(0); n != 0 {
 		t.Fatalf("Rendered called %d times without a rendering of the page", n)
 	}
 	for i := range 2 {
 		if code, _, body := get(t, url+"/"); code != http.StatusOK || !strings.Contains(body, "</html>") {
 			t.Fatalf("GET / = %d, want the whole page", code)
 		}
-		if n := rendered.Load(); n != int32(i+1) {
+		if n := calls(int32(i + 1)); n != int32(i+1) {
 			t.Fatalf("Rendered called %d times after %d renderings, want once each", n, i+1)
 		}
 	}
