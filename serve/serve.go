@@ -98,8 +98,8 @@ type Options struct {
 	// Pprof serves net/http/pprof's handlers under /debug/pprof/.
 	Pprof bool
 	// TempDir is where the latest report's compressed JSON and its status
-	// page rows are kept, in files unlinked as they are created (about 20
-	// and 10 MB at 100,000 endpoints); empty means the system's temporary
+	// page rows are kept, in files unlinked as they are created (about 16
+	// and 8 MB at 100,000 endpoints); empty means the system's temporary
 	// directory ($TMPDIR, else /tmp). Where no file can be written they
 	// are kept in memory, with a warning.
 	TempDir string
