@@ -21,8 +21,8 @@ import (
 // (Options.TempDir) rather than on the heap, where it was held through
 // the next run's probing and judging. The status page reads its rows back
 // one at a time (pick): reading the whole report back, and building a row
-// for each of its certificates, took a rendering between runs from 50 to
-// about 170 MiB.
+// for each of its certificates, took a rendering between runs from 49 to
+// 209 MiB.
 type heldReport struct {
 	// gz is the compressed JSON, and rows the compressed rows (rowCount
 	// of them): in unlinked temporary files, or in memory when none

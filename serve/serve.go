@@ -107,10 +107,10 @@ type Options struct {
 	Version string
 	// Rendered, when set, is called after each rendering of the status
 	// page, once the page is sent and the rendering has let go of the
-	// rows it read back and the page it wrote (a few MB at most, more than the daemon holds between runs
-	// at 10,000 endpoints): `certwatch run` gives the memory back there,
-	// so that a visit does not leave the daemon's resident set at its
-	// height until the runtime returns it.
+	// rows it read back and the page it wrote (15–26 MB at its height,
+	// whatever the report's size): `certwatch run` gives the memory back
+	// there, so that a visit does not leave the daemon's resident set at
+	// its height until the runtime returns it.
 	Rendered func()
 }
 
