@@ -298,6 +298,13 @@ daemon:
 	}
 	slices.Sort(critical)
 	var hooked []string
+	defer func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the webhook received %+v; the daemon's log:\n%s", hooks, runErr.String())
+		}
+	}()
 	eventually(t, "the critical findings on the webhook", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
