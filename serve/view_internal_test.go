@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/certwatch/certwatch/discovery/atrest"
 	"github.com/certwatch/certwatch/discovery/found/acmcert"
@@ -504,6 +505,21 @@ func TestViewChoicesAreTheRows(t *testing.T) {
 		kinds, sources := filterChoices(buildRows(r), r.Sources)
 		if !slices.Equal(v.kinds, kinds) || !slices.Equal(v.sources, sources) {
 			t.Errorf("%s: the view's choices are kinds %q and sources %q; the page's rows give %q and %q", name, v.kinds, v.sources, kinds, sources)
+		}
+		// The rows as they are kept and read back are those built (an
+		// empty list reads back as none).
+		var kept bytes.Buffer
+		n, err := writeRows(&kept, r)
+		if err != nil {
+			t.Fatalf("%s: write rows: %v", name, err)
+		}
+		var back []row
+		if err := readRows(&kept, n, func(rw row) { back = append(back, rw) }); err != nil {
+			t.Fatalf("%s: read rows back: %v", name, err)
+		}
+		slices.SortFunc(back, func(a, b row) int { return compareRows(&a, &b) })
+		if diff := cmp.Diff(records(buildRows(r)), records(back), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: the rows read back differ from those built (-built +read back):\n%s", name, diff)
 		}
 		if want := []string{"acm", "dnszone:other.test", "kubernetes:ingress", policy.Printable("zone:\u202eevil")}; name == "every kind of row" &&
 			slices.ContainsFunc(want, func(s string) bool { return !slices.Contains(sources, s) }) {
