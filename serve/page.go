@@ -364,14 +364,24 @@ func left(t, now time.Time) string {
 }
 
 // pickRows gives the status page's rows of h, the latest report, to a
-// new rowPick with filter f at now. Renderings read the rows one after
-// the other (pickMu).
+// new rowPick with filter f at now, the rows it lists sorted (listed).
+// Renderings at the same time with the same filter share one reading
+// (the first one's now), and renderings read the rows one after the other
+// (pickMu): a visit that many clients make at once reads the rows once.
 func (s *Server) pickRows(h *heldReport, f filter, now time.Time) (*rowPick, error) {
-	s.pickMu.Lock()
-	defer s.pickMu.Unlock()
-	p := newRowPick(f, now)
-	if err := h.pick(p); err != nil {
+	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s\x00%s", h, f.Tier, f.Kind, f.Source, f.Query)
+	v, err, _ := s.picks.Do(key, func() (any, error) {
+		s.pickMu.Lock()
+		defer s.pickMu.Unlock()
+		p := newRowPick(f, now)
+		if err := h.pick(p); err != nil {
+			return nil, err
+		}
+		p.listed() // sorted before it is shared
+		return p, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return v.(*rowPick), nil
 }

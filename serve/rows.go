@@ -123,6 +123,15 @@ type rowPick struct {
 	rows     []row
 	matched  []bool // of rows, while total is at most PageLimit
 	timeline timelineCounts
+	// list is what listed returns, once it has been called.
+	list *pickedRows
+}
+
+// pickedRows are the rows a rowPick lists (listed).
+type pickedRows struct {
+	rows      []row
+	hidden    []bool
+	truncated bool
 }
 
 func newRowPick(f filter, now time.Time) *rowPick {
@@ -173,19 +182,28 @@ func (p *rowPick) cut() {
 
 // listed returns the rows the page lists, most urgent first, whether
 // each is hidden (f does not match it), and whether rows were left out.
+// The first call sorts them; once it has returned, the pick may be read
+// from several goroutines at once.
 func (p *rowPick) listed() (rows []row, hidden []bool, truncated bool) {
+	if p.list == nil {
+		p.list = p.sorted()
+	}
+	return p.list.rows, p.list.hidden, p.list.truncated
+}
+
+func (p *rowPick) sorted() *pickedRows {
 	if p.total <= PageLimit {
 		order := make([]int, len(p.rows))
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, b int) int { return compareRows(&p.rows[a], &p.rows[b]) })
-		rows, hidden = make([]row, len(order)), make([]bool, len(order))
+		l := &pickedRows{rows: make([]row, len(order)), hidden: make([]bool, len(order))}
 		for i, j := range order {
-			rows[i], hidden[i] = p.rows[j], !p.matched[j]
+			l.rows[i], l.hidden[i] = p.rows[j], !p.matched[j]
 		}
-		return rows, hidden, false
+		return l
 	}
 	p.cut()
-	return p.rows, make([]bool, len(p.rows)), true
+	return &pickedRows{rows: p.rows, hidden: make([]bool, len(p.rows)), truncated: true}
 }

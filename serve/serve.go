@@ -140,9 +140,11 @@ type Server struct {
 	inventory int
 	lastRun   map[string]runInfo
 
-	// pickMu makes renderings of the status page read the rows back one
-	// after the other (Server.pickRows): a second or two of CPU each at
-	// 100,000 certificates.
+	// picks makes renderings of the status page at the same time with
+	// the same filter share one reading of the rows, and pickMu makes
+	// readings happen one after the other (Server.pickRows): a second or
+	// two of CPU each at 100,000 certificates.
+	picks  singleflight.Group
 	pickMu sync.Mutex
 
 	// storeReads makes concurrent requests share one read of the store.
