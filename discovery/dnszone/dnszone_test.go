@@ -346,13 +346,7 @@ func TestTargetsErrors(t *testing.T) {
 		dnstest.Zone{Name: "signed.example", Text: internalZone, TSIG: &key},
 		dnstest.Zone{Name: "truncated.example", Text: internalZone, TruncateTransfer: true, RecordsPerMessage: 3},
 	)
-	// A port nothing listens on: listen, note it, close.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := ln.Addr().String()
-	ln.Close()
+	closedAddr := refusingAddr(t)
 
 	wrongSecret := "d3Jvbmctc2VjcmV0LXZhbHVlLTk4NzY1NDMyMTA="
 	tests := []struct {
@@ -538,12 +532,7 @@ hidden   A     127.0.0.2
 ns2      A     127.0.0.1
 www      A     192.0.2.10
 `})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := ln.Addr().String()
-	ln.Close()
+	closedAddr := refusingAddr(t)
 	dialer := loopbackDialer{routes: map[string]string{"127.0.0.1:53": srv.Addr(), "127.0.0.2:53": closedAddr}}
 
 	s := newSource(t, dnszone.Config{Zone: "internal.example", Resolver: srv.Addr(), Dialer: dialer})
@@ -865,4 +854,25 @@ func mustFilter(t *testing.T, include ...string) discovery.Filter {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// refusingAddr returns a loopback TCP address that refuses connections
+// for the rest of the test: a socket bound to it and not listening holds
+// the port. A listener closed at once let the port go, and another test's
+// DNS server, started meanwhile, once took it and answered REFUSED.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
