@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -131,9 +132,15 @@ const maxMemo = 1 << 30
 // memo of 100,000 endpoints, 40 MB of JSON, was read whole at the peak of
 // a probe run, when the previous report is read back to carry it forward.
 func decodeCompressed(b []byte, v any) error {
-	var text io.Reader = bytes.NewReader(b)
-	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
-		zr, err := gzip.NewReader(text)
+	return decodeFrom(bytes.NewReader(b), v)
+}
+
+// decodeFrom is decodeCompressed for a document read from r.
+func decodeFrom(r io.Reader, v any) error {
+	br := bufio.NewReader(r)
+	var text io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return err
 		}
@@ -245,11 +252,7 @@ func openSaved(b []byte) (*scan.Report, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	var s savedReport
-	if err := decodeCompressed(b, &s); err != nil {
-		return nil, err
-	}
-	return &scan.Report{GeneratedAt: s.GeneratedAt, Findings: s.Findings, Certificates: s.Certificates}, nil
+	return openFrom(bytes.NewReader(b))
 }
 
 // openKept reads back what savedOf kept, as openSaved does; nil for
@@ -258,12 +261,13 @@ func openKept(k *jsonstream.Kept) (*scan.Report, error) {
 	if k == nil {
 		return nil, nil
 	}
-	zr, err := gzip.NewReader(k.Reader())
-	if err != nil {
-		return nil, err
-	}
+	return openFrom(k.Reader())
+}
+
+// openFrom reads what savedOf wrote from r as a report for carryForward.
+func openFrom(r io.Reader) (*scan.Report, error) {
 	var s savedReport
-	if err := jsonstream.Read(&capped{r: zr, left: maxMemo + 1}, &s); err != nil {
+	if err := decodeFrom(r, &s); err != nil {
 		return nil, err
 	}
 	return &scan.Report{GeneratedAt: s.GeneratedAt, Findings: s.Findings, Certificates: s.Certificates}, nil
