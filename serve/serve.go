@@ -146,6 +146,9 @@ type Server struct {
 	// two of CPU each at 100,000 certificates.
 	picks  singleflight.Group
 	pickMu sync.Mutex
+	// pageSize is the length of the status page rendered last: the room
+	// the next rendering's buffer starts with.
+	pageSize atomic.Int64
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
