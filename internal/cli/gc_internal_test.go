@@ -86,11 +86,12 @@ func TestInventoryGC(t *testing.T) {
 	}
 }
 
-// TestJudgingGC: while a run at a large inventory judges what came back,
-// the collector runs at GOGC=10, and at 25 again once the run is over; a
-// run at a small inventory changes nothing, an inventory that shrinks
-// while a run judges puts back the daemon's own setting at once, and
-// every setting is undone in the order the runtime keeps them.
+// TestJudgingGC: while a run judges what came back, the collector runs at
+// GOGC=10, whatever the inventory's size; once the run is over, at 25 again
+// at a large inventory and at the daemon's own setting at a small one; an
+// inventory that shrinks while a run judges changes nothing until the run
+// is over, and every setting is undone in the order the runtime keeps
+// them.
 func TestJudgingGC(t *testing.T) {
 	cur := daemonGCPercent // as debug.SetGCPercent keeps it
 	var set []int
@@ -107,18 +108,18 @@ func TestJudgingGC(t *testing.T) {
 			t.Errorf("%s: GOGC=%d, want %d (set %v)", what, cur, want, set)
 		}
 	}
-	step("a run at 10 targets judges", func() { g.size(10); g.judge() }, daemonGCPercent)
+	step("a run at 10 targets judges", func() { g.size(10); g.judge() }, judgingGCPercent)
 	step("and ends", g.judged, daemonGCPercent)
 	step("an inventory of 100,000", func() { g.size(100_000) }, largeRunGCPercent)
-	step("a run at it judges", g.judge, largeJudgingGCPercent)
-	step("a second discovery of 100,000 meanwhile", func() { g.size(100_000) }, largeJudgingGCPercent)
+	step("a run at it judges", g.judge, judgingGCPercent)
+	step("a second discovery of 100,000 meanwhile", func() { g.size(100_000) }, judgingGCPercent)
 	step("the run ends", g.judged, largeRunGCPercent)
-	step("the next run judges", g.judge, largeJudgingGCPercent)
-	step("the inventory shrinks to 100 meanwhile", func() { g.size(100) }, daemonGCPercent)
-	step("and grows back to 60,000", func() { g.size(60_000) }, largeJudgingGCPercent)
-	step("the run ends", g.judged, largeRunGCPercent)
+	step("the next run judges", g.judge, judgingGCPercent)
+	step("the inventory shrinks to 100 meanwhile", func() { g.size(100) }, judgingGCPercent)
+	step("the run ends", g.judged, daemonGCPercent)
+	step("it grows back to 60,000", func() { g.size(60_000) }, largeRunGCPercent)
 	step("the daemon stops", g.restore, daemonGCPercent)
-	if want := []int{25, 10, 25, 10, 10, 25}; !slices.Equal(set, want) {
+	if want := []int{10, 25, 10, 25, 10, 25}; !slices.Equal(set, want) {
 		t.Errorf("GC percents set %v, want %v", set, want)
 	}
 }
