@@ -353,9 +353,28 @@ fetch_page() {
 	local a t0 t1
 	a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$1/replica-$2.log" 2>/dev/null | cut -d'"' -f4) || return 0
 	echo 5 >"/proc/$3/clear_refs"
+	# The most anonymous memory (the heap, the runtime's) and the most
+	# of the binary's pages resident as it renders, sampled every 5 ms:
+	# VmHWM says only their sum.
+	(
+		anon=0 file=0
+		while [ ! -e "$1/page.done" ]; do
+			read -r an fi < <(awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {print a, f}' "/proc/$3/status")
+			((an > anon)) && anon=$an
+			((fi > file)) && file=$fi
+			sleep 0.005
+		done
+		echo "$anon $file" >"$1/page.rss"
+	) &
+	local sampler=$!
+	rm -f "$1/page.done"
 	t0=$(date +%s.%N)
 	curl -sf -o "$1/page.html" "http://$a/" || echo "bench: GET / of replica $2 failed" >&2
 	t1=$(date +%s.%N)
+	touch "$1/page.done"
+	wait "$sampler"
+	local split
+	split=$(awk '{printf "%.1f MiB anonymous, %.1f MiB of files (the binary)", $1 / 1024, $2 / 1024}' "$1/page.rss")
 	# The documents the replica keeps in its temporary directory
 	# (unlinked files it holds open): the report, the page's rows, what
 	# the next run carries forward.
@@ -366,7 +385,7 @@ fetch_page() {
 		esac
 	done
 	echo "bench: kept in temporary files between runs (bytes):${kept:- none}" >&2
-	echo "bench: status page between runs: $(wc -c <"$1/page.html") bytes in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s, peak RSS while rendering $(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB, RSS after $(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB" >&2
+	echo "bench: status page between runs: $(wc -c <"$1/page.html") bytes in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s, peak RSS while rendering $(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB (at most $split), RSS after $(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$3/status") MiB" >&2
 }
 
 measure() {

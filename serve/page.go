@@ -229,7 +229,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	// Its length said and the page sent whole before the handler
-	// returns: the client has it before Options.Rendered runs.
+	// returns: the client has it before Options.Rendering's done runs.
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	s.pageSize.Store(int64(buf.Len()))
 	_, _ = w.Write(buf.Bytes())

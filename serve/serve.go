@@ -105,13 +105,14 @@ type Options struct {
 	TempDir string
 	// Version is shown on the status page and in certwatch_build_info.
 	Version string
-	// Rendered, when set, is called after each rendering of the status
-	// page, once the page is sent and the rendering has let go of the
-	// rows it read back and the page it wrote (15–26 MB at its height,
-	// whatever the report's size): `certwatch run` gives the memory back
-	// there, so that a visit does not leave the daemon's resident set at
-	// its height until the runtime returns it.
-	Rendered func()
+	// Rendering, when set, is called as each rendering of the status
+	// page starts, and the done it returns once the page is sent and the
+	// rendering has let go of the rows it read back and the page it wrote
+	// (15–26 MB at its height, whatever the report's size; mostly
+	// garbage): `certwatch run` collects more often in between, and gives
+	// the memory back at done, so that a visit does not leave the
+	// daemon's resident set at its height until the runtime returns it.
+	Rendering func() (done func())
 }
 
 // Server serves metrics, health, the status page and the report API. It is
@@ -229,10 +230,10 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /api/v1/silences/{id}/expire", s.expireSilence)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		s.statusPage(w, r)
-		if s.opts.Rendered != nil {
-			s.opts.Rendered()
+		if s.opts.Rendering != nil {
+			defer s.opts.Rendering()()
 		}
+		s.statusPage(w, r)
 	})
 	mux.Handle("GET /static/", staticHandler())
 	if s.opts.Pprof {

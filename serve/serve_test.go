@@ -581,34 +581,38 @@ func TestNoReportYet(t *testing.T) {
 	}
 }
 
-// TestRenderedAfterEachPage: Options.Rendered is called once after each
-// rendering of the status page, once the page is sent, and not for the
-// metrics, the report's JSON or the health checks.
-func TestRenderedAfterEachPage(t *testing.T) {
-	var rendered atomic.Int32
-	_, url := newServer(t, serve.Options{Rendered: func() { rendered.Add(1) }})
-	// The page is sent, its length said, before Rendered is called:
-	// the client may have it first.
-	calls := func(want int32) int32 {
+// TestRenderingBracketsEachPage: Options.Rendering is called as each
+// rendering of the status page starts and its done once after it, once
+// the page is sent, and neither for the metrics, the report's JSON or the
+// health checks.
+func TestRenderingBracketsEachPage(t *testing.T) {
+	var started, done atomic.Int32
+	_, url := newServer(t, serve.Options{Rendering: func() func() {
+		started.Add(1)
+		return func() { done.Add(1) }
+	}})
+	// The page is sent, its length said, before done is called: the
+	// client may have it first.
+	calls := func(want int32) (int32, int32) {
 		deadline := time.Now().Add(5 * time.Second)
-		for rendered.Load() < want && time.Now().Before(deadline) {
+		for done.Load() < want && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(10 * time.Millisecond) // a call too many would come now
-		return rendered.Load()
+		return started.Load(), done.Load()
 	}
 	for _, path := range []string{"/metrics", "/api/v1/report", "/healthz", "/readyz"} {
 		get(t, url+path)
 	}
-	if n := calls(0); n != 0 {
-		t.Fatalf("Rendered called %d times without a rendering of the page", n)
+	if s, d := calls(0); s != 0 || d != 0 {
+		t.Fatalf("Rendering called %d times and its done %d without a rendering of the page", s, d)
 	}
 	for i := range 2 {
 		if code, _, body := get(t, url+"/"); code != http.StatusOK || !strings.Contains(body, "</html>") {
 			t.Fatalf("GET / = %d, want the whole page", code)
 		}
-		if n := calls(int32(i + 1)); n != int32(i+1) {
-			t.Fatalf("Rendered called %d times after %d renderings, want once each", n, i+1)
+		if s, d := calls(int32(i + 1)); s != int32(i+1) || d != int32(i+1) {
+			t.Fatalf("Rendering called %d times and its done %d after %d renderings, want once each", s, d, i+1)
 		}
 	}
 }

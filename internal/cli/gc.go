@@ -49,20 +49,30 @@ const largeRunGCPercent = 25
 // of the probing, and is a tenth of the run's CPU. At 100,000 endpoints
 // it takes 24–41 MiB off a run's peak (210–244 MiB) for about 2.5 s more
 // of those 7–10 s; at 10,000, where it first applied only to inventories
-// of largeScanTargets, 14 MiB (70–74 MiB down to 55–57) for a few tenths
-// of a second (docs/performance.md).
+// of largeScanTargets, about 16 MiB (70–74 MiB down to 53–57) for 0.4 s
+// more of the run's 6 s of CPU, within its spread (docs/performance.md).
 const judgingGCPercent = 10
 
+// renderingGCPercent is the target while the status page renders
+// (serve.Options.Rendering): a rendering reads the rows back and writes
+// the page, garbage for the most part, over a live heap that is small
+// between runs, which the default target let grow by half again each
+// time. At 10,000 endpoints a rendering between runs peaked at 68.1 MiB,
+// 56.1 at this target (docs/performance.md).
+const renderingGCPercent = 10
+
 // inventoryGC lowers the daemon's GC percent to judgingGCPercent while a
-// run judges (judge, until judged), else to largeRunGCPercent while its
-// inventory is large, and puts back what was in force when neither holds:
-// size is called with each inventory's size. Its
+// run judges (judge, until judged), to renderingGCPercent while the status
+// page renders (render, until rendered), else to largeRunGCPercent while
+// its inventory is large, and puts back what was in force when none of
+// these holds: size is called with each inventory's size. Its
 // methods may be called from any goroutine.
 type inventoryGC struct {
 	apply func(percent int) (restore func()) // env.applyGC
 
 	mu             sync.Mutex
 	large, judging bool
+	rendering      int    // renderings under way
 	applied        int    // the percent set last; 0 when undo has put back what was before
 	undo           func() // puts back what was in force before; nil when that is
 }
@@ -78,6 +88,18 @@ func (g *inventoryGC) size(targets int) {
 // AfterProbe).
 func (g *inventoryGC) judge()  { g.judgingIs(true) }
 func (g *inventoryGC) judged() { g.judgingIs(false) }
+
+// render and rendered bracket a rendering of the status page; several
+// may be under way at once.
+func (g *inventoryGC) render()   { g.renderings(1) }
+func (g *inventoryGC) rendered() { g.renderings(-1) }
+
+func (g *inventoryGC) renderings(delta int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rendering += delta
+	g.set()
+}
 
 func (g *inventoryGC) judgingIs(on bool) {
 	g.mu.Lock()
@@ -95,6 +117,8 @@ func (g *inventoryGC) set() {
 	switch {
 	case g.judging:
 		percent = judgingGCPercent
+	case g.rendering > 0:
+		percent = renderingGCPercent
 	case g.large:
 		percent = largeRunGCPercent
 	default:

@@ -124,6 +124,35 @@ func TestJudgingGC(t *testing.T) {
 	}
 }
 
+// TestRenderingGC: while the status page renders, the collector runs at
+// GOGC=10, at any inventory; once the last of several renderings under way
+// at once is over, at what was in force before; a run that judges
+// meanwhile keeps 10 until it is over.
+func TestRenderingGC(t *testing.T) {
+	cur := daemonGCPercent // as debug.SetGCPercent keeps it
+	g := &inventoryGC{apply: func(p int) func() {
+		prev := cur
+		cur = p
+		return func() { cur = prev }
+	}}
+	step := func(what string, f func(), want int) {
+		t.Helper()
+		f()
+		if cur != want {
+			t.Errorf("%s: GOGC=%d, want %d", what, cur, want)
+		}
+	}
+	step("an inventory of 10 renders", func() { g.size(10); g.render() }, renderingGCPercent)
+	step("a second rendering starts", g.render, renderingGCPercent)
+	step("the first is over", g.rendered, renderingGCPercent)
+	step("the second is over", g.rendered, daemonGCPercent)
+	step("an inventory of 100,000 renders", func() { g.size(100_000); g.render() }, renderingGCPercent)
+	step("a run judges meanwhile", g.judge, judgingGCPercent)
+	step("the rendering is over", g.rendered, judgingGCPercent)
+	step("the run is over", g.judged, largeRunGCPercent)
+	step("the daemon stops", g.restore, daemonGCPercent)
+}
+
 // nopRecorder is a daemon.Recorder that records nothing.
 type nopRecorder struct{}
 

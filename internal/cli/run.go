@@ -154,7 +154,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
 	book := assemble.NewSilenceBook(store, c)
-	srv, err := newRunServer(c, store, h, book, notes, &current, logger)
+	srv, err := newRunServer(c, store, h, book, notes, gc, &current, logger)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // newRunServer makes the daemon's HTTP server: readiness from h, the
 // store's outbox and state for /metrics and /readyz, the channels of the
 // notifier current holds, and the silence API with its token.
-func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book *assemble.SilenceBook, notes *startupNotes, current *atomic.Pointer[notify.Notifier], logger *slog.Logger) (*serve.Server, error) {
+func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book *assemble.SilenceBook, notes *startupNotes, gc *inventoryGC, current *atomic.Pointer[notify.Notifier], logger *slog.Logger) (*serve.Server, error) {
 	tok, err := c.Serve.SilenceToken()
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
@@ -197,7 +197,11 @@ func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book 
 		Notes:       notes.list,
 		Logger:      logger.With("component", "serve"),
 		SeriesLimit: c.Daemon.MetricsSeriesLimit,
-		Rendered:    giveBackMemory,
+		// A rendering collects often, and gives back what it took.
+		Rendering: func() (done func()) {
+			gc.render()
+			return func() { gc.rendered(); giveBackMemory() }
+		},
 		Ready: []serve.Check{
 			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},
 		},
