@@ -1,11 +1,12 @@
 package serve
 
 import (
-	"bytes"
+	"bufio"
 	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -216,24 +217,45 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 	d.Jobs = jobLines(jobs)
 	d.addBanners(v, stateErr, discovery, s.channels())
 
-	// Room for the page at once, as long as the last one was: grown as
-	// it was written, the buffer of a page of 5 MB reached 8 MB, and was
-	// copied at each doubling.
-	var buf bytes.Buffer
-	buf.Grow(int(s.pageSize.Load()) + 4096)
-	if err := s.page.tmpl.Execute(&buf, d); err != nil {
-		s.logger.Error("cannot render the status page", "err", err)
-		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
-		return
-	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	// Its length said and the page sent whole before the handler
-	// returns: the client has it before Options.Rendering's done runs.
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	s.pageSize.Store(int64(buf.Len()))
-	_, _ = w.Write(buf.Bytes())
-	_ = http.NewResponseController(w).Flush()
+	// The page is sent as it renders, never held whole (5 MB for 2,000
+	// rows, in a buffer that grew to 8 MB). Should the rendering fail
+	// once part of it is sent, the response is cut off, so that the
+	// client sees an error, not a page that looks whole.
+	sent := &sentWriter{w: w}
+	out := bufio.NewWriterSize(sent, 32<<10)
+	err := s.page.tmpl.Execute(out, d)
+	if err == nil {
+		err = out.Flush()
+	}
+	switch {
+	case err == nil:
+	case sent.err != nil:
+		s.logger.Debug("the status page was not sent whole: the client went away", "err", sent.err)
+	case sent.n == 0:
+		s.logger.Error("cannot render the status page", "err", err)
+		http.Error(w, "cannot render the status page", http.StatusInternalServerError)
+	default:
+		s.logger.Error("cannot render the status page: the response is cut off", "err", err, "sent", sent.n)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// sentWriter counts what is written to w, and keeps the first error.
+type sentWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (s *sentWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.n += int64(n)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // addReport fills what the page shows of the latest report, its view v

@@ -107,11 +107,12 @@ type Options struct {
 	Version string
 	// Rendering, when set, is called as each rendering of the status
 	// page starts, and the done it returns once the page is sent and the
-	// rendering has let go of the rows it read back and the page it wrote
-	// (15–26 MB at its height, whatever the report's size; mostly
-	// garbage): `certwatch run` collects more often in between, and gives
-	// the memory back at done, so that a visit does not leave the
-	// daemon's resident set at its height until the runtime returns it.
+	// rendering has let go of the rows it read back (15–26 MB at its
+	// height, whatever the report's size; mostly garbage), without
+	// waiting for it: `certwatch run` collects more often in between,
+	// and gives the memory back at done, so that a visit does not leave
+	// the daemon's resident set at its height until the runtime returns
+	// it.
 	Rendering func() (done func())
 }
 
@@ -147,9 +148,6 @@ type Server struct {
 	// two of CPU each at 100,000 certificates.
 	picks  singleflight.Group
 	pickMu sync.Mutex
-	// pageSize is the length of the status page rendered last: the room
-	// the next rendering's buffer starts with.
-	pageSize atomic.Int64
 
 	// storeReads makes concurrent requests share one read of the store.
 	storeReads singleflight.Group
@@ -231,7 +229,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Rendering != nil {
-			defer s.opts.Rendering()()
+			done := s.opts.Rendering()
+			// Not waited for: the response ends as the handler returns.
+			defer func() { go done() }()
 		}
 		s.statusPage(w, r)
 	})
