@@ -58,7 +58,8 @@ const judgingGCPercent = 10
 // the page, garbage for the most part, over a live heap that is small
 // between runs, which the default target let grow by half again each
 // time. At 10,000 endpoints a rendering between runs peaked at 68.1 MiB,
-// 56.1 at this target (docs/performance.md).
+// 56.1 at this target, with the page still written into a buffer before
+// it was sent (docs/performance.md).
 const renderingGCPercent = 10
 
 // inventoryGC lowers the daemon's GC percent to judgingGCPercent while a
@@ -110,8 +111,8 @@ func (g *inventoryGC) judgingIs(on bool) {
 	}
 }
 
-// set applies the percent that large and judging call for. Called with mu
-// held.
+// set applies the percent that judging, rendering and large call for.
+// Called with mu held.
 func (g *inventoryGC) set() {
 	var percent int
 	switch {
