@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/certwatch/certwatch/daemon"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/dnstest"
 	"github.com/certwatch/certwatch/policy"
 	"github.com/certwatch/certwatch/probes"
@@ -116,13 +118,9 @@ func TestBrokenTransferKeepsInventory(t *testing.T) {
 	}
 }
 
-// closedPort returns a loopback port nothing listens on.
+// closedPort returns a loopback port that refuses connections until the
+// test ends.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return int(certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1")).Port())
 }

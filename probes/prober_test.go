@@ -211,16 +211,11 @@ func TestProbeIPv6(t *testing.T) {
 	}
 }
 
-// closedPort returns an address on which nothing listens.
+// closedPort returns an address that refuses connections until the test
+// ends.
 func closedPort(t *testing.T) netip.AddrPort {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.99:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap := ln.Addr().(*net.TCPAddr).AddrPort()
-	ln.Close()
-	return ap
+	return certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.99"))
 }
 
 func TestProbeFailures(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
+	"github.com/certwatch/certwatch/internal/certtest"
 	"github.com/certwatch/certwatch/internal/dnstest"
 )
 
@@ -856,23 +857,9 @@ func mustFilter(t *testing.T, include ...string) discovery.Filter {
 	return f
 }
 
-// refusingAddr returns a loopback TCP address that refuses connections
-// for the rest of the test: a socket bound to it and not listening holds
-// the port. A listener closed at once let the port go, and another test's
-// DNS server, started meanwhile, once took it and answered REFUSED.
+// refusingAddr returns a loopback address that refuses connections until
+// the test ends.
 func refusingAddr(t *testing.T) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	return certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1")).String()
 }

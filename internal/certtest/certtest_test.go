@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"syscall"
 	"testing"
@@ -234,5 +235,23 @@ func TestLargeCRL(t *testing.T) {
 	}
 	if !rl.NextUpdate.Equal(now.Add(24 * time.Hour)) {
 		t.Errorf("NextUpdate = %v", rl.NextUpdate)
+	}
+}
+
+// TestRefusingAddr: the address refuses connections, and its port stays
+// taken, so that no other server can answer on it, until the test ends.
+func TestRefusingAddr(t *testing.T) {
+	ap := certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1"))
+	c, err := net.DialTimeout("tcp", ap.String(), 5*time.Second)
+	if err == nil {
+		c.Close()
+		t.Fatalf("dial %s: connected, want refused", ap)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial %s: %v, want connection refused", ap, err)
+	}
+	if ln, err := net.Listen("tcp", ap.String()); err == nil {
+		ln.Close()
+		t.Errorf("listen on %s: the port was free while the test ran", ap)
 	}
 }
