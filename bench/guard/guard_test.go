@@ -43,8 +43,14 @@ const (
 	concurrency = 100
 	// runs is how many times each of certwatch and the floor scan the
 	// farm, alternately; the guard compares the least CPU and memory of
-	// them, since load from elsewhere only adds.
-	runs = 2
+	// them, since load from elsewhere only adds. Should a figure be over
+	// what the baseline allows, up to moreRuns more pairs are measured
+	// before the guard fails: a regression stays over, while load from
+	// elsewhere (CI's go vet and staticcheck start with the tests) once
+	// took certwatch to 0.90 ms an endpoint in both runs, 2.21× the
+	// floor's least, and 1.70× on the idle machine just after.
+	runs     = 2
+	moreRuns = 2
 	// tolerance is how far beyond the baseline a figure may go.
 	tolerance = 1.2
 	// regenerate is the command that measures baseline.json anew.
@@ -161,7 +167,8 @@ func TestCheck(t *testing.T) {
 
 // TestGuard scans the farm with certwatch and the floor, alternately,
 // logs the figures and compares them with baseline.json (or, with
-// CERTWATCH_GUARD_UPDATE=1, writes them there).
+// CERTWATCH_GUARD_UPDATE=1, writes them there); while a figure is over
+// what the baseline allows, it measures up to moreRuns more pairs first.
 //
 // CERTWATCH_GUARD_BALLAST_KIB=N builds certwatch with one more file, kept
 // in the test's temporary directory (go build -overlay), that allocates and
@@ -196,7 +203,7 @@ func TestGuard(t *testing.T) {
 		"--allow-loopback", "--ca-file", filepath.Join(farmDir, "ca.pem"), "--concurrency", strconv.Itoa(concurrency),
 		"--output", "json", "--fail-on", "none", "--no-progress"}
 	var cw, fl []usage
-	for i := range runs {
+	measureRun := func(i int) {
 		floor := exec.Command(filepath.Join(bin, "floor"), "-targets", filepath.Join(farmDir, "targets.tsv"), "-concurrency", strconv.Itoa(concurrency))
 		floor.Env = append(env, "GOMAXPROCS=1") // certwatch's default, --procs 1
 		var floorOut bytes.Buffer
@@ -230,17 +237,29 @@ func TestGuard(t *testing.T) {
 			i+1, perEndpointMS(u.cpu, endpoints), u.wall.Seconds(), mib(u.anonKiB), mib(u.fileKiB), mib(u.hwmKiB),
 			perEndpointMS(fl[i].cpu, endpoints), fl[i].wall.Seconds(), mib(fl[i].hwmKiB))
 	}
+	for i := range runs {
+		measureRun(i)
+	}
 
 	m := least(cw, fl)
+	update := os.Getenv("CERTWATCH_GUARD_UPDATE") == "1"
+	var b Baseline
+	if !update {
+		b = readBaseline(t)
+		for i := runs; i < runs+moreRuns && len(Check(b, m)) > 0; i++ {
+			t.Logf("over the baseline after %d runs (%q): measuring once more", i, Check(b, m))
+			measureRun(i)
+			m = least(cw, fl)
+		}
+	}
 	t.Logf("guard (%d endpoints, concurrency %d, least of %d runs): certwatch %.3f ms CPU/endpoint = %.2f× the floor's %.3f ms; peak RssAnon %.1f MiB, VmHWM %.1f MiB (RssFile %.1f MiB); wall %.2fs (floor %.2fs); the guard took %.1fs",
-		endpoints, concurrency, runs, perEndpointMS(m.CPU, endpoints), m.CPURatio(), perEndpointMS(m.FloorCPU, endpoints),
+		endpoints, concurrency, len(cw), perEndpointMS(m.CPU, endpoints), m.CPURatio(), perEndpointMS(m.FloorCPU, endpoints),
 		mib(m.AnonKiB), mib(m.HWMKiB), mib(m.FileKiB), m.Wall.Seconds(), m.FloorWall.Seconds(), time.Since(start).Seconds())
 
-	if os.Getenv("CERTWATCH_GUARD_UPDATE") == "1" {
+	if update {
 		writeBaseline(t, m)
 		return
 	}
-	b := readBaseline(t)
 	t.Logf("baseline.json (%s): %.2f× the floor's CPU per endpoint, peak RssAnon %.1f MiB; allowed: %.2f×, %.1f MiB",
 		b.Measured, b.CPURatio, mib(b.PeakAnonKiB), b.CPURatio*tolerance, float64(b.PeakAnonKiB)*tolerance/1024)
 	for _, p := range Check(b, m) {
