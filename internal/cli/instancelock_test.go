@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/certwatch/certwatch/internal/certtest"
 )
 
 // TestRunInstanceLock: a second `certwatch run` on the SQLite state of a
@@ -37,7 +40,7 @@ daemon:
   schedules: {discovery: "@every 1h", probe: "@every 10m"}
   jitter: 100ms
   grace_period: 2s
-`, closedAddr(t), state), 0o600); err != nil {
+`, certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1")).String(), state), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	first := startRun(t, bin, cfg)

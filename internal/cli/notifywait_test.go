@@ -3,6 +3,7 @@ package cli_test
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func TestScanNotifyDeadChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	dead := closedAddr(t)
+	dead := certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1")).String()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `targets: [%q]
@@ -55,8 +56,9 @@ notify:
 	}
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
+// freeAddr returns a loopback address nothing listens on, for a daemon
+// to listen on.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

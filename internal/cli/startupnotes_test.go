@@ -25,7 +25,7 @@ func TestRunSaysWhatIsMissing(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	dir := t.TempDir()
-	listen := closedAddr(t)
+	listen := freeAddr(t)
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `zones:
   - name: empty.example
