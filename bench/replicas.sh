@@ -52,7 +52,8 @@
 #   -W         after the first run, once the replicas hold what they keep
 #              between runs, fetch the leader's status page (GET /) and
 #              print its peak RSS while it renders the page, as a visit
-#              between runs costs
+#              between runs costs, and the most anonymous and file-backed
+#              memory of it (sampled every 5 ms)
 #   -z         find the farm as a DNS zone (farm.test, transferred from a
 #              knotd started here, as bench/run.sh's scans do; needs knotd
 #              and kdig) instead of as static targets resolved through its
@@ -353,13 +354,14 @@ fetch_page() {
 	local a t0 t1
 	a=$(grep -om1 '"listen":"127.0.0.1:[0-9]*"' "$1/replica-$2.log" 2>/dev/null | cut -d'"' -f4) || return 0
 	echo 5 >"/proc/$3/clear_refs"
+	rm -f "$1/page.done"
 	# The most anonymous memory (the heap, the runtime's) and the most
 	# of the binary's pages resident as it renders, sampled every 5 ms:
 	# VmHWM says only their sum.
 	(
 		anon=0 file=0
 		while [ ! -e "$1/page.done" ]; do
-			read -r an fi < <(awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {print a, f}' "/proc/$3/status")
+			read -r an fi < <(awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {print a + 0, f + 0}' "/proc/$3/status" 2>/dev/null)
 			((an > anon)) && anon=$an
 			((fi > file)) && file=$fi
 			sleep 0.005
@@ -367,7 +369,6 @@ fetch_page() {
 		echo "$anon $file" >"$1/page.rss"
 	) &
 	local sampler=$!
-	rm -f "$1/page.done"
 	t0=$(date +%s.%N)
 	curl -sf -o "$1/page.html" "http://$a/" || echo "bench: GET / of replica $2 failed" >&2
 	t1=$(date +%s.%N)
