@@ -60,9 +60,8 @@ func farmReport(n int) *scan.Report {
 // released): the rows are read back, filtered, counted and laid out on
 // the timeline, and the first PageLimit are written out, to a client
 // that takes each byte as it comes. page-peak-MB is the most the heap
-// grew over what it held before, sampled as the page renders (after the
-// page before it: the buffer starts at its length); B/op is the
-// rendering's garbage.
+// grew over what it held before, sampled as the page renders; B/op is
+// the rendering's garbage.
 //
 //	go test -run '^$' -bench StatusPage10k -benchtime 5x ./serve/
 func BenchmarkStatusPage10k(b *testing.B) {
