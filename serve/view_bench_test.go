@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -68,41 +67,20 @@ func BenchmarkStatusPage10k(b *testing.B) {
 	s := serve.New(serve.Options{TempDir: b.TempDir()})
 	s.RecordReport(farmReport(10000))()
 	h := s.Handler()
-	get := func() *discardWriter {
+	get := func() {
 		w := &discardWriter{header: http.Header{}}
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
 		if w.code != http.StatusOK || w.n == 0 {
 			b.Fatalf("GET / = %d, %d bytes", w.code, w.n)
 		}
-		return w
 	}
 	get()
 	var peak uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		b.StopTimer()
-		runtime.GC() // what an idle server would have done between two visits
-		held := heapObjects()
-		done, top := make(chan struct{}), make(chan uint64)
-		go func() {
-			p := held
-			for {
-				select {
-				case <-done:
-					top <- p
-					return
-				default:
-					p = max(p, heapObjects())
-					time.Sleep(50 * time.Microsecond)
-				}
-			}
-		}()
-		b.StartTimer()
-		get()
-		b.StopTimer()
-		close(done)
-		peak = max(peak, <-top-held)
-		b.StartTimer()
+		// After a collection, as an idle server would have made between
+		// two visits.
+		peak = max(peak, serve.HeapGrowth(get))
 	}
 	b.ReportMetric(float64(peak)/1e6, "page-peak-MB")
 }
@@ -123,13 +101,6 @@ func (d *discardWriter) Write(p []byte) (int, error) {
 	}
 	d.n += len(p)
 	return len(p), nil
-}
-
-// heapObjects is the heap's bytes in objects, live or not yet swept.
-func heapObjects() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
 }
 
 // BenchmarkScrape100k serves /metrics for a recorded report of 100,000

@@ -314,27 +314,8 @@ func TestStatusPageReadsItsRowsBack(t *testing.T) { // not parallel: it measures
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	s := New(Options{SeriesLimit: 1000, TempDir: t.TempDir()})
 	want, report := recordWithRows(s, n)
-	runtime.GC()
-	held := heapObjects()
-	peak := make(chan uint64)
-	done := make(chan struct{})
-	go func() {
-		top := held
-		for {
-			select {
-			case <-done:
-				peak <- top
-				return
-			default:
-				top = max(top, heapObjects())
-				time.Sleep(100 * time.Microsecond)
-			}
-		}
-	}()
 	w := httptest.NewRecorder()
-	s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-	close(done)
-	grew := int64(<-peak) - int64(held)
+	grew := int64(heapGrowth(func() { s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil)) }))
 	t.Logf("a report of %d endpoints takes %d bytes; rendering the page grew the heap by %d at most", n, report, grew)
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET / = %d: %s", w.Code, w.Body)
@@ -375,6 +356,30 @@ func recordWithRows(s *Server, n int) (listed []rowRecord, report int64) {
 	listed = records(rows)
 	release()
 	return listed, int64(withReport.HeapAlloc) - int64(base.HeapAlloc)
+}
+
+// heapGrowth is the most the heap grew over what it held after a
+// collection as f ran, sampled every 100 µs.
+func heapGrowth(f func()) uint64 {
+	runtime.GC()
+	held := heapObjects()
+	peak, done := make(chan uint64), make(chan struct{})
+	go func() {
+		top := held
+		for {
+			select {
+			case <-done:
+				peak <- top
+				return
+			default:
+				top = max(top, heapObjects())
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	f()
+	close(done)
+	return <-peak - held
 }
 
 // heapObjects is the heap's bytes in objects, live or not yet swept.
