@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SettleRetryAndFailure", testSettleRetryAndFailure},
 		{"IntentSurvivesRetryAndRestart", testIntentSurvivesRetryAndRestart},
 		{"ReopenedAlertForgetsOldThread", testReopenedAlertForgetsOldThread},
+		{"ManyAlertsReopenedInOneChange", testManyAlertsReopenedInOneChange},
 		{"CancelDropsOnlyPendingDigests", testCancelDropsOnlyPendingDigests},
 		{"SupersedeDropsOnlyPendingReminders", testSupersedeDropsOnlyPendingReminders},
 		{"UpdateErrorWritesNothing", testUpdateErrorWritesNothing},
@@ -639,6 +640,71 @@ func testReopenedAlertForgetsOldThread(t *testing.T, open Opener) {
 	}
 	if len(all) != 1 || !all[0].Open() || !all[0].FirstRaised.Equal(b.FirstRaised) {
 		t.Errorf("Alerts(resolved) = %+v, want the one reopened alert", all)
+	}
+}
+
+// testManyAlertsReopenedInOneChange: a change that reopens thousands of
+// alerts at once (a first run after they were all resolved) forgets every
+// one's old thread and replaces every one's channels, the last as well as
+// the first: a store may name them in several statements.
+func testManyAlertsReopenedInOneChange(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	const n = 2500
+	alerts := make([]state.Alert, n)
+	var ch state.Changes
+	for i := range alerts {
+		alerts[i] = Alert(fmt.Sprintf("%064x", i), policy.Warning, "certs")
+		ch.Outbox = append(ch.Outbox, state.Outbound{Channel: "certs", AlertID: alerts[i].ID, Event: "new", Payload: []byte(`{}`), Created: t0})
+	}
+	ch.Alerts = alerts
+	update(t, s, ch)
+	p, err := s.Pending(ctx, "certs", 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(p))
+	for i, o := range p {
+		ids[i] = o.ID
+	}
+	if err := s.Settle(ctx, ids, state.Settlement{At: t0, Delivered: true, Ref: "old-thread"}); err != nil {
+		t.Fatal(err)
+	}
+	resolved := slices.Clone(alerts)
+	for i := range resolved {
+		resolved[i].ResolvedAt, resolved[i].Resolution = t0.Add(time.Hour), "certificate replaced"
+	}
+	update(t, s, state.Changes{Alerts: resolved})
+
+	later := t0.Add(48 * time.Hour)
+	ch = state.Changes{}
+	for i := range alerts {
+		a := Alert(fmt.Sprintf("%064x", i), policy.Warning, "oncall")
+		a.FirstRaised, a.LastSeen = later, later
+		ch.Alerts = append(ch.Alerts, a)
+		ch.Outbox = append(ch.Outbox, state.Outbound{Channel: "certs", AlertID: a.ID, Event: "new", Payload: []byte(`{}`), Created: later})
+	}
+	update(t, s, ch)
+	snap := update(t, s, state.Changes{})
+	if len(snap.Alerts) != n {
+		t.Fatalf("%d open alerts after reopening %d", len(snap.Alerts), n)
+	}
+	for id, a := range snap.Alerts {
+		if len(a.Channels) != 1 || !a.Channels.Has("oncall") {
+			t.Fatalf("reopened alert %s has channels %+v, want oncall alone", id, a.Channels)
+		}
+	}
+	p, err = s.Pending(ctx, "certs", 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != n {
+		t.Fatalf("Pending(certs) = %d, want %d", len(p), n)
+	}
+	for _, o := range p {
+		if o.Ref != "" {
+			t.Fatalf("reopened alert %s still points at its resolved incident's thread %q", o.AlertID, o.Ref)
+		}
 	}
 }
 
