@@ -220,6 +220,27 @@ func TestWrite(t *testing.T) {
 		{"not a struct", []string{"a", "b"}},
 		{"times", []time.Time{{}, now.Add(123456789), now.In(time.FixedZone("x", -(5*3600 + 30*60)))}},
 		{"deeper than the indent table", nest(20)},
+		{"maps", struct {
+			Plain   map[string]int
+			Nil     map[string]int
+			Empty   map[string]string
+			Escaped map[string]string
+			Keyed   map[textKey]int
+			Runs    map[string]inventoryReport
+			Any     map[string]any
+			Nested  map[string]map[string][]int
+			Numbers map[int]string
+		}{
+			Plain:   map[string]int{"b": 2, "a": 1, "": 0, "B": 3, "é": 4},
+			Empty:   map[string]string{},
+			Escaped: map[string]string{"<a&b>": "x", "q\"uote\u2028": "y", "tab\t": "z"},
+			Keyed:   map[textKey]int{"z": 1, "y": 2},
+			Runs:    map[string]inventoryReport{"static": {Targets: targets[:3]}, "dnszone:farm.test": {Targets: targets[3:5], Sources: report.Sources}},
+			Any:     map[string]any{"n": 1, "l": []any{"x", 2.5}, "m": map[string]any{"k": nil}},
+			Nested:  map[string]map[string][]int{"b": {"y": {1}, "x": nil}, "a": {}},
+			Numbers: map[int]string{10: "ten", 2: "two"},
+		}},
+		{"map at the top", map[string][]discovery.Target{"static": targets[:2], "other": {}}},
 		{"nil", nil},
 	}
 	for _, tt := range tests {
@@ -243,6 +264,27 @@ func TestWrite(t *testing.T) {
 				t.Errorf("streamed JSON differs from encoding/json at byte %d:\ngot  ...%s\nwant ...%s", i, excerpt(g, i), excerpt(w, i))
 			}
 		})
+	}
+}
+
+// textKey is a map key of a string kind with a MarshalText method, which
+// encoding/json does not call for such a key.
+type textKey string
+
+func (k textKey) MarshalText() ([]byte, error) { return []byte("text:" + k), nil }
+
+// TestWriteMapStreamed: a map of long lists (the inventory a daemon keeps
+// in its state, each source's targets) is written as it is encoded, never
+// held whole as encoding/json holds a map, and then again indented.
+func TestWriteMapStreamed(t *testing.T) {
+	t.Parallel()
+	targets, _ := syntheticFleet(20000, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	var w maxWriter
+	if err := jsonstream.Write(&w, map[string]inventoryReport{"dnszone:farm.test": {Targets: targets}}); err != nil {
+		t.Fatal(err)
+	}
+	if w.n < 2<<20 || w.max > 64<<10 {
+		t.Errorf("%d bytes written, the largest write %d bytes; want over 2 MiB, none above the 64 KiB buffer", w.n, w.max)
 	}
 }
 
