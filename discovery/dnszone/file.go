@@ -29,9 +29,6 @@ const (
 // parser requires one.
 const defaultFileTTL = 3600
 
-// fileCheckEvery is how many records are read between checks of ctx.
-const fileCheckEvery = 4096
-
 // CheckFile reports whether path can be read as a zone file: a regular
 // file (a symbolic link to one is fine) of at most MaxFileBytes. It does
 // not parse it. The error names path.
@@ -168,20 +165,25 @@ func (s *Source) readFile(ctx context.Context) (*Zone, error) {
 // refused (the parser's default): it would read any file this process
 // can, and show its content in errors. $GENERATE is expanded, bounded by
 // MaxFileRecords.
+//
+// ctx is checked at every record and every read: one line can take the
+// parser long (a $GENERATE line of many tokens, copied whole at each
+// token, then parsed anew for each of its records).
 func (s *Source) parseFile(ctx context.Context, r io.Reader, z *zoneIndex) (fileStats, error) {
 	var st fileStats
-	lr := &io.LimitedReader{R: r, N: MaxFileBytes + 1}
+	lr := &io.LimitedReader{R: ctxReader{ctx, r}, N: MaxFileBytes + 1}
 	zp := dns.NewZoneParser(lr, s.fqdn, s.file)
 	zp.SetDefaultTTL(defaultFileTTL)
+	done := ctx.Done()
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 		st.records++
-		if st.records%fileCheckEvery == 0 {
-			if st.records > MaxFileRecords {
-				return st, fmt.Errorf("zone %s: zone file %s holds more than %d records ($GENERATE ranges expanded) — split the zone or narrow its $GENERATE ranges", s.zone, s.file, MaxFileRecords)
-			}
-			if err := ctx.Err(); err != nil {
-				return st, s.fileContextError(ctx, st)
-			}
+		if st.records > MaxFileRecords {
+			return st, fmt.Errorf("zone %s: zone file %s holds more than %d records ($GENERATE ranges expanded) — split the zone or narrow its $GENERATE ranges", s.zone, s.file, MaxFileRecords)
+		}
+		select {
+		case <-done:
+			return st, s.fileContextError(ctx, st)
+		default:
 		}
 		owner := rr.Header().Name // absolute: the parser resolves relative names
 		if soa, ok := rr.(*dns.SOA); ok {
@@ -202,12 +204,28 @@ func (s *Source) parseFile(ctx context.Context, r io.Reader, z *zoneIndex) (file
 		z.add(rr)
 	}
 	if err := zp.Err(); err != nil {
+		if ctx.Err() != nil {
+			return st, s.fileContextError(ctx, st)
+		}
 		return st, fmt.Errorf("zone %s: %s", s.zone, parseMessage(s.file, err))
 	}
 	if lr.N <= 0 {
 		return st, fmt.Errorf("zone %s: zone file %s grew past %d bytes while it was read — read it again once it is written whole", s.zone, s.file, MaxFileBytes)
 	}
 	return st, nil
+}
+
+// ctxReader reads from r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // fileContextError words a file read stopped by ctx.

@@ -2,10 +2,12 @@ package dnszone_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/certwatch/certwatch/discovery"
 	"github.com/certwatch/certwatch/discovery/dnszone"
@@ -151,5 +153,43 @@ func TestZoneFileOutsideRecords(t *testing.T) {
 	want := []discovery.Target{{Name: "www.internal.example", Port: 443, Sources: src, Addresses: addrs("192.0.2.1", "2001:db8::1")}}
 	if d := diffTargets(want, got); d != "" {
 		t.Errorf("Discover (-want +got):\n%s", d)
+	}
+}
+
+// TestZoneFileTimeout: a zone file that is slow to parse, as a $GENERATE
+// line of many tokens is (the parser copies the line so far for every
+// token, then parses it once a record), is given up at the zone's timeout
+// with an error saying so, not read past it.
+func TestZoneFileTimeout(t *testing.T) {
+	t.Parallel()
+	path := writeZone(t, "slow.zone", "$ORIGIN internal.example.\n@ 300 SOA ns1 hostmaster 1 3600 600 86400 300\n"+
+		"$GENERATE 0-65535 host$ TXT "+strings.Repeat("a ", 200_000)+"\n")
+	s := newSource(t, dnszone.Config{Zone: "internal.example", File: path, Timeout: 300 * time.Millisecond})
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		ts, err := targets(context.Background(), s)
+		done <- result{len(ts), err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second): // a hang, not a loaded machine
+		t.Fatalf("Discover still reading the file after %s, want about the 300ms timeout", time.Since(start).Round(time.Second))
+	}
+	if r.err == nil {
+		t.Fatalf("Discover = %d targets after %s, want a timeout", r.n, time.Since(start))
+	}
+	if !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", r.err)
+	}
+	for _, sub := range []string{"zone internal.example: zone file " + path + ": read timed out", "raise the zone's timeout: in the config (now 300ms)"} {
+		if !strings.Contains(r.err.Error(), sub) {
+			t.Errorf("error = %q\nwant it to contain %q", r.err, sub)
+		}
 	}
 }
