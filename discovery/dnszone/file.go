@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -246,8 +247,9 @@ var parseErrorText = regexp.MustCompile(`^(?s)(.*): ("(?:[^"\\]|\\.)*") at line:
 var badRecord = regexp.MustCompile(`^bad ([A-Z0-9]+) ([A-Z0-9]+)$`)
 
 // parseMessage rewords a zone parser error on file as
-// "FILE:LINE: problem "token"", with a hint for $INCLUDE; an error of
-// another form (a read error) keeps its text, after the file name.
+// "FILE:LINE: problem "token"" (a long token cut short), with a hint for
+// $INCLUDE; an error of another form (a read error) keeps its text,
+// after the file name.
 func parseMessage(file string, err error) string {
 	msg := err.Error()
 	rest, ok := strings.CutPrefix(msg, file+": dns: ")
@@ -259,6 +261,9 @@ func parseMessage(file string, err error) string {
 		return fmt.Sprintf("zone file %s: %s", file, rest)
 	}
 	what, token, line := m[1], m[2], m[3]
+	if t, err := strconv.Unquote(token); err == nil {
+		token = quoteName(t) // a token can be as long as the file
+	}
 	if b := badRecord.FindStringSubmatch(what); b != nil && b[1] == b[2] {
 		what = "bad " + b[1] + " record"
 	}

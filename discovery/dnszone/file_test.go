@@ -77,6 +77,10 @@ func TestZoneFileErrors(t *testing.T) {
 			[]string{`internal.zone:2: not a record type or class: "BOGUS"`}},
 		{"$INCLUDE is not followed", writeZone(t, "internal.zone", soa+"$INCLUDE /etc/passwd\n"),
 			[]string{"internal.zone:2: $INCLUDE is not followed", "inline"}},
+		{"a long token is cut", writeZone(t, "internal.zone", soa+"www 300 A "+strings.Repeat("x", 1<<20)+"\n"),
+			[]string{`internal.zone:2: bad A record "xxxxxxxx`, `xxx…"`}},
+		{"a long $INCLUDE path is cut", writeZone(t, "internal.zone", soa+"$INCLUDE "+strings.Repeat("/x", 1<<19)+"\n"),
+			[]string{"internal.zone:2: $INCLUDE is not followed", `/x/x…"`}},
 		{"another zone's SOA", writeZone(t, "other.zone", "$ORIGIN other.example.\n"+soa),
 			[]string{"zone internal.example: ", `other.zone holds the SOA of "other.example", not of internal.example`}},
 		{"missing file", filepath.Join(dir, "nope.zone"), []string{"zone internal.example: zone file ", "nope.zone: no such file or directory"}},
@@ -97,6 +101,9 @@ func TestZoneFileErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "root:") {
 				t.Errorf("error %q shows another file's content", err)
+			}
+			if n := len(err.Error()); n > 1000 { // it goes to logs and notifications
+				t.Errorf("error is %d bytes long: %.300q…", n, err)
 			}
 		})
 	}
