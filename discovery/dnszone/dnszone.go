@@ -34,6 +34,9 @@ import (
 const (
 	DefaultTimeout     = 60 * time.Second
 	DefaultDialTimeout = 5 * time.Second
+	// DefaultMaxRecords bounds the records of a transfer as MaxFileRecords
+	// bounds those of a zone file.
+	DefaultMaxRecords = MaxFileRecords
 )
 
 // defaultPorts are probed on zone names when Config.Ports is empty. Never
@@ -70,6 +73,11 @@ type Config struct {
 	// DialTimeout bounds each TCP connect and each resolver query. Zero means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
+	// MaxRecords bounds the records of one transfer: a server that sends
+	// more (one that streams without end) fails it before it fills
+	// memory. Zero means DefaultMaxRecords. A zone file has its own bound,
+	// MaxFileRecords.
+	MaxRecords int
 	// Resolver is the recursive DNS server ("HOST:PORT", a bare host means
 	// port 53) asked for the zone's SOA and NS records and their addresses
 	// when Nameserver is empty. Empty means the first nameserver in
@@ -162,6 +170,7 @@ type Source struct {
 	filter      discovery.Filter
 	timeout     time.Duration
 	dialTimeout time.Duration
+	maxRecords  int
 	dialer      Dialer
 	logger      *slog.Logger
 	sources     []string // shared by every target; cap == len so appends copy
@@ -216,6 +225,7 @@ func newSource(c Config, zone string, logger *slog.Logger) (*Source, error) {
 	s.maxDepth = cmp.Or(c.MaxDepth, DefaultMaxDepth)
 	s.maxDelegations = cmp.Or(c.MaxDelegations, DefaultMaxDelegations)
 	s.delegationPort = cmp.Or(c.DelegationPort, DefaultDelegationPort)
+	s.maxRecords = cmp.Or(c.MaxRecords, DefaultMaxRecords)
 	for _, z := range c.Configured {
 		s.configured = append(s.configured, discovery.NormalizeName(z))
 	}
@@ -226,6 +236,9 @@ func newSource(c Config, zone string, logger *slog.Logger) (*Source, error) {
 	var err error
 	if c.MaxDepth < 0 || c.MaxDelegations < 0 {
 		errs = append(errs, fmt.Errorf("negative delegation bound (depth %d, delegations %d)", c.MaxDepth, c.MaxDelegations))
+	}
+	if c.MaxRecords < 0 {
+		errs = append(errs, fmt.Errorf("negative record bound %d", c.MaxRecords))
 	}
 	if c.DelegationPort < 0 || c.DelegationPort > 65535 {
 		errs = append(errs, fmt.Errorf("invalid delegation port %d: want a number from 1 to 65535", c.DelegationPort))

@@ -611,6 +611,7 @@ func TestNewErrors(t *testing.T) {
 		{"bad resolver", dnszone.Config{Zone: "a.example", Resolver: "[::1"}, []string{"resolver:"}},
 		{"negative timeout", dnszone.Config{Zone: "a.example", Timeout: -time.Second}, []string{"negative timeout"}},
 		{"negative dial timeout", dnszone.Config{Zone: "a.example", DialTimeout: -time.Second}, []string{"negative dial timeout"}},
+		{"negative record bound", dnszone.Config{Zone: "a.example", MaxRecords: -1}, []string{"negative record bound -1"}},
 		{"tsig without name", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Secret: testSecret}}, []string{"key name is empty"}},
 		{"tsig bad algorithm", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Name: "k", Algorithm: "rsa", Secret: testSecret}}, []string{`unsupported algorithm "rsa"`}},
 		{"tsig empty secret", dnszone.Config{Zone: "a.example", TSIG: &dnszone.TSIG{Name: "k"}}, []string{"tsig key k: secret is empty"}},
@@ -862,4 +863,83 @@ func mustFilter(t *testing.T, include ...string) discovery.Filter {
 func refusingAddr(t *testing.T) string {
 	t.Helper()
 	return certtest.RefusingAddr(t, netip.MustParseAddr("127.0.0.1")).String()
+}
+
+// TestTargetsEndlessTransfer: a server that streams records without end
+// fails the transfer once it has sent more than MaxRecords, long before
+// the timeout, instead of filling memory with them until then.
+func TestTargetsEndlessTransfer(t *testing.T) {
+	t.Parallel()
+	addr := endlessServer(t, "endless.example.")
+	s := newSource(t, dnszone.Config{Zone: "endless.example", Nameserver: addr, Timeout: 20 * time.Second, MaxRecords: 10_000})
+	start := time.Now()
+	got, err := targets(context.Background(), s)
+	if err == nil {
+		t.Fatalf("Discover = %d targets from an endless transfer, want an error", len(got))
+	}
+	want := "zone endless.example: AXFR from " + addr + ": more than 10000 records, the most a zone may have — "
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %q\nwant it to start %q", err, want)
+	}
+	var te *dnszone.TransferError
+	if !errors.As(err, &te) || te.Records <= 10_000 || te.Records > 20_000 {
+		t.Errorf("error %v: want a *TransferError with just over 10000 records", err)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("Discover returned after %s, want it to stop at the bound", elapsed)
+	}
+}
+
+// endlessServer serves an AXFR of zone on loopback that opens with its
+// SOA and then sends A records of new names, a thousand a message, until
+// the client goes away. It returns the server's address.
+func endlessServer(t *testing.T, zone string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var n [2]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return
+		}
+		q := make([]byte, int(n[0])<<8|int(n[1]))
+		var req dns.Msg
+		if _, err := io.ReadFull(c, q); err != nil || req.Unpack(q) != nil {
+			return
+		}
+		soa, _ := dns.NewRR(zone + " 300 IN SOA ns." + zone + " hostmaster." + zone + " 1 3600 600 86400 300")
+		for i := 0; ; {
+			m := new(dns.Msg)
+			m.SetReply(&req)
+			m.Compress = true
+			if i == 0 {
+				m.Answer = append(m.Answer, soa)
+			}
+			for range 1000 {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: fmt.Sprintf("h%d.%s", i, zone), Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 300}, A: net.IPv4(192, 0, 2, 1)})
+				i++
+			}
+			b, err := m.Pack()
+			if err != nil {
+				return
+			}
+			if _, err := c.Write(append([]byte{byte(len(b) >> 8), byte(len(b))}, b...)); err != nil {
+				return
+			}
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -186,6 +186,10 @@ func (s *Source) axfr(ctx context.Context, server string, z *zoneIndex) (transfe
 				z.add(rr)
 			}
 			st.records++
+			if st.records > s.maxRecords {
+				return fail(nil, fmt.Sprintf("AXFR from %s: more than %d records, the most a zone may have", server, s.maxRecords),
+					"the server keeps sending records without the closing SOA; check it")
+			}
 		}
 	}
 }
