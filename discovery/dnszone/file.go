@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -42,9 +43,10 @@ func CheckFile(path string) error {
 }
 
 // openZoneFile opens path if it is a regular file of at most
-// MaxFileBytes. The mode is checked before opening, so that a named pipe
-// never blocks the open, and again on the opened file, in case path was
-// swapped in between.
+// MaxFileBytes. The mode is checked before opening, so that a device is
+// never opened, and again on the opened file, in case path was swapped
+// in between; the open does not block, so that a named pipe swapped in
+// is refused rather than waited on for a writer.
 func openZoneFile(path string) (*os.File, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -53,7 +55,7 @@ func openZoneFile(path string) (*os.File, error) {
 	if err := checkMode(path, st); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, pathError(path, err)
 	}
