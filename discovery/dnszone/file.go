@@ -151,7 +151,7 @@ func (s *Source) readFile(ctx context.Context) (*Zone, error) {
 	defer f.Close()
 	z := newZoneIndex(s.zone)
 	z.protocols = s.protocols
-	st, err := s.parseFile(ctx, f, z)
+	st, err := s.parseFile(ctx, f, MaxFileBytes, z)
 	if err != nil {
 		return nil, err
 	}
@@ -164,17 +164,18 @@ func (s *Source) readFile(ctx context.Context) (*Zone, error) {
 	return zn, nil
 }
 
-// parseFile feeds every record of the zone file r to z. $INCLUDE is
-// refused (the parser's default): it would read any file this process
-// can, and show its content in errors. $GENERATE is expanded, bounded by
+// parseFile feeds every record of the zone file r, which may hold at
+// most limit bytes (MaxFileBytes), to z. $INCLUDE is refused (the
+// parser's default): it would read any file this process can, and show
+// its content in errors. $GENERATE is expanded, bounded by
 // MaxFileRecords.
 //
 // ctx is checked at every record and every read: one line can take the
 // parser long (a $GENERATE line of many tokens, copied whole at each
 // token, then parsed anew for each of its records).
-func (s *Source) parseFile(ctx context.Context, r io.Reader, z *zoneIndex) (fileStats, error) {
+func (s *Source) parseFile(ctx context.Context, r io.Reader, limit int64, z *zoneIndex) (fileStats, error) {
 	var st fileStats
-	lr := &io.LimitedReader{R: ctxReader{ctx, r}, N: MaxFileBytes + 1}
+	lr := &io.LimitedReader{R: ctxReader{ctx, r}, N: limit + 1}
 	zp := dns.NewZoneParser(lr, s.fqdn, s.file)
 	zp.SetDefaultTTL(defaultFileTTL)
 	done := ctx.Done()
@@ -206,14 +207,15 @@ func (s *Source) parseFile(ctx context.Context, r io.Reader, z *zoneIndex) (file
 		}
 		z.add(rr)
 	}
+	if lr.N <= 0 {
+		// Before any parse error: the bound may cut a record in two.
+		return st, fmt.Errorf("zone %s: zone file %s grew past %d bytes while it was read — read it again once it is written whole", s.zone, s.file, limit)
+	}
 	if err := zp.Err(); err != nil {
 		if ctx.Err() != nil {
 			return st, s.fileContextError(ctx, st)
 		}
 		return st, fmt.Errorf("zone %s: %s", s.zone, parseMessage(s.file, err))
-	}
-	if lr.N <= 0 {
-		return st, fmt.Errorf("zone %s: zone file %s grew past %d bytes while it was read — read it again once it is written whole", s.zone, s.file, MaxFileBytes)
 	}
 	return st, nil
 }
