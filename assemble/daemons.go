@@ -36,10 +36,10 @@ type Daemons struct {
 	// state_corrupt finding.
 	StateCheck func(context.Context) error
 	StateName  string
-	// AfterProbe, Judging and Notifying are each daemon's
-	// (daemon.Daemon.AfterProbe, Judging and Notifying).
-	AfterProbe, Judging, Notifying func()
-	Logger                         *slog.Logger
+	// AfterProbe, Judging, Notifying, Probing and Notified are each
+	// daemon's (daemon.Daemon.AfterProbe and the others).
+	AfterProbe, Judging, Notifying, Probing, Notified func()
+	Logger                                            *slog.Logger
 
 	// sharing, when set, makes every daemon's probe runs shared sweeps.
 	sharing *daemon.Sharing
@@ -68,7 +68,7 @@ func (h *Daemons) start() (*daemon.Daemon, error) {
 	d.History = h.History
 	d.Sharing = h.sharing
 	d.StateCheck, d.StateName = h.StateCheck, h.StateName
-	d.AfterProbe, d.Judging, d.Notifying = h.AfterProbe, h.Judging, h.Notifying
+	d.AfterProbe, d.Judging, d.Notifying, d.Probing, d.Notified = h.AfterProbe, h.Judging, h.Notifying, h.Probing, h.Notified
 	// Only the first daemon of a process that found the store empty says
 	// so; later terms find the state their predecessors wrote.
 	d.EmptyState, h.EmptyState = h.EmptyState, ""

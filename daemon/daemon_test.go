@@ -1057,6 +1057,7 @@ func (p *partialScanner) Discover(context.Context) ([]discovery.Target, []scan.S
 type releaseRecorder struct {
 	fakeRecorder
 	n        *fakeNotifier
+	s        *fakeScanner
 	mu       sync.Mutex
 	released []int
 	twice    bool
@@ -1085,7 +1086,7 @@ func recordedRuns(t *testing.T, fail error, setup func(*daemon.Daemon, *fakeNoti
 	t.Helper()
 	s := &fakeScanner{sources: map[string]int{"static": 2}}
 	n := &fakeNotifier{fail: fail}
-	rec := &releaseRecorder{n: n}
+	rec := &releaseRecorder{n: n, s: s}
 	d, err := daemon.New(config(0), s, n, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1121,6 +1122,80 @@ func TestRecordedReportReleasedOnceNotified(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNotifiedOnceNotifiedBeforeReleased: a probe run calls Notified once
+// its report was notified and before the recorder keeps it its own way
+// (where `certwatch run` gives back what the notifier freed, before the
+// status server compresses the report), once a run, also when notifying
+// fails.
+func TestNotifiedOnceNotifiedBeforeReleased(t *testing.T) {
+	for _, fail := range []error{nil, errors.New("state store down")} {
+		synctest.Test(t, func(t *testing.T) {
+			type seen struct{ recorded, released, notified int }
+			var calls []seen
+			recordedRuns(t, fail, func(d *daemon.Daemon, n *fakeNotifier, rec *releaseRecorder) {
+				d.Notified = func() {
+					rec.mu.Lock()
+					c := seen{recorded: len(rec.released)}
+					for _, r := range rec.released {
+						if r != -1 {
+							c.released++
+						}
+					}
+					rec.mu.Unlock()
+					n.mu.Lock()
+					c.notified = len(n.reports)
+					calls = append(calls, c)
+					n.mu.Unlock()
+				}
+			})
+			if len(calls) < 2 {
+				t.Fatalf("notify error %v: Notified called %d times, want once each of at least two runs", fail, len(calls))
+			}
+			for i, c := range calls {
+				if c != (seen{recorded: i + 1, released: i, notified: i + 1}) {
+					t.Errorf("notify error %v: run %d called Notified with %d reports recorded, %d released and %d notified, want %d, %d and %d",
+						fail, i, c.recorded, c.released, c.notified, i+1, i, i+1)
+				}
+			}
+		})
+	}
+}
+
+// TestProbingOnceARunBeforeItProbes: a probe run calls Probing as it
+// starts, before it probes and records anything (where `certwatch run`
+// gives back what the work between runs left mapped), once a run.
+func TestProbingOnceARunBeforeItProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type seen struct{ probed, recorded, notified int }
+		var calls []seen
+		rec := recordedRuns(t, nil, func(d *daemon.Daemon, n *fakeNotifier, rec *releaseRecorder) {
+			d.Probing = func() {
+				rec.s.mu.Lock()
+				c := seen{probed: len(rec.s.probes)}
+				rec.s.mu.Unlock()
+				rec.mu.Lock()
+				c.recorded = len(rec.released)
+				rec.mu.Unlock()
+				n.mu.Lock()
+				c.notified = len(n.reports)
+				calls = append(calls, c)
+				n.mu.Unlock()
+			}
+		})
+		rec.mu.Lock()
+		runs := len(rec.released)
+		rec.mu.Unlock()
+		if len(calls) < 2 || len(calls) != runs {
+			t.Fatalf("Probing called %d times for %d runs recorded, want once a run, at least two", len(calls), runs)
+		}
+		for i, c := range calls {
+			if c != (seen{probed: i, recorded: i, notified: i}) {
+				t.Errorf("run %d called Probing with %d runs probed, %d reports recorded and %d notified, want %d of each", i, c.probed, c.recorded, c.notified, i)
+			}
+		}
+	})
 }
 
 // TestNotifyingOnceRecordedBeforeNotified: a probe run calls Notifying

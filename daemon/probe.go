@@ -34,6 +34,9 @@ func (d *Daemon) probe(ctx context.Context) error {
 		return errAwaitDiscovery
 	}
 	start := d.now()
+	if d.Probing != nil {
+		d.Probing()
+	}
 	d.readHistory(ctx, in.scanner, in.loaded)
 	r, seen, cut, shared, err := d.probeInventory(ctx, in, start)
 	if err != nil {
@@ -76,7 +79,12 @@ func (d *Daemon) probe(ctx context.Context) error {
 	// The recorder holds the report as it is while this run notifies,
 	// and keeps it its own way after (serve compresses it): never both
 	// beside the notifier's work.
-	defer release()
+	defer func() {
+		if d.Notified != nil {
+			d.Notified()
+		}
+		release()
+	}()
 	// The previous report is spent (carried forward into published): not
 	// held through the notifier's work, the run's largest.
 	in.previous = nil

@@ -146,10 +146,13 @@ func (e *env) run(ctx context.Context, args []string) error {
 	notes.channels(c.Notify)
 	h := &assemble.Daemons{HTTPClient: &http.Client{}, Memory: store, History: store, Recorder: notes, Logger: logger,
 		StateCheck: store.Check, StateName: assemble.StateName(c.Notify.State),
-		// The probing's freed heap and the code it ran go back to the
-		// system before the judging takes its own, and the judging's
-		// before the notifier, the run's peak, takes its own.
-		Judging: func() { gc.judge(); giveBackMemory() }, Notifying: giveBackMemory, AfterProbe: func() { gc.judged(); giveBackMemory() }}
+		// What the work between runs left goes back to the system before
+		// the probing takes its own; the probing's freed heap and the code
+		// it ran before the judging takes its own; the judging's before the
+		// notifier, the run's peak, takes its own; and the notifier's
+		// before the status server compresses the report.
+		Probing: giveBackMemory, Judging: func() { gc.judge(); giveBackMemory() }, Notifying: giveBackMemory,
+		Notified: giveBackMemory, AfterProbe: func() { gc.judged(); giveBackMemory() }}
 	if store.Created() {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
