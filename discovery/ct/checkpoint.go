@@ -36,6 +36,11 @@ const (
 	maxCheckpointLen = 64 << 10
 )
 
+// maxTreeSize is the largest tree a Static CT log can have: an entry's
+// leaf_index is a uint40. It also keeps tlog's arithmetic, which does not
+// hold for trees of 2^62 entries and more, well clear of overflow.
+const maxTreeSize = 1 << 40
+
 // verifier is a note.Verifier for an RFC 6962 tree head signature carried in
 // a checkpoint (c2sp.org/static-ct-api, "Checkpoints").
 type verifier struct {
@@ -146,6 +151,9 @@ func openCheckpoint(body []byte, l Log) (checkpoint, error) {
 	tree, err := parseCheckpointText([]byte(n.Text), l.Origin)
 	if err != nil {
 		return checkpoint{}, fmt.Errorf("%w: %v", ErrVerification, err)
+	}
+	if tree.N > maxTreeSize {
+		return checkpoint{}, fmt.Errorf("%w: checkpoint tree size %d is larger than a Static CT log can hold (2^40 entries)", ErrVerification, tree.N)
 	}
 	for _, sig := range n.Sigs {
 		if sig.Name != v.name || sig.Hash != v.hash {
