@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -141,5 +142,37 @@ func TestReadRefusesATreeLargerThanALogCanHold(t *testing.T) {
 				t.Errorf("tree size %d, from %+v: fetched %v, want nothing past the checkpoint", size, from, reqs)
 			}
 		}
+	}
+}
+
+// A log serving a checkpoint older than the one read before (rolled back,
+// or replayed by someone in the middle) is a verification failure that
+// says so, not a position mistaken for another log's.
+func TestReadRefusesACheckpointOlderThanTheOneReadBefore(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	fill(t, log, p, 200)
+	resp, err := http.Get(log.URL + "checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, log, p, 100)
+	_, first, err := read(t, reader(t, "example.com"), config(t, log), ct.Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	found, res, err := read(t, reader(t, "example.com"), withCheckpoint(t, log, old), first.Position)
+	if !errors.Is(err, ct.ErrVerification) || !strings.Contains(err.Error(), "shrank from 300 to 200") {
+		t.Errorf("error %v; want a verification error saying the tree shrank from 300 to 200", err)
+	}
+	if len(found) != 0 || res.Position != first.Position {
+		t.Errorf("found %d entries, position %+v; want none and %+v kept", len(found), res.Position, first.Position)
 	}
 }

@@ -47,14 +47,16 @@ func (r *Reader) read(ctx context.Context, l Log, res *Result, found func(Entry)
 		res.Position.Back = 0
 	}
 	from := res.Position
-	if from.Next < 0 || from.Next > cp.tree.N {
-		return fmt.Errorf("start position %d is beyond the log's tree size %d (a position kept for another log?)", from.Next, cp.tree.N)
-	}
 	verifier := newTreeVerifier(ctx, r, l, cp.tree)
+	// Before the position is checked: a tree smaller than the one read
+	// before is the log's fault, not the position's.
 	if from.Size > 0 {
 		if err := verifier.verifyExtends(from.Size, tlog.Hash(from.Root)); err != nil {
 			return err
 		}
+	}
+	if from.Next < 0 || from.Next > cp.tree.N {
+		return fmt.Errorf("start position %d is beyond the log's tree size %d (a position kept for another log?)", from.Next, cp.tree.N)
 	}
 	res.Position.Size, res.Position.Root = cp.tree.N, cp.tree.Hash
 	if from.Next == cp.tree.N {
