@@ -468,3 +468,32 @@ func TestReadParsesEntriesLoggedBySunlight(t *testing.T) {
 	}
 	t.Logf("%d entries found, %d certificates", len(found), len(byID))
 }
+
+// An entry whose issuer, as the log serves it, is not a certificate
+// crypto/x509 parses (the chain is not covered by the tree's hashes) is
+// reported with its issuer unproven, as one whose issuer is not served:
+// the log is not left unread from that entry on.
+func TestReadReportsAnEntryWhoseIssuerDoesNotParse(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	log := cttest.Start(t)
+	www := p.entry(p.leaf(t, "www.example.com"))
+	www.Chain = [][]byte{[]byte("0\x03\x02\x01\x00"), p.root.Cert.Raw}
+	appendEntries(t, log, www)
+	fill(t, log, p, 300)
+	appendEntries(t, log, p.entry(p.leaf(t, "api.example.com")))
+
+	found, res, err := read(t, reader(t, "example.com"), config(t, log), ct.Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 2 || found[0].Index != 0 || found[1].Index != 301 || res.Position.Next != 302 {
+		t.Fatalf("found %+v, read up to %d; want entries 0 and 301, up to 302", found, res.Position.Next)
+	}
+	if found[0].Issuer.SHA256 != "" || found[0].Issuer.KeySHA256 != "" || found[0].Issuer.Name == "" {
+		t.Errorf("entry 0's issuer %+v; want it named but not proven", found[0].Issuer)
+	}
+	if found[1].Issuer.SHA256 != sha256Hex(p.issuing.Cert.Raw) {
+		t.Errorf("entry 301's issuer %+v; want it proven", found[1].Issuer)
+	}
+}

@@ -195,10 +195,11 @@ func (r *Reader) findIssuer(ctx context.Context, l Log, c *candidate) error {
 			break // the issuer, or a precertificate signing certificate and its issuer
 		}
 		issuer, err := r.issuer(ctx, l, fp)
-		if errors.Is(err, errNotFound) {
-			// The spec requires every issuer to be served; one that is not
-			// leaves the issuer unproven rather than the log unread.
-			r.logger().Debug("ct issuer not served", "log", l.URL, "index", c.entry.Index, "err", err)
+		if errors.Is(err, errNotFound) || errors.Is(err, errIssuerUnparsed) {
+			// The spec requires every issuer to be served; one that is not,
+			// or that crypto/x509 cannot parse, leaves the issuer unproven
+			// rather than the log unread.
+			r.logger().Debug("ct issuer not usable", "log", l.URL, "index", c.entry.Index, "err", err)
 			return nil
 		}
 		if err != nil {
@@ -215,6 +216,10 @@ func (r *Reader) findIssuer(ctx context.Context, l Log, c *candidate) error {
 	}
 	return nil
 }
+
+// errIssuerUnparsed is an issuer certificate, as served, that crypto/x509
+// cannot parse.
+var errIssuerUnparsed = errors.New("not a certificate crypto/x509 parses")
 
 // maxIssuers bounds the issuer certificates cached; real logs hold a few
 // hundred.
@@ -237,7 +242,7 @@ func (r *Reader) issuer(ctx context.Context, l Log, fp [sha256.Size]byte) (*x509
 		return nil, fmt.Errorf("%w: %s does not hash to its fingerprint", ErrVerification, path)
 	}
 	if cert, err = x509.ParseCertificate(der); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %v", path, errIssuerUnparsed, err)
 	}
 	r.issuersMu.Lock()
 	defer r.issuersMu.Unlock()
