@@ -650,7 +650,7 @@ func testReopenedAlertForgetsOldThread(t *testing.T, open Opener) {
 func testManyAlertsReopenedInOneChange(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
-	const n = 2500
+	const n = 1100
 	alerts := make([]state.Alert, n)
 	var ch state.Changes
 	for i := range alerts {
