@@ -339,7 +339,7 @@ func testManyAlertsInOneChange(t *testing.T, open Opener) {
 func testSeenMovesOnlyLastSeen(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
-	const n = 12000 // more than one statement's worth
+	const n = 1200 // more than one statement's worth (state/postgres: 1,000)
 	var ch state.Changes
 	for i := range n {
 		ch.Alerts = append(ch.Alerts, Alert(fmt.Sprintf("%064x", i), policy.Warning, "certs"))

@@ -142,7 +142,7 @@ func loadAlerts(ctx context.Context, tx pgx.Tx, resolved bool, current state.Cur
 }
 
 func applyChanges(ctx context.Context, tx pgx.Tx, ch state.Changes) error {
-	for ids := range slices.Chunk(ch.Seen, seenChunk) {
+	for ids := range slices.Chunk(ch.Seen, idChunk) {
 		if _, err := tx.Exec(ctx, `UPDATE alerts SET last_seen = $1 WHERE id = ANY($2) AND resolved_at IS NULL`, state.UnixNano(ch.SeenAt), ids); err != nil {
 			return err
 		}
@@ -304,15 +304,13 @@ func writeAlerts(ctx context.Context, tx pgx.Tx, alerts []state.Alert) error {
 	return b.Flush(ctx)
 }
 
-// seenChunk is how many alerts seen again one statement moves the
-// last_seen of (Changes.Seen).
-const seenChunk = 10000
-
-// idChunk is how many alerts one of writeAlerts' statements names (=
-// ANY($1)). pgx encodes a batch whole before it sends it, with each array
-// in a buffer grown by doubling: a first run at 100,000 endpoints opens
-// about 38,000 alerts, and the two lists of all their IDs were about 10 MB
-// of encoded statements at the run's peak.
+// idChunk is how many alerts one statement names (= ANY($1)): those
+// seen again whose last_seen it moves (Changes.Seen), and those whose
+// threads and channels writeAlerts replaces. pgx encodes a statement's
+// arrays, and a batch's statements, whole before it sends them, each in a
+// buffer grown by doubling: a first run at 100,000 endpoints opens about
+// 38,000 alerts, and the two lists of all their IDs were about 10 MB of
+// encoded statements at the run's peak.
 const idChunk = 1000
 
 // certChunk is how many certificates one statement upserts: arrays of
