@@ -94,6 +94,11 @@ type env struct {
 	// stopHeapProfile turns off the sampling of allocations for the heap
 	// profile (noHeapProfile); nil, in Run, leaves it on.
 	stopHeapProfile func()
+	// giveBack gives a phase's memory back to the system (giveBackMemory:
+	// a forced collection, and the executable's pages unmapped); nil, in
+	// Run, does nothing: in-process, beside other tests, each of a
+	// daemon's five a run fell on every test of the process.
+	giveBack func()
 	// largeScan is how many targets make a scan large (largeScanTargets
 	// when zero): it collects at largeScanGCPercent.
 	largeScan int
@@ -137,7 +142,7 @@ Exit codes:
 // failing that, they merely stay mapped).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_ = releaseExecutablePages()
-	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent, stopHeapProfile: stopHeapProfile}).dispatch(ctx, args)
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, setProcs: setGOMAXPROCS, setGCPercent: setGCPercent, stopHeapProfile: stopHeapProfile, giveBack: giveBackMemory}).dispatch(ctx, args)
 }
 
 // Run executes the command line args (without the program name). It returns

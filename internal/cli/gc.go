@@ -182,6 +182,13 @@ func giveBackMemory() {
 	_ = releaseExecutablePages() // failing that, they merely stay mapped
 }
 
+// giveBackMemory is e.giveBack, when set (Main; see env).
+func (e *env) giveBackMemory() {
+	if e.giveBack != nil {
+		e.giveBack()
+	}
+}
+
 // noHeapProfile stops the sampling of allocations for the heap profile,
 // which only the status server's /debug/pprof/heap reads (daemon.pprof):
 // scan, inventory and a run without it serve none. The runtime samples an

@@ -151,13 +151,13 @@ func (e *env) run(ctx context.Context, args []string) error {
 		// it ran before the judging takes its own; the judging's before the
 		// notifier, the run's peak, takes its own; and the notifier's
 		// before the status server compresses the report.
-		Probing: giveBackMemory, Judging: func() { gc.judge(); giveBackMemory() }, Notifying: giveBackMemory,
-		Notified: giveBackMemory, AfterProbe: func() { gc.judged(); giveBackMemory() }}
+		Probing: e.giveBackMemory, Judging: func() { gc.judge(); e.giveBackMemory() }, Notifying: e.giveBackMemory,
+		Notified: e.giveBackMemory, AfterProbe: func() { gc.judged(); e.giveBackMemory() }}
 	if store.Created() {
 		h.EmptyState = assemble.StateName(c.Notify.State)
 	}
 	book := assemble.NewSilenceBook(store, c)
-	srv, err := newRunServer(c, store, h, book, notes, gc, &current, logger)
+	srv, err := e.newRunServer(c, store, h, book, notes, gc, &current, logger)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 // newRunServer makes the daemon's HTTP server: readiness from h, the
 // store's outbox and state for /metrics and /readyz, the channels of the
 // notifier current holds, and the silence API with its token.
-func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book *assemble.SilenceBook, notes *startupNotes, gc *inventoryGC, current *atomic.Pointer[notify.Notifier], logger *slog.Logger) (*serve.Server, error) {
+func (e *env) newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book *assemble.SilenceBook, notes *startupNotes, gc *inventoryGC, current *atomic.Pointer[notify.Notifier], logger *slog.Logger) (*serve.Server, error) {
 	tok, err := c.Serve.SilenceToken()
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
@@ -203,7 +203,7 @@ func newRunServer(c config.Config, store state.Store, h *assemble.Daemons, book 
 		// A rendering collects often, and gives back what it took.
 		Rendering: func() (done func()) {
 			gc.render()
-			return func() { gc.rendered(); giveBackMemory() }
+			return func() { gc.rendered(); e.giveBackMemory() }
 		},
 		Ready: []serve.Check{
 			{Name: "inventory", Check: func(context.Context) error { return h.Ready() }},

@@ -539,7 +539,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	pass.OnProbed = giveBackMemory
+	pass.OnProbed = e.giveBackMemory
 	restoreGC := func() {}
 	pass.OnTargets = func(n int) { // once, before probing
 		if n >= cmp.Or(e.largeScan, largeScanTargets) {
@@ -560,7 +560,7 @@ func (e *env) runScan(ctx context.Context, c config.Config, logger *slog.Logger,
 	if report == nil {
 		return err
 	}
-	giveBackMemory() // the evaluation's garbage, before the report is written
+	e.giveBackMemory() // the evaluation's garbage, before the report is written
 	width := columnsFrom(e.getenv)
 	if width == 0 {
 		width = terminalWidth(e.stdout)
