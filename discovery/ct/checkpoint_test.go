@@ -1,14 +1,7 @@
 package ct_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,60 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/cryptobyte"
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/certwatch/certwatch/discovery/ct"
 	"github.com/certwatch/certwatch/internal/cttest"
 )
 
-// treeHeadSigner makes the RFC6962NoteSignature of one tree head with a
-// log's key (c2sp.org/static-ct-api, "Checkpoints").
-type treeHeadSigner struct {
-	name    string
-	keyHash uint32
-	key     *ecdsa.PrivateKey
-	size    uint64
-	root    [32]byte
-}
-
-func (s *treeHeadSigner) Name() string    { return s.name }
-func (s *treeHeadSigner) KeyHash() uint32 { return s.keyHash }
-
-func (s *treeHeadSigner) Sign([]byte) ([]byte, error) {
-	timestamp := uint64(now.UnixMilli())
-	var th cryptobyte.Builder
-	th.AddUint8(0) // v1
-	th.AddUint8(1) // tree_hash
-	th.AddUint64(timestamp)
-	th.AddUint64(s.size)
-	th.AddBytes(s.root[:])
-	digest := sha256.Sum256(th.BytesOrPanic())
-	sig, err := ecdsa.SignASN1(rand.Reader, s.key, digest[:])
-	if err != nil {
-		return nil, err
-	}
-	var b cryptobyte.Builder
-	b.AddUint64(timestamp)
-	b.AddUint8(4) // sha256
-	b.AddUint8(3) // ecdsa
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(sig) })
-	return b.Bytes()
-}
-
 // signedCheckpoint is a checkpoint of the given tree head signed with the
 // log's own key: what a hostile or broken log can serve.
-func signedCheckpoint(t testing.TB, log *cttest.Log, size uint64, root [32]byte) []byte {
+func signedCheckpoint(t testing.TB, log *cttest.Log, size int64, root [32]byte) []byte {
 	t.Helper()
-	spki, err := x509.MarshalPKIXPublicKey(&log.Key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logID := sha256.Sum256(spki)
-	id := sha256.Sum256(append([]byte(log.Origin+"\n\x05"), logID[:]...))
-	s := &treeHeadSigner{name: log.Origin, keyHash: binary.BigEndian.Uint32(id[:4]), key: log.Key, size: size, root: root}
-	text := fmt.Sprintf("%s\n%d\n%s\n", log.Origin, size, base64.StdEncoding.EncodeToString(root[:]))
-	cp, err := note.Sign(&note.Note{Text: text}, s)
+	cp, err := log.Checkpoint(size, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +60,7 @@ func TestReadRefusesATreeLargerThanALogCanHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []uint64{1<<40 + 1, 1 << 62, 1<<63 - 1} {
+	for _, size := range []int64{1<<40 + 1, 1 << 62, 1<<63 - 1} {
 		l := withCheckpoint(t, log, signedCheckpoint(t, log, size, first.Position.Root))
 		for _, from := range []ct.Position{{}, first.Position, {Next: ct.FromTreeSize, Back: 1000}} {
 			type result struct {

@@ -324,13 +324,20 @@ func (l *Log) sign() error {
 	if err != nil {
 		return err
 	}
+	l.checkpoint, err = l.Checkpoint(size, root)
+	return err
+}
+
+// Checkpoint is a checkpoint of the tree head (size, root), whatever the
+// log holds, signed with the log's key: what a hostile or broken log can
+// serve (a tree it does not have, an older one).
+func (l *Log) Checkpoint(size int64, root tlog.Hash) ([]byte, error) {
 	text := fmt.Sprintf("%s\n%d\n%s\n", l.Origin, size, base64.StdEncoding.EncodeToString(root[:]))
 	s, err := l.signer(uint64(l.Now().UnixMilli()), size, root)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	l.checkpoint, err = note.Sign(&note.Note{Text: text}, s)
-	return err
+	return note.Sign(&note.Note{Text: text}, s)
 }
 
 // treeHeadSigner is a note.Signer making the RFC6962NoteSignature of one
